@@ -1,0 +1,58 @@
+# The two commands of the README's Quick start:
+#   make demo   install missing build dependencies (as root), build, show the
+#               8×H100 simulated node the way `gpuctl ls` shows a real one
+#   make check  the whole test suite, then again under ASan + UBSan
+BUILD ?= build
+SAN_BUILD ?= build-san
+DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libcmocka-dev
+DEMO_NODE = examples/nodes/h100-8x-sxm.json
+
+.PHONY: all build deps demo check check-plain check-san bench clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEB_DEPS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing build dependencies:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing build dependencies; run: sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+$(SAN_BUILD)/build.ninja:
+	meson setup $(SAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false \
+	  -Dc_args=-fno-sanitize-recover=all -Dbuildtype=debug
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	@rundir=$$(mktemp -d); \
+	GPUCTL_SIM_RUNDIR=$$rundir ./$(BUILD)/sim/gpuctl-sim-hold --gpu 5 --mem 30GiB -- sleep 30 & holder=$$!; \
+	sleep 0.3; \
+	GPUCTL_SIM_RUNDIR=$$rundir ./$(BUILD)/src/gpuctl --sim $(DEMO_NODE) ls; rc=$$?; \
+	kill $$holder 2>/dev/null; wait $$holder 2>/dev/null; rm -rf $$rundir; exit $$rc
+
+# Both suites always run; the target fails if either failed.
+check: deps $(BUILD)/build.ninja $(SAN_BUILD)/build.ninja
+	@rc=0; \
+	ninja -C $(BUILD) && meson test -C $(BUILD) --print-errorlogs || rc=1; \
+	ninja -C $(SAN_BUILD) && \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  meson test -C $(SAN_BUILD) --print-errorlogs || rc=1; \
+	exit $$rc
+
+bench: build
+	bench/query.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,8 @@
+/*
+ * gen-legacy.c — names the driver generation of this variant of the simulated
+ * NVML library (R450 (450.80.02)). The shared sources read sim_generation
+ * where behaviour must differ (the r535 `_v3` record size, default versions).
+ */
+#include "sim.h"
+
+const char sim_generation[] = "legacy";

@@ -1,0 +1,1158 @@
+/*
+ * nvml.c — the exported NVML entry points of the simulated driver.
+ *
+ * gpuctl dlopens this library exactly as it would libnvidia-ml.so.1, so the
+ * simulator must honour the real C ABI and NVML's calling contracts: record
+ * sizes per function version, the count/INSUFFICIENT_SIZE protocol, struct
+ * version words, refcounted init, UNINITIALIZED before init, and never a
+ * crash on bad arguments. Which of these functions a build exports is
+ * decided by its linker version script (sim/<generation>.map), one per driver
+ * generation; the only behaviour that differs at run time is the record
+ * size of the r535 `_v3` process calls (see sim_generation).
+ *
+ * Every call takes one process-wide lock: the simulator is not a hot path,
+ * and the lock keeps fault counters and the sticky "GPU lost" state exact
+ * when a daemon polls from several threads.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* the functions must have exactly the types gpuctl's loader calls them with */
+#define SIM_ABI(fn, T) \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&fn), T), #fn " has type " #T)
+SIM_ABI(nvmlInit_v2, nvml_fn_void);
+SIM_ABI(nvmlShutdown, nvml_fn_void);
+SIM_ABI(nvmlErrorString, nvml_fn_errstr);
+SIM_ABI(nvmlSystemGetDriverVersion, nvml_fn_sysstr);
+SIM_ABI(nvmlSystemGetCudaDriverVersion_v2, nvml_fn_sysint);
+SIM_ABI(nvmlDeviceGetCount_v2, nvml_fn_count);
+SIM_ABI(nvmlDeviceGetHandleByIndex_v2, nvml_fn_handle_by_index);
+SIM_ABI(nvmlDeviceGetName, nvml_fn_devstr);
+SIM_ABI(nvmlDeviceGetFanSpeed, nvml_fn_devuint);
+SIM_ABI(nvmlDeviceGetTotalEnergyConsumption, nvml_fn_devull);
+SIM_ABI(nvmlDeviceGetCurrentClocksEventReasons, nvml_fn_devull);
+SIM_ABI(nvmlDeviceGetEccMode, nvml_fn_devint2);
+SIM_ABI(nvmlDeviceGetCudaComputeCapability, nvml_fn_devint2);
+SIM_ABI(nvmlDeviceGetMigMode, nvml_fn_devuint2);
+SIM_ABI(nvmlDeviceGetPowerManagementLimitConstraints, nvml_fn_devuint2);
+SIM_ABI(nvmlDeviceGetTemperature, nvml_fn_devenum);
+SIM_ABI(nvmlDeviceGetClockInfo, nvml_fn_devenum);
+SIM_ABI(nvmlDeviceGetPciInfo_v3, nvml_fn_pci);
+SIM_ABI(nvmlDeviceGetMemoryInfo_v2, nvml_fn_mem);
+SIM_ABI(nvmlDeviceGetUtilizationRates, nvml_fn_util);
+SIM_ABI(nvmlDeviceGetTotalEccErrors, nvml_fn_ecc);
+SIM_ABI(nvmlDeviceGetComputeRunningProcesses_v3, nvml_fn_procs);
+SIM_ABI(nvmlDeviceGetTopologyCommonAncestor, nvml_fn_topo);
+
+/* nvmlProcessDetailList_v1_t: records are laid out as nvmlProcessInfo_r535_t */
+typedef struct {
+	unsigned int version;
+	unsigned int mode; /* 0 compute, 1 graphics, 2 MPS */
+	unsigned int numProcArrayEntries;
+	nvmlProcessInfo_r535_t *procArray;
+} sim_process_detail_list_t;
+_Static_assert(sizeof(sim_process_detail_list_t) == 24, "nvmlProcessDetailList_v1_t is 24 bytes");
+_Static_assert(offsetof(sim_process_detail_list_t, procArray) == 16, "procArray at 16");
+#define SIM_PROCESS_DETAIL_LIST_V1 NVML_STRUCT_VERSION(sizeof(sim_process_detail_list_t), 1)
+_Static_assert(SIM_PROCESS_DETAIL_LIST_V1 == 0x01000018U, "nvmlProcessDetailList_v1 word");
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_node *node;	     /* loaded while refcount > 0 */
+static unsigned int refcount;
+static unsigned long long init_calls; /* for "after" on nvmlInit faults */
+static char last_error[512];
+
+const char *gpuctlSimLastError(void)
+{
+	return last_error;
+}
+
+const char *gpuctlSimGeneration(void)
+{
+	const char *g = sim_generation;
+	pthread_mutex_lock(&lock);
+	if (node && node->generation[0])
+		g = node->generation;
+	pthread_mutex_unlock(&lock);
+	return g;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r)
+{
+	switch (r) {
+	case NVML_SUCCESS: return "Success";
+	case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+	case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+	case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+	case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+	case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+	case NVML_ERROR_NOT_FOUND: return "Not Found";
+	case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+	case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+	case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+	case NVML_ERROR_TIMEOUT: return "Timeout";
+	case NVML_ERROR_IRQ_ISSUE: return "Interrupt request issue";
+	case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+	case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+	case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+	case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+	case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+	case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
+	case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+	case NVML_ERROR_IN_USE: return "In use by another client";
+	case NVML_ERROR_MEMORY: return "Insufficient Memory";
+	case NVML_ERROR_NO_DATA: return "No data";
+	case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+		return "The requested vgpu operation is not available on target device, because ECC is enabled";
+	case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
+	case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
+	case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+	case NVML_ERROR_DEPRECATED: return "Deprecated";
+	case NVML_ERROR_NOT_READY: return "Not Ready";
+	case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
+	case NVML_ERROR_INVALID_STATE: return "Invalid state";
+	default: return "Unknown Error";
+	}
+}
+
+/* ---- init / shutdown ---------------------------------------------------- */
+
+static nvmlReturn_t init_fault(unsigned long long call, bool v2)
+{
+	for (size_t i = 0; i < node->faults.n; i++) {
+		const struct sim_fault *f = &node->faults.v[i];
+
+		if (strcmp(f->fn, "nvmlInit_v2") != 0 && (v2 || strcmp(f->fn, "nvmlInit") != 0))
+			continue;
+		if (call >= f->after)
+			return f->error;
+	}
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t init_common(bool v2)
+{
+	unsigned long long call;
+	nvmlReturn_t r;
+
+	pthread_mutex_lock(&lock);
+	call = init_calls++;
+	if (!node) {
+		const char *path = getenv("GPUCTL_SIM_NODE");
+
+		if (!path || !path[0]) {
+			snprintf(last_error, sizeof(last_error),
+				 "GPUCTL_SIM_NODE is not set (it names the node JSON file to simulate)");
+			r = NVML_ERROR_UNKNOWN;
+			goto out;
+		}
+		node = sim_node_load(path, last_error, sizeof(last_error));
+		if (!node) {
+			r = NVML_ERROR_UNKNOWN;
+			goto out;
+		}
+		last_error[0] = '\0';
+	}
+	r = init_fault(call, v2);
+	if (r == NVML_SUCCESS)
+		refcount++;
+	else if (refcount == 0) {
+		sim_node_free(node);
+		node = NULL;
+	}
+out:
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+	return init_common(true);
+}
+
+nvmlReturn_t nvmlInit(void)
+{
+	return init_common(false);
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+	nvmlReturn_t r = NVML_ERROR_UNINITIALIZED;
+
+	pthread_mutex_lock(&lock);
+	if (node) {
+		r = sim_fault_check(&node->faults, __func__);
+		if (r == NVML_SUCCESS && --refcount == 0) {
+			sim_node_free(node);
+			node = NULL;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Lock, and check init plus system-level faults. Pair with leave(). */
+static nvmlReturn_t sys_enter(const char *fn)
+{
+	pthread_mutex_lock(&lock);
+	if (!node)
+		return NVML_ERROR_UNINITIALIZED;
+	return sim_fault_check(&node->faults, fn);
+}
+
+static nvmlReturn_t leave(nvmlReturn_t r)
+{
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* A handle is valid only if it points at one of the loaded GPUs. */
+static bool valid(nvmlDevice_t dev)
+{
+	uintptr_t p = (uintptr_t)dev, base;
+
+	if (!node || !node->ngpus)
+		return false;
+	base = (uintptr_t)node->gpus;
+	return p >= base && p < base + node->ngpus * sizeof(*node->gpus) &&
+	       (p - base) % sizeof(*node->gpus) == 0;
+}
+
+static nvmlReturn_t gpu_enter(struct nvmlDevice_st *g, const char *fn)
+{
+	if (g->lost)
+		return NVML_ERROR_GPU_IS_LOST;
+	return sim_fault_check(&g->faults, fn);
+}
+
+static nvmlReturn_t gpu_result(struct nvmlDevice_st *g, nvmlReturn_t r)
+{
+	if (r == NVML_ERROR_GPU_IS_LOST)
+		g->lost = true; /* like real hardware: lost stays lost */
+	return r;
+}
+
+/* Lock, and check init, the handle, lost state and faults. Pair with dev_leave(). */
+static nvmlReturn_t dev_enter(nvmlDevice_t dev, const char *fn)
+{
+	pthread_mutex_lock(&lock);
+	if (!node)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!valid(dev))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return gpu_enter(dev, fn);
+}
+
+static nvmlReturn_t dev_leave(nvmlDevice_t dev, nvmlReturn_t r)
+{
+	if (valid(dev))
+		gpu_result(dev, r);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+static nvmlReturn_t copy_str(const char *s, char *buf, unsigned int len)
+{
+	size_t n;
+
+	if (!buf)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!s)
+		return NVML_ERROR_NOT_SUPPORTED;
+	n = strlen(s);
+	if (n >= len)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(buf, s, n + 1);
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t put_uint(struct sim_val v, unsigned int *out)
+{
+	if (!out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!v.ok)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*out = (unsigned int)v.v;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t put_int(struct sim_val v, int *out)
+{
+	if (!out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!v.ok)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*out = (int)v.v;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t put_ull(struct sim_val v, unsigned long long *out)
+{
+	if (!out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!v.ok)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*out = v.v;
+	return NVML_SUCCESS;
+}
+
+/* The common shapes: one metric of the GPU, at a fixed offset in its struct. */
+static struct sim_val field(nvmlDevice_t dev, size_t off)
+{
+	struct sim_val v;
+
+	memcpy(&v, (const char *)dev + off, sizeof(v));
+	return v;
+}
+
+static nvmlReturn_t dev_uint(nvmlDevice_t dev, const char *fn, size_t off, unsigned int *out)
+{
+	nvmlReturn_t r = dev_enter(dev, fn);
+
+	if (r == NVML_SUCCESS)
+		r = put_uint(field(dev, off), out);
+	return dev_leave(dev, r);
+}
+
+static nvmlReturn_t dev_ull(nvmlDevice_t dev, const char *fn, size_t off, unsigned long long *out)
+{
+	nvmlReturn_t r = dev_enter(dev, fn);
+
+	if (r == NVML_SUCCESS)
+		r = put_ull(field(dev, off), out);
+	return dev_leave(dev, r);
+}
+
+static nvmlReturn_t dev_int(nvmlDevice_t dev, const char *fn, size_t off, int *out)
+{
+	nvmlReturn_t r = dev_enter(dev, fn);
+
+	if (r == NVML_SUCCESS)
+		r = put_int(field(dev, off), out);
+	return dev_leave(dev, r);
+}
+
+#define OFF(member) offsetof(struct nvmlDevice_st, member)
+
+/* ---- system ------------------------------------------------------------- */
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int len)
+{
+	nvmlReturn_t r = sys_enter(__func__);
+
+	if (r == NVML_SUCCESS)
+		r = copy_str(node->driver_version, buf, len);
+	return leave(r);
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *buf, unsigned int len)
+{
+	nvmlReturn_t r = sys_enter(__func__);
+
+	if (r == NVML_SUCCESS)
+		r = copy_str(node->nvml_version, buf, len);
+	return leave(r);
+}
+
+/*
+ * Real NVML answers this one without nvmlInit (it asks libcuda), so before
+ * init the node file is read just for the answer.
+ */
+static nvmlReturn_t cuda_version(const char *fn, int *v)
+{
+	struct sim_node *n;
+	char err[256];
+	nvmlReturn_t r;
+
+	if (!v)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&lock);
+	n = node;
+	if (!n) {
+		const char *path = getenv("GPUCTL_SIM_NODE");
+
+		n = path && path[0] ? sim_node_load(path, err, sizeof(err)) : NULL;
+	}
+	if (!n) {
+		r = NVML_ERROR_LIBRARY_NOT_FOUND;
+	} else {
+		r = sim_fault_check(&n->faults, fn);
+		if (r == NVML_SUCCESS)
+			r = put_int(n->cuda_version, v);
+		if (n != node)
+			sim_node_free(n);
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+	return cuda_version(__func__, v);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+	return cuda_version(__func__, v);
+}
+
+static nvmlReturn_t count_common(const char *fn, unsigned int *count)
+{
+	nvmlReturn_t r = sys_enter(fn);
+
+	if (r == NVML_SUCCESS) {
+		if (!count)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else
+			*count = node->ngpus;
+	}
+	return leave(r);
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *count)
+{
+	return count_common(__func__, count);
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+	return count_common(__func__, count);
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+/* Calls that name a GPU consult that GPU's faults (node-level ones included). */
+static nvmlReturn_t handle_common(const char *fn, struct nvmlDevice_st *g, nvmlDevice_t *dev)
+{
+	nvmlReturn_t r = gpu_result(g, gpu_enter(g, fn));
+
+	if (r == NVML_SUCCESS)
+		*dev = g;
+	return r;
+}
+
+static nvmlReturn_t by_index(const char *fn, unsigned int index, nvmlDevice_t *dev)
+{
+	nvmlReturn_t r = NVML_ERROR_UNINITIALIZED;
+
+	pthread_mutex_lock(&lock);
+	if (!node)
+		r = NVML_ERROR_UNINITIALIZED;
+	else if (!dev || index >= node->ngpus)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	else
+		r = handle_common(fn, &node->gpus[index], dev);
+	return leave(r);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *dev)
+{
+	return by_index(__func__, index, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev)
+{
+	return by_index(__func__, index, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *dev)
+{
+	nvmlReturn_t r = NVML_ERROR_UNINITIALIZED;
+
+	pthread_mutex_lock(&lock);
+	if (!node)
+		return leave(r);
+	if (!uuid || !dev)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	r = NVML_ERROR_NOT_FOUND;
+	for (unsigned int i = 0; i < node->ngpus; i++) {
+		struct nvmlDevice_st *g = &node->gpus[i];
+
+		if (g->uuid && strcmp(g->uuid, uuid) == 0) {
+			r = handle_common(__func__, g, dev);
+			break;
+		}
+	}
+	return leave(r);
+}
+
+/* "DDDDDDDD:BB:DD.F", "DDDD:BB:DD.F" or "BB:DD.F", hex, any case. */
+static bool parse_bus_id(const char *s, unsigned int *domain, unsigned int *bus,
+			 unsigned int *device)
+{
+	unsigned long v[3];
+	int n = 0;
+	char *end;
+
+	for (;;) {
+		if (!isxdigit((unsigned char)*s))
+			return false;
+		errno = 0;
+		v[n] = strtoul(s, &end, 16);
+		if (errno || end - s > 8)
+			return false;
+		n++;
+		s = end;
+		if (*s == ':' && n < 3) {
+			s++;
+			continue;
+		}
+		if (*s == '.' && n >= 2 && isxdigit((unsigned char)s[1]) && s[2] == '\0')
+			break;
+		return false;
+	}
+	*domain = n == 3 ? (unsigned int)v[0] : 0;
+	*bus = (unsigned int)v[n - 2];
+	*device = (unsigned int)v[n - 1];
+	return true;
+}
+
+static nvmlReturn_t by_bus_id(const char *fn, const char *bus_id, nvmlDevice_t *dev)
+{
+	unsigned int d, b, s;
+	nvmlReturn_t r = NVML_ERROR_UNINITIALIZED;
+
+	pthread_mutex_lock(&lock);
+	if (!node)
+		return leave(r);
+	if (!bus_id || !dev || !parse_bus_id(bus_id, &d, &b, &s))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	r = NVML_ERROR_NOT_FOUND;
+	for (unsigned int i = 0; i < node->ngpus; i++) {
+		struct nvmlDevice_st *g = &node->gpus[i];
+
+		if (g->pci_ok && g->domain == d && g->bus == b && g->device == s) {
+			r = handle_common(fn, g, dev);
+			break;
+		}
+	}
+	return leave(r);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *bus_id, nvmlDevice_t *dev)
+{
+	return by_bus_id(__func__, bus_id, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *dev)
+{
+	return by_bus_id(__func__, bus_id, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned int *index)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!index)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else
+			*index = dev->index;
+	}
+	return dev_leave(dev, r);
+}
+
+/* ---- identity ----------------------------------------------------------- */
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *buf, unsigned int len)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = copy_str(dev->name, buf, len);
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *buf, unsigned int len)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = copy_str(dev->uuid, buf, len);
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t dev, char *buf, unsigned int len)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = copy_str(dev->serial, buf, len);
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t dev, char *buf, unsigned int len)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = copy_str(dev->vbios, buf, len);
+	return dev_leave(dev, r);
+}
+
+static nvmlReturn_t pci_common(nvmlDevice_t dev, const char *fn, void *out, bool v3)
+{
+	nvmlReturn_t r = dev_enter(dev, fn);
+
+	if (r == NVML_SUCCESS && !out)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	else if (r == NVML_SUCCESS && !dev->pci_ok)
+		r = NVML_ERROR_NOT_SUPPORTED;
+	if (r != NVML_SUCCESS)
+		return dev_leave(dev, r);
+	if (v3) {
+		nvmlPciInfo_t p;
+
+		memset(&p, 0, sizeof(p));
+		snprintf(p.busIdLegacy, sizeof(p.busIdLegacy), "%04X:%02X:%02X.0",
+			 dev->domain & 0xFFFF, dev->bus, dev->device);
+		snprintf(p.busId, sizeof(p.busId), "%08X:%02X:%02X.0", dev->domain, dev->bus,
+			 dev->device);
+		p.domain = dev->domain;
+		p.bus = dev->bus;
+		p.device = dev->device;
+		p.pciDeviceId = dev->device_id;
+		p.pciSubSystemId = dev->subsystem_id;
+		memcpy(out, &p, sizeof(p));
+	} else {
+		nvmlPciInfoLegacy_t p;
+
+		memset(&p, 0, sizeof(p));
+		snprintf(p.busId, sizeof(p.busId), "%04X:%02X:%02X.0", dev->domain & 0xFFFF,
+			 dev->bus, dev->device);
+		p.domain = dev->domain;
+		p.bus = dev->bus;
+		p.device = dev->device;
+		p.pciDeviceId = dev->device_id;
+		p.pciSubSystemId = dev->subsystem_id;
+		memcpy(out, &p, sizeof(p));
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, void *pci)
+{
+	return pci_common(dev, __func__, pci, false);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t dev, void *pci)
+{
+	return pci_common(dev, __func__, pci, false);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t dev, void *pci)
+{
+	return pci_common(dev, __func__, pci, true);
+}
+
+/* ---- processes and memory ---------------------------------------------- */
+
+/*
+ * The processes on a GPU of the given SIM_PROC_* types: the node's static
+ * ones, then live registrations (compute) sorted by pid, minus registrations
+ * of a pid the node already lists. *out is malloc'ed; the caller frees it.
+ */
+static nvmlReturn_t gather(struct nvmlDevice_st *g, unsigned int mask, struct sim_proc **out,
+			   size_t *n)
+{
+	size_t cap = g->nprocs + 16, first, k;
+	struct sim_proc *v = malloc(cap * sizeof(*v));
+	bool mig = g->mig_current.ok && g->mig_current.v;
+
+	*out = NULL;
+	*n = 0;
+	if (!v)
+		return NVML_ERROR_MEMORY;
+	for (size_t i = 0; i < g->nprocs; i++)
+		if (g->procs[i].type & mask)
+			v[(*n)++] = g->procs[i];
+	if (!(mask & SIM_PROC_COMPUTE)) {
+		*out = v;
+		return NVML_SUCCESS;
+	}
+	first = *n;
+	if (sim_rundir_scan(node->rundir, g->index, &v, n, &cap) < 0) {
+		free(v);
+		*n = 0;
+		return NVML_ERROR_MEMORY;
+	}
+	for (size_t i = k = first; i < *n; i++) {
+		bool dup = false;
+
+		for (size_t j = 0; j < g->nprocs && !dup; j++)
+			dup = g->procs[j].pid == v[i].pid;
+		if (dup)
+			continue;
+		v[k] = v[i];
+		if (mig)
+			v[k].gpu_instance_id = v[k].compute_instance_id = 0;
+		k++;
+	}
+	*n = k;
+	*out = v;
+	return NVML_SUCCESS;
+}
+
+/* bytes allocated on the GPU: baseline + known process memory, capped */
+static nvmlReturn_t allocated(struct nvmlDevice_st *g, uint64_t *used)
+{
+	struct sim_proc *v;
+	size_t n;
+	nvmlReturn_t r = gather(g, SIM_PROC_COMPUTE | SIM_PROC_GRAPHICS, &v, &n);
+	uint64_t sum = g->mem_used, room;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].used_memory != NVML_VALUE_NOT_AVAILABLE_ULL)
+			sum += v[i].used_memory;
+	free(v);
+	room = g->mem_total > g->mem_reserved ? g->mem_total - g->mem_reserved : 0;
+	*used = sum < room ? sum : room;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, void *mem)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+	uint64_t used = 0;
+
+	if (r == NVML_SUCCESS && !mem)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	else if (r == NVML_SUCCESS && !dev->mem_ok)
+		r = NVML_ERROR_NOT_SUPPORTED;
+	if (r == NVML_SUCCESS)
+		r = allocated(dev, &used);
+	if (r == NVML_SUCCESS) {
+		nvmlMemory_t m;
+		uint64_t held = dev->mem_reserved + used;
+
+		m.total = dev->mem_total;
+		m.used = held < dev->mem_total ? held : dev->mem_total;
+		m.free = dev->mem_total - m.used;
+		memcpy(mem, &m, sizeof(m));
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, void *mem)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+	unsigned int version = 0;
+	uint64_t used = 0;
+
+	if (r == NVML_SUCCESS && !mem)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	if (r == NVML_SUCCESS) {
+		memcpy(&version, mem, sizeof(version));
+		if (version != nvmlMemory_v2)
+			r = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+		else if (!dev->mem_ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+	}
+	if (r == NVML_SUCCESS)
+		r = allocated(dev, &used);
+	if (r == NVML_SUCCESS) {
+		nvmlMemory_v2_t m;
+		uint64_t held = dev->mem_reserved + used;
+
+		memset(&m, 0, sizeof(m));
+		m.version = version;
+		m.total = dev->mem_total;
+		m.reserved = dev->mem_reserved;
+		m.used = used;
+		m.free = held < dev->mem_total ? dev->mem_total - held : 0;
+		memcpy(mem, &m, sizeof(m));
+	}
+	return dev_leave(dev, r);
+}
+
+/*
+ * NVML's count protocol: *count is the capacity on the way in and the
+ * number of processes on the way out; too small a capacity gives
+ * INSUFFICIENT_SIZE (infos may then be NULL). Records are written as the
+ * first `rec` bytes of the 32-byte layout, which every smaller one prefixes.
+ */
+static nvmlReturn_t fill_procs(nvmlDevice_t dev, unsigned int mask, unsigned int *count,
+			       void *infos, size_t rec)
+{
+	struct sim_proc *v;
+	size_t n;
+	nvmlReturn_t r;
+
+	if (!count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!dev->procs_ok)
+		return NVML_ERROR_NOT_SUPPORTED;
+	r = gather(dev, mask, &v, &n);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (*count < n) {
+		*count = (unsigned int)n;
+		r = NVML_ERROR_INSUFFICIENT_SIZE;
+	} else if (n && !infos) {
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			nvmlProcessInfo_r535_t x;
+
+			memset(&x, 0, sizeof(x));
+			x.pid = v[i].pid;
+			x.usedGpuMemory = v[i].used_memory;
+			x.gpuInstanceId = v[i].gpu_instance_id;
+			x.computeInstanceId = v[i].compute_instance_id;
+			x.usedGpuCcProtectedMemory = 0;
+			memcpy((char *)infos + i * rec, &x, rec);
+		}
+		*count = (unsigned int)n;
+	}
+	free(v);
+	return r;
+}
+
+static nvmlReturn_t procs_common(nvmlDevice_t dev, const char *fn, unsigned int mask,
+				 unsigned int *count, void *infos, size_t rec)
+{
+	nvmlReturn_t r = dev_enter(dev, fn);
+
+	if (r == NVML_SUCCESS)
+		r = fill_procs(dev, mask, count, infos, rec);
+	return dev_leave(dev, r);
+}
+
+/* 535.43 .. 535.86 wrote 32-byte records from _v3; later drivers 24 bytes */
+static size_t v3_record(void)
+{
+	return strcmp(sim_generation, "r535") == 0 ? sizeof(nvmlProcessInfo_r535_t)
+						   : sizeof(nvmlProcessInfo_v2_t);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count, void *infos)
+{
+	return procs_common(dev, __func__, SIM_PROC_COMPUTE, count, infos,
+			    sizeof(nvmlProcessInfo_v1_t));
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
+						     void *infos)
+{
+	return procs_common(dev, __func__, SIM_PROC_COMPUTE, count, infos,
+			    sizeof(nvmlProcessInfo_v2_t));
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
+						     void *infos)
+{
+	return procs_common(dev, __func__, SIM_PROC_COMPUTE, count, infos, v3_record());
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t dev, unsigned int *count,
+						   void *infos)
+{
+	return procs_common(dev, __func__, SIM_PROC_GRAPHICS, count, infos,
+			    sizeof(nvmlProcessInfo_v1_t));
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
+						      void *infos)
+{
+	return procs_common(dev, __func__, SIM_PROC_GRAPHICS, count, infos,
+			    sizeof(nvmlProcessInfo_v2_t));
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
+						      void *infos)
+{
+	return procs_common(dev, __func__, SIM_PROC_GRAPHICS, count, infos, v3_record());
+}
+
+nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t dev, void *list)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+	sim_process_detail_list_t l;
+
+	if (r == NVML_SUCCESS && !list)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	if (r != NVML_SUCCESS)
+		return dev_leave(dev, r);
+	memcpy(&l, list, sizeof(l));
+	if (l.version != SIM_PROCESS_DETAIL_LIST_V1) {
+		r = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	} else if (l.mode > 2) {
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	} else if (l.mode == 2) { /* MPS: the simulator runs no MPS server */
+		l.numProcArrayEntries = 0;
+	} else {
+		r = fill_procs(dev, l.mode == 0 ? SIM_PROC_COMPUTE : SIM_PROC_GRAPHICS,
+			       &l.numProcArrayEntries, l.procArray, sizeof(nvmlProcessInfo_r535_t));
+	}
+	if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE)
+		memcpy(list, &l, sizeof(l));
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t dev, void *info)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = info ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+	return dev_leave(dev, r);
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!u)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->util_gpu.ok || !dev->util_mem.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else {
+			u->gpu = (unsigned int)dev->util_gpu.v;
+			u->memory = (unsigned int)dev->util_mem.v;
+		}
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned int *t)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = sensor != NVML_TEMPERATURE_GPU ? NVML_ERROR_INVALID_ARGUMENT
+						   : put_uint(dev->temperature, t);
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t dev, unsigned int *speed)
+{
+	return dev_uint(dev, __func__, OFF(fan), speed);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw)
+{
+	return dev_uint(dev, __func__, OFF(power_draw), mw);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+	return dev_uint(dev, __func__, OFF(power_limit), mw);
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+	return dev_uint(dev, __func__, OFF(power_enforced), mw);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+	return dev_uint(dev, __func__, OFF(power_default), mw);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t dev, unsigned int *min,
+							  unsigned int *max)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!min || !max)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->power_min.ok || !dev->power_max.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else {
+			*min = (unsigned int)dev->power_min.v;
+			*max = (unsigned int)dev->power_max.v;
+		}
+	}
+	return dev_leave(dev, r);
+}
+
+static nvmlReturn_t clock_common(nvmlDevice_t dev, const char *fn, bool max, int type,
+				 unsigned int *mhz)
+{
+	nvmlReturn_t r = dev_enter(dev, fn);
+
+	if (r == NVML_SUCCESS)
+		r = (type < 0 || type > NVML_CLOCK_VIDEO)
+			    ? NVML_ERROR_INVALID_ARGUMENT
+			    : put_uint(max ? dev->max_clock[type] : dev->clock[type], mhz);
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned int *mhz)
+{
+	return clock_common(dev, __func__, false, type, mhz);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t dev, int type, unsigned int *mhz)
+{
+	return clock_common(dev, __func__, true, type, mhz);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t dev, unsigned long long *r)
+{
+	return dev_ull(dev, __func__, OFF(throttle), r);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *r)
+{
+	return dev_ull(dev, __func__, OFF(throttle), r);
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t dev, unsigned long long *r)
+{
+	return dev_ull(dev, __func__, OFF(supported_throttle), r);
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t dev, unsigned long long *r)
+{
+	return dev_ull(dev, __func__, OFF(supported_throttle), r);
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t dev, int *current, int *pending)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!current || !pending)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->ecc_current.ok || !dev->ecc_pending.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else {
+			*current = (int)dev->ecc_current.v;
+			*pending = (int)dev->ecc_pending.v;
+		}
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int error_type, int counter_type,
+					 unsigned long long *count)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (error_type < 0 || error_type > 1 || counter_type < 0 || counter_type > 1)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else
+			r = put_ull(dev->ecc_count[error_type][counter_type], count);
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode)
+{
+	return dev_int(dev, __func__, OFF(persistence), mode);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t dev, int *mode)
+{
+	return dev_int(dev, __func__, OFF(compute_mode), mode);
+}
+
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t dev, int *pstate)
+{
+	return dev_int(dev, __func__, OFF(pstate), pstate);
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned int *current, unsigned int *pending)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!current || !pending)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->mig_current.ok || !dev->mig_pending.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else {
+			*current = (unsigned int)dev->mig_current.v;
+			*pending = (unsigned int)dev->mig_pending.v;
+		}
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t dev, unsigned int *v)
+{
+	return dev_uint(dev, __func__, OFF(pcie_gen), v);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t dev, unsigned int *v)
+{
+	return dev_uint(dev, __func__, OFF(pcie_max_gen), v);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t dev, unsigned int *v)
+{
+	return dev_uint(dev, __func__, OFF(pcie_width), v);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t dev, unsigned int *v)
+{
+	return dev_uint(dev, __func__, OFF(pcie_max_width), v);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *mj)
+{
+	return dev_ull(dev, __func__, OFF(energy), mj);
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t dev, int *major, int *minor)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!major || !minor)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->cc_major.ok || !dev->cc_minor.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else {
+			*major = (int)dev->cc_major.v;
+			*minor = (int)dev->cc_minor.v;
+		}
+	}
+	return dev_leave(dev, r);
+}
+
+/* ---- topology ----------------------------------------------------------- */
+
+static bool same(const struct nvmlDevice_st *a, const struct nvmlDevice_st *b, int level)
+{
+	return a->topo[level] >= 0 && a->topo[level] == b->topo[level];
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int *level)
+{
+	nvmlReturn_t r = dev_enter(a, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!level || !valid(b))
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (a == b)
+			*level = NVML_TOPOLOGY_INTERNAL;
+		else if (same(a, b, SIM_TOPO_PCIE_SWITCH))
+			*level = NVML_TOPOLOGY_SINGLE;
+		else if (same(a, b, SIM_TOPO_PCIE_ROOT))
+			*level = NVML_TOPOLOGY_MULTIPLE;
+		else if (same(a, b, SIM_TOPO_HOST_BRIDGE))
+			*level = NVML_TOPOLOGY_HOSTBRIDGE;
+		else if (same(a, b, SIM_TOPO_NUMA))
+			*level = NVML_TOPOLOGY_NODE;
+		else
+			*level = NVML_TOPOLOGY_SYSTEM;
+	}
+	return dev_leave(a, r);
+}

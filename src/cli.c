@@ -1,0 +1,319 @@
+/*
+ * cli.c — helpers shared by the gpuctl verbs (see cli.h). The one place
+ * that turns a libgpuctl error into a line on stderr and an exit code.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+void cli_err(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fputs("gpuctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_exit_code(int e)
+{
+	switch (e) {
+	case GC_OK: return EXIT_OK;
+	case GC_ENOLIB:
+	case GC_ENODRIVER: return EXIT_NODRIVER;
+	case GC_EMISMATCH: return EXIT_MISMATCH;
+	case GC_EGPULOST: return EXIT_GPULOST;
+	case GC_EINVAL:
+	case GC_ESIM: return EXIT_USAGE; /* the node file named by --sim is bad input */
+	default: return EXIT_FAIL;
+	}
+}
+
+int cli_open(const struct cli_global *g, gc_ctx **ctx)
+{
+	gc_open_opts o = {.library = NULL, .sim_node = g->sim};
+	int rc = gc_ctx_open(ctx, &o);
+	if (rc == GC_OK)
+		return EXIT_OK;
+	const char *msg = gc_ctx_errmsg(*ctx);
+	if (!msg || !*msg)
+		msg = gc_strerror(rc);
+	if ((rc == GC_ENOLIB || rc == GC_ENODRIVER) && !g->sim)
+		cli_err("%s; to try gpuctl without a GPU, run it against a simulated node: "
+			"gpuctl --sim FILE ...", msg);
+	else
+		cli_err("%s", msg);
+	gc_ctx_free(*ctx);
+	*ctx = NULL;
+	return cli_exit_code(rc);
+}
+
+/* Parse "[domain:]bus:device[.function]" in hex into one comparable number. */
+static int parse_busid(const char *s, unsigned long long *key)
+{
+	unsigned long dom = 0, bus = 0, dev = 0, fn = 0;
+	char *end;
+	const char *p = s;
+	unsigned long parts[3];
+	int np = 0;
+	while (np < 3) {
+		if (!isxdigit((unsigned char)*p))
+			return -1;
+		errno = 0;
+		parts[np++] = strtoul(p, &end, 16);
+		if (errno || end - p > 8)
+			return -1;
+		p = end;
+		if (*p != ':')
+			break;
+		p++;
+	}
+	if (np < 2)
+		return -1;
+	if (*p == '.') {
+		p++;
+		if (!isxdigit((unsigned char)*p))
+			return -1;
+		fn = strtoul(p, &end, 16);
+		p = end;
+	}
+	if (*p)
+		return -1;
+	if (np == 3) {
+		dom = parts[0];
+		bus = parts[1];
+		dev = parts[2];
+	} else {
+		bus = parts[0];
+		dev = parts[1];
+	}
+	if (bus > 0xff || dev > 0x1f || fn > 7 || dom > 0xffffffffUL)
+		return -1;
+	*key = ((unsigned long long)dom << 16) | (bus << 8) | (dev << 3) | fn;
+	return 0;
+}
+
+static int match_one(const char *tok, const gc_snapshot *snap, size_t *idx)
+{
+	size_t n = snap->ngpus;
+	/* a plain decimal number is an index */
+	const char *p = tok;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*tok && !*p) {
+		errno = 0;
+		char *end;
+		unsigned long v = strtoul(tok, &end, 10);
+		if (errno || v >= n)
+			return -1;
+		*idx = v;
+		return 0;
+	}
+	if (strncasecmp(tok, "GPU-", 4) == 0) {
+		/* full UUID, or an unambiguous prefix of at least 8 hex digits */
+		size_t len = strlen(tok), found = n;
+		for (size_t i = 0; i < n; i++) {
+			const gc_gpu *g = &snap->gpus[i];
+			if (g->st[GC_V_UUID] != GC_ST_OK)
+				continue;
+			if (strcasecmp(g->uuid, tok) == 0) {
+				*idx = i;
+				return 0;
+			}
+			if (len >= 12 && strncasecmp(g->uuid, tok, len) == 0) {
+				if (found != n)
+					return -2; /* ambiguous */
+				found = i;
+			}
+		}
+		if (found == n)
+			return -1;
+		*idx = found;
+		return 0;
+	}
+	unsigned long long key, gk;
+	if (parse_busid(tok, &key) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			const gc_gpu *g = &snap->gpus[i];
+			if (g->st[GC_V_PCI] == GC_ST_OK && parse_busid(g->bus_id, &gk) == 0 && gk == key) {
+				*idx = i;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+int cli_select(const char *spec, const gc_snapshot *snap, bool *which)
+{
+	size_t n = snap->ngpus;
+	if (!spec) {
+		for (size_t i = 0; i < n; i++)
+			which[i] = true;
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < n; i++)
+		which[i] = false;
+	char range[32];
+	if (n)
+		snprintf(range, sizeof range, n == 1 ? "0" : "0-%zu", n - 1);
+	else
+		snprintf(range, sizeof range, "none");
+	if (!*spec) {
+		cli_err("empty GPU id for -i (expected an index %s, a GPU UUID or a PCI bus id)", range);
+		return EXIT_USAGE;
+	}
+	char *copy = strdup(spec);
+	if (!copy) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	int rc = EXIT_OK;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t idx = 0;
+		while (*tok == ' ')
+			tok++;
+		int m = match_one(tok, snap, &idx);
+		if (m == -2) {
+			cli_err("GPU id '%s' for -i matches more than one GPU; give the full UUID", tok);
+			rc = EXIT_USAGE;
+			break;
+		}
+		if (m < 0) {
+			cli_err("invalid GPU id '%s' for -i: no GPU on this machine has that index (%s), "
+				"UUID or PCI bus id", tok, range);
+			rc = EXIT_USAGE;
+			break;
+		}
+		which[idx] = true;
+	}
+	free(copy);
+	return rc;
+}
+
+int cli_parse_interval(const char *opt, const char *arg, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > 86400) {
+		cli_err("invalid %s value '%s' (expected seconds between 0 and 86400, e.g. 1 or 0.5)",
+			opt, arg);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return EXIT_OK;
+}
+
+int cli_parse_count(const char *opt, const char *arg, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1) {
+		cli_err("invalid %s value '%s' (expected a positive whole number)", opt, arg);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return EXIT_OK;
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+bool cli_interrupted(void)
+{
+	return stop_flag != 0;
+}
+
+int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *arg)
+{
+	if (interval <= 0)
+		return tick(arg, 0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	long step_ns = (long)(fmod(interval, 1.0) * 1e9);
+	time_t step_s = (time_t)interval;
+	int last = 0;
+	for (long n = 0; !stop_flag; n++) {
+		int rc = tick(arg, n);
+		if (rc != 0 && rc != EXIT_GPULOST)
+			return rc;
+		if (rc)
+			last = rc;
+		if (count && n + 1 >= count)
+			break;
+		next.tv_sec += step_s;
+		next.tv_nsec += step_ns;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_nsec -= 1000000000L;
+			next.tv_sec++;
+		}
+		/* if a sample overran its slot, do not try to catch up */
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+			next = now;
+		while (!stop_flag && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+	}
+	return last;
+}
+
+int cli_parse_color(const char *arg, enum cli_color *out)
+{
+	if (!arg || strcmp(arg, "auto") == 0)
+		*out = COLOR_AUTO;
+	else if (strcmp(arg, "always") == 0)
+		*out = COLOR_ALWAYS;
+	else if (strcmp(arg, "never") == 0)
+		*out = COLOR_NEVER;
+	else {
+		cli_err("invalid --color value '%s' (expected auto, always or never)", arg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+bool cli_use_color(enum cli_color c, FILE *f)
+{
+	if (c == COLOR_ALWAYS)
+		return true;
+	if (c == COLOR_NEVER)
+		return false;
+	const char *nc = getenv("NO_COLOR");
+	if (nc && *nc)
+		return false;
+	const char *term = getenv("TERM");
+	if (term && strcmp(term, "dumb") == 0)
+		return false;
+	return isatty(fileno(f)) != 0;
+}
+
+unsigned long long cli_mib(uint64_t bytes)
+{
+	return (unsigned long long)(bytes / 1048576ULL + (bytes % 1048576ULL != 0));
+}

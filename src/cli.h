@@ -1,0 +1,66 @@
+/*
+ * cli.h — what every gpuctl verb shares: exit codes, error printing,
+ * opening the backend (real driver or --sim), GPU selection with -i, the
+ * sampling loop, and colour decisions.
+ */
+#ifndef GPUCTL_CLI_H
+#define GPUCTL_CLI_H
+
+#include "gpuctl/gpuctl.h"
+#include <stdio.h>
+
+/* Exit codes: stable, documented in docs/exit-codes.md and gpuctl(1). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,      /* any other failure */
+	EXIT_USAGE = 2,     /* bad command line: option, field, -i value */
+	EXIT_NODRIVER = 3,  /* no NVIDIA driver: library not found or driver not loaded */
+	EXIT_MISMATCH = 4,  /* driver/library version mismatch (upgraded without reboot) */
+	EXIT_GPULOST = 5,   /* a GPU was lost (fell off the bus) while sampling */
+};
+
+struct cli_global {
+	const char *sim;   /* --sim FILE or $GPUCTL_SIM, borrowed from argv/env */
+	const char *prog;  /* "gpuctl" */
+};
+
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Open the backend; on failure print one line and return the exit code. */
+int cli_open(const struct cli_global *g, gc_ctx **ctx);
+/* exit code for a GC_E* error */
+int cli_exit_code(int gc_err);
+
+/*
+ * Parse an -i/--id list ("0,2", a UUID, a PCI bus id) into which[ngpus].
+ * `snap` must hold UUIDs and PCI ids of all GPUs. Prints the error and
+ * returns EXIT_USAGE on a bad id; spec NULL selects all.
+ */
+int cli_select(const char *spec, const gc_snapshot *snap, bool *which);
+
+/* Parse seconds ("1", "0.5") for --loop; prints the error. */
+int cli_parse_interval(const char *opt, const char *arg, double *out);
+/* Parse a non-negative count; prints the error. */
+int cli_parse_count(const char *opt, const char *arg, long *out);
+
+/*
+ * Sampling loop: calls tick(arg) now and then every `interval` seconds
+ * (absolute deadlines, no drift) until it returns non-zero, `count` ticks
+ * were made (0 = unlimited) or SIGINT/SIGTERM arrives. interval <= 0 runs
+ * once. Returns the last tick's non-zero value, else 0.
+ */
+int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *arg);
+/* true once SIGINT/SIGTERM was received inside cli_loop */
+bool cli_interrupted(void);
+
+enum cli_color { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
+int cli_parse_color(const char *arg, enum cli_color *out);
+bool cli_use_color(enum cli_color c, FILE *f);
+
+/* GiB-style size for humans is not needed here; MiB as nvidia-smi rounds it (ceil). */
+unsigned long long cli_mib(uint64_t bytes);
+
+int cmd_ls(const struct cli_global *g, int argc, char **argv);
+int cmd_query(const struct cli_global *g, int argc, char **argv);
+
+#endif

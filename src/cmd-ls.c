@@ -1,0 +1,348 @@
+/*
+ * cmd-ls.c — `gpuctl ls`: the compact view, one line per GPU (as gpustat
+ * prints it) with its processes under it and throttling called out, or the
+ * whole snapshot as JSON (docs/json.md). --loop repeats it; --watch redraws
+ * it in place on a terminal.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LS_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | \
+	GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_USED) | GC_BIT(GC_V_UTIL_GPU) | \
+	GC_BIT(GC_V_TEMP) | GC_BIT(GC_V_POWER_DRAW) | GC_BIT(GC_V_POWER_ENFORCED) | \
+	GC_BIT(GC_V_REASONS) | GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS))
+
+struct ls {
+	gc_ctx *ctx;
+	gc_snapshot snap;
+	bool *which;
+	bool json, watch, header, color, looping;
+	bool lost_reported;
+	char host[256];
+};
+
+/* ANSI colours, as gpustat uses them */
+#define C_RESET "\033[0m"
+#define C_BOLD "\033[1m"
+#define C_RED "\033[31m"
+#define C_GREEN "\033[32m"
+#define C_YELLOW "\033[33m"
+#define C_BLUE "\033[34m"
+#define C_MAGENTA "\033[35m"
+#define C_CYAN "\033[36m"
+#define C_GREY "\033[90m"
+
+static const char *col(const struct ls *l, const char *c)
+{
+	return l->color ? c : "";
+}
+
+/* end of a line: in watch mode also clear what an earlier, longer frame left */
+static const char *eol(const struct ls *l)
+{
+	return l->watch ? "\033[K\n" : "\n";
+}
+
+/* what a cell shows when its value is missing: N/A, or ERR! (nvidia-smi's word) for a failure */
+static const char *missing(uint8_t st)
+{
+	return st == GC_ST_NOT_SUPPORTED || st == GC_ST_UNSET ? "N/A" : "ERR!";
+}
+
+static int digits(unsigned long long v)
+{
+	int d = 1;
+	while (v >= 10) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+static void print_header(struct ls *l)
+{
+	char when[64];
+	time_t t = (time_t)(l->snap.time_ms / 1000);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &tm);
+	char cuda[32] = "N/A";
+	if (l->snap.cuda_version > 0)
+		snprintf(cuda, sizeof cuda, "%d.%d", l->snap.cuda_version / 1000,
+			 (l->snap.cuda_version % 1000) / 10);
+	printf("%s%s%s  %s  driver %s  CUDA %s%s", col(l, C_BOLD), l->host, col(l, C_RESET), when,
+	       l->snap.driver_version[0] ? l->snap.driver_version : "N/A", cuda, eol(l));
+}
+
+static void print_view(struct ls *l)
+{
+	const gc_snapshot *s = &l->snap;
+	int wname = 4, wmem = 1, wpow = 1, wuser = 4;
+	for (size_t i = 0; i < s->ngpus; i++) {
+		const gc_gpu *g = &s->gpus[i];
+		if (!l->which[i])
+			continue;
+		if (g->st[GC_V_NAME] == GC_ST_OK && (int)strlen(g->name) > wname)
+			wname = (int)strlen(g->name);
+		if (g->st[GC_V_MEM_TOTAL] == GC_ST_OK && digits(cli_mib(g->mem_total)) > wmem)
+			wmem = digits(cli_mib(g->mem_total));
+		if (g->st[GC_V_POWER_ENFORCED] == GC_ST_OK && digits(g->power_enforced / 1000) > wpow)
+			wpow = digits(g->power_enforced / 1000);
+		for (size_t p = 0; p < g->nprocs; p++)
+			if (g->procs[p].visible && (int)strlen(g->procs[p].user) > wuser)
+				wuser = (int)strlen(g->procs[p].user);
+	}
+	if (l->header)
+		print_header(l);
+	for (size_t i = 0; i < s->ngpus; i++) {
+		const gc_gpu *g = &s->gpus[i];
+		if (!l->which[i])
+			continue;
+		printf("%s[%u]%s %s%-*s%s |", col(l, C_CYAN), g->index, col(l, C_RESET), col(l, C_BLUE),
+		       wname, g->st[GC_V_NAME] == GC_ST_OK ? g->name : "[N/A]", col(l, C_RESET));
+		if (g->lost && g->st[GC_V_TEMP] == GC_ST_GPU_LOST) {
+			printf(" %s%sGPU is lost%s (fell off the bus or needs a reset)%s", col(l, C_BOLD),
+			       col(l, C_RED), col(l, C_RESET), eol(l));
+			continue;
+		}
+		/* temperature */
+		if (g->st[GC_V_TEMP] == GC_ST_OK)
+			printf(" %s%3u°C%s,", col(l, g->temp >= 80 ? C_RED : C_YELLOW), g->temp, col(l, C_RESET));
+		else
+			printf(" %4s°C,", missing(g->st[GC_V_TEMP]));
+		/* utilization */
+		if (g->st[GC_V_UTIL_GPU] == GC_ST_OK)
+			printf(" %s%3u %%%s |", col(l, C_GREEN), g->util_gpu, col(l, C_RESET));
+		else
+			printf(" %3s %% |", missing(g->st[GC_V_UTIL_GPU]));
+		/* memory */
+		if (g->st[GC_V_MEM_USED] == GC_ST_OK && g->st[GC_V_MEM_TOTAL] == GC_ST_OK)
+			printf(" %s%*llu%s / %s%*llu%s MiB |", col(l, C_YELLOW), wmem, cli_mib(g->mem_used),
+			       col(l, C_RESET), col(l, C_YELLOW), wmem, cli_mib(g->mem_total), col(l, C_RESET));
+		else
+			printf(" %*s / %*s MiB |", wmem, missing(g->st[GC_V_MEM_USED]), wmem,
+			       missing(g->st[GC_V_MEM_TOTAL]));
+		/* power, in whole watts like nvidia-smi's summary */
+		char draw[16], cap[16];
+		if (g->st[GC_V_POWER_DRAW] == GC_ST_OK)
+			snprintf(draw, sizeof draw, "%u", (g->power_draw + 500) / 1000);
+		else
+			snprintf(draw, sizeof draw, "%s", missing(g->st[GC_V_POWER_DRAW]));
+		if (g->st[GC_V_POWER_ENFORCED] == GC_ST_OK)
+			snprintf(cap, sizeof cap, "%u", (g->power_enforced + 500) / 1000);
+		else
+			snprintf(cap, sizeof cap, "%s", missing(g->st[GC_V_POWER_ENFORCED]));
+		printf(" %s%*s%s / %s%*s%s W", col(l, C_MAGENTA), wpow < 3 ? 3 : wpow, draw, col(l, C_RESET),
+		       col(l, C_MAGENTA), wpow < 3 ? 3 : wpow, cap, col(l, C_RESET));
+		/* throttling: only the reasons that mean "slowed down" */
+		if (g->st[GC_V_REASONS] == GC_ST_OK && (g->reasons & GC_REASONS_THROTTLING)) {
+			printf(" | %s%sTHROTTLED:", col(l, C_BOLD), col(l, C_RED));
+			const char *sep = " ";
+			for (int b = 0; b < 64; b++) {
+				uint64_t bit = UINT64_C(1) << b;
+				if ((g->reasons & bit & GC_REASONS_THROTTLING) && gc_reason_name(bit)) {
+					printf("%s%s", sep, gc_reason_name(bit));
+					sep = ",";
+				}
+			}
+			printf("%s", col(l, C_RESET));
+		}
+		if (g->lost)
+			printf(" | %s%sGPU is lost%s", col(l, C_BOLD), col(l, C_RED), col(l, C_RESET));
+		printf("%s", eol(l));
+		if (g->st[GC_V_PROCS] != GC_ST_OK && !g->lost)
+			printf("    %sprocesses: [%s]%s%s", col(l, C_GREY),
+			       gc_status_token(g->st[GC_V_PROCS]), col(l, C_RESET), eol(l));
+		for (size_t p = 0; p < g->nprocs; p++) {
+			const gc_proc *pr = &g->procs[p];
+			char mem[32];
+			if (pr->mem_known)
+				snprintf(mem, sizeof mem, "%llu MiB", cli_mib(pr->used_memory));
+			else
+				snprintf(mem, sizeof mem, "N/A");
+			const char *type = pr->type == GC_PROC_GRAPHICS ? " (graphics)" : "";
+			if (pr->visible)
+				printf("    %s%-*s%s %7u %s%10s%s  %s%s%s", col(l, C_GREY), wuser, pr->user,
+				       col(l, C_RESET), pr->pid, col(l, C_YELLOW), mem, col(l, C_RESET),
+				       pr->command, type, eol(l));
+			else
+				printf("    %-*s %7u %s%10s%s  %s(not visible in this PID namespace)%s%s%s",
+				       wuser, "?", pr->pid, col(l, C_YELLOW), mem, col(l, C_RESET),
+				       col(l, C_GREY), col(l, C_RESET), type, eol(l));
+		}
+	}
+}
+
+static int ls_tick(void *arg, long n)
+{
+	struct ls *l = arg;
+	uint64_t mask = l->json ? GC_ALL_VALUES : LS_MASK;
+	int rc = gc_ctx_sample(l->ctx, &l->snap, mask, l->which, l->json);
+	if (rc != GC_OK) {
+		cli_err("cannot sample GPUs: %s", gc_ctx_errmsg(l->ctx));
+		return cli_exit_code(rc) == EXIT_OK ? EXIT_FAIL : cli_exit_code(rc);
+	}
+	int result = EXIT_OK;
+	for (size_t i = 0; i < l->snap.ngpus; i++) {
+		if (l->which[i] && l->snap.gpus[i].lost) {
+			result = EXIT_GPULOST;
+			if (!l->lost_reported && !l->watch)
+				cli_err("GPU %zu is lost (fell off the bus or needs a reset)", i);
+			l->lost_reported = true;
+		}
+	}
+	if (l->json) {
+		char *js = gc_snapshot_json(&l->snap, l->which, l->host);
+		if (!js) {
+			cli_err("out of memory");
+			return EXIT_FAIL;
+		}
+		if (l->looping) {
+			/* one document per line (JSON Lines) when repeating */
+			for (char *p = js; *p; p++)
+				if (*p == '\n')
+					*p = ' ';
+		}
+		fputs(js, stdout);
+		fputc('\n', stdout);
+		free(js);
+	} else {
+		if (l->watch)
+			fputs("\033[H", stdout);
+		else if (n > 0)
+			fputc('\n', stdout);
+		print_view(l);
+		if (l->watch)
+			fputs("\033[J", stdout);
+	}
+	fflush(stdout);
+	return result;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpuctl ls [options]\n"
+		"\n"
+		"One line per GPU with its processes under it; throttling is called out.\n"
+		"  -i, --id=ID[,ID...]    GPUs by index, UUID or PCI bus id\n"
+		"      --json             print the full snapshot as JSON (docs/json.md)\n"
+		"  -l, --loop=SEC         repeat every SEC seconds\n"
+		"  -w, --watch[=SEC]      redraw in place on a terminal (default every 1 s)\n"
+		"  -c, --count=N          stop after N samples (with --loop or --watch)\n"
+		"      --color=WHEN       auto (default: on a terminal), always or never\n"
+		"      --no-header        omit the host/driver line\n");
+}
+
+int cmd_ls(const struct cli_global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"id", required_argument, NULL, 'i'},
+		{"json", no_argument, NULL, 'j'},
+		{"loop", required_argument, NULL, 'l'},
+		{"watch", optional_argument, NULL, 'w'},
+		{"count", required_argument, NULL, 'c'},
+		{"color", required_argument, NULL, 'C'},
+		{"colour", required_argument, NULL, 'C'},
+		{"no-header", no_argument, NULL, 'N'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct ls l;
+	memset(&l, 0, sizeof l);
+	l.header = true;
+	const char *id = NULL;
+	enum cli_color color = COLOR_AUTO;
+	double interval = 0;
+	long count = 0;
+	int c, rc;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:l:wc:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': id = optarg; break;
+		case 'j': l.json = true; break;
+		case 'l':
+			if ((rc = cli_parse_interval("--loop", optarg, &interval)))
+				return rc;
+			break;
+		case 'w':
+			l.watch = true;
+			if (optarg && (rc = cli_parse_interval("--watch", optarg, &interval)))
+				return rc;
+			break;
+		case 'c':
+			if ((rc = cli_parse_count("--count", optarg, &count)))
+				return rc;
+			break;
+		case 'C':
+			if ((rc = cli_parse_color(optarg, &color)))
+				return rc;
+			break;
+		case 'N': l.header = false; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		case ':':
+			cli_err("option '%s' needs a value (try 'gpuctl ls --help')", argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			cli_err("unknown option '%s' for ls (try 'gpuctl ls --help')", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_err("unexpected argument '%s' for ls (try 'gpuctl ls --help')", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (l.watch && l.json) {
+		cli_err("--watch redraws the text view; use --json with --loop instead");
+		return EXIT_USAGE;
+	}
+	if (l.watch && interval <= 0)
+		interval = 1.0;
+	/* redrawing in place only makes sense on a terminal; elsewhere it is a loop */
+	if (l.watch && !isatty(STDOUT_FILENO))
+		l.watch = false;
+	l.looping = interval > 0;
+	l.color = !l.json && cli_use_color(color, stdout);
+	if (gethostname(l.host, sizeof l.host - 1) != 0)
+		snprintf(l.host, sizeof l.host, "localhost");
+
+	if ((rc = cli_open(g, &l.ctx)))
+		return rc;
+	size_t n = gc_ctx_count(l.ctx);
+	l.which = calloc(n ? n : 1, sizeof *l.which);
+	if (!l.which) {
+		cli_err("out of memory");
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (id) {
+		rc = gc_ctx_sample(l.ctx, &l.snap, GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI), NULL, false);
+		if (rc != GC_OK) {
+			cli_err("cannot read GPU ids: %s", gc_ctx_errmsg(l.ctx));
+			rc = cli_exit_code(rc);
+			goto out;
+		}
+	}
+	{
+		gc_snapshot ids = l.snap;
+		ids.ngpus = n;
+		if ((rc = cli_select(id, &ids, l.which)))
+			goto out;
+	}
+	if (l.watch)
+		fputs("\033[?25l\033[2J", stdout); /* hide the cursor, clear once */
+	rc = cli_loop(interval, count, ls_tick, &l);
+	if (l.watch)
+		fputs("\033[?25h", stdout);
+out:
+	free(l.which);
+	gc_snapshot_release(&l.snap);
+	gc_ctx_free(l.ctx);
+	return rc;
+}

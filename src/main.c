@@ -1,0 +1,76 @@
+/*
+ * main.c — gpuctl's entry point: global options, then the command table
+ * that dispatches to one cmd-<verb>.c per verb (as git's builtins do).
+ */
+#include "config.h"
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*fn)(const struct cli_global *g, int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{"ls", cmd_ls, "show GPUs, their processes and throttling (like gpustat)"},
+	{"query", cmd_query, "nvidia-smi compatible --query-gpu / --query-compute-apps CSV"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpuctl [--sim FILE] <command> [options]\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nglobal options:\n"
+		   "  --sim FILE   run against a simulated node described by FILE (also $GPUCTL_SIM)\n"
+		   "  --version    print the version and exit\n"
+		   "  -h, --help   print this help and exit\n"
+		   "\n'gpuctl <command> --help' describes a command; see gpuctl(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_global g = {.sim = NULL, .prog = "gpuctl"};
+	const char *env = getenv("GPUCTL_SIM");
+	if (env && *env)
+		g.sim = env;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--sim") == 0) {
+			if (i + 1 >= argc) {
+				cli_err("option '--sim' needs a node file (see examples/nodes/)");
+				return EXIT_USAGE;
+			}
+			g.sim = argv[++i];
+		} else if (strncmp(a, "--sim=", 6) == 0) {
+			g.sim = a + 6;
+		} else if (strcmp(a, "--version") == 0) {
+			printf("gpuctl %s\n", GPUCTL_VERSION);
+			return EXIT_OK;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return EXIT_OK;
+		} else {
+			cli_err("unknown global option '%s' (try 'gpuctl --help')", a);
+			return EXIT_USAGE;
+		}
+	}
+	if (g.sim && !*g.sim) {
+		cli_err("option '--sim' needs a node file (see examples/nodes/)");
+		return EXIT_USAGE;
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+		if (strcmp(argv[i], commands[c].name) == 0)
+			return commands[c].fn(&g, argc - i, argv + i);
+	cli_err("unknown command '%s' (commands: ls, query; try 'gpuctl --help')", argv[i]);
+	return EXIT_USAGE;
+}

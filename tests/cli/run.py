@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Run one data-driven CLI case: args + node file -> expected stdout, stderr, exit code.
+
+A case file (tests/cli/cases/*.case) holds, in this order:
+
+    # comment lines (what the case checks)
+    args: --sim {nodes}/l4-2x.json query --query-gpu=index --format=csv
+    env: NAME=VALUE            (optional, repeatable; {placeholders} expand)
+    exit: 0
+    stdout:                    exact expected output, line by line
+    ...
+    stderr:                    exact expected stderr (may be empty)
+    ...
+
+`stdout-re:` / `stderr-re:` instead of `stdout:` / `stderr:` make every
+following line a regular expression that must match the whole line.
+Placeholders, in args, env and expected output alike: {nodes} =
+tests/cli/nodes, {examples} = examples/nodes, {build} = the build directory. Each case gets a fresh, empty simulator
+runtime directory (GPUCTL_SIM_RUNDIR) so no registration leaks between cases.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+
+def parse(path):
+    case = {"args": None, "env": [], "exit": None, "stdout": None, "stderr": None,
+            "stdout_re": False, "stderr_re": False}
+    section = None
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        if section is None:
+            if line.startswith("#") or not line.strip():
+                continue
+            key, _, val = line.partition(":")
+            key = key.strip()
+            if key == "args":
+                case["args"] = val.strip()
+            elif key == "env":
+                case["env"].append(val.strip())
+            elif key == "exit":
+                case["exit"] = int(val)
+            elif key in ("stdout", "stdout-re", "stderr", "stderr-re"):
+                section = key
+                name = key.split("-")[0]
+                case[name] = []
+                case[name + "_re"] = key.endswith("-re")
+            else:
+                raise SystemExit(f"{path}: unknown line {line!r}")
+        else:
+            if line in ("stdout:", "stdout-re:", "stderr:", "stderr-re:"):
+                section = line[:-1]
+                name = section.split("-")[0]
+                case[name] = []
+                case[name + "_re"] = section.endswith("-re")
+                continue
+            case[section.split("-")[0]].append(line)
+    if case["args"] is None or case["exit"] is None:
+        raise SystemExit(f"{path}: needs 'args:' and 'exit:'")
+    return case
+
+
+def compare(what, want, got, regex):
+    got_lines = got.split("\n")
+    if got_lines and got_lines[-1] == "":
+        got_lines.pop()
+    else:
+        if got:
+            return [f"{what}: output does not end with a newline"]
+    errs = []
+    if len(want) != len(got_lines):
+        errs.append(f"{what}: expected {len(want)} lines, got {len(got_lines)}")
+    for i, (w, g) in enumerate(zip(want, got_lines)):
+        ok = re.fullmatch(w, g) is not None if regex else w == g
+        if not ok:
+            errs.append(f"{what} line {i + 1}:\n  want {w!r}\n  got  {g!r}")
+    return errs
+
+
+def main():
+    gpuctl, srcdir, builddir, path = sys.argv[1:5]
+    srcdir, builddir = os.path.realpath(srcdir), os.path.realpath(builddir)
+    case = parse(path)
+    subst = {
+        "nodes": os.path.join(srcdir, "tests", "cli", "nodes"),
+        "examples": os.path.join(srcdir, "examples", "nodes"),
+        "build": builddir,
+    }
+
+    def expand(s):
+        return re.sub(r"\{(\w+)\}", lambda m: subst.get(m.group(1), m.group(0)), s)
+
+    with tempfile.TemporaryDirectory() as rundir:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+        env.update({"GPUCTL_SIM_RUNDIR": rundir, "LC_ALL": "C", "TZ": "UTC", "NO_COLOR": ""})
+        for e in case["env"]:
+            k, _, v = expand(e).partition("=")
+            env[k] = v
+        argv = [gpuctl] + shlex.split(expand(case["args"]))
+        p = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    errs = []
+    if p.returncode != case["exit"]:
+        errs.append(f"exit code: expected {case['exit']}, got {p.returncode}")
+    for what, got in (("stdout", out), ("stderr", err)):
+        if case[what] is None:
+            continue
+        regex = case[what + "_re"]
+        # placeholders in expectations too, so no case depends on where the tree is
+        sub = (lambda s: re.sub(r"\{(\w+)\}", lambda m: re.escape(subst[m.group(1)])
+                               if m.group(1) in subst else m.group(0), s)) if regex else expand
+        errs += compare(what, [sub(l) for l in case[what]], got, regex)
+    if errs:
+        print(f"FAIL {os.path.basename(path)}: {' '.join(argv[1:])}")
+        for e in errs:
+            print(e)
+        print("---- stdout ----\n" + out + "---- stderr ----\n" + err)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+/*
+ * test-nvml.c — lib/nvml.c and lib/gpu.c through the public API, against
+ * the simulated node in each driver generation: symbol fallbacks, memory
+ * v1/v2 semantics, the R535 32-byte process records, grow-and-retry, the
+ * "not supported is not zero" rule, faults and driver-level failures.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpuctl/gpuctl.h"
+
+static char node_path[PATH_MAX];
+
+static const char *node(const char *dir, const char *name)
+{
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node_path, sizeof node_path, "%s/%s/%s", src ? src : ".", dir, name);
+	return node_path;
+}
+
+static gc_ctx *open_node(const char *dir, const char *name)
+{
+	gc_ctx *ctx = NULL;
+	gc_open_opts o = {.sim_node = node(dir, name)};
+	int rc = gc_ctx_open(&ctx, &o);
+	if (rc != GC_OK)
+		fail_msg("open %s: %d %s", name, rc, gc_ctx_errmsg(ctx));
+	return ctx;
+}
+
+static void sample_all(gc_ctx *ctx, gc_snapshot *s)
+{
+	assert_int_equal(gc_ctx_sample(ctx, s, GC_ALL_VALUES, NULL, true), GC_OK);
+}
+
+static void test_modern_full(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "full-2x.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	assert_int_equal(s.ngpus, 2);
+	assert_string_equal(s.driver_version, "550.54.14");
+	assert_int_equal(s.cuda_version, 12040);
+	assert_string_equal(gc_ctx_proc_api(ctx), "nvmlDeviceGetComputeRunningProcesses_v3");
+	const gc_gpu *g = &s.gpus[0];
+	assert_string_equal(g->bus_id, "00000000:18:00.0");
+	/* v2 memory: used excludes reserved */
+	assert_int_equal(g->st[GC_V_MEM_RESERVED], GC_ST_OK);
+	assert_int_equal(g->mem_reserved, 501481472);
+	assert_int_equal(g->mem_used, 2690646016ULL + 10485761ULL);
+	assert_int_equal(g->mem_total, 85520809984ULL);
+	assert_int_equal(g->mem_free, g->mem_total - g->mem_reserved - g->mem_used);
+	/* H100 SXM has no fan: not supported, not 0 */
+	assert_int_equal(g->st[GC_V_FAN], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(g->reasons, 0x44);
+	assert_int_equal(g->energy_mj, 123456789012ULL);
+	/* compute, compute+graphics, then graphics-only, merged by pid */
+	assert_int_equal(g->nprocs, 3);
+	assert_int_equal(g->procs[0].pid, 4000001);
+	assert_int_equal(g->procs[0].type, GC_PROC_COMPUTE);
+	assert_int_equal(g->procs[1].pid, 4000003);
+	assert_int_equal(g->procs[1].type, GC_PROC_COMPUTE | GC_PROC_GRAPHICS);
+	assert_false(g->procs[1].mem_known); /* ULLONG_MAX = unknown */
+	assert_int_equal(g->procs[2].type, GC_PROC_GRAPHICS);
+	/* pids that do not exist here: another PID namespace */
+	assert_false(g->procs[0].visible);
+	/* GPU 1 reports almost nothing: statuses, not zeros */
+	const gc_gpu *h = &s.gpus[1];
+	assert_int_equal(h->st[GC_V_TEMP], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(h->st[GC_V_POWER_DRAW], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(h->st[GC_V_PROCS], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(h->st[GC_V_SERIAL], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(h->st[GC_V_UUID], GC_ST_OK);
+	/* topology: GPU 1 is on another NUMA node */
+	assert_int_equal(s.topo[0 * 2 + 0], GC_TOPO_SELF);
+	assert_int_equal(s.topo[0 * 2 + 1], GC_TOPO_SYS);
+	assert_int_equal(s.topo[1 * 2 + 0], GC_TOPO_SYS);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_h100_topology(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("examples/nodes", "h100-8x-sxm.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	assert_int_equal(s.ngpus, 8);
+	/* pairs share a PCIe switch; NUMA nodes hold four GPUs each */
+	assert_int_equal(s.topo[0 * 8 + 1], GC_TOPO_PIX);
+	assert_int_equal(s.topo[0 * 8 + 2], GC_TOPO_NODE);
+	assert_int_equal(s.topo[0 * 8 + 4], GC_TOPO_SYS);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void check_l4_procs(const gc_gpu *g)
+{
+	assert_int_equal(g->nprocs, 3);
+	assert_int_equal(g->procs[0].pid, 1111);
+	assert_int_equal(g->procs[0].used_memory, 1073741824ULL);
+	assert_int_equal(g->procs[1].pid, 2222);
+	assert_int_equal(g->procs[1].used_memory, 2147483648ULL);
+	assert_int_equal(g->procs[2].pid, 3333);
+	assert_false(g->procs[2].mem_known);
+}
+
+static void test_r535_no_garbage_pids(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "r535.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	/* _v3 writes 32-byte records on this driver: gpuctl must not read them as 24 */
+	assert_string_equal(gc_ctx_proc_api(ctx), "nvmlDeviceGetComputeRunningProcesses_v2");
+	check_l4_procs(&s.gpus[0]);
+	assert_string_equal(s.driver_version, "535.54.03");
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_legacy_memory_v1(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "legacy.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	const gc_gpu *g = &s.gpus[0];
+	assert_string_equal(gc_ctx_proc_api(ctx), "nvmlDeviceGetComputeRunningProcesses_v2");
+	/* no MemoryInfo_v2: reserved unknown, used includes it */
+	assert_int_equal(g->st[GC_V_MEM_RESERVED], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(g->st[GC_V_MEM_USED], GC_ST_OK);
+	assert_int_equal(g->mem_used, 314572800ULL + 1073741824ULL + 1073741824ULL + 2147483648ULL);
+	/* no ClocksEventReasons: the throttle-reasons entry point still answers */
+	assert_int_equal(g->st[GC_V_REASONS], GC_ST_OK);
+	check_l4_procs(g);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_r410(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "r410.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	const gc_gpu *g = &s.gpus[0];
+	assert_string_equal(gc_ctx_proc_api(ctx), "nvmlDeviceGetComputeRunningProcesses");
+	/* PciInfo v1/_v2 layout: the bus id is rebuilt in the 8-digit-domain form */
+	assert_string_equal(g->bus_id, "00000001:3B:00.0");
+	assert_int_equal(g->st[GC_V_MIG_CURRENT], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(s.cuda_version, 10000);
+	check_l4_procs(g);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_many_processes(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "many-procs.json");
+	gc_snapshot s = {0};
+	/* twice: the grown buffer is reused */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_PROCS), NULL, false), GC_OK);
+		const gc_gpu *g = &s.gpus[0];
+		assert_int_equal(g->st[GC_V_PROCS], GC_ST_OK);
+		assert_int_equal(g->nprocs, 150);
+		for (size_t i = 0; i < 150; i++) {
+			assert_int_equal(g->procs[i].pid, 5000000 + i);
+			assert_int_equal(g->procs[i].used_memory, (i + 1) * 1048576ULL);
+		}
+	}
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_registered_process(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/gpuctl-rundir-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	setenv("GPUCTL_SIM_RUNDIR", dir, 1);
+	const char *libdir = getenv("GPUCTL_SIM_LIBDIR");
+	char hold[PATH_MAX];
+	snprintf(hold, sizeof hold, "%s/gpuctl-sim-hold", libdir ? libdir : ".");
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		execl(hold, hold, "--gpu", "1", "--mem", "3GiB", "--", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	gc_ctx *ctx = open_node("examples/nodes", "l4-2x.json");
+	gc_snapshot s = {0};
+	bool seen = false;
+	for (int i = 0; i < 400 && !seen; i++) {
+		assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_PROCS), NULL, false), GC_OK);
+		for (size_t p = 0; p < s.gpus[1].nprocs; p++) {
+			const gc_proc *pr = &s.gpus[1].procs[p];
+			if (pr->pid == (uint32_t)child && strcmp(pr->command, "sleep 30") == 0) {
+				seen = true;
+				assert_true(pr->visible);
+				assert_int_equal(pr->uid, geteuid());
+				assert_int_equal(pr->used_memory, 3ULL << 30);
+			}
+		}
+		if (!seen)
+			usleep(10000);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_true(seen);
+	/* the holder is dead: its registration vanishes */
+	assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_PROCS), NULL, false), GC_OK);
+	for (size_t p = 0; p < s.gpus[1].nprocs; p++)
+		assert_int_not_equal(s.gpus[1].procs[p].pid, (uint32_t)child);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+	unsetenv("GPUCTL_SIM_RUNDIR");
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_gpu_lost_mid_run(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "lost.json");
+	gc_snapshot s = {0};
+	uint64_t mask = GC_BIT(GC_V_TEMP) | GC_BIT(GC_V_UTIL_GPU) | GC_BIT(GC_V_NAME);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(gc_ctx_sample(ctx, &s, mask, NULL, false), GC_OK);
+		assert_false(s.gpus[1].lost);
+		assert_int_equal(s.gpus[1].temp, 41);
+	}
+	assert_int_equal(gc_ctx_sample(ctx, &s, mask, NULL, false), GC_OK);
+	assert_true(s.gpus[1].lost);
+	assert_int_equal(s.gpus[1].st[GC_V_TEMP], GC_ST_GPU_LOST);
+	/* lost is sticky, and only that GPU is affected */
+	assert_int_equal(gc_ctx_sample(ctx, &s, mask, NULL, false), GC_OK);
+	assert_int_equal(s.gpus[1].st[GC_V_UTIL_GPU], GC_ST_GPU_LOST);
+	assert_false(s.gpus[0].lost);
+	assert_int_equal(s.gpus[0].st[GC_V_TEMP], GC_ST_OK);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_error_statuses(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "errors.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	assert_int_equal(s.gpus[0].st[GC_V_PROCS], GC_ST_NO_PERMISSION);
+	assert_int_equal(s.gpus[0].st[GC_V_POWER_DRAW], GC_ST_UNKNOWN_ERROR);
+	assert_int_equal(s.gpus[0].st[GC_V_TEMP], GC_ST_OK);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static void test_selection_skips_gpus(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("examples/nodes", "h100-8x-sxm.json");
+	gc_snapshot s = {0};
+	bool which[8] = {false, false, true};
+	assert_int_equal(gc_ctx_sample(ctx, &s, GC_ALL_VALUES, which, false), GC_OK);
+	assert_int_equal(s.gpus[2].st[GC_V_TEMP], GC_ST_OK);
+	assert_int_equal(s.gpus[0].st[GC_V_TEMP], GC_ST_UNSET);
+	assert_null(s.topo);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
+static int open_err(const char *dir, const char *name, const char *lib, gc_ctx **ctx)
+{
+	gc_open_opts o = {.sim_node = name ? node(dir, name) : NULL, .library = lib};
+	return gc_ctx_open(ctx, &o);
+}
+
+static void test_open_failures(void **state)
+{
+	(void)state;
+	gc_ctx *ctx;
+	assert_int_equal(open_err(NULL, NULL, "/nonexistent/libnvidia-ml.so.1", &ctx), GC_ENOLIB);
+	assert_non_null(strstr(gc_ctx_errmsg(ctx), "/nonexistent/libnvidia-ml.so.1"));
+	gc_ctx_free(ctx);
+	assert_int_equal(open_err("tests/cli/nodes", "nodriver.json", NULL, &ctx), GC_ENODRIVER);
+	assert_non_null(strstr(gc_ctx_errmsg(ctx), "driver not loaded"));
+	gc_ctx_free(ctx);
+	assert_int_equal(open_err("tests/cli/nodes", "mismatch.json", NULL, &ctx), GC_EMISMATCH);
+	assert_non_null(strstr(gc_ctx_errmsg(ctx), "without a reboot"));
+	gc_ctx_free(ctx);
+	assert_int_equal(open_err("tests/cli/nodes", "bad-syntax.json", NULL, &ctx), GC_ESIM);
+	assert_non_null(strstr(gc_ctx_errmsg(ctx), "line 1"));
+	gc_ctx_free(ctx);
+	assert_int_equal(open_err("tests/cli/nodes", "missing.json", NULL, &ctx), GC_ESIM);
+	assert_non_null(strstr(gc_ctx_errmsg(ctx), "missing.json"));
+	gc_ctx_free(ctx);
+	/* a library that is not NVML at all */
+	assert_int_equal(open_err(NULL, NULL, "libm.so.6", &ctx), GC_ENOLIB);
+	assert_non_null(strstr(gc_ctx_errmsg(ctx), "not an NVML library"));
+	gc_ctx_free(ctx);
+}
+
+static void test_sim_library_lookup(void **state)
+{
+	(void)state;
+	char path[PATH_MAX];
+	assert_int_equal(gc_sim_library("r535", path, sizeof path), GC_OK);
+	assert_non_null(strstr(path, "libnvidia-ml-sim-r535.so"));
+	assert_int_equal(gc_sim_library("r999", path, sizeof path), GC_EINVAL);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(gc_reason_name(GC_REASON_HW_THERMAL), "hw_thermal_slowdown");
+	assert_null(gc_reason_name(0x200));
+	assert_string_equal(gc_topo_name(GC_TOPO_PXB), "PXB");
+	assert_string_equal(gc_topo_name(GC_TOPO_UNKNOWN), "N/A");
+	assert_string_equal(gc_status_token(GC_ST_NOT_SUPPORTED), "N/A");
+	assert_string_equal(gc_status_token(GC_ST_GPU_LOST), "GPU is lost");
+	assert_string_equal(gc_strerror(GC_EMISMATCH), "NVIDIA driver/library version mismatch");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_modern_full),
+		cmocka_unit_test(test_h100_topology),
+		cmocka_unit_test(test_r535_no_garbage_pids),
+		cmocka_unit_test(test_legacy_memory_v1),
+		cmocka_unit_test(test_r410),
+		cmocka_unit_test(test_many_processes),
+		cmocka_unit_test(test_registered_process),
+		cmocka_unit_test(test_gpu_lost_mid_run),
+		cmocka_unit_test(test_error_statuses),
+		cmocka_unit_test(test_selection_skips_gpus),
+		cmocka_unit_test(test_open_failures),
+		cmocka_unit_test(test_sim_library_lookup),
+		cmocka_unit_test(test_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

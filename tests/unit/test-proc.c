@@ -1,0 +1,146 @@
+/*
+ * test-proc.c — lib/proc.c: user and command of a pid from /proc, control
+ * characters neutralised, pids of other namespaces reported as not visible.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+static void test_sanitize_replaces_control_bytes(void **state)
+{
+	(void)state;
+	char out[16];
+	proc_sanitize(out, sizeof out, "a\033[2Jb\n\x7f", 8);
+	assert_string_equal(out, "a?[2Jb??");
+}
+
+static void test_sanitize_truncates(void **state)
+{
+	(void)state;
+	char out[4];
+	proc_sanitize(out, sizeof out, "abcdef", 6);
+	assert_string_equal(out, "abc");
+}
+
+static void test_describe_self(void **state)
+{
+	(void)state;
+	struct uid_cache cache = {0};
+	gc_proc p = {.pid = (uint32_t)getpid()};
+	proc_describe(&p, "/proc", &cache);
+	assert_true(p.visible);
+	assert_int_equal(p.uid, geteuid());
+	struct passwd *pw = getpwuid(geteuid());
+	if (pw)
+		assert_string_equal(p.user, pw->pw_name);
+	/* this test binary's own argv[0] ends with test-proc */
+	assert_non_null(strstr(p.argv0, "test-proc"));
+	assert_non_null(strstr(p.command, "test-proc"));
+	/* a second lookup comes from the cache and agrees */
+	gc_proc q = {.pid = (uint32_t)getpid()};
+	proc_describe(&q, "/proc", &cache);
+	assert_string_equal(p.user, q.user);
+	assert_int_equal(cache.n, 1);
+}
+
+static void test_describe_arguments_joined(void **state)
+{
+	(void)state;
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		execlp("sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	/* wait until the exec has happened */
+	gc_proc p = {.pid = (uint32_t)child};
+	for (int i = 0; i < 200; i++) {
+		proc_describe(&p, "/proc", NULL);
+		if (strcmp(p.command, "sleep 30") == 0)
+			break;
+		usleep(5000);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_string_equal(p.command, "sleep 30");
+	assert_string_equal(p.argv0, "sleep");
+}
+
+static void test_describe_missing_pid_not_visible(void **state)
+{
+	(void)state;
+	/* a fork()ed child that has been reaped is certainly gone */
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	gc_proc p = {.pid = (uint32_t)child};
+	strcpy(p.user, "stale");
+	proc_describe(&p, "/proc", NULL);
+	assert_false(p.visible);
+	assert_string_equal(p.user, "");
+	assert_string_equal(p.command, "");
+}
+
+static void test_describe_fake_procfs(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/gpuctl-procfs-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof path, "%s/4242", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	/* an empty cmdline (kernel thread, zombie): the comm is shown in brackets */
+	snprintf(path, sizeof path, "%s/4242/cmdline", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/4242/comm", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("kworker\n", f);
+	fclose(f);
+	gc_proc p = {.pid = 4242};
+	proc_describe(&p, dir, NULL);
+	assert_true(p.visible);
+	assert_string_equal(p.command, "[kworker]");
+	/* a hostile cmdline cannot carry escape sequences to the terminal */
+	snprintf(path, sizeof path, "%s/4242/cmdline", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fwrite("evil\0\033]0;owned\a\0", 1, 16, f);
+	fclose(f);
+	proc_describe(&p, dir, NULL);
+	assert_string_equal(p.command, "evil ?]0;owned?");
+	assert_string_equal(p.argv0, "evil");
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sanitize_replaces_control_bytes),
+		cmocka_unit_test(test_sanitize_truncates),
+		cmocka_unit_test(test_describe_self),
+		cmocka_unit_test(test_describe_arguments_joined),
+		cmocka_unit_test(test_describe_missing_pid_not_visible),
+		cmocka_unit_test(test_describe_fake_procfs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
