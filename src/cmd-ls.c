@@ -273,6 +273,9 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 			break;
 		case 'w':
 			l.watch = true;
+			/* getopt wants --watch=SEC; also take "--watch SEC" when SEC is a number */
+			if (!optarg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+				optarg = argv[optind++];
 			if (optarg && (rc = cli_parse_interval("--watch", optarg, &interval)))
 				return rc;
 			break;
