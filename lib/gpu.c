@@ -68,9 +68,9 @@ int gc_sim_library(const char *generation, char *buf, size_t len)
 	}
 	snprintf(dirs[nd++], PATH_MAX, "%s", GPUCTL_PKGLIBDIR);
 	for (int i = 0; i < nd; i++) {
-		char cand[PATH_MAX * 2], real[PATH_MAX];
-		snprintf(cand, sizeof cand, "%s/%s", dirs[i], file);
-		if (access(cand, R_OK) != 0 || !realpath(cand, real))
+		char cand[PATH_MAX], real[PATH_MAX];
+		int w = snprintf(cand, sizeof cand, "%s/%s", dirs[i], file);
+		if (w < 0 || (size_t)w >= sizeof cand || access(cand, R_OK) != 0 || !realpath(cand, real))
 			continue;
 		if (strlen(real) >= len)
 			return GC_EINVAL;

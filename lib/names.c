@@ -65,3 +65,10 @@ const char *gc_status_token(int st)
 	default: return "Unknown Error";
 	}
 }
+
+const char *gc_compute_mode_name(unsigned mode)
+{
+	static const char *const names[] = {"Default", "Exclusive_Thread", "Prohibited",
+					    "Exclusive_Process"};
+	return mode < sizeof names / sizeof names[0] ? names[mode] : "Unknown";
+}

@@ -42,9 +42,6 @@ static const char *const value_names[GC_V__COUNT] = {
 	[GC_V_PROCS] = "processes", [GC_V_GPROCS] = "graphics_processes",
 };
 
-static const char *const compute_modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-					    "Exclusive_Process"};
-
 /* value or null, by status */
 static json_t *u(const gc_gpu *g, int v, uint64_t x)
 {
@@ -167,8 +164,7 @@ static json_t *gpu_json(const gc_gpu *g)
 		"corrected_aggregate", u(g, GC_V_ECC_CORR_AGG, g->ecc_corr_agg),
 		"uncorrected_aggregate", u(g, GC_V_ECC_UNCORR_AGG, g->ecc_uncorr_agg)));
 	json_object_set_new(o, "persistence_mode", b(g, GC_V_PERSISTENCE, g->persistence));
-	json_object_set_new(o, "compute_mode", g->st[GC_V_COMPUTE_MODE] == GC_ST_OK && g->compute_mode < 4
-		? json_string(compute_modes[g->compute_mode]) : json_null());
+	json_object_set_new(o, "compute_mode", s(g, GC_V_COMPUTE_MODE, gc_compute_mode_name(g->compute_mode)));
 	char ps[8];
 	snprintf(ps, sizeof ps, "P%u", g->pstate & 0xffu);
 	json_object_set_new(o, "pstate", s(g, GC_V_PSTATE, ps));

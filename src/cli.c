@@ -158,11 +158,6 @@ static int match_one(const char *tok, const gc_snapshot *snap, size_t *idx)
 int cli_select(const char *spec, const gc_snapshot *snap, bool *which)
 {
 	size_t n = snap->ngpus;
-	if (!spec) {
-		for (size_t i = 0; i < n; i++)
-			which[i] = true;
-		return EXIT_OK;
-	}
 	for (size_t i = 0; i < n; i++)
 		which[i] = false;
 	char range[32];
@@ -200,6 +195,42 @@ int cli_select(const char *spec, const gc_snapshot *snap, bool *which)
 		which[idx] = true;
 	}
 	free(copy);
+	return rc;
+}
+
+int cli_select_gpus(gc_ctx *ctx, const char *spec, gc_snapshot *snap, bool **which)
+{
+	size_t n = gc_ctx_count(ctx);
+	*which = calloc(n ? n : 1, sizeof **which);
+	if (!*which) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	if (!spec) {
+		for (size_t i = 0; i < n; i++)
+			(*which)[i] = true;
+		return EXIT_OK;
+	}
+	/* UUIDs and bus ids are cached by the backend: one NVML call each, once */
+	int rc = gc_ctx_sample(ctx, snap, GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI), NULL, false);
+	if (rc != GC_OK) {
+		cli_err("cannot read GPU ids: %s", gc_ctx_errmsg(ctx));
+		return cli_exit_code(rc);
+	}
+	return cli_select(spec, snap, *which);
+}
+
+int cli_check_lost(const gc_snapshot *snap, const bool *which, bool *reported, bool quiet)
+{
+	int rc = EXIT_OK;
+	for (size_t i = 0; i < snap->ngpus; i++) {
+		if (!which[i] || !snap->gpus[i].lost)
+			continue;
+		rc = EXIT_GPULOST;
+		if (!*reported && !quiet)
+			cli_err("GPU %zu is lost (fell off the bus or needs a reset)", i);
+		*reported = true;
+	}
 	return rc;
 }
 

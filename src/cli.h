@@ -34,9 +34,22 @@ int cli_exit_code(int gc_err);
 /*
  * Parse an -i/--id list ("0,2", a UUID, a PCI bus id) into which[ngpus].
  * `snap` must hold UUIDs and PCI ids of all GPUs. Prints the error and
- * returns EXIT_USAGE on a bad id; spec NULL selects all.
+ * returns EXIT_USAGE on a bad id.
  */
 int cli_select(const char *spec, const gc_snapshot *snap, bool *which);
+
+/*
+ * Which GPUs a verb works on: *which (caller frees) gets one flag per GPU,
+ * all set when spec is NULL, else those -i names (read from a sample of
+ * UUIDs and bus ids taken into snap). Prints the error; returns an exit code.
+ */
+int cli_select_gpus(gc_ctx *ctx, const char *spec, gc_snapshot *snap, bool **which);
+
+/*
+ * EXIT_GPULOST if a selected GPU was lost in this sample, else EXIT_OK; the
+ * first time, one line on stderr (unless quiet) naming the GPU.
+ */
+int cli_check_lost(const gc_snapshot *snap, const bool *which, bool *reported, bool quiet);
 
 /* Parse seconds ("1", "0.5") for --loop; prints the error. */
 int cli_parse_interval(const char *opt, const char *arg, double *out);

@@ -187,15 +187,8 @@ static int ls_tick(void *arg, long n)
 		cli_err("cannot sample GPUs: %s", gc_ctx_errmsg(l->ctx));
 		return cli_exit_code(rc) == EXIT_OK ? EXIT_FAIL : cli_exit_code(rc);
 	}
-	int result = EXIT_OK;
-	for (size_t i = 0; i < l->snap.ngpus; i++) {
-		if (l->which[i] && l->snap.gpus[i].lost) {
-			result = EXIT_GPULOST;
-			if (!l->lost_reported && !l->watch)
-				cli_err("GPU %zu is lost (fell off the bus or needs a reset)", i);
-			l->lost_reported = true;
-		}
-	}
+	/* in watch mode the view itself says so; a line on stderr would tear the screen */
+	int result = cli_check_lost(&l->snap, l->which, &l->lost_reported, l->watch);
 	if (l->json) {
 		char *js = gc_snapshot_json(&l->snap, l->which, l->host);
 		if (!js) {
@@ -317,27 +310,8 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 
 	if ((rc = cli_open(g, &l.ctx)))
 		return rc;
-	size_t n = gc_ctx_count(l.ctx);
-	l.which = calloc(n ? n : 1, sizeof *l.which);
-	if (!l.which) {
-		cli_err("out of memory");
-		rc = EXIT_FAIL;
+	if ((rc = cli_select_gpus(l.ctx, id, &l.snap, &l.which)))
 		goto out;
-	}
-	if (id) {
-		rc = gc_ctx_sample(l.ctx, &l.snap, GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI), NULL, false);
-		if (rc != GC_OK) {
-			cli_err("cannot read GPU ids: %s", gc_ctx_errmsg(l.ctx));
-			rc = cli_exit_code(rc);
-			goto out;
-		}
-	}
-	{
-		gc_snapshot ids = l.snap;
-		ids.ngpus = n;
-		if ((rc = cli_select(id, &ids, l.which)))
-			goto out;
-	}
 	if (l.watch)
 		fputs("\033[?25l\033[2J", stdout); /* hide the cursor, clear once */
 	rc = cli_loop(interval, count, ls_tick, &l);

@@ -287,11 +287,7 @@ static void cell(struct query *q, size_t *len, const struct field *f, const gc_g
 	case K_ENABLED: snprintf(buf, sizeof buf, "%s", member(g, f->arg) ? "Enabled" : "Disabled"); break;
 	case K_ACTIVE: snprintf(buf, sizeof buf, "%s", (g->reasons & f->arg) ? "Active" : "Not Active"); break;
 	case K_PSTATE: snprintf(buf, sizeof buf, "P%u", g->pstate); break;
-	case K_COMPUTE_MODE: {
-		static const char *const m[] = {"Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process"};
-		snprintf(buf, sizeof buf, "%s", g->compute_mode < 4 ? m[g->compute_mode] : "[Unknown Error]");
-		break;
-	}
+	case K_COMPUTE_MODE: snprintf(buf, sizeof buf, "%s", gc_compute_mode_name(g->compute_mode)); break;
 	case K_CC: snprintf(buf, sizeof buf, "%d.%d", g->cc_major, g->cc_minor); break;
 	case K_PID: snprintf(buf, sizeof buf, "%u", p->pid); break;
 	case K_PNAME: snprintf(buf, sizeof buf, "%s", p->visible && p->argv0[0] ? p->argv0 : "[N/A]"); break;
@@ -340,18 +336,11 @@ static int query_tick(void *arg, long n)
 		put(q, &len, "\n", 1);
 		fwrite(q->line, 1, len, stdout);
 	}
-	int result = EXIT_OK;
+	int result = cli_check_lost(&q->snap, q->which, &q->lost_reported, false);
 	for (size_t i = 0; i < q->snap.ngpus; i++) {
 		const gc_gpu *g = &q->snap.gpus[i];
 		if (!q->which[i])
 			continue;
-		if (g->lost) {
-			result = EXIT_GPULOST;
-			if (!q->lost_reported)
-				cli_err("GPU %u is lost (fell off the bus or needs a reset); its values show [GPU is lost]",
-					g->index);
-			q->lost_reported = true;
-		}
 		if (q->gpu) {
 			emit_row(q, g, NULL);
 			continue;
@@ -538,35 +527,11 @@ int cmd_query(const struct cli_global *g, int argc, char **argv)
 		return rc;
 	if (!q.gpu) /* rows come from the process list */
 		q.mask |= GC_BIT(GC_V_PROCS);
-	if (q.id)
-		q.mask |= GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI);
 
 	if ((rc = cli_open(g, &q.ctx)))
 		return rc;
-	size_t n = gc_ctx_count(q.ctx);
-	q.which = calloc(n ? n : 1, sizeof *q.which);
-	if (!q.which) {
-		cli_err("out of memory");
-		rc = EXIT_FAIL;
+	if ((rc = cli_select_gpus(q.ctx, q.id, &q.snap, &q.which)))
 		goto out;
-	}
-	if (q.id) {
-		/* UUIDs and bus ids are cached by the backend: this costs one NVML call each */
-		rc = gc_ctx_sample(q.ctx, &q.snap, GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI), NULL, false);
-		if (rc != GC_OK) {
-			cli_err("cannot read GPU ids: %s", gc_ctx_errmsg(q.ctx));
-			rc = cli_exit_code(rc);
-			goto out;
-		}
-	} else {
-		q.snap.ngpus = 0;
-	}
-	{
-		gc_snapshot ids = q.snap;
-		ids.ngpus = n;
-		if ((rc = cli_select(q.id, &ids, q.which)))
-			goto out;
-	}
 	rc = cli_loop(interval, count, query_tick, &q);
 out:
 	free(q.which);

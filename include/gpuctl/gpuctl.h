@@ -219,6 +219,9 @@ int gc_sim_library(const char *generation, char *buf, size_t len);
  */
 char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *hostname);
 
+/* nvidia-smi's name of a compute mode ("Default", "Exclusive_Process", ...) */
+const char *gc_compute_mode_name(unsigned mode);
+
 /* nvidia-smi's words for a non-OK status: "N/A", "GPU is lost", ... */
 const char *gc_status_token(int st);
 
