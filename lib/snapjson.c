@@ -2,11 +2,13 @@
  * snapjson.c — a snapshot as JSON (schema "gpuctl.snapshot/1", documented in
  * docs/json.md). Every value the backend collects appears; a value the GPU
  * does not give is null, never 0, and any failure other than "not
- * supported" is also named in the GPU's "errors" object.
+ * supported" is also named in the GPU's "errors" object. Written with the
+ * streaming writer (jsonw.c): a 256-GPU snapshot is 1.4 MB of JSON.
  */
 #include "gpuctl/gpuctl.h"
 
-#include <jansson.h>
+#include "jsonw.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -43,37 +45,54 @@ static const char *const value_names[GC_V__COUNT] = {
 };
 
 /* value or null, by status */
-static json_t *u(const gc_gpu *g, int v, uint64_t x)
+static void u(struct jw *w, const gc_gpu *g, const char *key, int v, uint64_t x)
 {
-	return g->st[v] == GC_ST_OK ? json_integer((json_int_t)x) : json_null();
+	if (g->st[v] == GC_ST_OK)
+		jw_uint(w, key, x);
+	else
+		jw_null(w, key);
 }
 
-static json_t *b(const gc_gpu *g, int v, bool x)
+static void b(struct jw *w, const gc_gpu *g, const char *key, int v, bool x)
 {
-	return g->st[v] == GC_ST_OK ? json_boolean(x) : json_null();
+	if (g->st[v] == GC_ST_OK)
+		jw_bool(w, key, x);
+	else
+		jw_null(w, key);
 }
 
-static json_t *s(const gc_gpu *g, int v, const char *x)
+/* a string from NVML or /proc */
+static void s(struct jw *w, const gc_gpu *g, const char *key, int v, const char *x)
 {
-	return g->st[v] == GC_ST_OK ? json_string(x) : json_null();
+	if (g->st[v] == GC_ST_OK)
+		jw_string(w, key, x);
+	else
+		jw_null(w, key);
 }
 
-static json_t *hex(const gc_gpu *g, int v, uint64_t x, int digits)
+/* a string gpuctl formatted itself */
+static void p(struct jw *w, const gc_gpu *g, const char *key, int v, const char *x)
 {
-	if (g->st[v] != GC_ST_OK)
-		return json_null();
+	if (g->st[v] == GC_ST_OK)
+		jw_plain(w, key, x);
+	else
+		jw_null(w, key);
+}
+
+static void hex(struct jw *w, const gc_gpu *g, const char *key, int v, uint64_t x, int digits)
+{
 	char buf[32];
 	snprintf(buf, sizeof buf, "0x%0*llX", digits, (unsigned long long)x);
-	return json_string(buf);
+	p(w, g, key, v, buf);
 }
 
-static json_t *reasons(const gc_gpu *g)
+static void reasons(struct jw *w, const gc_gpu *g)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "active", hex(g, GC_V_REASONS, g->reasons, 16));
-	json_object_set_new(o, "supported", hex(g, GC_V_REASONS_SUPPORTED, g->reasons_supported, 16));
-	json_t *names = g->st[GC_V_REASONS] == GC_ST_OK ? json_array() : json_null();
-	if (json_is_array(names)) {
+	jw_object(w, "clock_event_reasons");
+	hex(w, g, "active", GC_V_REASONS, g->reasons, 16);
+	hex(w, g, "supported", GC_V_REASONS_SUPPORTED, g->reasons_supported, 16);
+	if (g->st[GC_V_REASONS] == GC_ST_OK) {
+		jw_array(w, "reasons");
 		for (int i = 0; i < 64; i++) {
 			uint64_t bit = UINT64_C(1) << i;
 			if (!(g->reasons & bit))
@@ -84,155 +103,190 @@ static json_t *reasons(const gc_gpu *g)
 				snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)bit);
 				nm = buf;
 			}
-			json_array_append_new(names, json_string(nm));
+			jw_plain(w, NULL, nm);
 		}
+		jw_end(w, ']');
+	} else {
+		jw_null(w, "reasons");
 	}
-	json_object_set_new(o, "reasons", names);
-	json_object_set_new(o, "throttled",
-			    g->st[GC_V_REASONS] == GC_ST_OK
-				    ? json_boolean((g->reasons & GC_REASONS_THROTTLING) != 0)
-				    : json_null());
-	return o;
+	b(w, g, "throttled", GC_V_REASONS, (g->reasons & GC_REASONS_THROTTLING) != 0);
+	jw_end(w, '}');
 }
 
-static json_t *procs(const gc_gpu *g)
+static void procs(struct jw *w, const gc_gpu *g)
 {
-	if (g->st[GC_V_PROCS] != GC_ST_OK && g->st[GC_V_GPROCS] != GC_ST_OK)
-		return json_null();
-	json_t *a = json_array();
+	if (g->st[GC_V_PROCS] != GC_ST_OK && g->st[GC_V_GPROCS] != GC_ST_OK) {
+		jw_null(w, "processes");
+		return;
+	}
+	jw_array(w, "processes");
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const gc_proc *p = &g->procs[i];
-		const char *type = p->type == (GC_PROC_COMPUTE | GC_PROC_GRAPHICS) ? "compute+graphics"
-				   : p->type == GC_PROC_GRAPHICS ? "graphics" : "compute";
-		json_t *o = json_pack("{s:I, s:s, s:o, s:b}", "pid", (json_int_t)p->pid, "type", type,
-				      "used_memory",
-				      p->mem_known ? json_integer((json_int_t)p->used_memory) : json_null(),
-				      "visible", p->visible);
-		json_object_set_new(o, "user", p->visible ? json_string(p->user) : json_null());
-		json_object_set_new(o, "uid", p->visible ? json_integer(p->uid) : json_null());
-		json_object_set_new(o, "command", p->visible ? json_string(p->command) : json_null());
-		json_array_append_new(a, o);
+		const gc_proc *pr = &g->procs[i];
+		const char *type = pr->type == (GC_PROC_COMPUTE | GC_PROC_GRAPHICS) ? "compute+graphics"
+				   : pr->type == GC_PROC_GRAPHICS ? "graphics" : "compute";
+		jw_object(w, NULL);
+		jw_uint(w, "pid", pr->pid);
+		jw_plain(w, "type", type);
+		if (pr->mem_known)
+			jw_uint(w, "used_memory", pr->used_memory);
+		else
+			jw_null(w, "used_memory");
+		jw_bool(w, "visible", pr->visible);
+		if (pr->visible) {
+			jw_string(w, "user", pr->user);
+			jw_uint(w, "uid", pr->uid);
+			jw_string(w, "command", pr->command);
+		} else {
+			jw_null(w, "user");
+			jw_null(w, "uid");
+			jw_null(w, "command");
+		}
+		jw_end(w, '}');
 	}
-	return a;
+	jw_end(w, ']');
 }
 
-static json_t *gpu_json(const gc_gpu *g)
+static void gpu_json(struct jw *w, const gc_gpu *g)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "index", json_integer(g->index));
-	json_object_set_new(o, "name", s(g, GC_V_NAME, g->name));
-	json_object_set_new(o, "uuid", s(g, GC_V_UUID, g->uuid));
-	json_object_set_new(o, "serial", s(g, GC_V_SERIAL, g->serial));
-	json_object_set_new(o, "vbios_version", s(g, GC_V_VBIOS, g->vbios));
-	json_object_set_new(o, "pci", g->st[GC_V_PCI] == GC_ST_OK
-		? json_pack("{s:s, s:I, s:I, s:I, s:o, s:o}", "bus_id", g->bus_id,
-			    "domain", (json_int_t)g->pci_domain, "bus", (json_int_t)g->pci_bus,
-			    "device", (json_int_t)g->pci_device,
-			    "device_id", hex(g, GC_V_PCI, g->pci_device_id, 8),
-			    "subsystem_id", hex(g, GC_V_PCI, g->pci_subsystem_id, 8))
-		: json_null());
-	json_object_set_new(o, "memory", json_pack("{s:o, s:o, s:o, s:o}",
-		"total", u(g, GC_V_MEM_TOTAL, g->mem_total),
-		"reserved", u(g, GC_V_MEM_RESERVED, g->mem_reserved),
-		"used", u(g, GC_V_MEM_USED, g->mem_used),
-		"free", u(g, GC_V_MEM_FREE, g->mem_free)));
-	json_object_set_new(o, "utilization", json_pack("{s:o, s:o}",
-		"gpu", u(g, GC_V_UTIL_GPU, g->util_gpu), "memory", u(g, GC_V_UTIL_MEM, g->util_mem)));
-	json_object_set_new(o, "temperature", u(g, GC_V_TEMP, g->temp));
-	json_object_set_new(o, "fan_speed", u(g, GC_V_FAN, g->fan));
-	json_object_set_new(o, "power", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
-		"draw_mw", u(g, GC_V_POWER_DRAW, g->power_draw),
-		"limit_mw", u(g, GC_V_POWER_LIMIT, g->power_limit),
-		"enforced_limit_mw", u(g, GC_V_POWER_ENFORCED, g->power_enforced),
-		"default_limit_mw", u(g, GC_V_POWER_DEFAULT, g->power_default),
-		"min_limit_mw", u(g, GC_V_POWER_MIN, g->power_min),
-		"max_limit_mw", u(g, GC_V_POWER_MAX, g->power_max)));
-	json_object_set_new(o, "clocks", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-		"graphics_mhz", u(g, GC_V_CLK_GR, g->clk_gr),
-		"sm_mhz", u(g, GC_V_CLK_SM, g->clk_sm),
-		"memory_mhz", u(g, GC_V_CLK_MEM, g->clk_mem),
-		"video_mhz", u(g, GC_V_CLK_VIDEO, g->clk_video),
-		"max_graphics_mhz", u(g, GC_V_CLK_MAX_GR, g->clk_max_gr),
-		"max_sm_mhz", u(g, GC_V_CLK_MAX_SM, g->clk_max_sm),
-		"max_memory_mhz", u(g, GC_V_CLK_MAX_MEM, g->clk_max_mem)));
-	json_object_set_new(o, "clock_event_reasons", reasons(g));
-	json_object_set_new(o, "ecc", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
-		"mode_current", b(g, GC_V_ECC_MODE, g->ecc_mode),
-		"mode_pending", b(g, GC_V_ECC_PENDING, g->ecc_pending),
-		"corrected_volatile", u(g, GC_V_ECC_CORR_VOL, g->ecc_corr_vol),
-		"uncorrected_volatile", u(g, GC_V_ECC_UNCORR_VOL, g->ecc_uncorr_vol),
-		"corrected_aggregate", u(g, GC_V_ECC_CORR_AGG, g->ecc_corr_agg),
-		"uncorrected_aggregate", u(g, GC_V_ECC_UNCORR_AGG, g->ecc_uncorr_agg)));
-	json_object_set_new(o, "persistence_mode", b(g, GC_V_PERSISTENCE, g->persistence));
-	json_object_set_new(o, "compute_mode", s(g, GC_V_COMPUTE_MODE, gc_compute_mode_name(g->compute_mode)));
-	char ps[8];
-	snprintf(ps, sizeof ps, "P%u", g->pstate & 0xffu);
-	json_object_set_new(o, "pstate", s(g, GC_V_PSTATE, ps));
-	json_object_set_new(o, "mig", json_pack("{s:o, s:o}",
-		"current", b(g, GC_V_MIG_CURRENT, g->mig_current),
-		"pending", b(g, GC_V_MIG_PENDING, g->mig_pending)));
-	json_object_set_new(o, "pcie", json_pack("{s:o, s:o, s:o, s:o}",
-		"gen", u(g, GC_V_PCIE_GEN, g->pcie_gen),
-		"max_gen", u(g, GC_V_PCIE_GEN_MAX, g->pcie_gen_max),
-		"width", u(g, GC_V_PCIE_WIDTH, g->pcie_width),
-		"max_width", u(g, GC_V_PCIE_WIDTH_MAX, g->pcie_width_max)));
-	json_object_set_new(o, "energy_mj", u(g, GC_V_ENERGY, g->energy_mj));
-	char cc[24];
-	snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
-	json_object_set_new(o, "compute_capability", s(g, GC_V_COMPUTE_CAP, cc));
-	json_object_set_new(o, "processes", procs(g));
-
-	json_t *errors = json_object();
+	char buf[32];
+	jw_object(w, NULL);
+	jw_uint(w, "index", g->index);
+	s(w, g, "name", GC_V_NAME, g->name);
+	s(w, g, "uuid", GC_V_UUID, g->uuid);
+	s(w, g, "serial", GC_V_SERIAL, g->serial);
+	s(w, g, "vbios_version", GC_V_VBIOS, g->vbios);
+	if (g->st[GC_V_PCI] == GC_ST_OK) {
+		jw_object(w, "pci");
+		jw_string(w, "bus_id", g->bus_id);
+		jw_uint(w, "domain", g->pci_domain);
+		jw_uint(w, "bus", g->pci_bus);
+		jw_uint(w, "device", g->pci_device);
+		hex(w, g, "device_id", GC_V_PCI, g->pci_device_id, 8);
+		hex(w, g, "subsystem_id", GC_V_PCI, g->pci_subsystem_id, 8);
+		jw_end(w, '}');
+	} else {
+		jw_null(w, "pci");
+	}
+	jw_object(w, "memory");
+	u(w, g, "total", GC_V_MEM_TOTAL, g->mem_total);
+	u(w, g, "reserved", GC_V_MEM_RESERVED, g->mem_reserved);
+	u(w, g, "used", GC_V_MEM_USED, g->mem_used);
+	u(w, g, "free", GC_V_MEM_FREE, g->mem_free);
+	jw_end(w, '}');
+	jw_object(w, "utilization");
+	u(w, g, "gpu", GC_V_UTIL_GPU, g->util_gpu);
+	u(w, g, "memory", GC_V_UTIL_MEM, g->util_mem);
+	jw_end(w, '}');
+	u(w, g, "temperature", GC_V_TEMP, g->temp);
+	u(w, g, "fan_speed", GC_V_FAN, g->fan);
+	jw_object(w, "power");
+	u(w, g, "draw_mw", GC_V_POWER_DRAW, g->power_draw);
+	u(w, g, "limit_mw", GC_V_POWER_LIMIT, g->power_limit);
+	u(w, g, "enforced_limit_mw", GC_V_POWER_ENFORCED, g->power_enforced);
+	u(w, g, "default_limit_mw", GC_V_POWER_DEFAULT, g->power_default);
+	u(w, g, "min_limit_mw", GC_V_POWER_MIN, g->power_min);
+	u(w, g, "max_limit_mw", GC_V_POWER_MAX, g->power_max);
+	jw_end(w, '}');
+	jw_object(w, "clocks");
+	u(w, g, "graphics_mhz", GC_V_CLK_GR, g->clk_gr);
+	u(w, g, "sm_mhz", GC_V_CLK_SM, g->clk_sm);
+	u(w, g, "memory_mhz", GC_V_CLK_MEM, g->clk_mem);
+	u(w, g, "video_mhz", GC_V_CLK_VIDEO, g->clk_video);
+	u(w, g, "max_graphics_mhz", GC_V_CLK_MAX_GR, g->clk_max_gr);
+	u(w, g, "max_sm_mhz", GC_V_CLK_MAX_SM, g->clk_max_sm);
+	u(w, g, "max_memory_mhz", GC_V_CLK_MAX_MEM, g->clk_max_mem);
+	jw_end(w, '}');
+	reasons(w, g);
+	jw_object(w, "ecc");
+	b(w, g, "mode_current", GC_V_ECC_MODE, g->ecc_mode);
+	b(w, g, "mode_pending", GC_V_ECC_PENDING, g->ecc_pending);
+	u(w, g, "corrected_volatile", GC_V_ECC_CORR_VOL, g->ecc_corr_vol);
+	u(w, g, "uncorrected_volatile", GC_V_ECC_UNCORR_VOL, g->ecc_uncorr_vol);
+	u(w, g, "corrected_aggregate", GC_V_ECC_CORR_AGG, g->ecc_corr_agg);
+	u(w, g, "uncorrected_aggregate", GC_V_ECC_UNCORR_AGG, g->ecc_uncorr_agg);
+	jw_end(w, '}');
+	b(w, g, "persistence_mode", GC_V_PERSISTENCE, g->persistence);
+	p(w, g, "compute_mode", GC_V_COMPUTE_MODE, gc_compute_mode_name(g->compute_mode));
+	snprintf(buf, sizeof buf, "P%u", g->pstate & 0xffu);
+	p(w, g, "pstate", GC_V_PSTATE, buf);
+	jw_object(w, "mig");
+	b(w, g, "current", GC_V_MIG_CURRENT, g->mig_current);
+	b(w, g, "pending", GC_V_MIG_PENDING, g->mig_pending);
+	jw_end(w, '}');
+	jw_object(w, "pcie");
+	u(w, g, "gen", GC_V_PCIE_GEN, g->pcie_gen);
+	u(w, g, "max_gen", GC_V_PCIE_GEN_MAX, g->pcie_gen_max);
+	u(w, g, "width", GC_V_PCIE_WIDTH, g->pcie_width);
+	u(w, g, "max_width", GC_V_PCIE_WIDTH_MAX, g->pcie_width_max);
+	jw_end(w, '}');
+	u(w, g, "energy_mj", GC_V_ENERGY, g->energy_mj);
+	snprintf(buf, sizeof buf, "%d.%d", g->cc_major, g->cc_minor);
+	p(w, g, "compute_capability", GC_V_COMPUTE_CAP, buf);
+	procs(w, g);
+	jw_object(w, "errors");
 	for (int v = 0; v < GC_V__COUNT; v++)
 		if (g->st[v] != GC_ST_OK && g->st[v] != GC_ST_NOT_SUPPORTED && g->st[v] != GC_ST_UNSET)
-			json_object_set_new(errors, value_names[v], json_string(gc_status_token(g->st[v])));
-	json_object_set_new(o, "errors", errors);
-	json_object_set_new(o, "lost", json_boolean(g->lost));
-	return o;
+			jw_plain(w, value_names[v], gc_status_token(g->st[v]));
+	jw_end(w, '}');
+	jw_bool(w, "lost", g->lost);
+	jw_end(w, '}');
 }
 
-char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *hostname)
+char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty)
 {
-	json_t *root = json_object();
-	if (!root)
-		return NULL;
+	struct jw w;
+	jw_init(&w, pretty);
 	char ts[40];
 	time_t t = (time_t)(snap->time_ms / 1000);
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	size_t w = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(ts + w, sizeof ts - w, ".%03dZ", (int)(snap->time_ms % 1000));
-	json_object_set_new(root, "schema", json_string("gpuctl.snapshot/1"));
-	json_object_set_new(root, "hostname", hostname ? json_string(hostname) : json_null());
-	json_object_set_new(root, "timestamp", json_string(ts));
-	char cuda[16];
-	snprintf(cuda, sizeof cuda, "%d.%d", snap->cuda_version / 1000, (snap->cuda_version % 1000) / 10);
-	json_object_set_new(root, "driver", json_pack("{s:o, s:o, s:o}",
-		"version", snap->driver_version[0] ? json_string(snap->driver_version) : json_null(),
-		"nvml_version", snap->nvml_version[0] ? json_string(snap->nvml_version) : json_null(),
-		"cuda_version", snap->cuda_version > 0 ? json_string(cuda) : json_null()));
-	json_t *gpus = json_array();
+	size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(ts + n, sizeof ts - n, ".%03dZ", (int)(snap->time_ms % 1000));
+	jw_object(&w, NULL);
+	jw_plain(&w, "schema", "gpuctl.snapshot/1");
+	if (hostname)
+		jw_string(&w, "hostname", hostname);
+	else
+		jw_null(&w, "hostname");
+	jw_plain(&w, "timestamp", ts);
+	jw_object(&w, "driver");
+	if (snap->driver_version[0])
+		jw_string(&w, "version", snap->driver_version);
+	else
+		jw_null(&w, "version");
+	if (snap->nvml_version[0])
+		jw_string(&w, "nvml_version", snap->nvml_version);
+	else
+		jw_null(&w, "nvml_version");
+	if (snap->cuda_version > 0) {
+		char cuda[16];
+		snprintf(cuda, sizeof cuda, "%d.%d", snap->cuda_version / 1000, (snap->cuda_version % 1000) / 10);
+		jw_plain(&w, "cuda_version", cuda);
+	} else {
+		jw_null(&w, "cuda_version");
+	}
+	jw_end(&w, '}');
+	jw_array(&w, "gpus");
 	for (size_t i = 0; i < snap->ngpus; i++)
 		if (!which || which[i])
-			json_array_append_new(gpus, gpu_json(&snap->gpus[i]));
-	json_object_set_new(root, "gpus", gpus);
+			gpu_json(&w, &snap->gpus[i]);
+	jw_end(&w, ']');
 	if (snap->topo) {
-		json_t *m = json_array();
+		/* one row per line: a 256-GPU matrix stays readable */
+		jw_array(&w, "topology");
 		for (size_t a = 0; a < snap->ngpus; a++) {
 			if (which && !which[a])
 				continue;
-			json_t *row = json_array();
-			for (size_t b2 = 0; b2 < snap->ngpus; b2++)
-				if (!which || which[b2])
-					json_array_append_new(row,
-						json_string(gc_topo_name(snap->topo[a * snap->ngpus + b2])));
-			json_array_append_new(m, row);
+			jw_array_inline(&w, NULL);
+			for (size_t c = 0; c < snap->ngpus; c++)
+				if (!which || which[c])
+					jw_plain(&w, NULL, gc_topo_name(snap->topo[a * snap->ngpus + c]));
+			jw_end(&w, ']');
 		}
-		json_object_set_new(root, "topology", m);
+		jw_end(&w, ']');
 	} else {
-		json_object_set_new(root, "topology", json_null());
+		jw_null(&w, "topology");
 	}
-	char *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	return out;
+	jw_end(&w, '}');
+	return jw_finish(&w);
 }

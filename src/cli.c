@@ -6,7 +6,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -239,7 +238,7 @@ int cli_parse_interval(const char *opt, const char *arg, double *out)
 	char *end;
 	errno = 0;
 	double v = strtod(arg, &end);
-	if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > 86400) {
+	if (errno || end == arg || *end || !(v > 0 && v <= 86400)) { /* also refuses NaN */
 		cli_err("invalid %s value '%s' (expected seconds between 0 and 86400, e.g. 1 or 0.5)",
 			opt, arg);
 		return EXIT_USAGE;
@@ -286,8 +285,8 @@ int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *
 	sigaction(SIGTERM, &sa, NULL);
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
-	long step_ns = (long)(fmod(interval, 1.0) * 1e9);
 	time_t step_s = (time_t)interval;
+	long step_ns = (long)((interval - (double)step_s) * 1e9);
 	int last = 0;
 	for (long n = 0; !stop_flag; n++) {
 		int rc = tick(arg, n);

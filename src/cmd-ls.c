@@ -190,16 +190,11 @@ static int ls_tick(void *arg, long n)
 	/* in watch mode the view itself says so; a line on stderr would tear the screen */
 	int result = cli_check_lost(&l->snap, l->which, &l->lost_reported, l->watch);
 	if (l->json) {
-		char *js = gc_snapshot_json(&l->snap, l->which, l->host);
+		/* repeating: one document per line (JSON Lines) */
+		char *js = gc_snapshot_json(&l->snap, l->which, l->host, !l->looping);
 		if (!js) {
 			cli_err("out of memory");
 			return EXIT_FAIL;
-		}
-		if (l->looping) {
-			/* one document per line (JSON Lines) when repeating */
-			for (char *p = js; *p; p++)
-				if (*p == '\n')
-					*p = ' ';
 		}
 		fputs(js, stdout);
 		fputc('\n', stdout);

@@ -214,10 +214,10 @@ int gc_sim_library(const char *generation, char *buf, size_t len);
 
 /*
  * Render a snapshot as the documented JSON schema (docs/json.md), GPUs
- * selected by `which` (NULL = all). Returns a string the caller frees with
- * free(), or NULL when out of memory.
+ * selected by `which` (NULL = all), indented (pretty) or on one line.
+ * Returns a string the caller frees with free(), or NULL when out of memory.
  */
-char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *hostname);
+char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty);
 
 /* nvidia-smi's name of a compute mode ("Default", "Exclusive_Process", ...) */
 const char *gc_compute_mode_name(unsigned mode);

@@ -27,7 +27,7 @@ static json_t *snapshot_json(const char *node, const bool *which)
 	assert_int_equal(gc_ctx_open(&ctx, &o), GC_OK);
 	gc_snapshot s = {0};
 	assert_int_equal(gc_ctx_sample(ctx, &s, GC_ALL_VALUES, which, true), GC_OK);
-	char *text = gc_snapshot_json(&s, which, "host1");
+	char *text = gc_snapshot_json(&s, which, "host1", true);
 	assert_non_null(text);
 	json_error_t err;
 	json_t *root = json_loads(text, 0, &err);

@@ -1,0 +1,48 @@
+/*
+ * jsonw.h — a streaming JSON writer: lays out objects, arrays, numbers,
+ * booleans and null straight into a growing buffer, with jansson's
+ * JSON_INDENT(2) layout or compact. Strings from outside are encoded by
+ * jansson itself (escaping, UTF-8 checks); only strings gpuctl makes from
+ * a fixed alphabet (hex, "P2", reason names) are written as they are.
+ * Exists because building a jansson tree for a 256-GPU snapshot and
+ * dumping it cost more than all the NVML calls together (bench/query.sh).
+ * Standalone: needs only jansson.
+ */
+#ifndef GPUCTL_LIB_JSONW_H
+#define GPUCTL_LIB_JSONW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JW_MAX_DEPTH 32
+
+struct jw {
+	char *buf;       /* owned; NUL-terminated while !oom */
+	size_t len, cap;
+	int depth;
+	bool pretty;
+	bool oom;        /* an allocation failed: the output is unusable */
+	bool empty[JW_MAX_DEPTH];  /* no member written yet at this depth */
+	bool inline_[JW_MAX_DEPTH]; /* this array stays on one line */
+};
+
+void jw_init(struct jw *w, bool pretty);
+/* Take the buffer (caller frees), or NULL when out of memory. */
+char *jw_finish(struct jw *w);
+
+/* `key` is a literal member name inside an object, NULL inside an array. */
+void jw_object(struct jw *w, const char *key);
+void jw_array(struct jw *w, const char *key);
+void jw_array_inline(struct jw *w, const char *key);
+void jw_end(struct jw *w, char close);  /* '}' or ']' */
+void jw_int(struct jw *w, const char *key, long long v);
+void jw_uint(struct jw *w, const char *key, uint64_t v);
+void jw_bool(struct jw *w, const char *key, bool v);
+void jw_null(struct jw *w, const char *key);
+/* a string from outside: encoded by jansson; invalid UTF-8 bytes become '?' */
+void jw_string(struct jw *w, const char *key, const char *s);
+/* a string known to need no escaping (ASCII letters, digits, ".:_-+/ ") */
+void jw_plain(struct jw *w, const char *key, const char *s);
+
+#endif
