@@ -1,0 +1,39 @@
+/*
+ * units.h — sizes and percentages as people type them on the command line
+ * (--min-free-mem 20G, --max-util 30%). Standalone: no NVML, no gc_ctx.
+ *
+ * Sizes always carry a unit, because a bare "20000" could mean bytes (NVML),
+ * MiB (nvidia-smi) or GB (a cloud's price sheet), and guessing wrong by a
+ * factor of a million silently selects the wrong GPUs. The one-letter units
+ * are binary, as nvidia-smi's "MiB" is: 20G = 20GiB = 20 * 2^30 bytes.
+ */
+#ifndef GPUCTL_LIB_UNITS_H
+#define GPUCTL_LIB_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* longest input accepted; anything longer is refused as too long */
+#define UNITS_MAX_INPUT 64
+
+/*
+ * Parse a size: a number (digits, optionally with one decimal point: "1.5",
+ * ".5") directly followed by a unit (spaces between them are allowed):
+ *   B                          bytes
+ *   K, M, G, T, KiB ... TiB    binary: 1024, 1024^2, ...
+ *   KB, MB, GB, TB             decimal: 1000, 1000^2, ...
+ * Units are case-insensitive. Decimals are rounded down to whole bytes,
+ * exactly (no floating point). `s` is borrowed; err (errlen bytes, may be
+ * NULL) receives a one-line reason on failure.
+ * Returns 0 and sets *bytes, or -1 (bare number, negative, empty, too large
+ * for 64 bits, not a number, unknown unit or trailing junk).
+ */
+int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen);
+
+/*
+ * Parse a percentage: an integer 0..100 with an optional trailing '%'.
+ * Returns 0 and sets *pct, or -1 with a reason in err (may be NULL).
+ */
+int units_parse_percent(const char *s, int *pct, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * test-units.c — lib/units.c as a table: what --min-free-mem and --max-util
+ * accept (with the exact byte count or percentage) and what they refuse
+ * (with a fragment of the reason a user would read).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "units.h"
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define TiB (UINT64_C(1) << 40)
+
+struct size_row {
+	const char *in;
+	uint64_t bytes;       /* when err is NULL */
+	const char *err;      /* NULL: accepted; else a fragment of the message */
+};
+
+static const struct size_row size_rows[] = {
+	/* one-letter and IEC units are binary, as nvidia-smi's MiB */
+	{"20G", 20 * GiB, NULL},
+	{"20GiB", 20 * GiB, NULL},
+	{"20000M", 20000 * MiB, NULL},
+	{"20000MiB", 20000 * MiB, NULL},
+	{"512K", 512 * KiB, NULL},
+	{"1KiB", KiB, NULL},
+	{"2T", 2 * TiB, NULL},
+	{"2TiB", 2 * TiB, NULL},
+	/* SI units are decimal */
+	{"1KB", 1000, NULL},
+	{"20MB", 20000000, NULL},
+	{"20GB", UINT64_C(20000000000), NULL},
+	{"3TB", UINT64_C(3000000000000), NULL},
+	{"4096B", 4096, NULL},
+	{"0G", 0, NULL},
+	{"0B", 0, NULL},
+	/* any case */
+	{"20g", 20 * GiB, NULL},
+	{"20gib", 20 * GiB, NULL},
+	{"20GIB", 20 * GiB, NULL},
+	{"20gb", UINT64_C(20000000000), NULL},
+	{"7b", 7, NULL},
+	/* decimals, rounded down to whole bytes, exactly */
+	{"1.5G", GiB + GiB / 2, NULL},
+	{"1.5GB", 1500000000, NULL},
+	{".5K", 512, NULL},
+	{"2.K", 2048, NULL},
+	{"0.1K", 102, NULL},            /* 102.4 */
+	{"0.001KB", 1, NULL},
+	{"0.0009KB", 0, NULL},          /* 0.9 bytes */
+	{"1.9B", 1, NULL},
+	{"0.3T", UINT64_C(329853488332), NULL}, /* 0.3 * 2^40 = 329853488332.8 */
+	{"1.00000000000000000000000000001KB", 1000, NULL},
+	{"0.99999999999999999999999999999KB", 999, NULL},
+	/* a space between number and unit is fine */
+	{"20 G", 20 * GiB, NULL},
+	{"80 GiB", 80 * GiB, NULL},
+	/* the largest sizes */
+	{"18446744073709551615B", UINT64_MAX, NULL},
+	{"16777215.99999999T", UINT64_C(18446744073709540620), NULL},
+	{"18446744073.709551615GB", UINT64_MAX, NULL},
+
+	/* refused */
+	{"20000", 0, "a size needs a unit, e.g. 20000M or 20G"},
+	{"1.5", 0, "a size needs a unit"},
+	{"20 ", 0, "a size needs a unit"},
+	{"", 0, "empty size"},
+	{"-1G", 0, "cannot be negative"},
+	{"-0G", 0, "cannot be negative"},
+	{"+1G", 0, "is not a size"},
+	{"G", 0, "is not a size"},
+	{".G", 0, "is not a size"},
+	{"nan", 0, "'nan' is not a size"},
+	{"inf", 0, "is not a size"},
+	{"NaNG", 0, "is not a size"},
+	{" 20G", 0, "is not a size"},
+	{"20X", 0, "unknown unit 'X' (use M, G, MiB, GiB, MB, GB ...)"},
+	{"20P", 0, "unknown unit 'P'"},
+	{"20Gi", 0, "unknown unit 'Gi'"},
+	{"20GiBs", 0, "unknown unit 'GiBs'"},
+	{"20G ", 0, "unknown unit 'G '"},
+	{"20G5", 0, "unknown unit 'G5'"},
+	{"1e3G", 0, "unknown unit 'e3G'"},
+	{"0x10G", 0, "unknown unit 'x10G'"},
+	{"1,5G", 0, "unknown unit ',5G'"},
+	{"1.5.2G", 0, "is not a size"},
+	{"18446744073709551616B", 0, "too large"},
+	{"16777216T", 0, "too large"},
+	{"18446744073.709551616GB", 0, "too large"},
+	{"99999999999999999999999999G", 0, "too large"},
+	{"1000000000000000000000000000000000000000000000000000000000000000000G", 0, "too long"},
+};
+
+static void test_size_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof size_rows / sizeof size_rows[0]; i++) {
+		const struct size_row *w = &size_rows[i];
+		uint64_t got = 0xdeadbeef;
+		char err[160] = "";
+		int rc = units_parse_size(w->in, &got, err, sizeof err);
+		if (!w->err) {
+			if (rc != 0 || got != w->bytes)
+				fail_msg("'%s': rc %d bytes %llu (%s); want %llu", w->in, rc,
+					 (unsigned long long)got, err, (unsigned long long)w->bytes);
+		} else {
+			if (rc != -1 || !strstr(err, w->err))
+				fail_msg("'%s': rc %d err '%s'; want -1 and '%s'", w->in, rc, err, w->err);
+			if (got != 0xdeadbeef)
+				fail_msg("'%s': refused but wrote %llu", w->in, (unsigned long long)got);
+		}
+	}
+}
+
+static void test_size_edges(void **state)
+{
+	(void)state;
+	uint64_t b;
+	char err[8];
+	/* NULL input, NULL or tiny error buffer: no crash, message truncated */
+	assert_int_equal(units_parse_size(NULL, &b, NULL, 0), -1);
+	assert_int_equal(units_parse_size("20", &b, err, sizeof err), -1);
+	assert_int_equal(strlen(err), sizeof err - 1);
+	assert_int_equal(units_parse_size("20G", &b, NULL, 0), 0);
+	assert_true(b == 20 * GiB);
+}
+
+struct pct_row {
+	const char *in;
+	int pct;
+	const char *err;
+};
+
+static const struct pct_row pct_rows[] = {
+	{"0", 0, NULL},
+	{"30", 30, NULL},
+	{"30%", 30, NULL},
+	{"100", 100, NULL},
+	{"100%", 100, NULL},
+	{"007", 7, NULL},
+	{"", 0, "empty percentage"},
+	{"%", 0, "is not a percentage"},
+	{"101", 0, "more than 100"},
+	{"99999999999999999999", 0, "more than 100"},
+	{"-1", 0, "cannot be negative"},
+	{"50.5", 0, "is not a percentage (a whole number from 0 to 100)"},
+	{"50%%", 0, "is not a percentage"},
+	{"50 %", 0, "is not a percentage"},
+	{"abc", 0, "is not a percentage"},
+	{" 5", 0, "is not a percentage"},
+	{"0x10", 0, "is not a percentage"},
+};
+
+static void test_percent_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof pct_rows / sizeof pct_rows[0]; i++) {
+		const struct pct_row *w = &pct_rows[i];
+		int got = -42;
+		char err[160] = "";
+		int rc = units_parse_percent(w->in, &got, err, sizeof err);
+		if (!w->err) {
+			if (rc != 0 || got != w->pct)
+				fail_msg("'%s': rc %d pct %d (%s); want %d", w->in, rc, got, err, w->pct);
+		} else if (rc != -1 || !strstr(err, w->err) || got != -42) {
+			fail_msg("'%s': rc %d pct %d err '%s'; want -1 and '%s'", w->in, rc, got, err, w->err);
+		}
+	}
+	assert_int_equal(units_parse_percent(NULL, &(int){0}, NULL, 0), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size_table),
+		cmocka_unit_test(test_size_edges),
+		cmocka_unit_test(test_percent_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
