@@ -20,6 +20,8 @@ const char *gc_strerror(int err)
 	case GC_ESIM: return "invalid simulated node";
 	case GC_ENVML: return "NVML error";
 	case GC_EIO: return "input/output error";
+	case GC_EBUSY: return "busy";
+	case GC_ETIMEDOUT: return "timed out";
 	default: return "unknown error";
 	}
 }

@@ -37,6 +37,8 @@ enum gc_error {
 	GC_ESIM = -9,        /* the simulated node description is invalid */
 	GC_ENVML = -10,      /* any other NVML failure */
 	GC_EIO = -11,        /* a file could not be read or written */
+	GC_EBUSY = -12,      /* held by someone else (a lease) */
+	GC_ETIMEDOUT = -13,  /* waited as long as asked */
 };
 
 /* Return a static English description of a GC_E* code. */

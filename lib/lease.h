@@ -1,0 +1,96 @@
+/*
+ * lease.h — per-GPU leases on this host, and the queue of those waiting.
+ *
+ * A lease is a flock(2) on one file per GPU (named by UUID) in a state
+ * directory shared by every user of the machine. The kernel drops the lock
+ * when the last process holding the file dies — even by SIGKILL — so a
+ * crashed job never leaves a GPU taken. Waiters take numbered tickets and
+ * are served first come, first served; a waiter that dies leaves the queue
+ * the same way. Release is seen by waiters through inotify within
+ * milliseconds. Policy (which GPUs) lives in select.c; this file only
+ * knows UUIDs.
+ */
+#ifndef GPUCTL_LIB_LEASE_H
+#define GPUCTL_LIB_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LEASE_UUID_MAX 96
+
+/* Who holds a lease (or waits in the queue), as recorded for display. */
+struct lease_info {
+	pid_t pid;          /* the job's process (group leader) */
+	pid_t supervisor;   /* the gpuctl process that took the lease */
+	uid_t uid;
+	char user[33];
+	int64_t since;      /* seconds since the epoch */
+	char name[64];      /* --name, or "" */
+	char command[256];  /* the command line, truncated */
+	char request[128];  /* queue tickets: what is asked for ("2 GPUs") */
+};
+
+struct lease_dir;
+struct lease;
+struct lease_ticket;
+
+/*
+ * Open the state directory: `path`, else $GPUCTL_STATE_DIR, else /run/gpuctl
+ * (created mode 1777 when /run is writable), else $XDG_RUNTIME_DIR/gpuctl
+ * (mode 0700). Refuses a directory writable by others without the sticky bit
+ * or owned by another non-root user. 0, or a negative GC_E* with err set.
+ */
+int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t errlen);
+void lease_dir_close(struct lease_dir *d);
+const char *lease_dir_path(const struct lease_dir *d);
+
+/* Is the GPU leased? 1 held (info filled if non-NULL), 0 free, <0 GC_E*. */
+int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info);
+
+/*
+ * Take every GPU of uuids[n] now, or none: 0 with *out set; GC_EBUSY with
+ * *busy = the index (into uuids) of a GPU someone holds; other GC_E* on
+ * error (message in err). `me` is recorded in each lease file.
+ */
+int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
+	      struct lease **out, size_t *busy, char *err, size_t errlen);
+/* Record the job's pid once it is started. */
+void lease_set_pid(struct lease *l, pid_t pid);
+/* Let the lock files pass to a child across exec, so the job holds them too. */
+int lease_inherit(struct lease *l);
+/* Release (clear the record, unlock, close) and free. NULL is fine. */
+void lease_release(struct lease *l);
+
+/* Join the queue: a ticket numbered after every earlier one. */
+int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct lease_ticket **out,
+		     char *err, size_t errlen);
+/* 1 when no live ticket is older than t, 0 when one is, <0 on error. */
+int lease_queue_is_head(struct lease_dir *d, const struct lease_ticket *t);
+/* Leave the queue and free the ticket. NULL is fine. */
+void lease_queue_leave(struct lease_ticket *t);
+uint64_t lease_ticket_number(const struct lease_ticket *t);
+
+/*
+ * Wait until a lease or ticket may have changed (a holder or waiter went
+ * away) or timeout_ms passes (-1: no limit). 1 woken, 0 timeout, <0 error.
+ * EINTR returns 1 so callers can look at their signal flags.
+ */
+int lease_wait(struct lease_dir *d, int timeout_ms);
+
+/* Everything held now: uuids[] (caller frees with free) and infos. */
+struct lease_entry {
+	char uuid[LEASE_UUID_MAX];
+	struct lease_info info;
+};
+int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n);
+
+/* Live waiters, oldest first. */
+struct lease_waiter {
+	uint64_t ticket;
+	struct lease_info info;
+};
+int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n);
+
+#endif

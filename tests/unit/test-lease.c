@@ -1,0 +1,284 @@
+/*
+ * test-lease.c — lib/lease.c: a lease is all-or-nothing, dies with its
+ * holder (even SIGKILL), passes to an exec'd job, wakes a waiter through
+ * inotify, and the queue is first come first served with dead waiters
+ * skipped. Unsafe directories and planted symlinks are refused.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuctl/gpuctl.h"
+#include "lease.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/gpuctl-lease-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static struct lease_dir *open_dir(void)
+{
+	struct lease_dir *d = NULL;
+	char err[256] = "";
+	int rc = lease_dir_open(&d, dir, err, sizeof err);
+	if (rc != GC_OK)
+		fail_msg("lease_dir_open: %s", err);
+	return d;
+}
+
+static struct lease_info me(const char *name)
+{
+	struct lease_info i;
+	memset(&i, 0, sizeof i);
+	i.pid = i.supervisor = getpid();
+	i.uid = getuid();
+	snprintf(i.user, sizeof i.user, "tester");
+	i.since = time(NULL);
+	snprintf(i.name, sizeof i.name, "%s", name);
+	snprintf(i.command, sizeof i.command, "train.py --lr 3e-4");
+	return i;
+}
+
+static const char *A = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+static const char *B = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+
+static void test_all_or_nothing(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	struct lease *la = NULL, *lab = NULL;
+	size_t busy = 99;
+	char err[256];
+	struct lease_info info = me("job-a");
+	assert_int_equal(lease_try(d, &A, 1, &info, &la, &busy, err, sizeof err), GC_OK);
+	struct lease_info seen;
+	assert_int_equal(lease_peek(d, A, &seen), 1);
+	assert_string_equal(seen.name, "job-a");
+	assert_string_equal(seen.command, "train.py --lr 3e-4");
+	assert_int_equal(seen.pid, getpid());
+	/* {B, A}: A is held, so B must not stay locked either */
+	const char *ba[] = {B, A};
+	assert_int_equal(lease_try(d, ba, 2, &info, &lab, &busy, err, sizeof err), GC_EBUSY);
+	assert_int_equal(busy, 1);
+	assert_null(lab);
+	assert_int_equal(lease_peek(d, B, NULL), 0);
+	lease_release(la);
+	assert_int_equal(lease_peek(d, A, NULL), 0);
+	assert_int_equal(lease_try(d, ba, 2, &info, &lab, &busy, err, sizeof err), GC_OK);
+	struct lease_entry *list = NULL;
+	size_t n = 0;
+	assert_int_equal(lease_list(d, &list, &n), GC_OK);
+	assert_int_equal(n, 2);
+	free(list);
+	lease_release(lab);
+	lease_dir_close(d);
+}
+
+static void test_sigkill_frees(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct lease_dir *d = open_dir();
+		struct lease *l = NULL;
+		size_t busy;
+		char err[256];
+		struct lease_info info = me("doomed");
+		if (lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err) != GC_OK)
+			_exit(1);
+		(void)write(p[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	struct lease_dir *d = open_dir();
+	assert_int_equal(lease_peek(d, A, NULL), 1);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_int_equal(lease_peek(d, A, NULL), 0);
+	lease_dir_close(d);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_inherited_by_job(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	struct lease *l = NULL;
+	size_t busy;
+	char err[256];
+	struct lease_info info = me("job");
+	assert_int_equal(lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	assert_int_equal(lease_inherit(l), GC_OK);
+	pid_t job = fork();
+	assert_true(job >= 0);
+	if (job == 0) {
+		execlp("sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	lease_set_pid(l, job);
+	/* the supervisor lets go; the job still runs on the GPU, so it stays leased */
+	lease_release(l);
+	struct lease_info seen;
+	assert_int_equal(lease_peek(d, A, &seen), 1);
+	assert_int_equal(seen.pid, job);
+	kill(job, SIGKILL);
+	waitpid(job, NULL, 0);
+	assert_int_equal(lease_peek(d, A, NULL), 0);
+	lease_dir_close(d);
+}
+
+static void test_queue_fifo_and_stale(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	char err[256];
+	struct lease_info info = me("q");
+	/* a waiter that dies without leaving */
+	pid_t dead = fork();
+	assert_true(dead >= 0);
+	if (dead == 0) {
+		struct lease_dir *cd = open_dir();
+		struct lease_ticket *t;
+		_exit(lease_queue_join(cd, &info, &t, err, sizeof err) == GC_OK ? 0 : 1);
+	}
+	int st;
+	waitpid(dead, &st, 0);
+	assert_int_equal(WEXITSTATUS(st), 0);
+	struct lease_ticket *t1, *t2;
+	assert_int_equal(lease_queue_join(d, &info, &t1, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_join(d, &info, &t2, err, sizeof err), GC_OK);
+	assert_true(lease_ticket_number(t1) < lease_ticket_number(t2));
+	struct lease_waiter *w;
+	size_t n;
+	assert_int_equal(lease_queue_list(d, &w, &n), GC_OK);
+	assert_int_equal(n, 2); /* the dead waiter is not listed */
+	assert_int_equal(w[0].ticket, lease_ticket_number(t1));
+	free(w);
+	assert_int_equal(lease_queue_is_head(d, t1), 1); /* the dead one does not block */
+	assert_int_equal(lease_queue_is_head(d, t2), 0);
+	lease_queue_leave(t1);
+	assert_int_equal(lease_queue_is_head(d, t2), 1);
+	lease_queue_leave(t2);
+	lease_dir_close(d);
+}
+
+static void test_release_wakes_waiter(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct lease_dir *cd = open_dir();
+		struct lease *l;
+		size_t busy;
+		char err[256];
+		struct lease_info info = me("short");
+		if (lease_try(cd, &B, 1, &info, &l, &busy, err, sizeof err) != GC_OK)
+			_exit(1);
+		(void)write(p[1], "x", 1);
+		usleep(100000);
+		_exit(0); /* dies holding it: the kernel's close wakes the waiter */
+	}
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	struct lease_dir *d = open_dir();
+	struct lease_ticket *t;
+	char err[256];
+	struct lease_info info = me("waiter");
+	assert_int_equal(lease_queue_join(d, &info, &t, err, sizeof err), GC_OK);
+	assert_int_equal(lease_peek(d, B, NULL), 1);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int woke = 0;
+	while (lease_peek(d, B, NULL) == 1) {
+		woke = lease_wait(d, 5000);
+		assert_true(woke >= 0);
+		if (woke == 0)
+			break;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waitpid(child, NULL, 0);
+	assert_int_equal(woke, 1); /* woken by the release, not by the 5 s timeout */
+	assert_int_equal(lease_peek(d, B, NULL), 0);
+	lease_queue_leave(t);
+	lease_dir_close(d);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_unsafe_places_refused(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	struct lease_dir *d = NULL;
+	/* writable by everyone without the sticky bit */
+	char open_dir_path[96];
+	snprintf(open_dir_path, sizeof open_dir_path, "%s/open", dir);
+	assert_int_equal(mkdir(open_dir_path, 0700), 0);
+	assert_int_equal(chmod(open_dir_path, 0777), 0);
+	assert_int_equal(lease_dir_open(&d, open_dir_path, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "sticky"));
+	/* a state directory that cannot be created */
+	assert_int_equal(lease_dir_open(&d, "/proc/gpuctl-no-such-dir", err, sizeof err), GC_EIO);
+	assert_non_null(strstr(err, "/proc/gpuctl-no-such-dir"));
+	/* a symlink planted where a lease file goes is not followed */
+	d = open_dir();
+	char link[128];
+	snprintf(link, sizeof link, "%s/gpu-GPU-cccccccc", dir);
+	assert_int_equal(symlink("/etc/passwd", link), 0);
+	const char *c = "GPU-cccccccc";
+	struct lease *l = NULL;
+	size_t busy;
+	struct lease_info info = me("x");
+	assert_int_equal(lease_try(d, &c, 1, &info, &l, &busy, err, sizeof err), GC_EIO);
+	assert_non_null(strstr(err, "symbolic link"));
+	/* a UUID cannot name a path */
+	const char *evil = "../../etc/passwd";
+	assert_int_equal(lease_try(d, &evil, 1, &info, &l, &busy, err, sizeof err), GC_EINVAL);
+	assert_int_equal(lease_peek(d, evil, NULL), GC_EINVAL);
+	lease_dir_close(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_frees, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inherited_by_job, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queue_fifo_and_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_wakes_waiter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsafe_places_refused, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
