@@ -154,7 +154,7 @@ static int match_one(const char *tok, const gc_snapshot *snap, size_t *idx)
 	return -1;
 }
 
-int cli_select(const char *spec, const gc_snapshot *snap, bool *which)
+int cli_select(const char *opt, const char *spec, const gc_snapshot *snap, bool *which)
 {
 	size_t n = snap->ngpus;
 	for (size_t i = 0; i < n; i++)
@@ -165,7 +165,7 @@ int cli_select(const char *spec, const gc_snapshot *snap, bool *which)
 	else
 		snprintf(range, sizeof range, "none");
 	if (!*spec) {
-		cli_err("empty GPU id for -i (expected an index %s, a GPU UUID or a PCI bus id)", range);
+		cli_err("empty GPU id for %s (expected an index %s, a GPU UUID or a PCI bus id)", opt, range);
 		return EXIT_USAGE;
 	}
 	char *copy = strdup(spec);
@@ -181,13 +181,13 @@ int cli_select(const char *spec, const gc_snapshot *snap, bool *which)
 			tok++;
 		int m = match_one(tok, snap, &idx);
 		if (m == -2) {
-			cli_err("GPU id '%s' for -i matches more than one GPU; give the full UUID", tok);
+			cli_err("GPU id '%s' for %s matches more than one GPU; give the full UUID", tok, opt);
 			rc = EXIT_USAGE;
 			break;
 		}
 		if (m < 0) {
-			cli_err("invalid GPU id '%s' for -i: no GPU on this machine has that index (%s), "
-				"UUID or PCI bus id", tok, range);
+			cli_err("invalid GPU id '%s' for %s: no GPU on this machine has that index (%s), "
+				"UUID or PCI bus id", tok, opt, range);
 			rc = EXIT_USAGE;
 			break;
 		}
@@ -216,7 +216,7 @@ int cli_select_gpus(gc_ctx *ctx, const char *spec, gc_snapshot *snap, bool **whi
 		cli_err("cannot read GPU ids: %s", gc_ctx_errmsg(ctx));
 		return cli_exit_code(rc);
 	}
-	return cli_select(spec, snap, *which);
+	return cli_select("-i", spec, snap, *which);
 }
 
 int cli_check_lost(const gc_snapshot *snap, const bool *which, bool *reported, bool quiet)

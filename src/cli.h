@@ -32,11 +32,11 @@ int cli_open(const struct cli_global *g, gc_ctx **ctx);
 int cli_exit_code(int gc_err);
 
 /*
- * Parse an -i/--id list ("0,2", a UUID, a PCI bus id) into which[ngpus].
- * `snap` must hold UUIDs and PCI ids of all GPUs. Prints the error and
- * returns EXIT_USAGE on a bad id.
+ * Parse a GPU list ("0,2", a UUID, a PCI bus id) given to option `opt`
+ * (-i, --gpus, --exclude) into which[ngpus]. `snap` must hold UUIDs and PCI
+ * ids of all GPUs. Prints the error and returns EXIT_USAGE on a bad id.
  */
-int cli_select(const char *spec, const gc_snapshot *snap, bool *which);
+int cli_select(const char *opt, const char *spec, const gc_snapshot *snap, bool *which);
 
 /*
  * Which GPUs a verb works on: *which (caller frees) gets one flag per GPU,
@@ -75,5 +75,6 @@ unsigned long long cli_mib(uint64_t bytes);
 
 int cmd_ls(const struct cli_global *g, int argc, char **argv);
 int cmd_query(const struct cli_global *g, int argc, char **argv);
+int cmd_run(const struct cli_global *g, int argc, char **argv);
 
 #endif

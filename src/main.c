@@ -17,6 +17,7 @@ struct command {
 static const struct command commands[] = {
 	{"ls", cmd_ls, "show GPUs, their processes and throttling (like gpustat)"},
 	{"query", cmd_query, "nvidia-smi compatible --query-gpu / --query-compute-apps CSV"},
+	{"run", cmd_run, "lease free GPUs and run a command on them"},
 };
 
 static void usage(FILE *f)
@@ -71,6 +72,6 @@ int main(int argc, char **argv)
 	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
 		if (strcmp(argv[i], commands[c].name) == 0)
 			return commands[c].fn(&g, argc - i, argv + i);
-	cli_err("unknown command '%s' (commands: ls, query; try 'gpuctl --help')", argv[i]);
+	cli_err("unknown command '%s' (try 'gpuctl --help')", argv[i]);
 	return EXIT_USAGE;
 }

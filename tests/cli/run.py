@@ -16,7 +16,8 @@ A case file (tests/cli/cases/*.case) holds, in this order:
 following line a regular expression that must match the whole line.
 Placeholders, in args, env and expected output alike: {nodes} =
 tests/cli/nodes, {examples} = examples/nodes, {build} = the build directory. Each case gets a fresh, empty simulator
-runtime directory (GPUCTL_SIM_RUNDIR) so no registration leaks between cases.
+runtime directory (GPUCTL_SIM_RUNDIR) and lease directory (GPUCTL_STATE_DIR),
+so nothing leaks between cases.
 """
 import os
 import re
@@ -99,7 +100,9 @@ def main():
     with tempfile.TemporaryDirectory() as rundir:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-        env.update({"GPUCTL_SIM_RUNDIR": rundir, "LC_ALL": "C", "TZ": "UTC", "NO_COLOR": ""})
+        env.update({"GPUCTL_SIM_RUNDIR": rundir, "GPUCTL_STATE_DIR": os.path.join(rundir, "state"),
+                    "LC_ALL": "C", "TZ": "UTC", "NO_COLOR": ""})
+        env.pop("CUDA_VISIBLE_DEVICES", None)
         for e in case["env"]:
             k, _, v = expand(e).partition("=")
             env[k] = v

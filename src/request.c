@@ -1,0 +1,323 @@
+/*
+ * request.c — the GPU request shared by `run` and `pick` (see request.h).
+ */
+#include "request.h"
+#include "units.h"
+
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void request_init(struct request *r)
+{
+	memset(r, 0, sizeof *r);
+	r->sel.n = 1;
+	r->sel.max_util = -1;
+	r->sel.uid = getuid();
+}
+
+int request_option(struct request *r, int c, const char *arg)
+{
+	char err[160];
+	long n;
+	int rc;
+	switch (c) {
+	case 'n':
+		if ((rc = cli_parse_count("-n", arg, &n)))
+			return rc;
+		if (n > 4096) {
+			cli_err("invalid -n value '%s' (at most 4096 GPUs)", arg);
+			return EXIT_USAGE;
+		}
+		r->sel.n = (unsigned)n;
+		r->n_given = true;
+		return EXIT_OK;
+	case 'g': r->gpus_spec = arg; return EXIT_OK;
+	case 'x': r->exclude_spec = arg; return EXIT_OK;
+	case 'm':
+		if (!*arg) {
+			cli_err("empty --model (expected a GPU name or glob, e.g. A100 or '*H100*')");
+			return EXIT_USAGE;
+		}
+		r->sel.model = arg;
+		return EXIT_OK;
+	case 's': r->sel.shared = true; return EXIT_OK;
+	case 'M':
+		if (units_parse_size(arg, &r->sel.min_free_mem, err, sizeof err) < 0) {
+			cli_err("invalid --min-free-mem '%s': %s", arg, err);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	case 'U':
+		if (units_parse_percent(arg, &r->sel.max_util, err, sizeof err) < 0) {
+			cli_err("invalid --max-util '%s': %s", arg, err);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	case 'I':
+		if (strcmp(arg, "uuid") == 0)
+			r->ids_uuid = true;
+		else if (strcmp(arg, "index") == 0)
+			r->ids_uuid = false;
+		else {
+			cli_err("invalid --ids '%s' (expected index or uuid)", arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	default:
+		return -1;
+	}
+}
+
+#define REQUEST_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | \
+	GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_FREE) | GC_BIT(GC_V_UTIL_GPU) | \
+	GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS))
+
+int request_resample(struct request *r)
+{
+	int rc = gc_ctx_sample(r->ctx, &r->snap, REQUEST_MASK, NULL, r->sel.n > 1);
+	if (rc != GC_OK) {
+		cli_err("cannot sample GPUs: %s", gc_ctx_errmsg(r->ctx));
+		return cli_exit_code(rc) == EXIT_OK ? EXIT_FAIL : cli_exit_code(rc);
+	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		r->uuids[i] = r->snap.gpus[i].st[GC_V_UUID] == GC_ST_OK ? r->snap.gpus[i].uuid : NULL;
+	return EXIT_OK;
+}
+
+static void index_list(const bool *set, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		if (set[i])
+			off += (size_t)snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
+}
+
+int request_prepare(struct request *r, const struct cli_global *g)
+{
+	int rc;
+	if (r->gpus_spec && r->n_given) {
+		cli_err("give either -n or --gpus, not both");
+		return EXIT_USAGE;
+	}
+	if ((rc = cli_open(g, &r->ctx)))
+		return rc;
+	r->ngpus = gc_ctx_count(r->ctx);
+	size_t n = r->ngpus ? r->ngpus : 1;
+	r->uuids = calloc(n, sizeof *r->uuids);
+	r->allowed = calloc(n, sizeof *r->allowed);
+	r->exclude = calloc(n, sizeof *r->exclude);
+	r->wanted = calloc(n, sizeof *r->wanted);
+	r->leased = calloc(n, sizeof *r->leased);
+	r->why = calloc(n, sizeof *r->why);
+	if (!r->uuids || !r->allowed || !r->exclude || !r->wanted || !r->leased || !r->why) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	if ((rc = request_resample(r)))
+		return rc;
+	/* we may only hand out what our own CUDA_VISIBLE_DEVICES lets us see */
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	visible_parse(cvd, r->uuids, r->ngpus, &r->parent);
+	r->parent_set = cvd != NULL;
+	if (r->parent.form == VISIBLE_MIG) {
+		cli_err("CUDA_VISIBLE_DEVICES='%s' names MIG devices; gpuctl leases whole GPUs only", cvd);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		r->allowed[i] = visible_has(&r->parent, (int)i);
+	if (r->parent_set && r->parent.n == 0) {
+		if (r->parent.stop == VISIBLE_STOP_NONE)
+			cli_err("CUDA_VISIBLE_DEVICES is set but empty, so no GPU is visible to gpuctl");
+		else
+			cli_err("CUDA_VISIBLE_DEVICES='%s' leaves no GPU visible (entry %zu: %s)", cvd,
+				r->parent.stop_at + 1, visible_stop_reason(r->parent.stop));
+		return EXIT_USAGE;
+	}
+	r->sel.allowed = r->allowed;
+	if (r->exclude_spec) {
+		if ((rc = cli_select("--exclude", r->exclude_spec, &r->snap, r->exclude)))
+			return rc;
+		r->sel.exclude = r->exclude;
+	}
+	if (r->gpus_spec) {
+		if ((rc = cli_select("--gpus", r->gpus_spec, &r->snap, r->wanted)))
+			return rc;
+		unsigned cnt = 0;
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (!r->wanted[i])
+				continue;
+			cnt++;
+			if (!r->allowed[i]) {
+				cli_err("GPU %zu is not visible through CUDA_VISIBLE_DEVICES='%s'", i, cvd);
+				return EXIT_USAGE;
+			}
+			if (r->exclude[i]) {
+				cli_err("GPU %zu is both in --gpus and --exclude", i);
+				return EXIT_USAGE;
+			}
+		}
+		r->sel.n = cnt;
+		return EXIT_OK;
+	}
+	char err[512];
+	if (select_possible(&r->snap, &r->sel, err, sizeof err) < 0) {
+		cli_err("%s", err);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+void lease_holder_text(const struct lease_info *i, char *buf, size_t len)
+{
+	char when[32] = "?";
+	time_t t = (time_t)i->since;
+	struct tm tm;
+	if (i->since > 0 && localtime_r(&t, &tm))
+		strftime(when, sizeof when, time(NULL) - t < 86400 ? "%H:%M" : "%Y-%m-%d %H:%M", &tm);
+	int w = snprintf(buf, len, "%s (pid %d, since %s", i->user[0] ? i->user : "?", (int)i->pid, when);
+	if (w > 0 && (size_t)w < len && i->name[0])
+		w += snprintf(buf + w, len - (size_t)w, ", job '%s'", i->name);
+	if (w > 0 && (size_t)w < len)
+		snprintf(buf + w, len - (size_t)w, ")");
+}
+
+/* "GPU 0 leased by alice (...); GPU 1: processes of other users" */
+static void reasons(struct request *r, struct lease_dir *d, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < r->ngpus && off + 1 < len; i++) {
+		bool relevant = r->gpus_spec ? r->wanted[i]
+					     : r->why[i] != SELECT_OK && r->why[i] != SELECT_NOT_VISIBLE &&
+					       r->why[i] != SELECT_EXCLUDED && r->why[i] != SELECT_MODEL;
+		if (!relevant || r->why[i] == SELECT_OK)
+			continue;
+		char one[400];
+		struct lease_info info;
+		if (r->why[i] == SELECT_LEASED && d && r->uuids[i] && lease_peek(d, r->uuids[i], &info) == 1) {
+			char who[300];
+			lease_holder_text(&info, who, sizeof who);
+			snprintf(one, sizeof one, "GPU %zu is leased by %s", i, who);
+		} else {
+			char what[160];
+			snprintf(one, sizeof one, "GPU %zu: %s", i,
+				 select_why_format(r->why[i], &r->sel, what, sizeof what));
+		}
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "; " : "", one);
+	}
+}
+
+int request_try(struct request *r, struct lease_dir *d, const struct lease_info *me,
+		struct lease **out, unsigned *chosen, char *why, size_t whylen)
+{
+	for (size_t i = 0; i < r->ngpus; i++) {
+		int held = d && r->uuids[i] ? lease_peek(d, r->uuids[i], NULL) : 0;
+		r->leased[i] = held == 1;
+	}
+	bool ok;
+	if (r->gpus_spec) {
+		/* exactly these GPUs: each must pass the filters now */
+		select_eligible(&r->snap, &r->sel, r->leased, r->why);
+		ok = true;
+		size_t k = 0;
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (!r->wanted[i])
+				continue;
+			if (r->why[i] != SELECT_OK)
+				ok = false;
+			chosen[k++] = (unsigned)i;
+		}
+	} else {
+		select_eligible(&r->snap, &r->sel, r->leased, r->why);
+		ok = select_pick(&r->snap, &r->sel, r->leased, chosen) == 0;
+	}
+	if (!ok) {
+		reasons(r, d, why, whylen);
+		return GC_EBUSY;
+	}
+	if (!d)
+		return GC_OK;
+	const char **uu = calloc(r->sel.n ? r->sel.n : 1, sizeof *uu);
+	if (!uu) {
+		cli_err("out of memory");
+		return GC_ENOMEM;
+	}
+	for (unsigned k = 0; k < r->sel.n; k++) {
+		uu[k] = r->uuids[chosen[k]];
+		if (!uu[k]) {
+			cli_err("GPU %u has no UUID to lease it by", chosen[k]);
+			free(uu);
+			return GC_EINVAL;
+		}
+	}
+	size_t busy = 0;
+	char err[512];
+	int rc = lease_try(d, uu, r->sel.n, me, out, &busy, err, sizeof err);
+	if (rc == GC_EBUSY) {
+		/* taken between our look and our try: say by whom */
+		struct lease_info info;
+		char who[300] = "someone";
+		if (lease_peek(d, uu[busy], &info) == 1)
+			lease_holder_text(&info, who, sizeof who);
+		snprintf(why, whylen, "GPU %u is leased by %s", chosen[busy], who);
+	} else if (rc != GC_OK) {
+		cli_err("%s", err);
+	}
+	free(uu);
+	return rc;
+}
+
+int request_render(const struct request *r, const unsigned *chosen, char *buf, size_t len)
+{
+	enum visible_form f = visible_child_form(r->parent_set ? &r->parent : NULL, r->ids_uuid);
+	return visible_render(f, r->uuids, r->ngpus, chosen, r->sel.n, buf, len);
+}
+
+void request_describe(const struct request *r, char *buf, size_t len)
+{
+	if (r->gpus_spec) {
+		char list[256];
+		index_list(r->wanted, r->ngpus, list, sizeof list);
+		snprintf(buf, len, "GPU%s %s", r->sel.n > 1 ? "s" : "", list);
+	} else {
+		snprintf(buf, len, "%u GPU%s", r->sel.n, r->sel.n > 1 ? "s" : "");
+	}
+}
+
+void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request)
+{
+	memset(i, 0, sizeof *i);
+	i->pid = i->supervisor = getpid();
+	i->uid = getuid();
+	struct passwd pw, *res = NULL;
+	char buf[2048];
+	if (getpwuid_r(i->uid, &pw, buf, sizeof buf, &res) == 0 && res)
+		snprintf(i->user, sizeof i->user, "%s", res->pw_name);
+	else
+		snprintf(i->user, sizeof i->user, "%u", (unsigned)i->uid);
+	i->since = time(NULL);
+	snprintf(i->name, sizeof i->name, "%s", name ? name : "");
+	size_t off = 0;
+	for (size_t k = 0; argv && argv[k] && off + 1 < sizeof i->command; k++)
+		off += (size_t)snprintf(i->command + off, sizeof i->command - off, "%s%s", k ? " " : "", argv[k]);
+	for (char *p = i->command; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	snprintf(i->request, sizeof i->request, "%s", request ? request : "");
+}
+
+void request_release(struct request *r)
+{
+	gc_snapshot_release(&r->snap);
+	gc_ctx_free(r->ctx);
+	free(r->uuids);
+	free(r->allowed);
+	free(r->exclude);
+	free(r->wanted);
+	free(r->leased);
+	free(r->why);
+}

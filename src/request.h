@@ -1,0 +1,69 @@
+/*
+ * request.h — what `gpuctl run` and `gpuctl pick` share: the GPU request
+ * options (-n, --gpus, filters, --ids), restricting the choice to our own
+ * CUDA_VISIBLE_DEVICES, one attempt at picking and leasing GPUs, and the
+ * child's CUDA_VISIBLE_DEVICES value.
+ */
+#ifndef GPUCTL_REQUEST_H
+#define GPUCTL_REQUEST_H
+
+#include "cli.h"
+#include "lease.h"
+#include "select.h"
+#include "visible.h"
+
+struct request {
+	struct select_request sel;   /* n and the filters */
+	const char *gpus_spec;       /* --gpus LIST: exactly these GPUs */
+	const char *exclude_spec;    /* --exclude LIST */
+	bool ids_uuid;               /* --ids uuid */
+	bool n_given;
+	/* set by request_prepare */
+	gc_ctx *ctx;
+	gc_snapshot snap;
+	size_t ngpus;
+	const char **uuids;          /* [ngpus], into snap */
+	bool *allowed, *exclude, *wanted, *leased;
+	enum select_why *why;
+	struct visible parent;       /* our own CUDA_VISIBLE_DEVICES */
+	bool parent_set;
+};
+
+/* getopt_long entries for the request options (see request_option) */
+#define REQUEST_LONG_OPTIONS                                   \
+	{"gpus", required_argument, NULL, 'g'},                \
+	{"min-free-mem", required_argument, NULL, 'M'},        \
+	{"max-util", required_argument, NULL, 'U'},            \
+	{"model", required_argument, NULL, 'm'},               \
+	{"exclude", required_argument, NULL, 'x'},             \
+	{"shared", no_argument, NULL, 's'},                    \
+	{"ids", required_argument, NULL, 'I'}
+
+void request_init(struct request *r);
+/* Handle one option ('n' and the above). -1: not a request option; else an exit code. */
+int request_option(struct request *r, int c, const char *arg);
+/* Open the backend, sample, apply CUDA_VISIBLE_DEVICES, --exclude and --gpus,
+ * and refuse a request that can never be met. Prints; returns an exit code. */
+int request_prepare(struct request *r, const struct cli_global *g);
+/* Sample again (load, processes) before another attempt. */
+int request_resample(struct request *r);
+/*
+ * One attempt: choose GPUs and, when d is non-NULL, lease them. 0 with
+ * chosen[sel.n] (and *out when leasing); GC_EBUSY when not now, with the
+ * reason in `why` ("GPU 0 leased by alice (pid 41, since 10:02); ...");
+ * another GC_E* on error (printed).
+ */
+int request_try(struct request *r, struct lease_dir *d, const struct lease_info *me,
+		struct lease **out, unsigned *chosen, char *why, size_t whylen);
+/* The child's CUDA_VISIBLE_DEVICES for chosen[sel.n]. */
+int request_render(const struct request *r, const unsigned *chosen, char *buf, size_t len);
+/* "GPU 3" / "2 GPUs" for records and messages */
+void request_describe(const struct request *r, char *buf, size_t len);
+void request_release(struct request *r);
+
+/* Who holds a lease, for messages: "alice (pid 4121, since 10:02, job 'train')". */
+void lease_holder_text(const struct lease_info *i, char *buf, size_t len);
+/* Fill a lease_info for this process: user, since, name, command line. */
+void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request);
+
+#endif
