@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Concurrency test for gpuctl run (issue 3): JOBS concurrent `gpuctl run
+--wait -n 1|2` on an idle 8-GPU simulated node, arriving one after another.
+
+Each job records, from inside its lease, its GPU set and start/end times.
+Checked:
+  - no two intervals on one GPU overlap (exactly: the records lie inside
+    the leases);
+  - every job that was not killed ran, with the GPU count it asked for;
+  - among equal requests, service follows arrival order (start times in
+    arrival order, allowing TOLERANCE for process start-up jitter; a job
+    holds its GPUs for at least HOLD, far longer);
+  - jobs SIGKILLed mid-run (supervisor and job together) free their GPUs
+    for the next waiter: the run after them completes, and they hold no
+    lease afterwards.
+Usage: concurrency.py GPUCTL SRCDIR [JOBS]
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUCTL, SRC = sys.argv[1], sys.argv[2]
+JOBS = int(sys.argv[3]) if len(sys.argv) > 3 else 120
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+HOLD = 0.15        # seconds a job holds its GPUs (plus a little per job)
+GAP = 0.02         # between arrivals
+TOLERANCE = 0.05   # start-order jitter allowed among equal requests
+VICTIMS = {17, 53, 90}  # jobs killed with SIGKILL mid-run
+
+work = tempfile.mkdtemp(prefix="gpuctl-conc-")
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env.pop("CUDA_VISIBLE_DEVICES", None)
+env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
+rec = os.path.join(work, "rec")
+os.mkdir(rec)
+
+JOB = r'''
+id=$1 hold=$2 victim=$3 rec=$4
+s=$(date +%s.%N)
+if [ "$victim" = 1 ]; then echo $$ > "$rec/$id.pgid"; sleep 30; fi
+sleep "$hold"
+e=$(date +%s.%N)
+echo "$GPUCTL_GPUS $s $e" > "$rec/$id.tmp" && mv "$rec/$id.tmp" "$rec/$id"
+'''
+
+
+def main():
+    procs = {}
+    want = {}
+    t0 = time.monotonic()
+    for i in range(JOBS):
+        n = 2 if i % 3 == 0 else 1
+        want[i] = n
+        hold = f"{HOLD + (i % 5) * 0.01:.2f}"
+        argv = [GPUCTL, "--sim", NODE, "run", "--wait", "-n", str(n), "--name", f"job{i}", "--",
+                "sh", "-c", JOB, "job", str(i), hold, "1" if i in VICTIMS else "0", rec]
+        procs[i] = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
+        time.sleep(GAP)
+    # kill the victims once they run: gpuctl and the job's process group, both with SIGKILL
+    killed = set()
+    deadline = time.monotonic() + 120
+    while len(killed) < len(VICTIMS) and time.monotonic() < deadline:
+        for v in VICTIMS - killed:
+            f = os.path.join(rec, f"{v}.pgid")
+            if os.path.exists(f) and open(f).read().strip():
+                pgid = int(open(f).read())
+                os.kill(procs[v].pid, signal.SIGKILL)
+                os.killpg(pgid, signal.SIGKILL)
+                killed.add(v)
+        time.sleep(0.01)
+    errors = []
+    for i, p in procs.items():
+        try:
+            rc = p.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            errors.append(f"job {i} never finished (a lease or ticket was not freed?)")
+            p.kill()
+            continue
+        if i in VICTIMS:
+            if rc != -signal.SIGKILL:
+                errors.append(f"victim {i} exited {rc}, expected to be killed")
+        elif rc != 0:
+            errors.append(f"job {i} exited {rc}")
+    elapsed = time.monotonic() - t0
+
+    runs = {}
+    for i in range(JOBS):
+        if i in VICTIMS:
+            continue
+        path = os.path.join(rec, str(i))
+        if not os.path.exists(path):
+            errors.append(f"job {i} left no record")
+            continue
+        gpus, s, e = open(path).read().split()
+        runs[i] = ([int(g) for g in gpus.split(",")], float(s), float(e))
+        if len(runs[i][0]) != want[i]:
+            errors.append(f"job {i} got GPUs {gpus}, asked for {want[i]}")
+    # no overlap on any GPU
+    per_gpu = {}
+    for i, (gpus, s, e) in runs.items():
+        for g in gpus:
+            per_gpu.setdefault(g, []).append((s, e, i))
+    overlaps = 0
+    for g, iv in per_gpu.items():
+        iv.sort()
+        for (s1, e1, a), (s2, e2, b) in zip(iv, iv[1:]):
+            if s2 < e1:
+                overlaps += 1
+                errors.append(f"GPU {g}: job {a} [{s1:.3f},{e1:.3f}] overlaps job {b} [{s2:.3f},{e2:.3f}]")
+    # FIFO among equal requests
+    fifo_violations = 0
+    for n in (1, 2):
+        order = [i for i in sorted(runs) if want[i] == n]
+        for a, b in zip(order, order[1:]):
+            if runs[b][1] + TOLERANCE < runs[a][1]:
+                fifo_violations += 1
+                errors.append(f"-n {n}: job {b} started {runs[a][1] - runs[b][1]:.3f}s before job {a}, "
+                              f"which arrived first")
+    # killed jobs hold nothing now
+    out = subprocess.run([GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "true"], env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        errors.append(f"after all jobs, 8 GPUs are not free: {out.stderr.strip()}")
+    print(f"{JOBS} jobs ({len(VICTIMS)} killed with SIGKILL) on 8 GPUs in {elapsed:.1f}s: "
+          f"{len(runs)} ran, {overlaps} overlaps, {fifo_violations} FIFO violations")
+    for e in errors[:20]:
+        print("FAIL:", e)
+    shutil.rmtree(work, ignore_errors=True)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
