@@ -90,9 +90,14 @@ static int check_dir(int fd, const char *path, char *err, size_t errlen)
 	return GC_OK;
 }
 
-/* Open one candidate directory, creating it with `mode` when missing. */
-static int open_dir(const char *path, mode_t mode, char *err, size_t errlen)
+/* Open one candidate directory, creating it with `mode` when missing (and `create`). */
+static int open_dir(const char *path, mode_t mode, bool create, char *err, size_t errlen)
 {
+	if (!create && access(path, F_OK) < 0 && errno == ENOENT) {
+		set_err(err, errlen, "state directory '%s' does not exist yet", path);
+		errno = ENOENT;
+		return -1;
+	}
 	if (mkdir(path, 0700) == 0) {
 		if (chmod(path, mode) < 0) {
 			set_err(err, errlen, "cannot set the mode of state directory '%s': %s", path,
@@ -136,7 +141,7 @@ static int open_shared(int dfd, const char *name, int flags)
 	return fd;
 }
 
-int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t errlen)
+int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct lease_dir *d = calloc(1, sizeof *d);
@@ -149,13 +154,13 @@ int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t e
 	if (!path && env && *env)
 		path = env;
 	if (path) {
-		fd = open_dir(path, 0700, err, errlen);
+		fd = open_dir(path, 0700, create, err, errlen);
 		snprintf(d->path, sizeof d->path, "%s", path);
 	} else if (access("/run/gpuctl", W_OK | X_OK) == 0 ||
 		   (access("/run/gpuctl", F_OK) < 0 && access("/run", W_OK | X_OK) == 0)) {
 		/* shared by every user of the machine, like /tmp */
 		mode = 01777;
-		fd = open_dir("/run/gpuctl", mode, err, errlen);
+		fd = open_dir("/run/gpuctl", mode, create, err, errlen);
 		snprintf(d->path, sizeof d->path, "/run/gpuctl");
 	} else {
 		const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -166,11 +171,12 @@ int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t e
 			return GC_EIO;
 		}
 		snprintf(d->path, sizeof d->path, "%s/gpuctl", xdg);
-		fd = open_dir(d->path, 0700, err, errlen);
+		fd = open_dir(d->path, 0700, create, err, errlen);
 	}
 	if (fd < 0) {
+		int e = errno;
 		free(d);
-		return GC_EIO;
+		return !create && e == ENOENT ? GC_ENOTFOUND : GC_EIO;
 	}
 	d->dfd = fd;
 	int rc = check_dir(fd, d->path, err, errlen);
@@ -179,7 +185,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t e
 	struct stat st;
 	if (fstat(fd, &st) == 0)
 		mode = st.st_mode & 07777;
-	if (mkdirat(fd, "queue", 0700) == 0)
+	if (create && mkdirat(fd, "queue", 0700) == 0)
 		(void)fchmodat(fd, "queue", mode, 0);
 	d->qfd = openat(fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->qfd < 0) {
@@ -189,7 +195,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t e
 	}
 	if ((rc = check_dir(d->qfd, d->path, err, errlen)) != GC_OK)
 		goto fail;
-	d->mutex = open_shared(fd, ".mutex", O_RDWR | O_CREAT);
+	d->mutex = open_shared(fd, ".mutex", create ? O_RDWR | O_CREAT : O_RDWR);
 	if (d->mutex < 0)
 		d->mutex = openat(fd, ".mutex", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->mutex < 0) {
@@ -420,9 +426,11 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 	return GC_OK;
 }
 
-void lease_set_pid(struct lease *l, pid_t pid)
+void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)
 {
 	l->me.pid = pid;
+	if (supervisor)
+		l->me.supervisor = supervisor;
 	for (size_t i = 0; i < l->n; i++)
 		(void)write_record(l->fds[i], &l->me, 0);
 }
@@ -702,7 +710,8 @@ int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n)
 		*n = 0;
 		return rc < 0 ? rc : q.rc;
 	}
-	qsort(q.v, q.n, sizeof *q.v, by_ticket);
+	if (q.n > 1)
+		qsort(q.v, q.n, sizeof *q.v, by_ticket);
 	*out = q.v;
 	*n = q.n;
 	return GC_OK;

@@ -39,10 +39,12 @@ struct lease_ticket;
 /*
  * Open the state directory: `path`, else $GPUCTL_STATE_DIR, else /run/gpuctl
  * (created mode 1777 when /run is writable), else $XDG_RUNTIME_DIR/gpuctl
- * (mode 0700). Refuses a directory writable by others without the sticky bit
- * or owned by another non-root user. 0, or a negative GC_E* with err set.
+ * (mode 0700). Without `create`, a directory that does not exist yet is
+ * GC_ENOTFOUND (nothing is leased) and nothing is created — for readers.
+ * Refuses a directory writable by others without the sticky bit or owned by
+ * another non-root user. 0, or a negative GC_E* with err set.
  */
-int lease_dir_open(struct lease_dir **out, const char *path, char *err, size_t errlen);
+int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *err, size_t errlen);
 void lease_dir_close(struct lease_dir *d);
 const char *lease_dir_path(const struct lease_dir *d);
 
@@ -56,8 +58,8 @@ int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info);
  */
 int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
 	      struct lease **out, size_t *busy, char *err, size_t errlen);
-/* Record the job's pid once it is started. */
-void lease_set_pid(struct lease *l, pid_t pid);
+/* Record the job's pid once it is started (and the holding process, when not 0). */
+void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor);
 /* Let the lock files pass to a child across exec, so the job holds them too. */
 int lease_inherit(struct lease *l);
 /* Release (clear the record, unlock, close) and free. NULL is fine. */

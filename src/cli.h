@@ -76,5 +76,7 @@ unsigned long long cli_mib(uint64_t bytes);
 int cmd_ls(const struct cli_global *g, int argc, char **argv);
 int cmd_query(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
+int cmd_leases(const struct cli_global *g, int argc, char **argv);
+int cmd_pick(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -5,6 +5,7 @@
  * it in place on a terminal.
  */
 #include "cli.h"
+#include "lease.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ struct ls {
 	bool json, watch, header, color, looping;
 	bool lost_reported;
 	char host[256];
+	struct lease_dir *leases; /* NULL when there is no usable state directory */
 };
 
 /* ANSI colours, as gpustat uses them */
@@ -154,6 +156,13 @@ static void print_view(struct ls *l)
 		}
 		if (g->lost)
 			printf(" | %s%sGPU is lost%s", col(l, C_BOLD), col(l, C_RED), col(l, C_RESET));
+		struct lease_info holder;
+		if (l->leases && g->st[GC_V_UUID] == GC_ST_OK && lease_peek(l->leases, g->uuid, &holder) == 1) {
+			printf(" | %sleased by %s", col(l, C_CYAN), holder.user[0] ? holder.user : "?");
+			if (holder.name[0])
+				printf(" (%s)", holder.name);
+			printf("%s", col(l, C_RESET));
+		}
 		printf("%s", eol(l));
 		if (g->st[GC_V_PROCS] != GC_ST_OK && !g->lost)
 			printf("    %sprocesses: [%s]%s%s", col(l, C_GREY),
@@ -307,12 +316,19 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 		return rc;
 	if ((rc = cli_select_gpus(l.ctx, id, &l.snap, &l.which)))
 		goto out;
+	if (!l.json) {
+		/* lease holders beside each GPU; without a state directory there are none to show */
+		char err[512];
+		if (lease_dir_open(&l.leases, NULL, false, err, sizeof err) != GC_OK)
+			l.leases = NULL;
+	}
 	if (l.watch)
 		fputs("\033[?25l\033[2J", stdout); /* hide the cursor, clear once */
 	rc = cli_loop(interval, count, ls_tick, &l);
 	if (l.watch)
 		fputs("\033[?25h", stdout);
 out:
+	lease_dir_close(l.leases);
 	free(l.which);
 	gc_snapshot_release(&l.snap);
 	gc_ctx_free(l.ctx);

@@ -184,7 +184,7 @@ static int run_job(char **argv, struct lease *l)
 		cli_err("cannot run '%s': %s", argv[0], strerror(e));
 		return e == ENOENT ? 127 : 126;
 	}
-	lease_set_pid(l, child);
+	lease_set_pid(l, child, 0);
 	int status = 0;
 	for (;;) {
 		pid_t w = waitpid(child, &status, 0);
@@ -257,7 +257,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 
 	struct lease_dir *d = NULL;
 	char err[512];
-	if (lease_dir_open(&d, NULL, err, sizeof err) != GC_OK) {
+	if (lease_dir_open(&d, NULL, true, err, sizeof err) != GC_OK) {
 		cli_err("%s", err);
 		rc = EXIT_FAIL;
 		goto out_req;

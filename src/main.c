@@ -17,7 +17,9 @@ struct command {
 static const struct command commands[] = {
 	{"ls", cmd_ls, "show GPUs, their processes and throttling (like gpustat)"},
 	{"query", cmd_query, "nvidia-smi compatible --query-gpu / --query-compute-apps CSV"},
+	{"pick", cmd_pick, "choose free GPUs and print a CUDA_VISIBLE_DEVICES value"},
 	{"run", cmd_run, "lease free GPUs and run a command on them"},
+	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
 };
 
 static void usage(FILE *f)

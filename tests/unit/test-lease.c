@@ -43,7 +43,7 @@ static struct lease_dir *open_dir(void)
 {
 	struct lease_dir *d = NULL;
 	char err[256] = "";
-	int rc = lease_dir_open(&d, dir, err, sizeof err);
+	int rc = lease_dir_open(&d, dir, true, err, sizeof err);
 	if (rc != GC_OK)
 		fail_msg("lease_dir_open: %s", err);
 	return d;
@@ -144,7 +144,7 @@ static void test_inherited_by_job(void **state)
 		execlp("sleep", "sleep", "30", (char *)NULL);
 		_exit(127);
 	}
-	lease_set_pid(l, job);
+	lease_set_pid(l, job, 0);
 	/* the supervisor lets go; the job still runs on the GPU, so it stays leased */
 	lease_release(l);
 	struct lease_info seen;
@@ -247,10 +247,15 @@ static void test_unsafe_places_refused(void **state)
 	snprintf(open_dir_path, sizeof open_dir_path, "%s/open", dir);
 	assert_int_equal(mkdir(open_dir_path, 0700), 0);
 	assert_int_equal(chmod(open_dir_path, 0777), 0);
-	assert_int_equal(lease_dir_open(&d, open_dir_path, err, sizeof err), GC_EINVAL);
+	assert_int_equal(lease_dir_open(&d, open_dir_path, true, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "sticky"));
+	/* readers never create: a missing directory means nothing is leased */
+	char missing[96];
+	snprintf(missing, sizeof missing, "%s/not-yet", dir);
+	assert_int_equal(lease_dir_open(&d, missing, false, err, sizeof err), GC_ENOTFOUND);
+	assert_int_equal(access(missing, F_OK), -1);
 	/* a state directory that cannot be created */
-	assert_int_equal(lease_dir_open(&d, "/proc/gpuctl-no-such-dir", err, sizeof err), GC_EIO);
+	assert_int_equal(lease_dir_open(&d, "/proc/gpuctl-no-such-dir", true, err, sizeof err), GC_EIO);
 	assert_non_null(strstr(err, "/proc/gpuctl-no-such-dir"));
 	/* a symlink planted where a lease file goes is not followed */
 	d = open_dir();
