@@ -273,7 +273,8 @@ static int write_record(int fd, const struct lease_info *i, uint64_t ticket)
 	if (!s)
 		return -1;
 	size_t n = strlen(s);
-	int rc = (ftruncate(fd, 0) == 0 && pwrite(fd, s, n, 0) == (ssize_t)n) ? 0 : -1;
+	/* write, then cut to length: truncating to 0 first costs ~1 ms on ext4 */
+	int rc = (pwrite(fd, s, n, 0) == (ssize_t)n && ftruncate(fd, (off_t)n) == 0) ? 0 : -1;
 	free(s);
 	return rc;
 }
@@ -431,8 +432,10 @@ void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)
 	l->me.pid = pid;
 	if (supervisor)
 		l->me.supervisor = supervisor;
+	mutex_lock(l->d); /* readers never see half a record */
 	for (size_t i = 0; i < l->n; i++)
 		(void)write_record(l->fds[i], &l->me, 0);
+	mutex_unlock(l->d);
 }
 
 int lease_inherit(struct lease *l)
@@ -483,7 +486,7 @@ static uint64_t next_number(struct lease_dir *d)
 	buf[n > 0 ? n : 0] = '\0';
 	uint64_t v = strtoull(buf, NULL, 10) + 1;
 	int w = snprintf(buf, sizeof buf, "%" PRIu64 "\n", v);
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)w, 0) != w)
+	if (pwrite(fd, buf, (size_t)w, 0) != w || ftruncate(fd, w) < 0)
 		v = 0;
 	close(fd);
 	return v;
@@ -598,13 +601,29 @@ int lease_queue_is_head(struct lease_dir *d, const struct lease_ticket *t)
 	return rc < 0 ? rc : !rc;
 }
 
+void lease_queue_withdraw(struct lease_ticket *t)
+{
+	if (t && t->name[0]) {
+		(void)unlinkat(t->d->qfd, t->name, 0);
+		t->name[0] = '\0';
+	}
+}
+
 void lease_queue_leave(struct lease_ticket *t)
 {
 	if (!t)
 		return;
-	(void)unlinkat(t->d->qfd, t->name, 0);
+	lease_queue_withdraw(t);
 	close(t->fd);
 	free(t);
+}
+
+void lease_unwatch(struct lease_dir *d)
+{
+	if (d && d->ino >= 0) {
+		close(d->ino);
+		d->ino = -1;
+	}
 }
 
 int lease_wait(struct lease_dir *d, int timeout_ms)

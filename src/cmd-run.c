@@ -140,8 +140,12 @@ static int set_env(struct request *r, const unsigned *chosen)
 	return EXIT_OK;
 }
 
-/* Run the job; returns its exit status as a shell would report it. */
-static int run_job(char **argv, struct lease *l)
+/*
+ * Run the job; returns its exit status as a shell would report it. Once it
+ * runs, the queue ticket and the watch are let go: their closes are slow on
+ * some file systems and must not delay the job's start.
+ */
+static int run_job(char **argv, struct lease *l, struct lease_dir *d, struct lease_ticket **t)
 {
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0 || lease_inherit(l) != GC_OK) {
@@ -184,6 +188,9 @@ static int run_job(char **argv, struct lease *l)
 		cli_err("cannot run '%s': %s", argv[0], strerror(e));
 		return e == ENOENT ? 127 : 126;
 	}
+	lease_queue_leave(*t);
+	*t = NULL;
+	lease_unwatch(d);
 	lease_set_pid(l, child, 0);
 	int status = 0;
 	for (;;) {
@@ -329,13 +336,15 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 		if ((rc = request_resample(&r)))
 			break;
 	}
-	lease_queue_leave(t);
 	if (l) {
+		/* out of line at once, so the next waiter can go */
+		lease_queue_withdraw(t);
 		rc = set_env(&r, chosen);
 		if (rc == EXIT_OK)
-			rc = run_job(cmd, l);
+			rc = run_job(cmd, l, d, &t);
 		lease_release(l);
 	}
+	lease_queue_leave(t);
 out_dir:
 	free(chosen);
 	lease_dir_close(d);
