@@ -53,6 +53,7 @@ check: deps $(BUILD)/build.ninja $(SAN_BUILD)/build.ninja
 
 bench: build
 	bench/query.sh $(BUILD)
+	bench/lease.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

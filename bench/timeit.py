@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""timeit.py — time commands for bench/query.sh and print one table row.
+"""timeit.py — time commands for bench/query.sh and bench/lease.sh.
 
     timeit.py pair --label L --target 1.3 --runs N \
         [--a-env K=V ...] --a 'CMD ARGS' [--b-env K=V ...] --b 'CMD ARGS'
@@ -17,12 +17,37 @@
         from the child's rusage) over its wall time as "% of one core", and
         PASS or MISS against the target percentage.
 
+    timeit.py multi --runs N --cmd NAME 'CMD ARGS' [--cmd NAME 'CMD' ...] \
+        [--diff TEXT A B [TARGET_MS] ...]
+        Runs every command N times, interleaved (A B C A B C ...) after a few
+        untimed warm-up rounds; prints each one's median and minimum wall
+        time, then for each --diff the difference median(A) - median(B) (and
+        of the minima) in ms, with PASS or MISS when TARGET_MS is given.
+
+    timeit.py handover --label L --target MS --count N --stamp STAMP \
+        --dir TMP --holder 'PREFIX' --waiter 'PREFIX' \
+        (--queue DIR | --locks) [--sleep-ms 100] [--min-slack-ms 5] \
+        [--max-retries K]
+        Hand-over latency: N times, starts the holder, PREFIX + [STAMP -r
+        READY -s SLEEP A], waits for READY (the holder has its lock), starts
+        the waiter, PREFIX + [STAMP B], and polls until the waiter is queued:
+        with --queue, a ticket <20 digits>.<waiter pid> in DIR; with --locks,
+        a blocked ("->") entry of the waiter's pid in /proc/locks. A sample
+        counts only when the waiter was seen queued at least MIN-SLACK ms
+        before the holder's A timestamp (so it was asleep, waiting, when the
+        holder's job ended); otherwise it is retried (at most K times in
+        all). Latency = B - A
+        (CLOCK_REALTIME ns written by STAMP). Prints median, p90, max, min,
+        the least slack (A - moment the waiter was seen queued) and PASS or
+        MISS for the median against the target.
+
 Commands are split with shlex and started with os.posix_spawn (no shell);
 os.wait4 gives each child's rusage. The environment is the caller's plus the
 --*-env additions. A command that exits non-zero is an error (exit 1): a
 benchmark of a failing command measures nothing. A MISS is not an error.
 """
 import argparse
+import math
 import os
 import shlex
 import statistics
@@ -111,6 +136,132 @@ def cpu(args):
     sys.stdout.flush()
 
 
+def multi(args):
+    cmds = [(name, Cmd(line, None)) for name, line in args.cmd]
+    names = [n for n, _ in cmds]
+    if len(set(names)) != len(names):
+        sys.exit("timeit.py: two --cmd with the same name")
+    for d in args.diff or []:
+        if len(d) not in (3, 4) or d[1] not in names or d[2] not in names:
+            sys.exit("timeit.py: bad --diff %s (expected TEXT A B [TARGET_MS], A and B --cmd names)" % d)
+    for _ in range(WARMUP):
+        for _, c in cmds:
+            c.run()
+    wall = {n: [] for n in names}
+    for _ in range(args.runs):
+        for n, c in cmds:
+            wall[n].append(c.run()[0])
+    med = {n: statistics.median(w) * 1e3 for n, w in wall.items()}
+    low = {n: min(w) * 1e3 for n, w in wall.items()}
+    for n, _ in cmds:
+        print("%-34s %9.3f %9.3f" % (n, med[n], low[n]))
+    if args.diff:
+        print()
+        print("%-34s %9s %9s  %s" % ("difference", "median", "min", "target"))
+    for d in args.diff or []:
+        text, a, b = d[0], d[1], d[2]
+        dm, dl = med[a] - med[b], low[a] - low[b]
+        tail = ""
+        if len(d) == 4:
+            t = float(d[3])
+            tail = "≤%g ms %s" % (t, "PASS" if dm <= t else "MISS")
+        print("%-34s %+9.3f %+9.3f  %s" % (text, dm, dl, tail))
+    sys.stdout.flush()
+
+
+def read_ns(path):
+    with open(path) as f:
+        return int(f.read().strip())
+
+
+def queued_ticket(qdir, pid):
+    try:
+        names = os.listdir(qdir)
+    except OSError:
+        return False
+    for n in names:
+        num, dot, p = n.partition(".")
+        if dot and p == str(pid) and len(num) == 20 and num.isdigit():
+            return True
+    return False
+
+
+def queued_lock(pid):
+    """the waiter blocks in flock(): a '->' line of its pid in /proc/locks"""
+    with open("/proc/locks") as f:
+        for line in f:
+            w = line.split()
+            if len(w) > 5 and w[1] == "->" and w[5] == str(pid):
+                return True
+    return False
+
+
+def spawn(argv, env, null):
+    return os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+
+
+def reap(pid, what):
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.stderr.write("timeit.py: %s failed (exit %d)\n" % (what, code))
+        sys.exit(1)
+
+
+def handover(args):
+    env = dict(os.environ)
+    hold = shlex.split(args.holder)
+    wait = shlex.split(args.waiter)
+    hold[0] = resolve(hold, env)
+    wait[0] = resolve(wait, env)
+    null = os.open(os.devnull, os.O_WRONLY)
+    fa, fb, fr = (os.path.join(args.dir, x) for x in ("A", "B", "READY"))
+    lat, slack = [], []
+    retries = 0
+    while len(lat) < args.count:
+        for f in (fa, fb, fr):
+            if os.path.exists(f):
+                os.unlink(f)
+        holder = spawn(hold + [args.stamp, "-r", fr, "-s", str(args.sleep_ms), fa], env, null)
+        t_end = time.monotonic() + 10
+        while not os.path.exists(fr):
+            if time.monotonic() > t_end:
+                sys.exit("timeit.py: the holder did not start its job within 10 s")
+            if os.waitpid(holder, os.WNOHANG)[0]:
+                sys.exit("timeit.py: the holder ended before its job started: %s" % args.holder)
+            time.sleep(0.0002)
+        waiter = spawn(wait + [args.stamp, fb], env, null)
+        seen = None
+        while True:
+            q = queued_ticket(args.queue, waiter) if args.queue else queued_lock(waiter)
+            if q:
+                seen = time.time_ns()
+                break
+            if os.path.exists(fa) or os.waitpid(waiter, os.WNOHANG)[0]:
+                break
+            time.sleep(0.0002)
+        reap(holder, "the holder")
+        reap(waiter, "the waiter")
+        a = read_ns(fa)
+        # queued early enough that the waiter was asleep when the holder's job ended
+        if seen is None or (a - seen) / 1e6 < args.min_slack_ms:
+            retries += 1
+            if retries > args.max_retries:
+                sys.exit("timeit.py: the waiter was not seen queued %g ms before the holder's "
+                         "job ended, %d times; try a longer --sleep-ms" % (args.min_slack_ms, retries))
+            continue
+        b = read_ns(fb)
+        lat.append((b - a) / 1e6)
+        slack.append((a - seen) / 1e6)
+    lat.sort()
+    p90 = lat[math.ceil(0.9 * len(lat)) - 1]  # nearest rank
+    med = statistics.median(lat)
+    print("%-34s %8.3f %8.3f %8.3f %8.3f %8.1f  %d  <%g ms %s" % (
+        args.label, med, p90, lat[-1], lat[0], min(slack), retries, args.target,
+        "PASS" if med < args.target else "MISS"))
+    sys.stdout.flush()
+
+
 def nvml_calls(path):
     """{NVML function: calls} made from outside NVML, from a callgrind profile"""
     import collections
@@ -160,6 +311,24 @@ def main():
     c.add_argument("--target", type=float, required=True)
     c.add_argument("--cmd", required=True)
     c.add_argument("--env", action="append")
+    m = sub.add_parser("multi")
+    m.add_argument("--runs", type=int, default=200)
+    m.add_argument("--cmd", nargs=2, action="append", required=True, metavar=("NAME", "CMD"))
+    m.add_argument("--diff", nargs="+", action="append", metavar="TEXT A B [TARGET_MS]")
+    h = sub.add_parser("handover")
+    h.add_argument("--label", required=True)
+    h.add_argument("--target", type=float, required=True)
+    h.add_argument("--count", type=int, default=30)
+    h.add_argument("--sleep-ms", type=int, default=100)
+    h.add_argument("--max-retries", type=int, default=10)
+    h.add_argument("--min-slack-ms", type=float, default=5)
+    h.add_argument("--stamp", required=True)
+    h.add_argument("--dir", required=True)
+    h.add_argument("--holder", required=True)
+    h.add_argument("--waiter", required=True)
+    hq = h.add_mutually_exclusive_group(required=True)
+    hq.add_argument("--queue")
+    hq.add_argument("--locks", action="store_true")
     k = sub.add_parser("calls")
     k.add_argument("label")
     k.add_argument("gpuctl")
@@ -167,6 +336,14 @@ def main():
     args = ap.parse_args()
     if args.mode == "calls":
         calls(args)
+    elif args.mode == "multi":
+        if args.runs < 1:
+            sys.exit("timeit.py: --runs must be at least 1")
+        multi(args)
+    elif args.mode == "handover":
+        if args.count < 1:
+            sys.exit("timeit.py: --count must be at least 1")
+        handover(args)
     elif args.mode == "pair":
         if args.runs < 1:
             sys.exit("timeit.py: --runs must be at least 1")
