@@ -42,8 +42,10 @@ demo: build
 	GPUCTL_SIM_RUNDIR=$$rundir ./$(BUILD)/src/gpuctl --sim $(DEMO_NODE) ls; rc=$$?; \
 	kill $$holder 2>/dev/null; wait $$holder 2>/dev/null; rm -rf $$rundir; exit $$rc
 
-# Both suites always run; the target fails if either failed.
+# Both suites always run; the target fails if either failed. Reconfiguring
+# first picks up new tests/cli/cases/*.case files (listed at configure time).
 check: deps $(BUILD)/build.ninja $(SAN_BUILD)/build.ninja
+	@meson setup --reconfigure $(BUILD) >/dev/null && meson setup --reconfigure $(SAN_BUILD) >/dev/null
 	@rc=0; \
 	ninja -C $(BUILD) && meson test -C $(BUILD) --print-errorlogs || rc=1; \
 	ninja -C $(SAN_BUILD) && \

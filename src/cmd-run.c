@@ -27,6 +27,12 @@ static void on_signal(int sig)
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
+/* SIGCHLD needs a handler (not SIG_IGN) for sigsuspend() to return on it */
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -152,21 +158,42 @@ static int run_job(char **argv, struct lease *l, struct lease_dir *d, struct lea
 		cli_err("cannot start '%s': %s", argv[0], strerror(errno));
 		return EXIT_FAIL;
 	}
+	/*
+	 * From the fork on, the forwarded signals and SIGCHLD stay blocked except
+	 * inside sigsuspend(): one that arrives before we wait is still forwarded
+	 * (checking a flag and then calling waitpid() would lose it).
+	 */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_child;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigset_t block, orig, waitmask;
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&block, forwarded[i]);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	waitmask = orig;
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigdelset(&waitmask, forwarded[i]);
+	sigdelset(&waitmask, SIGCHLD);
 	fflush(NULL);
 	pid_t child = fork();
 	if (child < 0) {
 		cli_err("cannot start '%s': %s", argv[0], strerror(errno));
+		sigprocmask(SIG_SETMASK, &orig, NULL);
 		close(ep[0]);
 		close(ep[1]);
 		return EXIT_FAIL;
 	}
 	if (child == 0) {
 		setpgid(0, 0);
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = SIG_DFL;
 		for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
 			sigaction(forwarded[i], &sa, NULL);
+		sigaction(SIGCHLD, &sa, NULL);
+		sigprocmask(SIG_SETMASK, &orig, NULL);
 		close(ep[0]);
 		execvp(argv[0], argv);
 		int e = errno;
@@ -183,6 +210,7 @@ static int run_job(char **argv, struct lease *l, struct lease_dir *d, struct lea
 	close(ep[0]);
 	if (got == (ssize_t)sizeof e) {
 		waitpid(child, NULL, 0);
+		sigprocmask(SIG_SETMASK, &orig, NULL);
 		if (tty)
 			give_back_terminal();
 		cli_err("cannot run '%s': %s", argv[0], strerror(e));
@@ -194,7 +222,11 @@ static int run_job(char **argv, struct lease *l, struct lease_dir *d, struct lea
 	lease_set_pid(l, child, 0);
 	int status = 0;
 	for (;;) {
-		pid_t w = waitpid(child, &status, 0);
+		if (got_signal) {
+			kill(-child, got_signal);
+			got_signal = 0;
+		}
+		pid_t w = waitpid(child, &status, WNOHANG);
 		if (w == child)
 			break;
 		if (w < 0 && errno != EINTR) {
@@ -202,11 +234,9 @@ static int run_job(char **argv, struct lease *l, struct lease_dir *d, struct lea
 			status = 0;
 			break;
 		}
-		if (got_signal) {
-			kill(-child, got_signal);
-			got_signal = 0;
-		}
+		sigsuspend(&waitmask); /* until SIGCHLD or a signal to forward */
 	}
+	sigprocmask(SIG_SETMASK, &orig, NULL);
 	if (tty)
 		give_back_terminal();
 	if (WIFSIGNALED(status))
