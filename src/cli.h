@@ -78,5 +78,6 @@ int cmd_query(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 int cmd_leases(const struct cli_global *g, int argc, char **argv);
 int cmd_pick(const struct cli_global *g, int argc, char **argv);
+int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -1,0 +1,161 @@
+/*
+ * test-ckpt.c — lib/ckpt.c: commit, latest, list and prune, and what they
+ * refuse (entries outside DIR, names that are ours, a real file at latest).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpuctl/gpuctl.h"
+#include "ckpt.h"
+
+static char dir[64];
+static char err[512];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/gpuctl-ckpt-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static void make(const char *name, bool as_dir)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (as_dir) {
+		assert_int_equal(mkdir(p, 0755), 0);
+		strncat(p, "/weights", sizeof p - strlen(p) - 1);
+	}
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(name, f);
+	fclose(f);
+}
+
+static void commit(const char *name)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (ckpt_commit(dir, p, err, sizeof err) != GC_OK)
+		fail_msg("commit %s: %s", name, err);
+}
+
+static void test_commit_and_latest(void **state)
+{
+	(void)state;
+	char out[512], link[256];
+	assert_int_equal(ckpt_latest(dir, out, sizeof out, err, sizeof err), GC_ENOTFOUND);
+	make("step-1", true);
+	make("step-2.pt", false);
+	commit("step-1");
+	ssize_t n = readlink(strcat(strcpy(out, dir), "/latest"), link, sizeof link - 1);
+	assert_true(n > 0);
+	link[n] = '\0';
+	assert_string_equal(link, "step-1");
+	commit("step-2.pt");
+	assert_int_equal(ckpt_latest(dir, out, sizeof out, err, sizeof err), GC_OK);
+	assert_non_null(strstr(out, "/step-2.pt"));
+	/* an uncommitted newer entry does not count */
+	make("step-3", true);
+	assert_int_equal(ckpt_latest(dir, out, sizeof out, err, sizeof err), GC_OK);
+	assert_non_null(strstr(out, "/step-2.pt"));
+	struct ckpt_entry *v;
+	size_t cnt;
+	assert_int_equal(ckpt_list(dir, &v, &cnt, err, sizeof err), GC_OK);
+	assert_int_equal(cnt, 3);
+	assert_string_equal(v[0].name, "step-2.pt");
+	assert_true(v[0].complete);
+	assert_false(v[0].is_dir);
+	assert_string_equal(v[2].name, "step-3");
+	assert_false(v[2].complete);
+	free(v);
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	make("ok", true);
+	assert_int_equal(ckpt_commit(dir, "/etc/passwd", err, sizeof err), GC_EINVAL);
+	/* a bare name is taken inside DIR */
+	assert_int_equal(ckpt_commit(dir, "ok", err, sizeof err), GC_OK);
+	assert_int_equal(ckpt_commit(dir, "missing", err, sizeof err), GC_ENOTFOUND);
+	char p[256];
+	snprintf(p, sizeof p, "%s/missing", dir);
+	assert_int_equal(ckpt_commit(dir, p, err, sizeof err), GC_ENOTFOUND);
+	snprintf(p, sizeof p, "%s/.hidden", dir);
+	assert_int_equal(ckpt_commit(dir, p, err, sizeof err), GC_EINVAL);
+	snprintf(p, sizeof p, "%s/latest", dir);
+	assert_int_equal(ckpt_commit(dir, p, err, sizeof err), GC_EINVAL);
+	/* a real directory at latest is the user's: not replaced */
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/ok", dir);
+	assert_int_equal(ckpt_commit(dir, p, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "not a symlink"));
+	/* a symlink is not a checkpoint */
+	snprintf(p, sizeof p, "%s/link", dir);
+	assert_int_equal(symlink("/etc", p), 0);
+	assert_int_equal(ckpt_commit(dir, p, err, sizeof err), GC_EINVAL);
+	assert_int_equal(ckpt_commit("/nonexistent-dir", "x", err, sizeof err), GC_EIO);
+}
+
+static void test_prune(void **state)
+{
+	(void)state;
+	char names[5][16];
+	for (int i = 0; i < 5; i++) {
+		snprintf(names[i], sizeof names[i], "s%d", i);
+		make(names[i], true);
+		commit(names[i]);
+	}
+	make("in-progress", true);
+	/* a symlink out of DIR must never be followed by prune */
+	char p[256];
+	snprintf(p, sizeof p, "%s/s0/escape", dir);
+	assert_int_equal(symlink("/etc", p), 0);
+	size_t removed = 99;
+	assert_int_equal(ckpt_prune(dir, 0, &removed, err, sizeof err), GC_EINVAL);
+	assert_int_equal(ckpt_prune(dir, 2, &removed, err, sizeof err), GC_OK);
+	assert_int_equal(removed, 3);
+	assert_int_equal(access("/etc/passwd", F_OK), 0);
+	struct ckpt_entry *v;
+	size_t cnt;
+	assert_int_equal(ckpt_list(dir, &v, &cnt, err, sizeof err), GC_OK);
+	assert_int_equal(cnt, 3);
+	assert_string_equal(v[0].name, "s4");
+	assert_string_equal(v[1].name, "s3");
+	assert_string_equal(v[2].name, "in-progress");
+	free(v);
+	assert_int_equal(ckpt_prune(dir, 1, &removed, err, sizeof err), GC_OK);
+	assert_int_equal(removed, 1);
+	char out[512];
+	assert_int_equal(ckpt_latest(dir, out, sizeof out, err, sizeof err), GC_OK);
+	assert_non_null(strstr(out, "/s4"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_commit_and_latest, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
