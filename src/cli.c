@@ -247,6 +247,28 @@ int cli_parse_interval(const char *opt, const char *arg, double *out)
 	return EXIT_OK;
 }
 
+int cli_parse_duration(const char *opt, const char *arg, long long *ms)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	double unit = 1000;
+	if (end != arg && *end && !end[1]) {
+		switch (*end) {
+		case 's': unit = 1000; end++; break;
+		case 'm': unit = 60e3; end++; break;
+		case 'h': unit = 3600e3; end++; break;
+		case 'd': unit = 86400e3; end++; break;
+		}
+	}
+	if (errno || end == arg || *end || !(v > 0 && v * unit < 1e15)) {
+		cli_err("invalid %s '%s' (expected a duration such as 90, 30s, 5m or 2h)", opt, arg);
+		return EXIT_USAGE;
+	}
+	*ms = (long long)(v * unit);
+	return EXIT_OK;
+}
+
 int cli_parse_count(const char *opt, const char *arg, long *out)
 {
 	char *end;

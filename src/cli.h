@@ -53,7 +53,9 @@ int cli_check_lost(const gc_snapshot *snap, const bool *which, bool *reported, b
 
 /* Parse seconds ("1", "0.5") for --loop; prints the error. */
 int cli_parse_interval(const char *opt, const char *arg, double *out);
-/* Parse a non-negative count; prints the error. */
+/* Parse a duration ("90" seconds, "30s", "5m", "2h", "1d") into ms; prints the error. */
+int cli_parse_duration(const char *opt, const char *arg, long long *ms);
+/* Parse a positive count; prints the error. */
 int cli_parse_count(const char *opt, const char *arg, long *out);
 
 /*
@@ -78,6 +80,7 @@ int cmd_query(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 int cmd_leases(const struct cli_global *g, int argc, char **argv);
 int cmd_pick(const struct cli_global *g, int argc, char **argv);
+int cmd_spot(const struct cli_global *g, int argc, char **argv);
 int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
 
 #endif

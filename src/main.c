@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{"pick", cmd_pick, "choose free GPUs and print a CUDA_VISIBLE_DEVICES value"},
 	{"run", cmd_run, "lease free GPUs and run a command on them"},
 	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
+	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},
 };
 
