@@ -7,6 +7,8 @@
  * stay leased for exactly as long as any process of the job lives.
  */
 #include "request.h"
+#include "spot.h"
+#include "supervise.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,45 +28,16 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-/* SIGCHLD needs a handler (not SIG_IGN) for sigsuspend() to return on it */
-static void on_child(int sig)
-{
-	(void)sig;
-}
-
+/* while waiting in line: a signal ends the wait */
 static void catch_signals(void)
 {
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &sa, NULL);
-}
-
-/* "30", "30s", "5m", "2h", "1d" → milliseconds */
-static int parse_duration(const char *arg, long long *ms)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(arg, &end);
-	double unit = 1000;
-	if (end != arg && *end && !end[1]) {
-		switch (*end) {
-		case 's': unit = 1000; end++; break;
-		case 'm': unit = 60e3; end++; break;
-		case 'h': unit = 3600e3; end++; break;
-		case 'd': unit = 86400e3; end++; break;
-		}
-	}
-	if (errno || end == arg || *end || !(v > 0 && v * unit < 1e15)) {
-		cli_err("invalid --wait timeout '%s' (expected a duration such as 90, 30s, 5m or 2h)", arg);
-		return EXIT_USAGE;
-	}
-	*ms = (long long)(v * unit);
-	return EXIT_OK;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 static long long now_ms(void)
@@ -95,30 +69,6 @@ static void usage(FILE *f)
 		"signal N ended it, 127 if CMD was not found, 126 if it could not be run.\n");
 }
 
-/* take the terminal for the job's process group when we are in the foreground */
-static bool take_terminal(pid_t pgid)
-{
-	if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp())
-		return false;
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGTTOU);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	bool ok = tcsetpgrp(STDIN_FILENO, pgid) == 0;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return ok;
-}
-
-static void give_back_terminal(void)
-{
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGTTOU);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	(void)tcsetpgrp(STDIN_FILENO, getpgrp());
-	sigprocmask(SIG_SETMASK, &old, NULL);
-}
-
 static int set_env(struct request *r, const unsigned *chosen)
 {
 	char cvd[8192], idx[4096], uu[8192], num[16];
@@ -146,102 +96,72 @@ static int set_env(struct request *r, const unsigned *chosen)
 	return EXIT_OK;
 }
 
-/*
- * Run the job; returns its exit status as a shell would report it. Once it
- * runs, the queue ticket and the watch are let go: their closes are slow on
- * some file systems and must not delay the job's start.
- */
-static int run_job(char **argv, struct lease *l, struct lease_dir *d, struct lease_ticket **t)
+/* what the supervisor's callbacks need */
+struct job {
+	struct request *r;
+	const unsigned *chosen;
+	struct lease *lease;
+	struct lease_dir *d;
+	struct lease_ticket **ticket;
+};
+
+static void job_log(void *arg, const char *line)
 {
-	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0 || lease_inherit(l) != GC_OK) {
-		cli_err("cannot start '%s': %s", argv[0], strerror(errno));
-		return EXIT_FAIL;
+	(void)arg;
+	cli_err("%s", line);
+}
+
+static void job_started(void *arg, pid_t pid)
+{
+	struct job *j = arg;
+	/* out of line and unwatched once the job runs: those closes are slow on ext4 */
+	lease_queue_leave(*j->ticket);
+	*j->ticket = NULL;
+	lease_unwatch(j->d);
+	lease_set_pid(j->lease, pid, 0);
+}
+
+static int job_gpu_util(void *arg, int *pct)
+{
+	struct job *j = arg;
+	struct request *r = j->r;
+	if (gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
+		return -1;
+	int max = 0;
+	for (unsigned k = 0; k < r->sel.n; k++) {
+		const gc_gpu *g = &r->snap.gpus[j->chosen[k]];
+		if (g->st[GC_V_UTIL_GPU] != GC_ST_OK)
+			return -1;
+		if ((int)g->util_gpu > max)
+			max = (int)g->util_gpu;
 	}
-	/*
-	 * From the fork on, the forwarded signals and SIGCHLD stay blocked except
-	 * inside sigsuspend(): one that arrives before we wait is still forwarded
-	 * (checking a flag and then calling waitpid() would lose it).
-	 */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_child;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGCHLD, &sa, NULL);
-	sigset_t block, orig, waitmask;
-	sigemptyset(&block);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&block, forwarded[i]);
-	sigaddset(&block, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &block, &orig);
-	waitmask = orig;
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigdelset(&waitmask, forwarded[i]);
-	sigdelset(&waitmask, SIGCHLD);
-	fflush(NULL);
-	pid_t child = fork();
-	if (child < 0) {
-		cli_err("cannot start '%s': %s", argv[0], strerror(errno));
-		sigprocmask(SIG_SETMASK, &orig, NULL);
-		close(ep[0]);
-		close(ep[1]);
-		return EXIT_FAIL;
+	*pct = max;
+	return 0;
+}
+
+/* "1s:5m" → first and largest wait before a restart */
+static int parse_backoff(const char *arg, struct sv_opts *o)
+{
+	char first[64];
+	const char *colon = strchr(arg, ':');
+	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+	if (n == 0 || n >= sizeof first) {
+		cli_err("invalid --backoff '%s' (expected FIRST[:MAX], e.g. 1s:5m)", arg);
+		return EXIT_USAGE;
 	}
-	if (child == 0) {
-		setpgid(0, 0);
-		sa.sa_handler = SIG_DFL;
-		for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-			sigaction(forwarded[i], &sa, NULL);
-		sigaction(SIGCHLD, &sa, NULL);
-		sigprocmask(SIG_SETMASK, &orig, NULL);
-		close(ep[0]);
-		execvp(argv[0], argv);
-		int e = errno;
-		(void)!write(ep[1], &e, sizeof e);
-		_exit(e == ENOENT ? 127 : 126);
+	memcpy(first, arg, n);
+	first[n] = '\0';
+	long long a, b = 300000;
+	int rc;
+	if ((rc = cli_parse_duration("--backoff", first, &a)) || (colon && (rc = cli_parse_duration("--backoff", colon + 1, &b))))
+		return rc;
+	if (b < a || a > INT32_MAX || b > INT32_MAX) {
+		cli_err("invalid --backoff '%s': the maximum must be at least the first wait, at most 24 days", arg);
+		return EXIT_USAGE;
 	}
-	setpgid(child, child); /* also here: no race with the child's own call */
-	bool tty = take_terminal(child);
-	close(ep[1]);
-	int e = 0;
-	ssize_t got;
-	while ((got = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
-		;
-	close(ep[0]);
-	if (got == (ssize_t)sizeof e) {
-		waitpid(child, NULL, 0);
-		sigprocmask(SIG_SETMASK, &orig, NULL);
-		if (tty)
-			give_back_terminal();
-		cli_err("cannot run '%s': %s", argv[0], strerror(e));
-		return e == ENOENT ? 127 : 126;
-	}
-	lease_queue_leave(*t);
-	*t = NULL;
-	lease_unwatch(d);
-	lease_set_pid(l, child, 0);
-	int status = 0;
-	for (;;) {
-		if (got_signal) {
-			kill(-child, got_signal);
-			got_signal = 0;
-		}
-		pid_t w = waitpid(child, &status, WNOHANG);
-		if (w == child)
-			break;
-		if (w < 0 && errno != EINTR) {
-			cli_err("lost track of '%s': %s", argv[0], strerror(errno));
-			status = 0;
-			break;
-		}
-		sigsuspend(&waitmask); /* until SIGCHLD or a signal to forward */
-	}
-	sigprocmask(SIG_SETMASK, &orig, NULL);
-	if (tty)
-		give_back_terminal();
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_FAIL;
+	o->backoff_ms = (int)a;
+	o->backoff_max_ms = (int)b;
+	return EXIT_OK;
 }
 
 int cmd_run(const struct cli_global *g, int argc, char **argv)
@@ -250,15 +170,32 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 		REQUEST_LONG_OPTIONS,
 		{"wait", optional_argument, NULL, 'w'},
 		{"name", required_argument, NULL, 'N'},
+		{"spot", no_argument, NULL, 'S'},
+		{"cloud", required_argument, NULL, 'C'},
+		{"poll", required_argument, NULL, 'P'},
+		{"grace", required_argument, NULL, 'G'},
+		{"restart", required_argument, NULL, 'R'},
+		{"max-restarts", required_argument, NULL, 'X'},
+		{"backoff", required_argument, NULL, 'B'},
+		{"checkpoint-dir", required_argument, NULL, 'K'},
+		{"hang-timeout", required_argument, NULL, 'T'},
+		{"on-notice", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct request r;
 	request_init(&r);
-	bool wait = false;
-	long long timeout_ms = -1;
-	const char *name = NULL;
+	bool wait = false, spot = false;
+	long long timeout_ms = -1, ms;
+	const char *name = NULL, *cloud_arg = "auto";
+	struct sv_opts sv = {
+		.restart = SV_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
+		.backoff_max_ms = 300000, .grace_ms = -1, .margin_ms = 5000,
+		.default_grace_ms = 25000, .take_terminal = true,
+	};
+	struct spot_opts so = {0};
 	int c, rc;
+	long n;
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the command, whose own options are not ours */
@@ -271,10 +208,60 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 		switch (c) {
 		case 'w':
 			wait = true;
-			if (optarg && (rc = parse_duration(optarg, &timeout_ms)))
+			if (optarg && (rc = cli_parse_duration("--wait", optarg, &timeout_ms)))
 				return rc;
 			break;
 		case 'N': name = optarg; break;
+		case 'S': spot = true; break;
+		case 'C': cloud_arg = optarg; spot = true; break;
+		case 'P':
+			if ((rc = cli_parse_duration("--poll", optarg, &ms)))
+				return rc;
+			if (ms < 10 || ms > 3600000) {
+				cli_err("invalid --poll '%s' (between 0.01 s and 1 h)", optarg);
+				return EXIT_USAGE;
+			}
+			so.poll_ms = (int)ms;
+			break;
+		case 'G':
+			if ((rc = cli_parse_duration("--grace", optarg, &ms)))
+				return rc;
+			sv.grace_ms = ms > 86400000 ? 86400000 : (int)ms;
+			break;
+		case 'R':
+			if (sv_parse_restart(optarg, &sv.restart) < 0) {
+				cli_err("invalid --restart '%s' (expected never, on-failure, on-preempt or always)", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'X': {
+			char *end;
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || n < 0 || n > 100000) {
+				cli_err("invalid --max-restarts '%s' (expected a whole number from 0 to 100000)", optarg);
+				return EXIT_USAGE;
+			}
+			sv.max_restarts = (unsigned)n;
+			break;
+		}
+		case 'B':
+			if ((rc = parse_backoff(optarg, &sv)))
+				return rc;
+			break;
+		case 'K':
+			if (!*optarg) {
+				cli_err("empty --checkpoint-dir");
+				return EXIT_USAGE;
+			}
+			sv.checkpoint_dir = optarg;
+			break;
+		case 'T':
+			if ((rc = cli_parse_duration("--hang-timeout", optarg, &ms)))
+				return rc;
+			sv.hang_timeout_ms = ms;
+			break;
+		case 'O': sv.on_notice = optarg; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		case ':':
 			cli_err("option '%s' needs a value (try 'gpuctl run --help')", argv[optind - 1]);
@@ -289,6 +276,23 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	char **cmd = argv + optind;
+	sv.argv = cmd;
+	enum spot_cloud cloud = SPOT_NONE;
+	if (spot) {
+		bool autodetect = false;
+		if (spot_parse_cloud(cloud_arg, &cloud, &autodetect) < 0) {
+			cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", cloud_arg);
+			return EXIT_USAGE;
+		}
+		if (autodetect && (cloud = spot_detect(NULL)) == SPOT_NONE) {
+			cli_err("--spot: no cloud detected from /sys/class/dmi/id (use --cloud aws|gcp|azure)");
+			return EXIT_USAGE;
+		}
+	}
+	if (sv.checkpoint_dir && mkdir(sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
+		cli_err("cannot create --checkpoint-dir '%s': %s", sv.checkpoint_dir, strerror(errno));
+		return EXIT_FAIL;
+	}
 	if ((rc = request_prepare(&r, g)))
 		goto out_req;
 
@@ -308,6 +312,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 	unsigned *chosen = calloc(r.sel.n ? r.sel.n : 1, sizeof *chosen);
 	struct lease *l = NULL;
 	struct lease_ticket *t = NULL;
+	struct spot_watcher *watcher = NULL;
 	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
 	if (!chosen) {
 		cli_err("out of memory");
@@ -367,11 +372,46 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 			break;
 	}
 	if (l) {
+		/* the job may want to know its place in line (the queue's arrival order) */
+		char ticket[24];
+		if (t) {
+			snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)lease_ticket_number(t));
+			setenv("GPUCTL_TICKET", ticket, 1);
+		} else {
+			unsetenv("GPUCTL_TICKET");
+		}
 		/* out of line at once, so the next waiter can go */
 		lease_queue_withdraw(t);
 		rc = set_env(&r, chosen);
-		if (rc == EXIT_OK)
-			rc = run_job(cmd, l, d, &t);
+		if (rc == EXIT_OK && cloud != SPOT_NONE &&
+		    spot_watch_start(&watcher, cloud, &so, err, sizeof err) != GC_OK) {
+			cli_err("--spot: %s", err);
+			rc = EXIT_FAIL;
+		}
+		if (rc == EXIT_OK) {
+			struct job j = {.r = &r, .chosen = chosen, .lease = l, .d = d, .ticket = &t};
+			struct sv_result res;
+			sv.spot = watcher;
+			sv.arg = &j;
+			sv.log = job_log;
+			sv.started = job_started;
+			sv.gpu_util = job_gpu_util;
+			if (sv_run(&sv, &res) != GC_OK) {
+				cli_err("cannot supervise '%s': %s", cmd[0], strerror(errno));
+				rc = EXIT_FAIL;
+			} else {
+				rc = res.status;
+				if (res.end == SV_END_EXEC_FAILED)
+					cli_err("cannot run '%s': %s", cmd[0], strerror(res.exec_errno));
+				else if (res.end == SV_END_PREEMPTED || res.end == SV_END_HUNG ||
+					 res.end == SV_END_OOM || res.attempts > 1)
+					/* a plain exit or signal speaks through the status, as in a shell */
+					cli_err("run %s ended: %s (status %d) after %u attempt%s", sv.run_id,
+						sv_end_name(res.end), res.status, res.attempts,
+						res.attempts == 1 ? "" : "s");
+			}
+		}
+		spot_watch_stop(watcher);
 		lease_release(l);
 	}
 	lease_queue_leave(t);

@@ -7,9 +7,10 @@ Checked:
   - no two intervals on one GPU overlap (exactly: the records lie inside
     the leases);
   - every job that was not killed ran, with the GPU count it asked for;
-  - among equal requests, service follows arrival order (start times in
-    arrival order, allowing TOLERANCE for process start-up jitter; a job
-    holds its GPUs for at least HOLD, far longer);
+  - among equal requests, service follows arrival order: start times in
+    ticket order (GPUCTL_TICKET, the queue's own arrival order), allowing
+    TOLERANCE for process start-up jitter; a job holds its GPUs for at
+    least HOLD, far longer;
   - jobs SIGKILLed mid-run (supervisor and job together) free their GPUs
     for the next waiter: the run after them completes, and they hold no
     lease afterwards.
@@ -44,7 +45,7 @@ s=$(date +%s.%N)
 if [ "$victim" = 1 ]; then echo $$ > "$rec/$id.pgid"; sleep 30; fi
 sleep "$hold"
 e=$(date +%s.%N)
-echo "$GPUCTL_GPUS $s $e" > "$rec/$id.tmp" && mv "$rec/$id.tmp" "$rec/$id"
+echo "$GPUCTL_GPUS $s $e $GPUCTL_TICKET" > "$rec/$id.tmp" && mv "$rec/$id.tmp" "$rec/$id"
 '''
 
 
@@ -95,13 +96,13 @@ def main():
         if not os.path.exists(path):
             errors.append(f"job {i} left no record")
             continue
-        gpus, s, e = open(path).read().split()
-        runs[i] = ([int(g) for g in gpus.split(",")], float(s), float(e))
+        gpus, s, e, ticket = open(path).read().split()
+        runs[i] = ([int(g) for g in gpus.split(",")], float(s), float(e), int(ticket))
         if len(runs[i][0]) != want[i]:
             errors.append(f"job {i} got GPUs {gpus}, asked for {want[i]}")
     # no overlap on any GPU
     per_gpu = {}
-    for i, (gpus, s, e) in runs.items():
+    for i, (gpus, s, e, _) in runs.items():
         for g in gpus:
             per_gpu.setdefault(g, []).append((s, e, i))
     overlaps = 0
@@ -111,15 +112,16 @@ def main():
             if s2 < e1:
                 overlaps += 1
                 errors.append(f"GPU {g}: job {a} [{s1:.3f},{e1:.3f}] overlaps job {b} [{s2:.3f},{e2:.3f}]")
-    # FIFO among equal requests
+    # FIFO among equal requests, in arrival order: the ticket each one got
+    # (under load a later-launched gpuctl can reach the queue first)
     fifo_violations = 0
     for n in (1, 2):
-        order = [i for i in sorted(runs) if want[i] == n]
+        order = sorted((i for i in runs if want[i] == n), key=lambda i: runs[i][3])
         for a, b in zip(order, order[1:]):
             if runs[b][1] + TOLERANCE < runs[a][1]:
                 fifo_violations += 1
-                errors.append(f"-n {n}: job {b} started {runs[a][1] - runs[b][1]:.3f}s before job {a}, "
-                              f"which arrived first")
+                errors.append(f"-n {n}: job {b} (ticket {runs[b][3]}) started {runs[a][1] - runs[b][1]:.3f}s "
+                              f"before job {a} (ticket {runs[a][3]}), which arrived first")
     # killed jobs hold nothing now
     out = subprocess.run([GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "true"], env=env,
                          capture_output=True, text=True)

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""End to end, per cloud (issue 4): `gpuctl run --cloud C --restart
+on-preempt --checkpoint-dir D` runs a job that saves and commits a checkpoint
+after every step. Once it is a few steps in, the mock metadata server posts a
+preemption notice. Checked: the job gets SIGTERM, commits the step it was on
+and exits; gpuctl restarts it with GPUCTL_RESUME_FROM naming that checkpoint;
+it finishes. Every step is completed exactly once (none lost, none redone),
+there are exactly 2 attempts, gpuctl exits 0.
+Usage: spot-e2e.py GPUCTL SRCDIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+GPUCTL, SRC = sys.argv[1], sys.argv[2]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+STEPS = 30
+
+JOB = r'''
+import os, signal, subprocess, sys, time
+gpuctl, log = sys.argv[1], sys.argv[2]
+d = os.environ["GPUCTL_CHECKPOINT_DIR"]
+attempt = os.environ["GPUCTL_RESTART_COUNT"]
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+start = 0
+if "GPUCTL_RESUME_FROM" in os.environ:
+    start = int(open(os.path.join(os.environ["GPUCTL_RESUME_FROM"], "step")).read()) + 1
+for k in range(start, @STEPS@):
+    time.sleep(0.1)                                   # the step's work
+    path = os.path.join(d, "step-%04d" % k)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "step"), "w") as f:
+        f.write(str(k))
+    subprocess.run([gpuctl, "ckpt", "commit", d, path], check=True)
+    with open(log, "a") as f:
+        f.write("%s %d %s\n" % (attempt, k, "term" if stop else ""))
+    if stop:
+        sys.exit(0)                                   # checkpoint committed: leave in time
+'''.replace("@STEPS@", str(STEPS))
+
+
+def ctl(base, path):
+    urllib.request.urlopen(urllib.request.Request(base + path, method="POST"), timeout=5).read()
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="gpuctl-e2e-")
+    mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
+                            stdout=subprocess.PIPE, text=True)
+    port = int(mock.stdout.readline().split()[-1])
+    base = f"http://127.0.0.1:{port}"
+    errors = []
+    try:
+        for cloud in ("aws", "gcp", "azure"):
+            ctl(base, "/_ctl/reset")
+            ck = os.path.join(work, cloud, "ck")
+            log = os.path.join(work, cloud, "steps.log")
+            os.makedirs(os.path.dirname(log))
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+            env.pop("CUDA_VISIBLE_DEVICES", None)
+            env.update({"GPUCTL_STATE_DIR": os.path.join(work, cloud, "state"),
+                        "GPUCTL_SIM_RUNDIR": os.path.join(work, cloud, "rd"),
+                        "GPUCTL_METADATA_URL": base})
+            p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2",
+                                  "--restart", "on-preempt", "--max-restarts", "3", "--backoff", "0.2s",
+                                  "--checkpoint-dir", ck, "--", sys.executable, "-c", JOB, GPUCTL, log],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if os.path.exists(log) and len(open(log).read().splitlines()) >= 5:
+                    break
+                time.sleep(0.02)
+            ctl(base, f"/_ctl/preempt?cloud={cloud}&in=30")
+            try:
+                out, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                errors.append(f"{cloud}: gpuctl did not finish")
+            lines = [l.split() for l in open(log).read().splitlines()] if os.path.exists(log) else []
+            steps = [int(l[1]) for l in lines]
+            attempts = sorted({l[0] for l in lines})
+            terms = [l for l in lines if len(l) > 2]
+            if p.returncode != 0:
+                errors.append(f"{cloud}: gpuctl exited {p.returncode}: {err.strip()}")
+            if steps != list(range(STEPS)):
+                errors.append(f"{cloud}: steps completed {steps}, expected each of 0..{STEPS - 1} once, in order")
+            if attempts != ["0", "1"]:
+                errors.append(f"{cloud}: attempts {attempts}, expected exactly 2")
+            if len(terms) != 1 or terms[0][0] != "0":
+                errors.append(f"{cloud}: SIGTERM seen {terms}, expected once, in the first attempt")
+            if "preemption notice from " + cloud not in err:
+                errors.append(f"{cloud}: the notice was not logged: {err!r}")
+            print(f"{cloud}: notice after step {terms[0][1] if terms else '?'}, "
+                  f"{len(steps)} steps in {len(attempts)} attempts, exit {p.returncode}")
+    finally:
+        mock.terminate()
+        mock.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+    for e in errors:
+        print("FAIL:", e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
