@@ -246,7 +246,8 @@ static void stop_job(struct sv_opts *o, struct attempt *a, enum sv_end why, int6
 	      (int)a->pid, grace / 1000.0);
 }
 
-static void on_notice(struct sv_opts *o, struct attempt *a, const struct spot_event *ev, const sigset_t *orig)
+static void on_notice(struct sv_opts *o, struct attempt *a, const struct spot_event *ev, const sigset_t *orig,
+		      struct sv_result *r)
 {
 	char when[32], dl[32] = "unknown";
 	clock_text(ev->notice_ms, when, sizeof when);
@@ -259,6 +260,8 @@ static void on_notice(struct sv_opts *o, struct attempt *a, const struct spot_ev
 	}
 	logf_(o, "preemption notice from %s at %s (action %s, deadline %s): stopping the job",
 	      spot_cloud_name(ev->cloud), when, ev->action[0] ? ev->action : "?", dl);
+	r->noticed = true;
+	r->notice = *ev;
 	if (o->on_notice && run_hook(o->on_notice, orig) < 0)
 		logf_(o, "cannot run --on-notice: %s", strerror(errno));
 	stop_job(o, a, SV_END_PREEMPTED, ev->deadline_ms);
@@ -380,7 +383,7 @@ static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigne
 			struct spot_event ev;
 			while (spot_watch_next(o->spot, &ev) == 1)
 				if (!done)
-					on_notice(o, &a, &ev, orig);
+					on_notice(o, &a, &ev, orig, r);
 		}
 		now = mono_ms();
 		if (!done && a.stopping && !a.killed && now >= a.kill_at) {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct spot_watcher;
+#include "spot.h"
 
 enum sv_restart { SV_RESTART_NEVER, SV_RESTART_ON_FAILURE, SV_RESTART_ON_PREEMPT, SV_RESTART_ALWAYS };
 
@@ -54,6 +54,8 @@ struct sv_opts {
 
 struct sv_result {
 	enum sv_end end;             /* of the last attempt */
+	bool noticed;                /* a preemption notice stopped an attempt */
+	struct spot_event notice;    /* the last such notice (for an Azure acknowledgement) */
 	int status;                  /* shell-style: exit code, 128+N for signal N, 127/126 */
 	int exec_errno;              /* with SV_END_EXEC_FAILED */
 	unsigned attempts;

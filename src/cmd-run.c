@@ -180,12 +180,13 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 		{"checkpoint-dir", required_argument, NULL, 'K'},
 		{"hang-timeout", required_argument, NULL, 'T'},
 		{"on-notice", required_argument, NULL, 'O'},
+		{"ack", no_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct request r;
 	request_init(&r);
-	bool wait = false, spot = false;
+	bool wait = false, spot = false, ack = false;
 	long long timeout_ms = -1, ms;
 	const char *name = NULL, *cloud_arg = "auto";
 	struct sv_opts sv = {
@@ -262,6 +263,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 			sv.hang_timeout_ms = ms;
 			break;
 		case 'O': sv.on_notice = optarg; break;
+		case 'A': ack = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		case ':':
 			cli_err("option '%s' needs a value (try 'gpuctl run --help')", argv[optind - 1]);
@@ -403,6 +405,15 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 				rc = res.status;
 				if (res.end == SV_END_EXEC_FAILED)
 					cli_err("cannot run '%s': %s", cmd[0], strerror(res.exec_errno));
+				/* Azure: the job has stopped, let the VM go now rather than at NotBefore */
+				if (ack && res.noticed && watcher) {
+					char aerr[512];
+					if (spot_watch_ack(watcher, &res.notice, aerr, sizeof aerr) != GC_OK)
+						cli_err("cannot acknowledge the %s event: %s",
+							spot_cloud_name(res.notice.cloud), aerr);
+				}
+				if (res.end == SV_END_EXEC_FAILED)
+					;
 				else if (res.end == SV_END_PREEMPTED || res.end == SV_END_HUNG ||
 					 res.end == SV_END_OOM || res.attempts > 1)
 					/* a plain exit or signal speaks through the status, as in a shell */

@@ -5,9 +5,11 @@ after every step. Once it is a few steps in, the mock metadata server posts a
 preemption notice. Checked: the job gets SIGTERM, commits the step it was on
 and exits; gpuctl restarts it with GPUCTL_RESUME_FROM naming that checkpoint;
 it finishes. Every step is completed exactly once (none lost, none redone),
-there are exactly 2 attempts, gpuctl exits 0.
+there are exactly 2 attempts, gpuctl exits 0; on Azure, with --ack, the event
+is acknowledged (StartRequests) once.
 Usage: spot-e2e.py GPUCTL SRCDIR
 """
+import json
 import os
 import shutil
 import subprocess
@@ -66,7 +68,7 @@ def main():
             env.update({"GPUCTL_STATE_DIR": os.path.join(work, cloud, "state"),
                         "GPUCTL_SIM_RUNDIR": os.path.join(work, cloud, "rd"),
                         "GPUCTL_METADATA_URL": base})
-            p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2",
+            p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2", "--ack",
                                   "--restart", "on-preempt", "--max-restarts", "3", "--backoff", "0.2s",
                                   "--checkpoint-dir", ck, "--", sys.executable, "-c", JOB, GPUCTL, log],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -94,6 +96,11 @@ def main():
                 errors.append(f"{cloud}: attempts {attempts}, expected exactly 2")
             if len(terms) != 1 or terms[0][0] != "0":
                 errors.append(f"{cloud}: SIGTERM seen {terms}, expected once, in the first attempt")
+            if cloud == "azure":
+                log_req = json.loads(urllib.request.urlopen(base + "/_ctl/log", timeout=5).read())
+                acks = [q for q in log_req if q.get("method") == "POST" and "StartRequests" in (q.get("body") or "")]
+                if len(acks) != 1:
+                    errors.append(f"azure: expected one StartRequests acknowledgement, saw {len(acks)}")
             if "preemption notice from " + cloud not in err:
                 errors.append(f"{cloud}: the notice was not logged: {err!r}")
             print(f"{cloud}: notice after step {terms[0][1] if terms else '?'}, "
