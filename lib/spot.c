@@ -555,6 +555,8 @@ static void *watch_main(void *arg)
 	int fails = 0;
 	bool reported = false;
 	while (!atomic_load(&w->stop)) {
+		/* a fixed rate: the next round starts poll_ms after this one started, not after it ended */
+		int64_t started = spot_mono_ms();
 		int rc = w->ops->step(w, w->state);
 		if (atomic_load(&w->stop))
 			break;
@@ -572,8 +574,10 @@ static void *watch_main(void *arg)
 		} else if (rc == 0) {
 			fails = 0;
 			reported = false;
-			if (!w->ops->self_paced)
-				spot_wait(w, w->opts.poll_ms);
+			if (!w->ops->self_paced) {
+				int64_t left = started + w->opts.poll_ms - spot_mono_ms();
+				spot_wait(w, left > 0 ? (int)left : 0);
+			}
 		}
 	}
 	return NULL;

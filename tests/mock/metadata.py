@@ -86,6 +86,9 @@ def iso(t):
 
 
 class Handler(BaseHTTPRequestHandler):
+    # real metadata services answer at once; with Nagle on, a small body sent
+    # after the headers waits ~40 ms for the client's delayed ACK
+    disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):
