@@ -56,6 +56,7 @@ check: deps $(BUILD)/build.ninja $(SAN_BUILD)/build.ninja
 bench: build
 	bench/query.sh $(BUILD)
 	bench/lease.sh $(BUILD)
+	bench/spot.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)
