@@ -15,6 +15,7 @@
  * ckpt_latest() (which reads the markers) already returns the new one.
  */
 #include "ckpt.h"
+#include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 
 #include <dirent.h>
@@ -33,17 +34,6 @@
 #define MARK_DIR ".gpuctl"
 #define MAX_DEPTH 32
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* a name that can be a checkpoint: one path component, not ours, not hidden */
 static bool ckpt_name_ok(const char *n)
 {
@@ -55,7 +45,7 @@ static int open_dir(const char *dir, char *err, size_t errlen)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		set_err(err, errlen, "cannot open checkpoint directory '%s': %s", dir, strerror(errno));
+		errbuf_set(err, errlen, "cannot open checkpoint directory '%s': %s", dir, strerror(errno));
 	return fd;
 }
 
@@ -140,45 +130,45 @@ int ckpt_commit(const char *dir, const char *path, char *err, size_t errlen)
 		*slash = '\0';
 		if (stat(slash == copy ? "/" : copy, &ps) < 0 || fstat(dfd, &ds) < 0 ||
 		    ps.st_dev != ds.st_dev || ps.st_ino != ds.st_ino) {
-			set_err(err, errlen, "checkpoint '%s' is not directly inside '%s'", path, dir);
+			errbuf_set(err, errlen, "checkpoint '%s' is not directly inside '%s'", path, dir);
 			rc = GC_EINVAL;
 			goto out;
 		}
 	} else if (fstat(dfd, &ds) < 0) {
-		set_err(err, errlen, "cannot read '%s': %s", dir, strerror(errno));
+		errbuf_set(err, errlen, "cannot read '%s': %s", dir, strerror(errno));
 		rc = GC_EIO;
 		goto out;
 	}
 	if (!ckpt_name_ok(name)) {
-		set_err(err, errlen, "'%s' cannot be a checkpoint name (a name other than 'latest', not starting with '.', one path component)",
+		errbuf_set(err, errlen, "'%s' cannot be a checkpoint name (a name other than 'latest', not starting with '.', one path component)",
 			name);
 		rc = GC_EINVAL;
 		goto out;
 	}
 	if (fstatat(dfd, name, &es, AT_SYMLINK_NOFOLLOW) < 0) {
-		set_err(err, errlen, "checkpoint '%s' does not exist: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "checkpoint '%s' does not exist: %s", path, strerror(errno));
 		rc = GC_ENOTFOUND;
 		goto out;
 	}
 	if (!S_ISREG(es.st_mode) && !S_ISDIR(es.st_mode)) {
-		set_err(err, errlen, "checkpoint '%s' is neither a file nor a directory", path);
+		errbuf_set(err, errlen, "checkpoint '%s' is neither a file nor a directory", path);
 		rc = GC_EINVAL;
 		goto out;
 	}
 	/* latest must be ours to replace: absent or a symlink */
 	struct stat ls;
 	if (fstatat(dfd, "latest", &ls, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(ls.st_mode)) {
-		set_err(err, errlen, "'%s/latest' exists and is not a symlink; move it away first", dir);
+		errbuf_set(err, errlen, "'%s/latest' exists and is not a symlink; move it away first", dir);
 		rc = GC_EINVAL;
 		goto out;
 	}
 	if (sync_tree(dfd, name, 0) < 0) {
-		set_err(err, errlen, "cannot sync checkpoint '%s' to disk: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "cannot sync checkpoint '%s' to disk: %s", path, strerror(errno));
 		rc = GC_EIO;
 		goto out;
 	}
 	if (mkdirat(dfd, MARK_DIR, 0755) < 0 && errno != EEXIST) {
-		set_err(err, errlen, "cannot create '%s/%s': %s", dir, MARK_DIR, strerror(errno));
+		errbuf_set(err, errlen, "cannot create '%s/%s': %s", dir, MARK_DIR, strerror(errno));
 		rc = GC_EIO;
 		goto out;
 	}
@@ -187,7 +177,7 @@ int ckpt_commit(const char *dir, const char *path, char *err, size_t errlen)
 	clock_gettime(CLOCK_REALTIME, &now);
 	int64_t ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	if (mfd < 0 || write_marker(mfd, name, ns, S_ISDIR(es.st_mode)) < 0) {
-		set_err(err, errlen, "cannot record checkpoint '%s' as complete in '%s/%s': %s", path, dir,
+		errbuf_set(err, errlen, "cannot record checkpoint '%s' as complete in '%s/%s': %s", path, dir,
 			MARK_DIR, strerror(errno));
 		if (mfd >= 0)
 			close(mfd);
@@ -200,7 +190,7 @@ int ckpt_commit(const char *dir, const char *path, char *err, size_t errlen)
 	snprintf(tmp, sizeof tmp, ".latest.%d", (int)getpid());
 	(void)unlinkat(dfd, tmp, 0);
 	if (symlinkat(name, dfd, tmp) < 0 || renameat(dfd, tmp, dfd, "latest") < 0 || fsync(dfd) < 0) {
-		set_err(err, errlen, "checkpoint '%s' is complete but '%s/latest' could not be updated: %s",
+		errbuf_set(err, errlen, "checkpoint '%s' is complete but '%s/latest' could not be updated: %s",
 			path, dir, strerror(errno));
 		(void)unlinkat(dfd, tmp, 0);
 		rc = GC_EIO;
@@ -253,7 +243,7 @@ int ckpt_list(const char *dir, struct ckpt_entry **out, size_t *n, char *err, si
 	int dup_fd = dup(dfd);
 	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
 	if (!d) {
-		set_err(err, errlen, "cannot list '%s': %s", dir, strerror(errno));
+		errbuf_set(err, errlen, "cannot list '%s': %s", dir, strerror(errno));
 		if (dup_fd >= 0)
 			close(dup_fd);
 		if (mfd >= 0)
@@ -308,14 +298,14 @@ int ckpt_latest(const char *dir, char *out, size_t outlen, char *err, size_t err
 	if (rc != GC_OK)
 		return rc;
 	if (n == 0 || !v[0].complete) {
-		set_err(err, errlen, "no complete checkpoint in '%s'", dir);
+		errbuf_set(err, errlen, "no complete checkpoint in '%s'", dir);
 		free(v);
 		return GC_ENOTFOUND;
 	}
 	int w = snprintf(out, outlen, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", v[0].name);
 	free(v);
 	if (w < 0 || (size_t)w >= outlen) {
-		set_err(err, errlen, "checkpoint path too long");
+		errbuf_set(err, errlen, "checkpoint path too long");
 		return GC_EINVAL;
 	}
 	return GC_OK;
@@ -365,7 +355,7 @@ int ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_
 {
 	*removed = 0;
 	if (keep < 1) {
-		set_err(err, errlen, "--keep must be at least 1: the newest complete checkpoint is never deleted");
+		errbuf_set(err, errlen, "--keep must be at least 1: the newest complete checkpoint is never deleted");
 		return GC_EINVAL;
 	}
 	struct ckpt_entry *v;
@@ -396,7 +386,7 @@ int ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_
 		snprintf(mark, sizeof mark, "%s.done", v[i].name);
 		if ((mfd >= 0 && unlinkat(mfd, mark, 0) < 0 && errno != ENOENT) ||
 		    (mfd >= 0 && fsync(mfd) < 0) || remove_tree(dfd, v[i].name, 0) < 0) {
-			set_err(err, errlen, "cannot delete checkpoint '%s/%s': %s", dir, v[i].name, strerror(errno));
+			errbuf_set(err, errlen, "cannot delete checkpoint '%s/%s': %s", dir, v[i].name, strerror(errno));
 			rc = GC_EIO;
 			break;
 		}

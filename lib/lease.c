@@ -17,6 +17,7 @@
  * symlink planted in a shared directory is refused, not followed.
  */
 #include "lease.h"
+#include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 
 #include <dirent.h>
@@ -58,32 +59,21 @@ struct lease_ticket {
 	char name[64];
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* A shared directory must not let others replace our files. */
 static int check_dir(int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
-		set_err(err, errlen, "cannot use state directory '%s': %s", path, strerror(errno));
+		errbuf_set(err, errlen, "cannot use state directory '%s': %s", path, strerror(errno));
 		return GC_EIO;
 	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		set_err(err, errlen, "refusing state directory '%s': owned by uid %u, not by root or you",
+		errbuf_set(err, errlen, "refusing state directory '%s': owned by uid %u, not by root or you",
 			path, (unsigned)st.st_uid);
 		return GC_EINVAL;
 	}
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-		set_err(err, errlen, "refusing state directory '%s': writable by others without the "
+		errbuf_set(err, errlen, "refusing state directory '%s': writable by others without the "
 			"sticky bit (chmod 1777 '%s')", path, path);
 		return GC_EINVAL;
 	}
@@ -94,28 +84,28 @@ static int check_dir(int fd, const char *path, char *err, size_t errlen)
 static int open_dir(const char *path, mode_t mode, bool create, char *err, size_t errlen)
 {
 	if (!create && access(path, F_OK) < 0 && errno == ENOENT) {
-		set_err(err, errlen, "state directory '%s' does not exist yet", path);
+		errbuf_set(err, errlen, "state directory '%s' does not exist yet", path);
 		errno = ENOENT;
 		return -1;
 	}
 	if (mkdir(path, 0700) == 0) {
 		if (chmod(path, mode) < 0) {
-			set_err(err, errlen, "cannot set the mode of state directory '%s': %s", path,
+			errbuf_set(err, errlen, "cannot set the mode of state directory '%s': %s", path,
 				strerror(errno));
 			return -1;
 		}
 	} else if (errno != EEXIST) {
-		set_err(err, errlen, "cannot create state directory '%s': %s (set GPUCTL_STATE_DIR to a "
+		errbuf_set(err, errlen, "cannot create state directory '%s': %s (set GPUCTL_STATE_DIR to a "
 			"writable directory)", path, strerror(errno));
 		return -1;
 	}
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "cannot open state directory '%s': %s", path, strerror(errno));
+		errbuf_set(err, errlen, "cannot open state directory '%s': %s", path, strerror(errno));
 		return -1;
 	}
 	if (access(path, W_OK | X_OK) < 0) {
-		set_err(err, errlen, "cannot use state directory '%s': %s (set GPUCTL_STATE_DIR to a "
+		errbuf_set(err, errlen, "cannot use state directory '%s': %s (set GPUCTL_STATE_DIR to a "
 			"writable directory)", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -165,7 +155,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	} else {
 		const char *xdg = getenv("XDG_RUNTIME_DIR");
 		if (!xdg || !*xdg) {
-			set_err(err, errlen, "no state directory for leases: /run/gpuctl is not writable and "
+			errbuf_set(err, errlen, "no state directory for leases: /run/gpuctl is not writable and "
 				"XDG_RUNTIME_DIR is not set (set GPUCTL_STATE_DIR)");
 			free(d);
 			return GC_EIO;
@@ -189,7 +179,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 		(void)fchmodat(fd, "queue", mode, 0);
 	d->qfd = openat(fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->qfd < 0) {
-		set_err(err, errlen, "cannot open '%s/queue': %s", d->path, strerror(errno));
+		errbuf_set(err, errlen, "cannot open '%s/queue': %s", d->path, strerror(errno));
 		rc = GC_EIO;
 		goto fail;
 	}
@@ -199,7 +189,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	if (d->mutex < 0)
 		d->mutex = openat(fd, ".mutex", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->mutex < 0) {
-		set_err(err, errlen, "cannot open '%s/.mutex': %s", d->path, strerror(errno));
+		errbuf_set(err, errlen, "cannot open '%s/.mutex': %s", d->path, strerror(errno));
 		rc = GC_EIO;
 		goto fail;
 	}
@@ -356,7 +346,7 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 	*out = NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (!valid_uuid(uuids[i])) {
-			set_err(err, errlen, "invalid GPU UUID '%.100s'", uuids[i]);
+			errbuf_set(err, errlen, "invalid GPU UUID '%.100s'", uuids[i]);
 			return GC_EINVAL;
 		}
 	}
@@ -389,7 +379,7 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 		file_name(name, sizeof name, uuids[i]);
 		int fd = open_shared(d->dfd, name, O_RDWR | O_CREAT);
 		if (fd < 0) {
-			set_err(err, errlen, "cannot open lease file '%s/%s': %s", d->path, name,
+			errbuf_set(err, errlen, "cannot open lease file '%s/%s': %s", d->path, name,
 				errno == ELOOP ? "it is a symbolic link" : strerror(errno));
 			rc = GC_EIO;
 			break;
@@ -400,7 +390,7 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 				*busy = i;
 				rc = GC_EBUSY;
 			} else {
-				set_err(err, errlen, "cannot lock '%s/%s': %s", d->path, name, strerror(errno));
+				errbuf_set(err, errlen, "cannot lock '%s/%s': %s", d->path, name, strerror(errno));
 				rc = GC_EIO;
 			}
 			break;
@@ -409,7 +399,7 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 	if (rc == GC_OK) {
 		for (size_t i = 0; i < n; i++) {
 			if (write_record(l->fds[i], me, 0) < 0) {
-				set_err(err, errlen, "cannot write lease file in '%s': %s", d->path,
+				errbuf_set(err, errlen, "cannot write lease file in '%s': %s", d->path,
 					strerror(errno));
 				rc = GC_EIO;
 				break;
@@ -503,7 +493,7 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 	t->fd = -1;
 	/* watch before the first look, so no release between look and wait is missed */
 	if (watch(d) < 0) {
-		set_err(err, errlen, "cannot watch '%s' for released GPUs: %s", d->path, strerror(errno));
+		errbuf_set(err, errlen, "cannot watch '%s' for released GPUs: %s", d->path, strerror(errno));
 		free(t);
 		return GC_EIO;
 	}
@@ -518,12 +508,12 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 	t->fd = openat(d->qfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (t->num == 0 || t->fd < 0 || flock(t->fd, LOCK_EX | LOCK_NB) < 0 ||
 	    write_record(t->fd, me, t->num) < 0) {
-		set_err(err, errlen, "cannot join the queue in '%s/queue': %s", d->path, strerror(errno));
+		errbuf_set(err, errlen, "cannot join the queue in '%s/queue': %s", d->path, strerror(errno));
 		rc = GC_EIO;
 	} else {
 		snprintf(t->name, sizeof t->name, "%020" PRIu64 ".%d", t->num, (int)getpid());
 		if (renameat(d->qfd, tmp, d->qfd, t->name) < 0) {
-			set_err(err, errlen, "cannot join the queue in '%s/queue': %s", d->path,
+			errbuf_set(err, errlen, "cannot join the queue in '%s/queue': %s", d->path,
 				strerror(errno));
 			rc = GC_EIO;
 		}

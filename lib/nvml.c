@@ -23,6 +23,7 @@
  * per device and cached; handles are kept for the life of the context.
  */
 #include "config.h"
+#include "errbuf.h"
 #include "nvml.h"
 #include "nvml-abi.h"
 
@@ -227,40 +228,31 @@ static void resolve_procs(struct nvml *n)
 	n->proc_api = n->cprocs ? pick[0] : "none";
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int init_error(struct nvml *n, nvmlReturn_t rc, const char *path, char *err, size_t errlen)
 {
 	typedef const char *(*sim_err_fn)(void);
 	sim_err_fn simerr = (sim_err_fn)sym(n, "gpuctlSimLastError");
 	const char *sm = simerr ? simerr() : NULL;
 	if (sm && *sm) {
-		set_err(err, errlen, "simulated node: %s", sm);
+		errbuf_set(err, errlen, "simulated node: %s", sm);
 		return GC_ESIM;
 	}
 	switch (rc) {
 	case NVML_ERROR_DRIVER_NOT_LOADED:
-		set_err(err, errlen, "NVIDIA driver not loaded: %s loaded but nvmlInit failed (%s); "
+		errbuf_set(err, errlen, "NVIDIA driver not loaded: %s loaded but nvmlInit failed (%s); "
 			"is the nvidia kernel module loaded?", path, errstr(n, rc));
 		return GC_ENODRIVER;
 	case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
-		set_err(err, errlen, "NVIDIA driver/library version mismatch: the loaded kernel module "
+		errbuf_set(err, errlen, "NVIDIA driver/library version mismatch: the loaded kernel module "
 			"and %s differ (usually the driver was upgraded without a reboot; reboot or "
 			"reload the nvidia kernel module)", path);
 		return GC_EMISMATCH;
 	case NVML_ERROR_NO_PERMISSION:
-		set_err(err, errlen, "no permission to use the NVIDIA driver (%s): check the "
+		errbuf_set(err, errlen, "no permission to use the NVIDIA driver (%s): check the "
 			"permissions of /dev/nvidia*", errstr(n, rc));
 		return GC_ENOPERM;
 	default:
-		set_err(err, errlen, "cannot initialise NVML from %s: %s", path, errstr(n, rc));
+		errbuf_set(err, errlen, "cannot initialise NVML from %s: %s", path, errstr(n, rc));
 		return GC_ENVML;
 	}
 }
@@ -272,20 +264,20 @@ int nvml_open(struct nvml **out, const char *path, char *err, size_t errlen)
 		path = DEFAULT_NVML_LIBRARY;
 	struct nvml *n = calloc(1, sizeof *n);
 	if (!n) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return GC_ENOMEM;
 	}
 	n->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!n->dl) {
 		const char *why = dlerror();
-		set_err(err, errlen, "NVIDIA driver not found: cannot load %s (%s)", path,
+		errbuf_set(err, errlen, "NVIDIA driver not found: cannot load %s (%s)", path,
 			why ? why : "unknown error");
 		free(n);
 		return GC_ENOLIB;
 	}
 	n->init = SYM(n, nvml_fn_void, "nvmlInit_v2", "nvmlInit");
 	if (!n->init) {
-		set_err(err, errlen, "%s is not an NVML library (no nvmlInit)", path);
+		errbuf_set(err, errlen, "%s is not an NVML library (no nvmlInit)", path);
 		dlclose(n->dl);
 		free(n);
 		return GC_ENOLIB;
@@ -302,7 +294,7 @@ int nvml_open(struct nvml **out, const char *path, char *err, size_t errlen)
 	unsigned cnt = 0;
 	rc = n->count ? n->count(&cnt) : NVML_ERROR_FUNCTION_NOT_FOUND;
 	if (rc != NVML_SUCCESS) {
-		set_err(err, errlen, "cannot count GPUs: %s", errstr(n, rc));
+		errbuf_set(err, errlen, "cannot count GPUs: %s", errstr(n, rc));
 		nvml_close(n);
 		return rc == NVML_ERROR_NO_PERMISSION ? GC_ENOPERM : GC_ENVML;
 	}
@@ -311,7 +303,7 @@ int nvml_open(struct nvml **out, const char *path, char *err, size_t errlen)
 	n->ndev = cnt;
 	n->devs = calloc(cnt ? cnt : 1, sizeof *n->devs);
 	if (!n->devs) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		nvml_close(n);
 		return GC_ENOMEM;
 	}

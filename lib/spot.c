@@ -12,6 +12,7 @@
  */
 #define SPOT_INTERNAL
 #include "spot.h"
+#include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 
 #include <errno.h>
@@ -50,17 +51,6 @@ struct spot_watcher {
 	size_t qhead, qlen;
 	char lasterr[200];             /* watcher thread only */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- names, parsing, detection ---- */
 
@@ -522,12 +512,12 @@ int spot_req_blocking(const struct spot_watcher *w, struct spot_req *r, const ch
 		      const char *const *hdrs, const char *body, char *err, size_t errlen)
 {
 	if (configure(r, method, url, hdrs, body, w->opts.http_timeout_ms)) {
-		set_err(err, errlen, "cannot set up the request for %s", url);
+		errbuf_set(err, errlen, "cannot set up the request for %s", url);
 		return GC_EINVAL;
 	}
 	finish(r, curl_easy_perform(r->easy));
 	if (r->cc != CURLE_OK || r->oversize) {
-		set_err(err, errlen, "%s: %s", url, r->oversize ? "answer too long" :
+		errbuf_set(err, errlen, "%s: %s", url, r->oversize ? "answer too long" :
 			r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->cc));
 		return GC_EIO;
 	}
@@ -595,7 +585,7 @@ static int set_base(struct spot_watcher *w, const char *url, char *err, size_t e
 {
 	size_t l = strnlen(url, URL_MAX);
 	if (l >= URL_MAX || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)) {
-		set_err(err, errlen, "invalid metadata address '%.64s' (expected http://HOST[:PORT])", url);
+		errbuf_set(err, errlen, "invalid metadata address '%.64s' (expected http://HOST[:PORT])", url);
 		return GC_EINVAL;
 	}
 	memcpy(w->base, url, l + 1);
@@ -636,12 +626,12 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 		err[0] = '\0';
 	const struct spot_ops *ops = ops_of(c);
 	if (!ops) {
-		set_err(err, errlen, "no cloud to watch");
+		errbuf_set(err, errlen, "no cloud to watch");
 		return GC_EINVAL;
 	}
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK) {
-		set_err(err, errlen, "cannot initialise libcurl: %s", curl_easy_strerror(curl_init_rc));
+		errbuf_set(err, errlen, "cannot initialise libcurl: %s", curl_easy_strerror(curl_init_rc));
 		return GC_EIO;
 	}
 	struct spot_watcher *w = calloc(1, sizeof *w);
@@ -671,7 +661,7 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 	rc = GC_ENOMEM;
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->efd < 0) {
-		set_err(err, errlen, "cannot create an eventfd: %s", strerror(errno));
+		errbuf_set(err, errlen, "cannot create an eventfd: %s", strerror(errno));
 		rc = GC_EIO;
 		goto fail;
 	}
@@ -680,7 +670,7 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 	if (!w->multi || !w->state)
 		goto fail;
 	if (ops->init && (rc = ops->init(w, w->state)) != GC_OK) {
-		set_err(err, errlen, "cannot set up the %s watcher: %s", spot_cloud_name(c), gc_strerror(rc));
+		errbuf_set(err, errlen, "cannot set up the %s watcher: %s", spot_cloud_name(c), gc_strerror(rc));
 		goto fail;
 	}
 	/* the thread takes no process signals: they belong to the caller (signalfd, handlers) */
@@ -690,7 +680,7 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 	int prc = pthread_create(&w->thread, NULL, watch_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (prc) {
-		set_err(err, errlen, "cannot start the watcher thread: %s", strerror(prc));
+		errbuf_set(err, errlen, "cannot start the watcher thread: %s", strerror(prc));
 		rc = GC_EIO;
 		goto fail;
 	}
@@ -699,7 +689,7 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 	return GC_OK;
 fail:
 	if (rc == GC_ENOMEM && err && errlen && !*err)
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 	watcher_free(w);
 	return rc;
 }
