@@ -22,16 +22,8 @@
 # gpuctl's default /run/gpuctl is usually tmpfs).
 set -eu
 
-die() { echo "bench: $*" >&2; exit 1; }
-
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-BUILD=${1:-build}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-GPUCTL=$BUILD/src/gpuctl
-[ -x "$GPUCTL" ] || die "$GPUCTL not found (build first: make build)"
-[ -r "$BUILD/sim/libnvidia-ml-sim.so" ] || die "$BUILD/sim/libnvidia-ml-sim.so not found (build first: make build)"
-command -v python3 >/dev/null || die "python3 not found"
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 FLOCK=$(command -v flock) || die "flock (util-linux) not found"
 TRUE=$(command -v true) || die "true not found"
 case $TRUE in /*) ;; *) TRUE=/bin/true ;; esac # a shell builtin answers 'true'

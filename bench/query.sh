@@ -17,17 +17,8 @@
 # callgrind, which NVML functions gpuctl and the floor call on the 8-GPU node).
 set -eu
 
-die() { echo "bench: $*" >&2; exit 1; }
-
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-BUILD=${1:-build}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-GPUCTL=$BUILD/src/gpuctl
-SIMLIB=$BUILD/sim/libnvidia-ml-sim.so
-[ -x "$GPUCTL" ] || die "$GPUCTL not found (build first: make build)"
-[ -r "$SIMLIB" ] || die "$SIMLIB not found (build first: make build)"
-command -v python3 >/dev/null || die "python3 not found"
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 
 RUNS8=${BENCH_RUNS:-200}
 RUNS256=${BENCH_RUNS:-50}
