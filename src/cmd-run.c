@@ -316,6 +316,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 	struct lease_ticket *t = NULL;
 	struct spot_watcher *watcher = NULL;
 	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+	bool resample = false; /* request_prepare has just sampled */
 	if (!chosen) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
@@ -335,6 +336,10 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 			break;
 		}
 		if (head) {
+			/* only the head looks at the GPUs again: the others just wait their turn */
+			if (resample && (rc = request_resample(&r)))
+				break;
+			resample = true;
 			int tr = request_try(&r, d, &me, &l, chosen, why, sizeof why);
 			if (tr == GC_OK)
 				break;
@@ -370,12 +375,15 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 			rc = 128 + got_signal;
 			break;
 		}
-		if ((rc = request_resample(&r)))
-			break;
 	}
 	if (l) {
 		/* the job may want to know its place in line (the queue's arrival order) */
-		char ticket[24];
+		/* when the lease began, read before the next waiter can take its turn */
+		struct timespec began;
+		clock_gettime(CLOCK_REALTIME, &began);
+		char ticket[24], start[40];
+		snprintf(start, sizeof start, "%lld.%09ld", (long long)began.tv_sec, began.tv_nsec);
+		setenv("GPUCTL_LEASE_START", start, 1);
 		if (t) {
 			snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)lease_ticket_number(t));
 			setenv("GPUCTL_TICKET", ticket, 1);

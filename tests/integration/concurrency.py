@@ -7,10 +7,10 @@ Checked:
   - no two intervals on one GPU overlap (exactly: the records lie inside
     the leases);
   - every job that was not killed ran, with the GPU count it asked for;
-  - among equal requests, service follows arrival order: start times in
-    ticket order (GPUCTL_TICKET, the queue's own arrival order), allowing
-    TOLERANCE for process start-up jitter; a job holds its GPUs for at
-    least HOLD, far longer;
+  - among equal requests, service follows arrival order: the moments the
+    leases began (GPUCTL_LEASE_START, read by gpuctl before the next waiter
+    may go) are in ticket order (GPUCTL_TICKET, the queue's arrival order),
+    exactly; job start times would add scheduling delays under load;
   - jobs SIGKILLed mid-run (supervisor and job together) free their GPUs
     for the next waiter: the run after them completes, and they hold no
     lease afterwards.
@@ -29,7 +29,6 @@ JOBS = int(sys.argv[3]) if len(sys.argv) > 3 else 120
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 HOLD = 0.15        # seconds a job holds its GPUs (plus a little per job)
 GAP = 0.02         # between arrivals
-TOLERANCE = 0.05   # start-order jitter allowed among equal requests
 VICTIMS = {17, 53, 90}  # jobs killed with SIGKILL mid-run
 
 work = tempfile.mkdtemp(prefix="gpuctl-conc-")
@@ -45,7 +44,7 @@ s=$(date +%s.%N)
 if [ "$victim" = 1 ]; then echo $$ > "$rec/$id.pgid"; sleep 30; fi
 sleep "$hold"
 e=$(date +%s.%N)
-echo "$GPUCTL_GPUS $s $e $GPUCTL_TICKET" > "$rec/$id.tmp" && mv "$rec/$id.tmp" "$rec/$id"
+echo "$GPUCTL_GPUS $s $e $GPUCTL_TICKET $GPUCTL_LEASE_START" > "$rec/$id.tmp" && mv "$rec/$id.tmp" "$rec/$id"
 '''
 
 
@@ -96,13 +95,13 @@ def main():
         if not os.path.exists(path):
             errors.append(f"job {i} left no record")
             continue
-        gpus, s, e, ticket = open(path).read().split()
-        runs[i] = ([int(g) for g in gpus.split(",")], float(s), float(e), int(ticket))
+        gpus, s, e, ticket, leased = open(path).read().split()
+        runs[i] = ([int(g) for g in gpus.split(",")], float(s), float(e), int(ticket), float(leased))
         if len(runs[i][0]) != want[i]:
             errors.append(f"job {i} got GPUs {gpus}, asked for {want[i]}")
     # no overlap on any GPU
     per_gpu = {}
-    for i, (gpus, s, e, _) in runs.items():
+    for i, (gpus, s, e, _, _) in runs.items():
         for g in gpus:
             per_gpu.setdefault(g, []).append((s, e, i))
     overlaps = 0
@@ -118,9 +117,9 @@ def main():
     for n in (1, 2):
         order = sorted((i for i in runs if want[i] == n), key=lambda i: runs[i][3])
         for a, b in zip(order, order[1:]):
-            if runs[b][1] + TOLERANCE < runs[a][1]:
+            if runs[b][4] < runs[a][4]:
                 fifo_violations += 1
-                errors.append(f"-n {n}: job {b} (ticket {runs[b][3]}) started {runs[a][1] - runs[b][1]:.3f}s "
+                errors.append(f"-n {n}: job {b} (ticket {runs[b][3]}) got its GPUs {runs[a][4] - runs[b][4]:.3f}s "
                               f"before job {a} (ticket {runs[a][3]}), which arrived first")
     # killed jobs hold nothing now
     out = subprocess.run([GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "true"], env=env,
