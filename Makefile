@@ -57,6 +57,7 @@ bench: build
 	bench/query.sh $(BUILD)
 	bench/lease.sh $(BUILD)
 	bench/spot.sh $(BUILD)
+	bench/explain.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

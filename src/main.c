@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
 	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},
+	{"explain", cmd_explain, "name the known failures in a training log, with the fix"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,716 @@
+/*
+ * explain.c — known failures in a log (see explain.h). The signatures come
+ * from the JSON files of data/signatures/; two need code: the PyTorch OOM analysis
+ * (which of fragmentation, another process or plain size is the cause, with
+ * the numbers) and the Xid table.
+ */
+#include "explain.h"
+#include "errbuf.h"
+#include "gpuctl/gpuctl.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BLOCK (1u << 20)      /* read size */
+#define MAX_LINE (64u << 10)  /* a longer line is cut here */
+#define MAX_SIGS 256
+#define MAX_GATEWAYS 32
+
+/* literals that cover most triggers: one memmem pass each over every block */
+static const char *const common_gateways[] = {"CUDA", "NCCL", "nccl", "Xid", "CUDNN", "CUBLAS"};
+
+enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST };
+
+struct sig_value {
+	char name[32];
+	enum vtype type;
+	int groups[4];
+	int ngroups;
+};
+
+struct sig {
+	char id[48];
+	char title[160];
+	char trigger[128];
+	char also[128];
+	char analyzer[16];
+	char cause[600];
+	char fix[600];
+	bool has_re;
+	regex_t re;
+	size_t nvals;
+	struct sig_value vals[EX_MAX_VALUES];
+};
+
+struct xid_entry {
+	int code;
+	char meaning[200];
+	char reset[200];
+};
+
+struct ex_db {
+	struct sig *sigs;
+	size_t n;
+	struct xid_entry *xid;
+	size_t nxid;
+	char gateways[MAX_GATEWAYS][128];
+	size_t ngw;
+};
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void copy(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, size_t errlen)
+{
+	if (db->n == MAX_SIGS) {
+		errbuf_set(err, errlen, "%s: more than %d signatures", file, MAX_SIGS);
+		return GC_EINVAL;
+	}
+	struct sig *s = &db->sigs[db->n];
+	memset(s, 0, sizeof *s);
+	copy(s->id, sizeof s->id, o, "id");
+	copy(s->title, sizeof s->title, o, "title");
+	copy(s->trigger, sizeof s->trigger, o, "trigger");
+	copy(s->also, sizeof s->also, o, "also");
+	copy(s->analyzer, sizeof s->analyzer, o, "analyzer");
+	copy(s->cause, sizeof s->cause, o, "cause");
+	copy(s->fix, sizeof s->fix, o, "fix");
+	if (!s->id[0] || !s->trigger[0] || !s->title[0]) {
+		errbuf_set(err, errlen, "%s: a signature needs id, title and trigger", file);
+		return GC_EINVAL;
+	}
+	if (s->analyzer[0] && strcmp(s->analyzer, "oom") && strcmp(s->analyzer, "xid")) {
+		errbuf_set(err, errlen, "%s: %s: unknown analyzer '%s'", file, s->id, s->analyzer);
+		return GC_EINVAL;
+	}
+	const char *re = json_string_value(json_object_get(o, "regex"));
+	if (re) {
+		int rc = regcomp(&s->re, re, REG_EXTENDED);
+		if (rc) {
+			char why[200];
+			regerror(rc, &s->re, why, sizeof why);
+			errbuf_set(err, errlen, "%s: %s: bad regex: %s", file, s->id, why);
+			return GC_EINVAL;
+		}
+		s->has_re = true;
+	}
+	json_t *vals = json_object_get(o, "values");
+	const char *name;
+	json_t *spec;
+	json_object_foreach(vals, name, spec) {
+		if (s->nvals == EX_MAX_VALUES)
+			break;
+		struct sig_value *v = &s->vals[s->nvals];
+		snprintf(v->name, sizeof v->name, "%s", name);
+		json_t *g = json_array_get(spec, 0);
+		const char *t = json_string_value(json_array_get(spec, 1));
+		v->type = !t ? VT_STR : !strcmp(t, "int") ? VT_INT : !strcmp(t, "num") ? VT_NUM
+			: !strcmp(t, "list") ? VT_LIST : VT_STR;
+		if (json_is_array(g)) {
+			for (size_t k = 0; k < json_array_size(g) && k < 4; k++)
+				v->groups[v->ngroups++] = (int)json_integer_value(json_array_get(g, k));
+		} else {
+			v->groups[v->ngroups++] = (int)json_integer_value(g);
+		}
+		for (int k = 0; k < v->ngroups; k++)
+			if (!s->has_re || v->groups[k] < 1 || (size_t)v->groups[k] > s->re.re_nsub) {
+				errbuf_set(err, errlen, "%s: %s: value '%s' names a group the regex lacks", file,
+					   s->id, name);
+				if (s->has_re)
+					regfree(&s->re);
+				return GC_EINVAL;
+			}
+		s->nvals++;
+	}
+	db->n++;
+	return GC_OK;
+}
+
+static int load_file(struct ex_db *db, const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	if (!root) {
+		errbuf_set(err, errlen, "%s: line %d: %s", path, je.line, je.text);
+		return GC_EINVAL;
+	}
+	int rc = GC_OK;
+	json_t *sigs = json_object_get(root, "signatures");
+	for (size_t i = 0; rc == GC_OK && i < json_array_size(sigs); i++)
+		rc = load_sig(db, json_array_get(sigs, i), path, err, errlen);
+	json_t *xid = json_object_get(root, "xid");
+	const char *code;
+	json_t *e;
+	json_object_foreach(xid, code, e) {
+		if (rc != GC_OK)
+			break;
+		struct xid_entry *p = realloc(db->xid, (db->nxid + 1) * sizeof *p);
+		if (!p) {
+			rc = GC_ENOMEM;
+			break;
+		}
+		db->xid = p;
+		struct xid_entry *x = &db->xid[db->nxid++];
+		x->code = atoi(code);
+		snprintf(x->meaning, sizeof x->meaning, "%s", json_string_value(json_array_get(e, 0)) ?: "");
+		snprintf(x->reset, sizeof x->reset, "%s", json_string_value(json_array_get(e, 1)) ?: "");
+	}
+	json_decref(root);
+	return rc;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int json_file(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+	return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+static void add_gateway(struct ex_db *db, const char *lit)
+{
+	for (size_t i = 0; i < db->ngw; i++)
+		if (strcmp(db->gateways[i], lit) == 0)
+			return;
+	if (db->ngw < MAX_GATEWAYS)
+		snprintf(db->gateways[db->ngw++], sizeof db->gateways[0], "%s", lit);
+}
+
+int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct ex_db *db = calloc(1, sizeof *db);
+	if (!db || !(db->sigs = calloc(MAX_SIGS, sizeof *db->sigs))) {
+		free(db);
+		return GC_ENOMEM;
+	}
+	struct dirent **list;
+	int n = scandir(dir, &list, json_file, by_name);
+	if (n < 0) {
+		errbuf_set(err, errlen, "cannot read the signatures in '%s': %s", dir, strerror(errno));
+		ex_db_free(db);
+		return GC_EIO;
+	}
+	int rc = GC_OK;
+	for (int i = 0; i < n; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
+		if (rc == GC_OK)
+			rc = load_file(db, path, err, errlen);
+		free(list[i]);
+	}
+	free(list);
+	if (rc == GC_OK && db->n == 0) {
+		errbuf_set(err, errlen, "no signatures in '%s'", dir);
+		rc = GC_ENOTFOUND;
+	}
+	if (rc != GC_OK) {
+		ex_db_free(db);
+		return rc;
+	}
+	/* each trigger is reached through a common gateway, or is its own */
+	for (size_t i = 0; i < db->n; i++) {
+		const char *gw = NULL;
+		for (size_t k = 0; k < sizeof common_gateways / sizeof common_gateways[0]; k++)
+			if (strstr(db->sigs[i].trigger, common_gateways[k]))
+				gw = common_gateways[k];
+		add_gateway(db, gw ? gw : db->sigs[i].trigger);
+	}
+	*out = db;
+	return GC_OK;
+}
+
+void ex_db_free(struct ex_db *db)
+{
+	if (!db)
+		return;
+	for (size_t i = 0; i < db->n; i++)
+		if (db->sigs[i].has_re)
+			regfree(&db->sigs[i].re);
+	free(db->sigs);
+	free(db->xid);
+	free(db);
+}
+
+size_t ex_db_count(const struct ex_db *db)
+{
+	return db->n;
+}
+
+/* ---- lines -------------------------------------------------------------- */
+
+size_t ex_clean_line(const char *s, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == 0x1b && i + 1 < len) {
+			if (s[i + 1] == '[') { /* CSI: ESC [ params final(0x40-0x7e) */
+				i += 2;
+				while (i < len && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+					i++;
+				continue;
+			}
+			if (s[i + 1] == ']') { /* OSC: ESC ] ... BEL or ESC \ */
+				i += 2;
+				while (i < len && s[i] != 0x07 && !(s[i] == 0x1b && i + 1 < len && s[i + 1] == '\\'))
+					i++;
+				if (i < len && s[i] == 0x1b)
+					i++;
+				continue;
+			}
+			if (strchr("()*+", s[i + 1]) && i + 2 < len) {
+				i += 2; /* a character set designation: ESC ( B */
+				continue;
+			}
+			i++; /* a two-byte escape */
+			continue;
+		}
+		if (c == '\r' || c == 0)
+			continue;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* ---- findings ----------------------------------------------------------- */
+
+static struct ex_finding *finding(struct ex_result *r, const struct sig *s, const char *key, uint64_t line,
+				  const char *text, bool *fresh)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->findings[i].id, s->id) == 0 && strcmp(r->findings[i].key, key) == 0) {
+			r->findings[i].count++;
+			*fresh = false;
+			return &r->findings[i];
+		}
+	struct ex_finding *p = realloc(r->findings, (r->n + 1) * sizeof *p);
+	if (!p)
+		return NULL;
+	r->findings = p;
+	struct ex_finding *f = &r->findings[r->n++];
+	memset(f, 0, sizeof *f);
+	snprintf(f->id, sizeof f->id, "%s", s->id);
+	snprintf(f->title, sizeof f->title, "%s", s->title);
+	snprintf(f->key, sizeof f->key, "%s", key);
+	snprintf(f->line, sizeof f->line, "%.*s", (int)sizeof f->line - 1, text);
+	snprintf(f->cause, sizeof f->cause, "%s", s->cause);
+	snprintf(f->fix, sizeof f->fix, "%s", s->fix);
+	f->count = 1;
+	f->first_line = line;
+	*fresh = true;
+	return f;
+}
+
+static void put_num(struct ex_finding *f, const char *name, double v)
+{
+	if (f->nvalues == EX_MAX_VALUES)
+		return;
+	struct ex_value *x = &f->values[f->nvalues++];
+	snprintf(x->name, sizeof x->name, "%s", name);
+	x->is_num = true;
+	x->num = v;
+}
+
+static void put_str(struct ex_finding *f, const char *name, const char *v)
+{
+	if (f->nvalues == EX_MAX_VALUES)
+		return;
+	struct ex_value *x = &f->values[f->nvalues++];
+	snprintf(x->name, sizeof x->name, "%s", name);
+	x->is_num = false;
+	snprintf(x->str, sizeof x->str, "%.*s", (int)sizeof x->str - 1, v);
+}
+
+/* "2.00 GiB" at p → MiB; -1 when not a size */
+static double size_mib(const char *p, const char **end)
+{
+	char *e;
+	double v = strtod(p, &e);
+	if (e == p || !isfinite(v) || v < 0)
+		return -1;
+	while (*e == ' ')
+		e++;
+	double mul = !strncmp(e, "GiB", 3) ? 1024 : !strncmp(e, "MiB", 3) ? 1 : !strncmp(e, "KiB", 3) ? 1.0 / 1024
+		: !strncmp(e, "TiB", 3) ? 1048576 : !strncmp(e, "bytes", 5) ? 1.0 / 1048576 : -1;
+	if (mul < 0)
+		return -1;
+	if (end)
+		*end = e + 3;
+	return v * mul;
+}
+
+/* the size right after `key` in s, or -1 */
+static double size_after(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	return p ? size_mib(p + strlen(key), NULL) : -1;
+}
+
+/* the size right before `key` (" is free", "already allocated") in s, or -1 */
+static double size_before(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	if (!p)
+		return -1;
+	/* back over the unit and the number: "1.19 GiB is free" */
+	const char *q = p;
+	while (q > s && q[-1] == ' ')
+		q--;
+	while (q > s && q[-1] != ' ')
+		q--; /* the unit */
+	while (q > s && q[-1] == ' ')
+		q--;
+	while (q > s && ((q[-1] >= '0' && q[-1] <= '9') || q[-1] == '.'))
+		q--;
+	return size_mib(q, NULL);
+}
+
+static void analyze_oom(struct ex_finding *f, const char *s)
+{
+	double req = size_after(s, "Tried to allocate ");
+	int gpu = -1;
+	const char *g = strstr(s, "GPU ");
+	if (g)
+		gpu = atoi(g + 4);
+	double total, freem, alloc = -1, unalloc = -1, reserved = -1, others = 0;
+	/* PyTorch >= 2.1 ("capacty": 2.1 itself printed it so) */
+	const char *cap_key = strstr(s, "total capacity of ") ? "total capacity of "
+			      : strstr(s, "total capacty of ") ? "total capacty of " : NULL;
+	if (cap_key) {
+		total = size_after(s, cap_key);
+		const char *of = strstr(s, " of which ");
+		freem = of ? size_mib(of + 10, NULL) : -1;
+		alloc = size_after(s, "Of the allocated memory ");
+		unalloc = size_before(s, "is reserved by PyTorch but unallocated");
+		/* processes on this GPU: "Process N has X memory in use." (several when shared) */
+		double mem[64];
+		int np = 0;
+		bool self_named = strstr(s, "this process has") != NULL;
+		for (const char *p = s; (p = strstr(p, "Process ")) && np < 64; p += 8) {
+			const char *h = strstr(p, " has ");
+			if (!h || h - p > 24)
+				continue;
+			double v = size_mib(h + 5, NULL);
+			if (v >= 0)
+				mem[np++] = v;
+		}
+		if (self_named || np <= 1) {
+			for (int i = 0; self_named && i < np; i++)
+				others += mem[i];
+		} else {
+			/* this process is the one whose use is closest to what PyTorch holds */
+			double mine = (alloc > 0 ? alloc : 0) + (unalloc > 0 ? unalloc : 0);
+			int best = 0;
+			for (int i = 1; i < np; i++)
+				if (fabs(mem[i] - mine) < fabs(mem[best] - mine))
+					best = i;
+			for (int i = 0; i < np; i++)
+				if (i != best)
+					others += mem[i];
+		}
+	} else { /* PyTorch <= 2.0 */
+		total = size_before(s, "total capacity");
+		alloc = size_before(s, "already allocated");
+		freem = size_before(s, "free;");
+		if (freem < 0)
+			freem = size_before(s, "free)");
+		reserved = size_before(s, "reserved in total by PyTorch");
+		if (reserved >= 0 && alloc >= 0)
+			unalloc = reserved - alloc;
+	}
+	if (req >= 0)
+		put_num(f, "requested_mib", req);
+	if (gpu >= 0)
+		put_num(f, "gpu", gpu);
+	if (total >= 0)
+		put_num(f, "total_mib", total);
+	if (freem >= 0)
+		put_num(f, "free_mib", freem);
+	if (alloc >= 0)
+		put_num(f, "allocated_mib", alloc);
+	if (reserved >= 0)
+		put_num(f, "reserved_mib", reserved);
+	if (unalloc >= 0)
+		put_num(f, "reserved_unallocated_mib", unalloc);
+	put_num(f, "other_processes_mib", others);
+	const char *verdict;
+	if (req >= 0 && others >= req) {
+		verdict = "other-process";
+		snprintf(f->cause, sizeof f->cause,
+			 "other processes use %.0f MiB of GPU %d, more than the %.0f MiB that was requested",
+			 others, gpu, req);
+		snprintf(f->fix, sizeof f->fix,
+			 "run on a GPU nobody else uses (gpuctl run picks a free one and leases it; gpuctl ls "
+			 "shows who is on this one), or stop the other process");
+	} else if (req >= 0 && unalloc >= req) {
+		verdict = "fragmentation";
+		snprintf(f->cause, sizeof f->cause,
+			 "fragmentation: PyTorch holds %.0f MiB reserved but unallocated, more than the %.0f "
+			 "MiB requested, but not in one piece",
+			 unalloc, req);
+		snprintf(f->fix, sizeof f->fix,
+			 "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (older PyTorch: "
+			 "max_split_size_mb:128), so the reserved memory can be reused for larger blocks");
+	} else {
+		verdict = "too-big";
+		snprintf(f->cause, sizeof f->cause,
+			 "the job needs more memory than the GPU has: %.0f MiB requested with %.0f MiB free of "
+			 "%.0f MiB (%.0f MiB reserved but unallocated is not enough to help)",
+			 req, freem, total, unalloc > 0 ? unalloc : 0);
+		snprintf(f->fix, sizeof f->fix,
+			 "reduce the batch size (gradient accumulation keeps the effective batch), enable "
+			 "gradient checkpointing, train in bf16, or shard the model across GPUs (FSDP/ZeRO)");
+	}
+	put_str(f, "verdict", verdict);
+}
+
+static void analyze_xid(const struct ex_db *db, struct ex_result *r, const struct sig *s, const char *line,
+			uint64_t lineno)
+{
+	/* a GPU's Xid, not an NVSwitch's SXid: "Xid" must start a word */
+	const char *p = line;
+	while ((p = strstr(p, "Xid (PCI:")) && p > line && isalnum((unsigned char)p[-1]))
+		p++;
+	if (!p)
+		return;
+	const char *q = strchr(p, ')');
+	if (!q || q - p > 40 || q[1] != ':')
+		return;
+	char pci[32];
+	size_t pl = (size_t)(q - (p + 9));
+	if (pl >= sizeof pci)
+		return;
+	memcpy(pci, p + 9, pl);
+	pci[pl] = '\0';
+	char *e;
+	long code = strtol(q + 2, &e, 10);
+	if (e == q + 2 || code < 0 || code > 100000)
+		return;
+	char key[32];
+	snprintf(key, sizeof key, "%ld", code);
+	bool fresh;
+	struct ex_finding *f = finding(r, s, key, lineno, line, &fresh);
+	if (!f || !fresh)
+		return;
+	put_num(f, "code", (double)code);
+	put_str(f, "pci", pci);
+	const struct xid_entry *x = NULL;
+	for (size_t i = 0; i < db->nxid; i++)
+		if (db->xid[i].code == code)
+			x = &db->xid[i];
+	snprintf(f->title, sizeof f->title, "the NVIDIA driver reported Xid %ld on GPU %s", code, pci);
+	if (x) {
+		put_str(f, "reset", x->reset);
+		snprintf(f->cause, sizeof f->cause, "%s", x->meaning);
+		snprintf(f->fix, sizeof f->fix, "reset needed: %s", x->reset);
+	} else {
+		snprintf(f->cause, sizeof f->cause, "Xid %ld is not in gpuctl's table", code);
+		snprintf(f->fix, sizeof f->fix, "look it up in NVIDIA's Xid errors documentation");
+	}
+}
+
+static void apply_regex(struct ex_finding *f, const struct sig *s, const char *line)
+{
+	regmatch_t m[16];
+	if (regexec(&s->re, line, 16, m, 0) != 0)
+		return;
+	for (size_t i = 0; i < s->nvals; i++) {
+		const struct sig_value *v = &s->vals[i];
+		char buf[96] = "";
+		size_t off = 0;
+		for (int k = 0; k < v->ngroups; k++) {
+			regmatch_t g = m[v->groups[k]];
+			if (g.rm_so < 0)
+				continue;
+			size_t n = (size_t)(g.rm_eo - g.rm_so);
+			if (off + n + 2 > sizeof buf)
+				break;
+			if (off)
+				buf[off++] = ',';
+			memcpy(buf + off, line + g.rm_so, n);
+			off += n;
+			buf[off] = '\0';
+		}
+		if (!buf[0])
+			continue;
+		if (v->type == VT_INT || v->type == VT_NUM)
+			put_num(f, v->name, strtod(buf, NULL));
+		else
+			put_str(f, v->name, buf);
+	}
+}
+
+static void match_line(const struct ex_db *db, struct ex_result *r, const char *raw, size_t len, uint64_t lineno)
+{
+	static __thread char clean[MAX_LINE + 1];
+	if (len > MAX_LINE)
+		len = MAX_LINE;
+	ex_clean_line(raw, len, clean);
+	for (size_t i = 0; i < db->n; i++) {
+		const struct sig *s = &db->sigs[i];
+		if (!strstr(clean, s->trigger) || (s->also[0] && !strstr(clean, s->also)))
+			continue;
+		if (strcmp(s->analyzer, "xid") == 0) {
+			analyze_xid(db, r, s, clean, lineno);
+			continue;
+		}
+		bool fresh;
+		struct ex_finding *f = finding(r, s, "", lineno, clean, &fresh);
+		if (!f || !fresh)
+			continue;
+		if (strcmp(s->analyzer, "oom") == 0)
+			analyze_oom(f, clean);
+		else if (s->has_re)
+			apply_regex(f, s, clean);
+	}
+}
+
+/* ---- scanning ----------------------------------------------------------- */
+
+struct scan {
+	const struct ex_db *db;
+	struct ex_result *r;
+	uint64_t line;        /* lines before the current region */
+	size_t *cand;
+	size_t ncand, capcand;
+};
+
+static size_t count_nl(const char *p, size_t n)
+{
+	size_t c = 0;
+	const char *end = p + n;
+	while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
+		c++;
+		p++;
+	}
+	return c;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Process complete lines data[0..len) (len ends after a '\n', or at the end of input). */
+static void region(struct scan *sc, const char *data, size_t len)
+{
+	if (!sc->r->binary && memchr(data, '\0', len))
+		sc->r->binary = true;
+	sc->ncand = 0;
+	for (size_t g = 0; g < sc->db->ngw; g++) {
+		const char *gw = sc->db->gateways[g];
+		size_t gl = strlen(gw);
+		const char *p = data, *end = data + len;
+		while (p < end && (p = memmem(p, (size_t)(end - p), gw, gl))) {
+			const char *ls = p;
+			while (ls > data && ls[-1] != '\n')
+				ls--;
+			if (sc->ncand == sc->capcand) {
+				size_t cap = sc->capcand ? sc->capcand * 2 : 64;
+				size_t *c = realloc(sc->cand, cap * sizeof *c);
+				if (!c)
+					return;
+				sc->cand = c;
+				sc->capcand = cap;
+			}
+			sc->cand[sc->ncand++] = (size_t)(ls - data);
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			p = nl ? nl + 1 : end;
+		}
+	}
+	if (sc->ncand > 1)
+		qsort(sc->cand, sc->ncand, sizeof *sc->cand, cmp_size);
+	size_t pos = 0;
+	uint64_t line = sc->line;
+	for (size_t i = 0; i < sc->ncand; i++) {
+		size_t at = sc->cand[i];
+		if (i && at == sc->cand[i - 1])
+			continue;
+		line += count_nl(data + pos, at - pos);
+		pos = at;
+		const char *nl = memchr(data + at, '\n', len - at);
+		size_t ll = nl ? (size_t)(nl - (data + at)) : len - at;
+		match_line(sc->db, sc->r, data + at, ll, line + 1);
+	}
+	sc->line = line + count_nl(data + pos, len - pos);
+}
+
+int ex_scan_buf(const struct ex_db *db, const char *buf, size_t len, struct ex_result *r)
+{
+	memset(r, 0, sizeof *r);
+	struct scan sc = {.db = db, .r = r};
+	region(&sc, buf, len);
+	r->lines = sc.line + (len && buf[len - 1] != '\n');
+	r->bytes = len;
+	free(sc.cand);
+	return GC_OK;
+}
+
+int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	char *buf = malloc(BLOCK + MAX_LINE);
+	if (!buf)
+		return GC_ENOMEM;
+	struct scan sc = {.db = db, .r = r};
+	size_t have = 0;
+	int rc = GC_OK;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, BLOCK + MAX_LINE - have);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			errbuf_set(err, errlen, "read error: %s", strerror(errno));
+			rc = GC_EIO;
+			break;
+		}
+		r->bytes += (uint64_t)n;
+		have += (size_t)n;
+		if (n == 0) {
+			if (have) {
+				region(&sc, buf, have);
+				if (buf[have - 1] != '\n')
+					sc.line++;
+			}
+			break;
+		}
+		if (have < BLOCK && n > 0)
+			continue; /* fill the block first */
+		/* complete lines go now; a partial last line waits for the next read */
+		char *last = memrchr(buf, '\n', have);
+		size_t done = last ? (size_t)(last - buf) + 1 : have; /* no newline in 1 MiB: cut */
+		region(&sc, buf, done);
+		memmove(buf, buf + done, have - done);
+		have -= done;
+	}
+	r->lines = sc.line;
+	free(sc.cand);
+	free(buf);
+	return rc;
+}
+
+void ex_result_free(struct ex_result *r)
+{
+	free(r->findings);
+	memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,62 @@
+/*
+ * explain.h — read a training or serving log and name the known failures
+ * in it, with the numbers they carry, the likely cause and the fix.
+ *
+ * Signatures are data (the JSON files of data/signatures/); the scan is linear in the
+ * input: a few gateway literals are searched in whole blocks with memmem,
+ * and only the lines holding one are cleaned (ANSI codes, CR) and matched.
+ */
+#ifndef GPUCTL_LIB_EXPLAIN_H
+#define GPUCTL_LIB_EXPLAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ex_db;
+
+#define EX_MAX_VALUES 12
+
+struct ex_value {
+	char name[32];
+	bool is_num;
+	double num;
+	char str[96];
+};
+
+struct ex_finding {
+	char id[48];
+	char title[160];
+	char key[32];             /* distinguishes findings of one id (Xid code) */
+	unsigned count;           /* matching lines */
+	uint64_t first_line;      /* 1-based */
+	char line[400];           /* the first matching line, cleaned, truncated */
+	size_t nvalues;
+	struct ex_value values[EX_MAX_VALUES];
+	char cause[600];
+	char fix[600];
+};
+
+struct ex_result {
+	struct ex_finding *findings;  /* owned; in order of first appearance */
+	size_t n;
+	uint64_t lines;               /* lines read */
+	uint64_t bytes;
+	bool binary;                  /* NUL bytes seen */
+};
+
+/* Load every *.json of dir. 0, or a GC_E* with a message in err. */
+int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen);
+void ex_db_free(struct ex_db *db);
+size_t ex_db_count(const struct ex_db *db);
+
+/* Scan fd to its end. 0, or GC_EIO (message in err). */
+int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, size_t errlen);
+/* Scan a buffer (for tests and the fuzz target). */
+int ex_scan_buf(const struct ex_db *db, const char *buf, size_t len, struct ex_result *r);
+void ex_result_free(struct ex_result *r);
+
+/* Remove ANSI escape sequences and CRs from s[len] into out (outlen >= len + 1). */
+size_t ex_clean_line(const char *s, size_t len, char *out);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * cmd-explain.c — `gpuctl explain [FILE|-] [--json]`: the known failures in
+ * a log, each with what happened, its numbers, the likely cause and the fix.
+ * Exit 0 when something was found, 1 when nothing matched (like grep),
+ * 2 for a bad command line or an input that cannot be read.
+ */
+#include "config.h"
+#include "cli.h"
+#include "explain.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* the signatures: $GPUCTL_DATA_DIR, the installed data, the source tree */
+static int find_signatures(char *buf, size_t len)
+{
+	const char *env = getenv("GPUCTL_DATA_DIR");
+	const char *dirs[] = {env && *env ? env : NULL, GPUCTL_DATADIR, GPUCTL_SRC_DATADIR};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		struct stat st;
+		if (!dirs[i])
+			continue;
+		snprintf(buf, len, "%s/signatures", dirs[i]);
+		if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+			return 0;
+		if (i == 0) {
+			cli_err("GPUCTL_DATA_DIR='%s' has no signatures/ directory", env);
+			return -1;
+		}
+	}
+	cli_err("failure signatures not found (looked in %s/signatures; set GPUCTL_DATA_DIR)", GPUCTL_DATADIR);
+	return -1;
+}
+
+static void print_value(const struct ex_value *v)
+{
+	if (!v->is_num)
+		printf("%s=%s", v->name, v->str);
+	else if (v->num == (double)(long long)v->num)
+		printf("%s=%lld", v->name, (long long)v->num);
+	else
+		printf("%s=%.2f", v->name, v->num);
+}
+
+static void text(const char *name, const struct ex_result *r)
+{
+	if (r->n == 0) {
+		printf("%s: no known failure found in %llu line%s%s\n", name, (unsigned long long)r->lines,
+		       r->lines == 1 ? "" : "s", r->binary ? " (the input holds NUL bytes; read as text)" : "");
+		return;
+	}
+	printf("%s: %zu known failure%s in %llu lines%s\n", name, r->n, r->n == 1 ? "" : "s",
+	       (unsigned long long)r->lines, r->binary ? " (the input holds NUL bytes; read as text)" : "");
+	for (size_t i = 0; i < r->n; i++) {
+		const struct ex_finding *f = &r->findings[i];
+		printf("\n[%zu] %s\n    line %llu%s", i + 1, f->title, (unsigned long long)f->first_line,
+		       f->count > 1 ? "" : "\n");
+		if (f->count > 1)
+			printf(" (and %u more line%s)\n", f->count - 1, f->count > 2 ? "s" : "");
+		printf("    %s\n", f->line);
+		if (f->nvalues) {
+			printf("    numbers: ");
+			for (size_t k = 0; k < f->nvalues; k++) {
+				if (k)
+					printf(", ");
+				print_value(&f->values[k]);
+			}
+			putchar('\n');
+		}
+		printf("    cause: %s\n    fix: %s\n", f->cause, f->fix);
+	}
+}
+
+static int json(const char *name, const struct ex_result *r)
+{
+	json_t *root = json_pack("{s:s, s:s, s:I, s:I, s:b}", "schema", "gpuctl.explain/1", "source", name,
+				 "lines", (json_int_t)r->lines, "bytes", (json_int_t)r->bytes, "binary", r->binary);
+	json_t *a = json_array();
+	for (size_t i = 0; r && i < r->n; i++) {
+		const struct ex_finding *f = &r->findings[i];
+		json_t *vals = json_object();
+		for (size_t k = 0; k < f->nvalues; k++) {
+			const struct ex_value *v = &f->values[k];
+			json_object_set_new(vals, v->name, v->is_num ? json_real(v->num) : json_stringn_nocheck(v->str, strlen(v->str)));
+		}
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s%, s:o, s:s, s:s}", "id", f->id, "title", f->title,
+				      "count", (json_int_t)f->count, "first_line", (json_int_t)f->first_line,
+				      "line", f->line, strlen(f->line), "values", vals, "cause", f->cause, "fix", f->fix);
+		if (!o) {
+			/* a line that is not UTF-8: keep the finding, replace the line */
+			o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:s, s:s}", "id", f->id, "title", f->title,
+				      "count", (json_int_t)f->count, "first_line", (json_int_t)f->first_line, "line",
+				      "(not UTF-8)", "values", vals, "cause", f->cause, "fix", f->fix);
+		}
+		json_array_append_new(a, o);
+	}
+	json_object_set_new(root, "findings", a);
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!s) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	puts(s);
+	free(s);
+	return EXIT_OK;
+}
+
+int cmd_explain(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool as_json = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': as_json = true; break;
+		case 'h':
+			printf("usage: gpuctl explain [FILE|-] [--json]\n\n"
+			       "Name the known failures in a log (stdin without FILE or with -): what happened,\n"
+			       "the numbers, the likely cause, the fix. Exit 0: found some; 1: none; 2: error.\n");
+			return EXIT_OK;
+		default:
+			cli_err("unknown option '%s' for explain (try 'gpuctl explain --help')", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		cli_err("explain reads one log at a time (got %d files)", argc - optind);
+		return EXIT_USAGE;
+	}
+	const char *path = optind < argc ? argv[optind] : "-";
+	char dir[4200], err[512];
+	if (find_signatures(dir, sizeof dir) < 0)
+		return EXIT_FAIL;
+	struct ex_db *db;
+	if (ex_db_load(&db, dir, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_FAIL;
+	}
+	int fd = STDIN_FILENO;
+	if (strcmp(path, "-") != 0) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0) {
+			cli_err("cannot open '%s': %s", path, strerror(errno));
+			ex_db_free(db);
+			return EXIT_USAGE;
+		}
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			cli_err("cannot explain '%s': it is a directory (give a log file, or - for stdin)", path);
+			close(fd);
+			ex_db_free(db);
+			return EXIT_USAGE;
+		}
+	}
+	struct ex_result r;
+	int rc = ex_scan_fd(db, fd, &r, err, sizeof err);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	const char *name = strcmp(path, "-") == 0 ? "stdin" : path;
+	if (rc != GC_OK) {
+		cli_err("cannot read '%s': %s", name, err);
+		rc = EXIT_USAGE;
+	} else {
+		rc = as_json ? json(name, &r) : (text(name, &r), EXIT_OK);
+		if (rc == EXIT_OK && r.n == 0)
+			rc = EXIT_FAIL; /* nothing matched: like grep */
+	}
+	ex_result_free(&r);
+	ex_db_free(db);
+	return rc;
+}
