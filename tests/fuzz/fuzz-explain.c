@@ -1,8 +1,9 @@
 /*
  * fuzz-explain.c — fuzz target for the signature matcher (lib/explain.c):
  * any bytes must scan without a crash, an overflow or a leak.
- *   libFuzzer:  meson setup build-fuzz -Dfuzz=true (clang), then
- *               build-fuzz/tests/fuzz/fuzz-explain tests/explain
+ *   libFuzzer:  CC=clang meson setup build-fuzz -Dfuzz=true, then
+ *               mkdir -p /tmp/fz && build-fuzz/tests/fuzz/fuzz-explain /tmp/fz tests/explain
+ *               (libFuzzer writes new inputs into the first directory only)
  *   make check: tests/unit/test-explain-replay feeds it the corpus and
  *               deterministic random and mutated inputs under ASan.
  * $GPUCTL_DATA_DIR names the data directory (default: the source tree's).
