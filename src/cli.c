@@ -2,6 +2,7 @@
  * cli.c — helpers shared by the gpuctl verbs (see cli.h). The one place
  * that turns a libgpuctl error into a line on stderr and an exit code.
  */
+#include "config.h"
 #include "cli.h"
 
 #include <ctype.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -368,4 +370,27 @@ bool cli_use_color(enum cli_color c, FILE *f)
 unsigned long long cli_mib(uint64_t bytes)
 {
 	return (unsigned long long)(bytes / 1048576ULL + (bytes % 1048576ULL != 0));
+}
+
+/* the signatures: $GPUCTL_DATA_DIR, the installed data, the source tree */
+int cli_signatures_dir(char *buf, size_t len, bool quiet)
+{
+	const char *env = getenv("GPUCTL_DATA_DIR");
+	const char *dirs[] = {env && *env ? env : NULL, GPUCTL_DATADIR, GPUCTL_SRC_DATADIR};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		struct stat st;
+		if (!dirs[i])
+			continue;
+		snprintf(buf, len, "%s/signatures", dirs[i]);
+		if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+			return 0;
+		if (i == 0) {
+			if (!quiet)
+				cli_err("GPUCTL_DATA_DIR='%s' has no signatures/ directory", env);
+			return -1;
+		}
+	}
+	if (!quiet)
+		cli_err("failure signatures not found (looked in %s/signatures; set GPUCTL_DATA_DIR)", GPUCTL_DATADIR);
+	return -1;
 }

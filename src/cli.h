@@ -72,6 +72,9 @@ enum cli_color { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 int cli_parse_color(const char *arg, enum cli_color *out);
 bool cli_use_color(enum cli_color c, FILE *f);
 
+/* The failure signatures' directory ($GPUCTL_DATA_DIR, installed, source tree); prints the error unless quiet. */
+int cli_signatures_dir(char *buf, size_t len, bool quiet);
+
 /* GiB-style size for humans is not needed here; MiB as nvidia-smi rounds it (ceil). */
 unsigned long long cli_mib(uint64_t bytes);
 
@@ -82,6 +85,7 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv);
 int cmd_pick(const struct cli_global *g, int argc, char **argv);
 int cmd_spot(const struct cli_global *g, int argc, char **argv);
 int cmd_explain(const struct cli_global *g, int argc, char **argv);
+int cmd_doctor(const struct cli_global *g, int argc, char **argv);
 int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
 
 #endif

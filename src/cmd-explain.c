@@ -4,7 +4,6 @@
  * Exit 0 when something was found, 1 when nothing matched (like grep),
  * 2 for a bad command line or an input that cannot be read.
  */
-#include "config.h"
 #include "cli.h"
 #include "explain.h"
 
@@ -16,27 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* the signatures: $GPUCTL_DATA_DIR, the installed data, the source tree */
-static int find_signatures(char *buf, size_t len)
-{
-	const char *env = getenv("GPUCTL_DATA_DIR");
-	const char *dirs[] = {env && *env ? env : NULL, GPUCTL_DATADIR, GPUCTL_SRC_DATADIR};
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		struct stat st;
-		if (!dirs[i])
-			continue;
-		snprintf(buf, len, "%s/signatures", dirs[i]);
-		if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
-			return 0;
-		if (i == 0) {
-			cli_err("GPUCTL_DATA_DIR='%s' has no signatures/ directory", env);
-			return -1;
-		}
-	}
-	cli_err("failure signatures not found (looked in %s/signatures; set GPUCTL_DATA_DIR)", GPUCTL_DATADIR);
-	return -1;
-}
 
 static void print_value(const struct ex_value *v)
 {
@@ -143,7 +121,7 @@ int cmd_explain(const struct cli_global *g, int argc, char **argv)
 	}
 	const char *path = optind < argc ? argv[optind] : "-";
 	char dir[4200], err[512];
-	if (find_signatures(dir, sizeof dir) < 0)
+	if (cli_signatures_dir(dir, sizeof dir, false) < 0)
 		return EXIT_FAIL;
 	struct ex_db *db;
 	if (ex_db_load(&db, dir, err, sizeof err) != GC_OK) {

@@ -1,0 +1,48 @@
+/*
+ * doctor.h — checks of the whole GPU stack on this machine: the driver, the
+ * environment jobs inherit, and the health of each GPU. Policy only: each
+ * check says ok / warn / fail / skip, what it found and what to do; src/
+ * prints them. Everything read from outside the NVML snapshot comes in
+ * through struct dr_env, so tests can set it.
+ */
+#ifndef GPUCTL_LIB_DOCTOR_H
+#define GPUCTL_LIB_DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/gpuctl.h"
+
+enum dr_status { DR_OK, DR_WARN, DR_FAIL, DR_SKIP };
+
+struct dr_check {
+	char id[32];       /* stable: "driver", "env.cuda_visible_devices", "health.ecc", ... */
+	enum dr_status status;
+	char found[480];
+	char fix[480];
+};
+
+struct dr_env {
+	int open_rc;                 /* gc_ctx_open's result */
+	const char *open_msg;        /* its message when it failed */
+	const char *cuda_visible_devices, *cuda_device_order, *alloc_conf;
+	const char *nccl_async, *torch_nccl_async;  /* (TORCH_)NCCL_ASYNC_ERROR_HANDLING */
+	bool in_container;
+	int64_t shm_bytes;           /* size of /dev/shm, -1 unknown */
+	const char *kernel_log;      /* kernel messages already read (may be NULL: not readable) */
+	size_t kernel_log_len;
+	const char *signatures_dir;  /* for Xid lines (explain's data) */
+};
+
+struct dr_report {
+	struct dr_check *checks;     /* owned */
+	size_t n;
+};
+
+const char *dr_status_name(enum dr_status s);
+/* Run every check. snap may be NULL (no driver). 0, or GC_ENOMEM. */
+int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *r);
+void dr_report_free(struct dr_report *r);
+
+#endif
