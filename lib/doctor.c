@@ -7,6 +7,7 @@
 #include "explain.h"
 #include "visible.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,286 @@ static void check_xid(const struct dr_env *e, struct dr_report *r)
 	ex_db_free(db);
 }
 
+/* ---- the CUDA stack: toolkit, PyTorch, TensorFlow against the driver ---- */
+
+const char DR_PY_PROBE[] =
+	"import sys\n"
+	"try:\n"
+	"    import torch\n"
+	"    a = torch.cuda.is_available()\n"
+	"    print('torch', torch.__version__, torch.version.cuda or '-', int(a), torch.cuda.device_count() if a else 0)\n"
+	"except ImportError:\n"
+	"    print('torch -')\n"
+	"except Exception as e:\n"
+	"    print('torch-error', str(e).replace('\\n', ' ')[:200])\n"
+	"try:\n"
+	"    import tensorflow as tf\n"
+	"    b = tf.sysconfig.get_build_info()\n"
+	"    print('tensorflow', tf.__version__, b.get('cuda_version') or '-', 1, len(tf.config.list_physical_devices('GPU')))\n"
+	"except ImportError:\n"
+	"    print('tensorflow -')\n"
+	"except Exception as e:\n"
+	"    print('tensorflow-error', str(e).replace('\\n', ' ')[:200])\n";
+
+/* "12.4" / "12.4.131" -> 12, 4. false when not a version */
+static bool cuda_ver(const char *v, int *maj, int *min)
+{
+	char *end;
+	if (!v || *v < '0' || *v > '9')
+		return false;
+	long a = strtol(v, &end, 10);
+	if (*end != '.' || end[1] < '0' || end[1] > '9')
+		return false;
+	long b = strtol(end + 1, &end, 10);
+	if (a > 99 || b > 99)
+		return false;
+	*maj = (int)a;
+	*min = (int)b;
+	return true;
+}
+
+/* compare driver versions "535.54.03" field by field; <0, 0, >0 */
+static int drv_cmp(const char *a, const char *b)
+{
+	for (int i = 0; i < 4; i++) {
+		char *ea, *eb;
+		long x = strtol(a, &ea, 10), y = strtol(b, &eb, 10);
+		if (x != y)
+			return x < y ? -1 : 1;
+		a = *ea == '.' ? ea + 1 : ea;
+		b = *eb == '.' ? eb + 1 : eb;
+	}
+	return 0;
+}
+
+/* the table's minimum driver for "maj.min" (or "maj.x"); false when not listed */
+static bool compat_min(const char *csv, int maj, int min, bool minor_compat, char *out, size_t len)
+{
+	char key[16];
+	if (minor_compat)
+		snprintf(key, sizeof key, "%d.x,", maj);
+	else
+		snprintf(key, sizeof key, "%d.%d,", maj, min);
+	size_t kl = strlen(key);
+	for (const char *l = csv; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+		if (ll > kl && strncmp(l, key, kl) == 0 && ll - kl < len) {
+			memcpy(out, l + kl, ll - kl);
+			out[ll - kl] = '\0';
+			out[strcspn(out, " \t\r,")] = '\0';
+			return out[0] != '\0';
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return false;
+}
+
+enum { NEED_OK, NEED_MINOR, NEED_NEWER, NEED_UNKNOWN };
+
+/*
+ * Can this driver run code built for CUDA maj.min? NEED_OK (it supports that
+ * release), NEED_MINOR (only through minor-version compatibility), NEED_NEWER,
+ * or NEED_UNKNOWN (no driver). why: a sentence with the numbers; fix: the
+ * driver that would do.
+ */
+static int cuda_need(const gc_snapshot *s, const struct dr_env *e, int maj, int min, char *why, size_t wl,
+		     char *fix, size_t fl)
+{
+	why[0] = fix[0] = '\0';
+	if (!s || e->open_rc != GC_OK || !s->driver_version[0])
+		return NEED_UNKNOWN;
+	int dmaj = s->cuda_version / 1000, dmin = (s->cuda_version % 1000) / 10;
+	char need[32] = "", mc[32] = "";
+	bool listed = e->compat_csv && compat_min(e->compat_csv, maj, min, false, need, sizeof need);
+	if (s->cuda_version > 0 && (dmaj > maj || (dmaj == maj && dmin >= min)))
+		return NEED_OK;
+	if (listed && drv_cmp(s->driver_version, need) >= 0)
+		return NEED_OK;
+	char drv[128];
+	if (s->cuda_version > 0)
+		snprintf(drv, sizeof drv, "%s (CUDA up to %d.%d)", s->driver_version, dmaj, dmin);
+	else
+		snprintf(drv, sizeof drv, "%s", s->driver_version);
+	if (listed)
+		snprintf(fix, fl, "upgrade the NVIDIA driver to %s or newer (CUDA %d.%d's minimum), or use a build "
+				  "for CUDA %d.%d or older", need, maj, min, dmaj, dmin);
+	else
+		snprintf(fix, fl, "upgrade the NVIDIA driver to one that supports CUDA %d.%d (not in cuda-compat.csv), "
+				  "or use a build for CUDA %d.%d or older", maj, min, dmaj, dmin);
+	if (e->compat_csv && maj >= 11 && compat_min(e->compat_csv, maj, 0, true, mc, sizeof mc) &&
+	    drv_cmp(s->driver_version, mc) >= 0) {
+		snprintf(why, wl, "CUDA %d.%d is newer than driver %s supports: it runs only through minor-version compatibility "
+				  "(driver >= %s), without PTX JIT of newer code", maj, min, drv, mc);
+		return NEED_MINOR;
+	}
+	snprintf(why, wl, "CUDA %d.%d needs a newer driver than %s", maj, min, drv);
+	return NEED_NEWER;
+}
+
+/* "release 12.4" in nvcc's banner */
+static bool nvcc_release(const char *out, char *ver, size_t len)
+{
+	const char *p = out ? strstr(out, "release ") : NULL;
+	if (!p)
+		return false;
+	p += 8;
+	size_t n = strspn(p, "0123456789.");
+	if (!n || n >= len)
+		return false;
+	memcpy(ver, p, n);
+	ver[n] = '\0';
+	return true;
+}
+
+static void check_toolkit(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r)
+{
+	struct dr_check *c;
+	char ver[32] = "", src[300] = "";
+	if (e->nvcc_out && nvcc_release(e->nvcc_out, ver, sizeof ver)) {
+		snprintf(src, sizeof src, "nvcc --version");
+	} else if (e->cuda_json) {
+		json_t *root = json_loads(e->cuda_json, 0, NULL);
+		const char *v = json_string_value(json_object_get(json_object_get(root, "cuda"), "version"));
+		if (v && strlen(v) < sizeof ver)
+			snprintf(ver, sizeof ver, "%s", v);
+		json_decref(root);
+		snprintf(src, sizeof src, "%s", e->cuda_json_path ? e->cuda_json_path : "version.json");
+	}
+	int maj, min;
+	if (!ver[0]) {
+		if ((c = add(r, "cuda.toolkit", DR_SKIP))) {
+			if (e->nvcc_out || e->cuda_json)
+				FOUND(c, "the CUDA toolkit's version could not be read from %s", e->nvcc_out ? "nvcc --version" : src);
+			else
+				FOUND(c, "no CUDA toolkit (no nvcc on PATH, no version.json in $CUDA_HOME or "
+					 "/usr/local/cuda): PyTorch and TensorFlow wheels bring their own runtime");
+		}
+		return;
+	}
+	if (!cuda_ver(ver, &maj, &min)) {
+		if ((c = add(r, "cuda.toolkit", DR_WARN)))
+			FOUND(c, "%s reports CUDA '%s', which is not a version", src, ver);
+		return;
+	}
+	char why[480], fix[480];
+	int v = cuda_need(s, e, maj, min, why, sizeof why, fix, sizeof fix);
+	if (!(c = add(r, "cuda.toolkit", v == NEED_OK ? DR_OK : v == NEED_UNKNOWN ? DR_SKIP : DR_WARN)))
+		return;
+	if (v == NEED_OK || v == NEED_UNKNOWN)
+		FOUND(c, "CUDA toolkit %s (%s)%s", ver, src, v == NEED_UNKNOWN ? "; no driver to check it against" : "");
+	else
+		FOUND(c, "CUDA toolkit %s (%s): %s", ver, src, why);
+	if (v != NEED_OK && v != NEED_UNKNOWN)
+		FIX(c, "%s; programs nvcc builds may fail with 'CUDA driver version is insufficient'", fix);
+}
+
+/* the probe's line for this framework, split in fields; 0 not installed, 1 found, -1 error (msg), -2 no line */
+static int probe_line(const char *out, const char *fw, char f[4][64], char *msg, size_t ml)
+{
+	size_t fl = strlen(fw);
+	for (const char *l = out; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+		if (ll > fl + 7 && strncmp(l, fw, fl) == 0 && strncmp(l + fl, "-error ", 7) == 0) {
+			snprintf(msg, ml, "%.*s", (int)(ll - fl - 7), l + fl + 7);
+			return -1;
+		}
+		if (ll > fl && strncmp(l, fw, fl) == 0 && l[fl] == ' ') {
+			char line[400];
+			snprintf(line, sizeof line, "%.*s", (int)(ll - fl - 1), l + fl + 1);
+			if (strcmp(line, "-") == 0)
+				return 0;
+			char *save = NULL, *t = strtok_r(line, " \t\r", &save);
+			int k = 0;
+			for (; t && k < 4; t = strtok_r(NULL, " \t\r", &save))
+				snprintf(f[k++], 64, "%s", t);
+			return k == 4 ? 1 : -2;
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return -2;
+}
+
+static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r, const char *fw,
+			    const char *id, const char *name)
+{
+	struct dr_check *c;
+	const char *py = e->python ? e->python : "python3";
+	if (e->python_rc == DR_PY_MISSING) {
+		if ((c = add(r, id, DR_SKIP)))
+			FOUND(c, "no Python interpreter '%s' (use --python PATH for a virtual environment's)", py);
+		return;
+	}
+	if (e->python_rc == DR_PY_TIMEOUT) {
+		if ((c = add(r, id, DR_WARN))) {
+			FOUND(c, "%s did not answer within the time limit while importing %s", py, name);
+			FIX(c, "run %s -c 'import %s' by hand: a hung import is often a stuck GPU or a network filesystem",
+			    py, fw);
+		}
+		return;
+	}
+	char f[4][64] = {{0}}, msg[256] = "";
+	int k = probe_line(e->python_out, fw, f, msg, sizeof msg);
+	if (k == 0) {
+		if ((c = add(r, id, DR_SKIP)))
+			FOUND(c, "%s is not installed for %s", name, py);
+		return;
+	}
+	if (k == -1 || k == -2) {
+		if ((c = add(r, id, DR_WARN))) {
+			if (k == -1)
+				FOUND(c, "importing %s with %s failed: %s", name, py, msg);
+			else
+				FOUND(c, "%s exited %d without saying whether %s is installed", py, e->python_rc, name);
+			FIX(c, "run %s -c 'import %s' to see the whole error", py, fw);
+		}
+		return;
+	}
+	/* f: version, cuda build, available (torch; 1 for tensorflow), GPUs it sees */
+	const char *ver = f[0], *cuda = f[1];
+	bool avail = strcmp(f[2], "1") == 0;
+	long seen = strtol(f[3], NULL, 10);
+	int maj, min;
+	bool gpu_driver = s && e->open_rc == GC_OK && s->ngpus > 0;
+	if (strcmp(cuda, "-") == 0 || !cuda_ver(cuda, &maj, &min)) {
+		if ((c = add(r, id, gpu_driver ? DR_WARN : DR_OK))) {
+			FOUND(c, "%s %s is a CPU-only build", name, ver);
+			if (gpu_driver)
+				FIX(c, "install a CUDA build of %s (for PyTorch: pip install torch --index-url "
+				       "https://download.pytorch.org/whl/cu%d%d)", name, s->cuda_version / 1000,
+				    (s->cuda_version % 1000) / 10);
+		}
+		return;
+	}
+	char why[480], fix[480];
+	int v = cuda_need(s, e, maj, min, why, sizeof why, fix, sizeof fix);
+	enum dr_status st = DR_OK;
+	if (v == NEED_NEWER || (v == NEED_MINOR && !avail))
+		st = DR_FAIL;
+	else if (v == NEED_MINOR)
+		st = DR_WARN;
+	else if (gpu_driver && (!avail || seen == 0))
+		st = DR_FAIL;
+	if (!(c = add(r, id, st)))
+		return;
+	char sees[80];
+	if (avail && seen > 0)
+		snprintf(sees, sizeof sees, "sees %ld GPU%s", seen, seen == 1 ? "" : "s");
+	else
+		snprintf(sees, sizeof sees, "%s", strcmp(fw, "torch") == 0 ? "torch.cuda.is_available() is False"
+									   : "sees no GPU");
+	if (v == NEED_MINOR || v == NEED_NEWER) {
+		FOUND(c, "%s %s built for CUDA %s, %s: %s", name, ver, cuda, sees, why);
+		FIX(c, "%s", fix);
+	} else {
+		FOUND(c, "%s %s built for CUDA %s, %s", name, ver, cuda, sees);
+		if (st == DR_FAIL)
+			FIX(c, "the driver supports this build, so check CUDA_VISIBLE_DEVICES (env.cuda_visible_devices) "
+			       "and the permissions of /dev/nvidia*; in a container start it with --gpus all");
+	}
+}
+
 int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *r)
 {
 	memset(r, 0, sizeof *r);
@@ -369,6 +650,9 @@ int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *
 	if (snap && env->open_rc == GC_OK)
 		check_health(snap, r);
 	check_xid(env, r);
+	check_toolkit(snap, env, r);
+	check_framework(snap, env, r, "torch", "python.torch", "PyTorch");
+	check_framework(snap, env, r, "tensorflow", "python.tensorflow", "TensorFlow");
 	return r->checks ? GC_OK : GC_ENOMEM;
 }
 

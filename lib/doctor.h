@@ -33,7 +33,21 @@ struct dr_env {
 	const char *kernel_log;      /* kernel messages already read (may be NULL: not readable) */
 	size_t kernel_log_len;
 	const char *signatures_dir;  /* for Xid lines (explain's data) */
+	/* the CUDA stack; NULL where not found */
+	const char *compat_csv;      /* data/cuda-compat.csv's text */
+	const char *nvcc_out;        /* `nvcc --version`'s output */
+	const char *cuda_json_path, *cuda_json;  /* a toolkit's version.json and its text */
+	const char *python;          /* the interpreter asked */
+	int python_rc;               /* DR_PY_*, or the probe's exit status (0: ran) */
+	const char *python_out;      /* the probe's output (DR_PY_PROBE's lines) */
 };
+
+/* python_rc when the probe did not run to the end */
+enum { DR_PY_MISSING = -1, DR_PY_TIMEOUT = -2 };
+
+/* The probe run as `python -c DR_PY_PROBE`; prints "torch VERSION CUDA AVAILABLE COUNT"
+ * (or "torch -" when not installed, "torch-error MESSAGE") and the same for tensorflow. */
+extern const char DR_PY_PROBE[];
 
 struct dr_report {
 	struct dr_check *checks;     /* owned */

@@ -1,12 +1,16 @@
 /*
- * cmd-doctor.c — `gpuctl doctor [--json]`: check the driver, the
+ * cmd-doctor.c — `gpuctl doctor [--json] [--python PATH]`: check the driver, the CUDA stack, the
  * environment jobs inherit and each GPU's health, one line per check (ok,
  * warn, fail, skip) with what was found and what to do. Exit 0 when no
  * check failed (warnings allowed), 1 when one did, 2 for a bad command line.
  *
  * Inputs that depend on the machine can be set for tests:
  * GPUCTL_DOCTOR_CONTAINER (0/1), GPUCTL_DOCTOR_SHM (the path whose size is
- * /dev/shm's), GPUCTL_DOCTOR_KERNEL_LOG (a file read instead of /dev/kmsg).
+ * /dev/shm's), GPUCTL_DOCTOR_KERNEL_LOG (a file read instead of /dev/kmsg),
+ * GPUCTL_DOCTOR_PY_TIMEOUT_MS (the Python probe's limit, 30000 by default).
+ * The CUDA stack is found the way a user's shell would: nvcc on PATH (else
+ * $CUDA_HOME/bin, /usr/local/cuda/bin), version.json in $CUDA_HOME (else
+ * /usr/local/cuda), python3 on PATH or --python PATH, run with a time limit.
  */
 #include "cli.h"
 #include "doctor.h"
@@ -14,13 +18,134 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KLOG_MAX (4u << 20)
+#define CHILD_OUT_MAX (64u << 10)
+#define PY_TIMEOUT_MS 30000
+#define NVCC_TIMEOUT_MS 10000
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Run argv (PATH searched) with stdin and stderr on /dev/null; its stdout
+ * (up to CHILD_OUT_MAX) in *out. Returns the exit status, DR_PY_MISSING when
+ * it could not be started, DR_PY_TIMEOUT when it ran past timeout_ms (then
+ * its process group is killed).
+ */
+static int run_capture(char *const argv[], int timeout_ms, char **out)
+{
+	*out = NULL;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return DR_PY_MISSING;
+	int ep[2]; /* reports an exec failure */
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return DR_PY_MISSING;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		close(ep[0]);
+		close(ep[1]);
+		return DR_PY_MISSING;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 2);
+		dup2(p[1], 1);
+		execvp(argv[0], argv);
+		int err = errno;
+		(void)!write(ep[1], &err, sizeof err);
+		_exit(127);
+	}
+	close(p[1]);
+	close(ep[1]);
+	int err = 0;
+	bool missing = read(ep[0], &err, sizeof err) == (ssize_t)sizeof err;
+	close(ep[0]);
+	char *buf = malloc(CHILD_OUT_MAX + 1);
+	size_t n = 0;
+	int64_t deadline = now_ms() + timeout_ms;
+	bool timeout = false;
+	while (!missing && buf) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			timeout = true;
+			break;
+		}
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		int pr = poll(&pf, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		char tmp[4096];
+		ssize_t r = read(p[0], tmp, sizeof tmp);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		size_t take = (size_t)r < CHILD_OUT_MAX - n ? (size_t)r : CHILD_OUT_MAX - n;
+		memcpy(buf + n, tmp, take);
+		n += take;
+	}
+	close(p[0]);
+	/* it may close its output and go on: the deadline holds for its exit too */
+	int st = 0;
+	for (;;) {
+		if (timeout)
+			kill(-pid, SIGKILL);
+		pid_t w = waitpid(pid, &st, timeout ? 0 : WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (w == 0 && now_ms() >= deadline)
+			timeout = true;
+		else if (w == 0)
+			poll(NULL, 0, 10);
+	}
+	if (missing || !buf) {
+		free(buf);
+		return DR_PY_MISSING;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	if (timeout)
+		return DR_PY_TIMEOUT;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* a whole small file, or NULL */
+static char *slurp(const char *path, size_t max)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	char *buf = malloc(max + 1);
+	size_t n = buf ? fread(buf, 1, max, f) : 0;
+	fclose(f);
+	if (buf)
+		buf[n] = '\0';
+	return buf;
+}
 
 static bool in_container(void)
 {
@@ -75,21 +200,34 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"python", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	const char *python = NULL;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
+		case 'p':
+			if (!*optarg) {
+				cli_err("--python needs the path of a Python interpreter, e.g. --python .venv/bin/python");
+				return EXIT_USAGE;
+			}
+			python = optarg;
+			break;
 		case 'h':
-			printf("usage: gpuctl doctor [--json]\n\n"
-			       "Check the NVIDIA driver, the environment jobs inherit and each GPU's health.\n"
+			printf("usage: gpuctl doctor [--json] [--python PATH]\n\n"
+			       "Check the NVIDIA driver, the CUDA toolkit, PyTorch and TensorFlow (with the Python\n"
+			       "at PATH, python3 by default), the environment jobs inherit and each GPU's health.\n"
 			       "Exit 0 when nothing failed (warnings allowed), 1 when a check failed.\n");
 			return EXIT_OK;
+		case ':':
+			cli_err("%s needs a value (try 'gpuctl doctor --help')", argv[optind - 1]);
+			return EXIT_USAGE;
 		default:
 			cli_err("unknown option '%s' for doctor (try 'gpuctl doctor --help')", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -128,6 +266,41 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	e.kernel_log_len = klen;
 	char sigdir[4200];
 	e.signatures_dir = cli_signatures_dir(sigdir, sizeof sigdir, true) == 0 ? sigdir : NULL;
+
+	/* the CUDA stack */
+	char path[4300];
+	char *compat = NULL, *nvcc = NULL, *cjson = NULL, *pyout = NULL;
+	if (e.signatures_dir) {
+		snprintf(path, sizeof path, "%s/../cuda-compat.csv", e.signatures_dir);
+		compat = slurp(path, 1u << 20);
+	}
+	e.compat_csv = compat;
+	const char *cuda_home = getenv("CUDA_HOME");
+	if (!cuda_home || !*cuda_home)
+		cuda_home = NULL;
+	char *nv[] = {"nvcc", "--version", NULL};
+	if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc) != 0) {
+		free(nvcc);
+		nvcc = NULL;
+		snprintf(path, sizeof path, "%s/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
+		nv[0] = path;
+		if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc) != 0) {
+			free(nvcc);
+			nvcc = NULL;
+		}
+	}
+	e.nvcc_out = nvcc;
+	char jpath[4300];
+	snprintf(jpath, sizeof jpath, "%s/version.json", cuda_home ? cuda_home : "/usr/local/cuda");
+	cjson = slurp(jpath, 1u << 20);
+	e.cuda_json = cjson;
+	e.cuda_json_path = jpath;
+	e.python = python ? python : "python3";
+	char *pa[] = {(char *)e.python, "-c", (char *)DR_PY_PROBE, NULL};
+	const char *pto = getenv("GPUCTL_DOCTOR_PY_TIMEOUT_MS");
+	long pt = pto && *pto ? strtol(pto, NULL, 10) : 0;
+	e.python_rc = run_capture(pa, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout);
+	e.python_out = pyout;
 
 	struct dr_report r;
 	int rc = EXIT_OK;
@@ -169,6 +342,10 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	dr_report_free(&r);
 out:
 	free(klog);
+	free(compat);
+	free(nvcc);
+	free(cjson);
+	free(pyout);
 	gc_snapshot_release(&snap);
 	gc_ctx_free(ctx);
 	return rc;

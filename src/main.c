@@ -23,7 +23,7 @@ static const struct command commands[] = {
 	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},
 	{"explain", cmd_explain, "name the known failures in a training log, with the fix"},
-	{"doctor", cmd_doctor, "check the driver, the environment and each GPU's health"},
+	{"doctor", cmd_doctor, "check the driver, the CUDA stack, the environment and GPU health"},
 };
 
 static void usage(FILE *f)

@@ -4,7 +4,10 @@ injected (driver/library mismatch, no driver, ECC, persistence off, thermal
 throttling, a degraded PCIe link, memory held without a process, Xid lines
 in the kernel log) and the environment set (CUDA_VISIBLE_DEVICES invalid,
 mixed GPU models without CUDA_DEVICE_ORDER, PYTORCH_CUDA_ALLOC_CONF unset,
-NCCL async error handling off, a small /dev/shm in a container). Checks
+NCCL async error handling off, a small /dev/shm in a container), and the
+CUDA stack with fake nvcc/python executables on PATH reporting chosen
+versions (PyTorch for CUDA 12.4 on a 12.2 driver, minor-version
+compatibility, CUDA 13 on 12.4, CPU-only builds, a broken import, a hang). Checks
 each check's status in --json and the exit code (1 when a check fails).
 Usage: doctor.py GPUCTL SRCDIR
 """
@@ -28,15 +31,36 @@ with open(quiet, "w") as f:
     f.write("6,1,1,-;Linux version 6.1\n")
 
 
-def doctor(node, extra_env=None, want_exit=None, name=""):
+def fake_bin(name, python=None, nvcc=None):
+    """a PATH directory with a fake python3 and/or nvcc printing chosen lines"""
+    d = os.path.join(tmp, "bin-" + name)
+    os.mkdir(d)
+    for exe, text in (("python3", python), ("nvcc", nvcc)):
+        if text is not None:
+            with open(os.path.join(d, exe), "w") as f:
+                f.write("#!/bin/sh\n" + text + "\n")
+            os.chmod(os.path.join(d, exe), 0o755)
+    return d
+
+
+NVCC = ("echo 'nvcc: NVIDIA (R) Cuda compiler driver'; "
+        "echo 'Cuda compilation tools, release {0}, V{0}.131'")
+cuda_home = os.path.join(tmp, "cuda-none")
+os.mkdir(cuda_home)
+default_bin = fake_bin("default", python="echo 'torch -'; echo 'tensorflow -'")
+
+
+def doctor(node, extra_env=None, want_exit=None, name="", args_extra=()):
     env = {k: v for k, v in os.environ.items()
            if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTORCH_CUDA_ALLOC_CONF",
                         "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING")
            and (not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR")}
     env.update({"GPUCTL_DATA_DIR": os.path.join(SRC, "data"), "GPUCTL_DOCTOR_KERNEL_LOG": quiet,
-                "GPUCTL_DOCTOR_CONTAINER": "0", "GPUCTL_SIM_RUNDIR": tmp})
+                "GPUCTL_DOCTOR_CONTAINER": "0", "GPUCTL_SIM_RUNDIR": tmp,
+                # no nvcc or python of this machine's: only the fakes
+                "PATH": default_bin + ":/usr/bin:/bin", "CUDA_HOME": cuda_home})
     env.update(extra_env or {})
-    args = [GPUCTL] + (["--sim", node] if node else []) + ["doctor", "--json"]
+    args = [GPUCTL] + (["--sim", node] if node else []) + ["doctor", "--json"] + list(args_extra)
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
     try:
         out = json.loads(p.stdout)
@@ -50,7 +74,7 @@ def doctor(node, extra_env=None, want_exit=None, name=""):
     return {c["id"]: c for c in out.get("checks", [])}
 
 
-def expect(checks, cid, status, name, contains=None):
+def expect(checks, cid, status, name, contains=None, fix=None):
     c = checks.get(cid)
     if not c:
         errors.append(f"{name}: no check {cid}")
@@ -58,6 +82,8 @@ def expect(checks, cid, status, name, contains=None):
         errors.append(f"{name}: {cid} is {c['status']}, expected {status}: {c['found']}")
     elif contains and contains not in c["found"]:
         errors.append(f"{name}: {cid}: {contains!r} not in {c['found']!r}")
+    elif fix and fix not in c["fix"]:
+        errors.append(f"{name}: {cid}: fix {fix!r} not in {c['fix']!r}")
 
 
 # a healthy node with a good environment: nothing fails, exit 0 (a warning does not fail)
@@ -109,6 +135,64 @@ x = doctor(os.path.join(EX, "t4-1x.json"), {"GPUCTL_DOCTOR_KERNEL_LOG": klog}, 1
 expect(x, "health.xid", "fail", "xid", "Xid 79")
 x = doctor(os.path.join(EX, "t4-1x.json"), {"GPUCTL_DOCTOR_KERNEL_LOG": os.path.join(tmp, "missing")}, None, "klog")
 expect(x, "health.xid", "skip", "klog")
+
+# the CUDA stack, with fake nvcc and python executables on PATH
+T4, R535 = os.path.join(EX, "t4-1x.json"), os.path.join(NODES, "r535.json")  # CUDA 12.4 / 12.2 drivers
+ok_stack = fake_bin("ok", python="echo 'torch 2.4.0+cu124 12.4 1 1'; echo 'tensorflow 2.16.1 12.3 1 1'",
+                    nvcc=NVCC.format("12.4"))
+t = doctor(T4, {"PATH": ok_stack + ":/usr/bin:/bin", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 0,
+           "stack ok")
+expect(t, "cuda.toolkit", "ok", "stack ok", "CUDA toolkit 12.4 (nvcc --version)")
+expect(t, "python.torch", "ok", "stack ok", "sees 1 GPU")
+expect(t, "python.tensorflow", "ok", "stack ok", "TensorFlow 2.16.1 built for CUDA 12.3")
+# PyTorch for CUDA 12.4 on a 12.2 driver: the driver is named, with the version that fixes it
+old = fake_bin("old", python="echo 'torch 2.4.0+cu124 12.4 0 0'; echo 'tensorflow -'", nvcc=NVCC.format("12.4"))
+t = doctor(R535, {"PATH": old + ":/usr/bin:/bin"}, 1, "old driver")
+expect(t, "python.torch", "fail", "old driver", "535.54.03 (CUDA up to 12.2)", "550.54.14")
+expect(t, "cuda.toolkit", "warn", "old driver", "minor-version compatibility", "550.54.14")
+expect(t, "python.tensorflow", "skip", "old driver")
+# the same build working through minor-version compatibility is a warning
+mc = fake_bin("minor", python="echo 'torch 2.4.0+cu124 12.4 1 1'; echo 'tensorflow -'")
+t = doctor(R535, {"PATH": mc + ":/usr/bin:/bin"}, 0, "minor compat")
+expect(t, "python.torch", "warn", "minor compat", "minor-version compatibility", "550.54.14")
+expect(t, "cuda.toolkit", "skip", "minor compat", "no CUDA toolkit")
+# a new major release on an old driver
+new = fake_bin("new", python="echo 'torch 2.9.0+cu130 13.0 0 0'; echo 'tensorflow -'")
+t = doctor(T4, {"PATH": new + ":/usr/bin:/bin"}, 1, "cuda 13")
+expect(t, "python.torch", "fail", "cuda 13", "needs a newer driver than 550.54.14", "580.65.06")
+# CPU-only wheels, a broken import, a Python that hangs, no Python
+cpu = fake_bin("cpu", python="echo 'torch 2.4.0+cpu - 0 0'; echo 'tensorflow 2.16.1 - 1 0'")
+t = doctor(T4, {"PATH": cpu + ":/usr/bin:/bin"}, 0, "cpu")
+expect(t, "python.torch", "warn", "cpu", "CPU-only", "download.pytorch.org/whl/cu124")
+expect(t, "python.tensorflow", "warn", "cpu", "CPU-only")
+brk = fake_bin("broken", python="echo 'torch-error libcudnn.so.9: cannot open shared object file'; "
+               "echo 'tensorflow -'")
+t = doctor(T4, {"PATH": brk + ":/usr/bin:/bin"}, 0, "broken")
+expect(t, "python.torch", "warn", "broken", "libcudnn.so.9")
+# the driver supports the build but torch sees nothing: the environment is named
+hid = fake_bin("hidden", python="echo 'torch 2.4.0+cu124 12.4 0 0'; echo 'tensorflow -'")
+t = doctor(T4, {"PATH": hid + ":/usr/bin:/bin"}, 1, "hidden")
+expect(t, "python.torch", "fail", "hidden", "is_available() is False", "CUDA_VISIBLE_DEVICES")
+hang = fake_bin("hang", python="sleep 60")
+t = doctor(T4, {"PATH": hang + ":/usr/bin:/bin", "GPUCTL_DOCTOR_PY_TIMEOUT_MS": "500"}, 0, "hang")
+expect(t, "python.torch", "warn", "hang", "time limit")
+t = doctor(T4, None, 0, "no python", ("--python", os.path.join(tmp, "no-such-python")))
+expect(t, "python.torch", "skip", "no python", "no-such-python")
+# --python picks the interpreter; the toolkit from $CUDA_HOME/version.json when nvcc is not on PATH
+venv = fake_bin("venv", python="echo 'torch 2.3.1+cu121 12.1 1 1'; echo 'tensorflow -'")
+home = os.path.join(tmp, "cuda-12.2")
+os.mkdir(home)
+with open(os.path.join(home, "version.json"), "w") as f:
+    json.dump({"cuda": {"name": "CUDA SDK", "version": "12.2.2"}}, f)
+t = doctor(R535, {"CUDA_HOME": home}, 0, "venv", ("--python", os.path.join(venv, "python3")))
+expect(t, "python.torch", "ok", "venv", "PyTorch 2.3.1+cu121 built for CUDA 12.1")
+expect(t, "cuda.toolkit", "ok", "venv", "CUDA toolkit 12.2.2 (" + home)
+# no driver: the stack is reported without a verdict
+t = doctor(os.path.join(NODES, "nodriver.json"), {"PATH": ok_stack + ":/usr/bin:/bin"}, 1, "stack no driver")
+expect(t, "cuda.toolkit", "skip", "stack no driver", "no driver")
+p = subprocess.run([GPUCTL, "doctor", "--python"], capture_output=True, text=True, timeout=30)
+if p.returncode != 2 or "--python needs a value" not in p.stderr:
+    errors.append(f"--python without a value: exit {p.returncode} {p.stderr!r}")
 
 for err in errors:
     print("FAIL:", err)
