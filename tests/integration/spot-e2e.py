@@ -38,7 +38,9 @@ for k in range(start, @STEPS@):
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "step"), "w") as f:
         f.write(str(k))
-    subprocess.run([gpuctl, "ckpt", "commit", d, path], check=True)
+    # gpuctl signals the job's whole process group: the commit runs in its own
+    # session, as an in-process save would, so a notice cannot kill it halfway
+    subprocess.run([gpuctl, "ckpt", "commit", d, path], check=True, start_new_session=True)
     with open(log, "a") as f:
         f.write("%s %d %s\n" % (attempt, k, "term" if stop else ""))
     if stop:
