@@ -27,6 +27,21 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int cli_bad_option(const char *cmd, int c, char *const argv[])
+{
+	if (c == ':')
+		cli_err("option '%s' needs a value (try 'gpuctl %s --help')", argv[optind - 1], cmd);
+	else
+		cli_err("unknown option '%s' for %s (try 'gpuctl %s --help')", argv[optind - 1], cmd, cmd);
+	return EXIT_USAGE;
+}
+
+int cli_extra_arg(const char *cmd, const char *arg)
+{
+	cli_err("unexpected argument '%s' for %s (try 'gpuctl %s --help')", arg, cmd, cmd);
+	return EXIT_USAGE;
+}
+
 int cli_exit_code(int e)
 {
 	switch (e) {

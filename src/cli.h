@@ -72,6 +72,15 @@ enum cli_color { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 int cli_parse_color(const char *arg, enum cli_color *out);
 bool cli_use_color(enum cli_color c, FILE *f);
 
+/*
+ * A command's option errors, worded alike everywhere, each with the hint
+ * "try 'gpuctl CMD --help'"; both return EXIT_USAGE. cli_bad_option takes
+ * getopt_long's answer (':' for an option missing its value, run with
+ * opterr = 0); cli_extra_arg an operand CMD does not take.
+ */
+int cli_bad_option(const char *cmd, int c, char *const argv[]);
+int cli_extra_arg(const char *cmd, const char *arg);
+
 /* The failure signatures' directory ($GPUCTL_DATA_DIR, installed, source tree); prints the error unless quiet. */
 int cli_signatures_dir(char *buf, size_t len, bool quiet);
 

@@ -225,18 +225,12 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 			       "at PATH, python3 by default), the environment jobs inherit and each GPU's health.\n"
 			       "Exit 0 when nothing failed (warnings allowed), 1 when a check failed.\n");
 			return EXIT_OK;
-		case ':':
-			cli_err("%s needs a value (try 'gpuctl doctor --help')", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			cli_err("unknown option '%s' for doctor (try 'gpuctl doctor --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("doctor", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cli_err("unexpected argument '%s' for doctor", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_extra_arg("doctor", argv[optind]);
 	/* no driver is a finding here, not the end */
 	gc_ctx *ctx = NULL;
 	gc_snapshot snap = {0};

@@ -111,8 +111,7 @@ int cmd_explain(const struct cli_global *g, int argc, char **argv)
 			       "the numbers, the likely cause, the fix. Exit 0: found some; 1: none; 2: error.\n");
 			return EXIT_OK;
 		default:
-			cli_err("unknown option '%s' for explain (try 'gpuctl explain --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("explain", c, argv);
 		}
 	}
 	if (argc - optind > 1) {

@@ -73,14 +73,11 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 			       "first served).\n");
 			return EXIT_OK;
 		default:
-			cli_err("unknown option '%s' for leases (try 'gpuctl leases --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("leases", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cli_err("unexpected argument '%s' for leases", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_extra_arg("leases", argv[optind]);
 	char err[512];
 	struct lease_dir *d = NULL;
 	int orc = lease_dir_open(&d, NULL, false, err, sizeof err);

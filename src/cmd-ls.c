@@ -286,18 +286,12 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 			break;
 		case 'N': l.header = false; break;
 		case 'h': usage(stdout); return EXIT_OK;
-		case ':':
-			cli_err("option '%s' needs a value (try 'gpuctl ls --help')", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			cli_err("unknown option '%s' for ls (try 'gpuctl ls --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("ls", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cli_err("unexpected argument '%s' for ls (try 'gpuctl ls --help')", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_extra_arg("ls", argv[optind]);
 	if (l.watch && l.json) {
 		cli_err("--watch redraws the text view; use --json with --loop instead");
 		return EXIT_USAGE;

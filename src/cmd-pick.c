@@ -96,18 +96,12 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		case 'L': lease = true; break;
 		case 'N': name = optarg; break;
 		case 'h': usage(stdout); return EXIT_OK;
-		case ':':
-			cli_err("option '%s' needs a value (try 'gpuctl pick --help')", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			cli_err("unknown option '%s' for pick (try 'gpuctl pick --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("pick", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cli_err("unexpected argument '%s' for pick (try 'gpuctl pick --help')", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_extra_arg("pick", argv[optind]);
 	if ((rc = request_prepare(&r, g)))
 		goto out;
 	struct lease_dir *d = NULL;

@@ -500,18 +500,12 @@ int cmd_query(const struct cli_global *g, int argc, char **argv)
 			break;
 		case 'H': list_fields(); return EXIT_OK;
 		case 'h': usage(stdout); return EXIT_OK;
-		case ':':
-			cli_err("option '%s' needs a value (try 'gpuctl query --help')", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			cli_err("unknown option '%s' for query (try 'gpuctl query --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("query", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cli_err("unexpected argument '%s' for query (try 'gpuctl query --help')", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_extra_arg("query", argv[optind]);
 	if (!!gpu_arg == !!app_arg) {
 		cli_err(gpu_arg ? "give only one of --query-gpu and --query-compute-apps"
 				: "query needs --query-gpu=FIELDS or --query-compute-apps=FIELDS "

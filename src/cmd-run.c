@@ -265,12 +265,8 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 		case 'O': sv.on_notice = optarg; break;
 		case 'A': ack = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
-		case ':':
-			cli_err("option '%s' needs a value (try 'gpuctl run --help')", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			cli_err("unknown option '%s' for run (try 'gpuctl run --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("run", c, argv);
 		}
 	}
 	if (optind >= argc) {

@@ -110,18 +110,12 @@ int cmd_spot(const struct cli_global *g, int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
-		case ':':
-			cli_err("option '%s' needs a value (try 'gpuctl spot --help')", argv[optind - 1]);
-			return EXIT_USAGE;
 		default:
-			cli_err("unknown option '%s' for spot (try 'gpuctl spot --help')", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("spot", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cli_err("unexpected argument '%s' for spot", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_extra_arg("spot", argv[optind]);
 	if (autodetect) {
 		cloud = spot_detect(NULL);
 		if (cloud == SPOT_NONE) {

@@ -191,7 +191,7 @@ expect(t, "cuda.toolkit", "ok", "venv", "CUDA toolkit 12.2.2 (" + home)
 t = doctor(os.path.join(NODES, "nodriver.json"), {"PATH": ok_stack + ":/usr/bin:/bin"}, 1, "stack no driver")
 expect(t, "cuda.toolkit", "skip", "stack no driver", "no driver")
 p = subprocess.run([GPUCTL, "doctor", "--python"], capture_output=True, text=True, timeout=30)
-if p.returncode != 2 or "--python needs a value" not in p.stderr:
+if p.returncode != 2 or "option '--python' needs a value (try 'gpuctl doctor --help')" not in p.stderr:
     errors.append(f"--python without a value: exit {p.returncode} {p.stderr!r}")
 
 for err in errors:
