@@ -49,6 +49,21 @@ static int open_dir(const char *dir, char *err, size_t errlen)
 	return fd;
 }
 
+/* a directory stream over a duplicate of fd (fd stays the caller's); NULL with errno set */
+static DIR *dir_stream(int fd)
+{
+	int dup_fd = dup(fd);
+	if (dup_fd < 0)
+		return NULL;
+	DIR *d = fdopendir(dup_fd);
+	if (!d) {
+		int e = errno;
+		close(dup_fd);
+		errno = e;
+	}
+	return d;
+}
+
 /* fsync an entry; directories recursively (the files a save wrote, then the directory) */
 static int sync_tree(int dfd, const char *name, int depth)
 {
@@ -58,11 +73,8 @@ static int sync_tree(int dfd, const char *name, int depth)
 	struct stat st;
 	int rc = fstat(fd, &st);
 	if (rc == 0 && S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
-		int dup_fd = dup(fd);
-		DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+		DIR *d = dir_stream(fd);
 		if (!d) {
-			if (dup_fd >= 0)
-				close(dup_fd);
 			rc = -1;
 		} else {
 			struct dirent *e;
@@ -240,12 +252,9 @@ int ckpt_list(const char *dir, struct ckpt_entry **out, size_t *n, char *err, si
 	if (dfd < 0)
 		return GC_EIO;
 	int mfd = openat(dfd, MARK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int dup_fd = dup(dfd);
-	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	DIR *d = dir_stream(dfd);
 	if (!d) {
 		errbuf_set(err, errlen, "cannot list '%s': %s", dir, strerror(errno));
-		if (dup_fd >= 0)
-			close(dup_fd);
 		if (mfd >= 0)
 			close(mfd);
 		close(dfd);
@@ -333,12 +342,9 @@ static int remove_tree(int dfd, const char *name, int depth)
 		errno = EAGAIN;
 		return -1;
 	}
-	int dup_fd = dup(fd);
-	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	DIR *d = dir_stream(fd);
 	int rc = 0;
 	if (!d) {
-		if (dup_fd >= 0)
-			close(dup_fd);
 		rc = -1;
 	} else {
 		struct dirent *e;
