@@ -16,6 +16,7 @@
 
 #include "gpuctl/gpuctl.h"
 #include "ckpt.h"
+#include "tmpdir.h"
 
 static char dir[64];
 static char err[512];
@@ -23,16 +24,13 @@ static char err[512];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/gpuctl-ckpt-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return tmpdir_make(dir, sizeof dir, "ckpt");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd);
+	return tmpdir_remove(dir);
 }
 
 static void make(const char *name, bool as_dir)

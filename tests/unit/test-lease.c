@@ -21,22 +21,20 @@
 
 #include "gpuctl/gpuctl.h"
 #include "lease.h"
+#include "tmpdir.h"
 
 static char dir[64];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/gpuctl-lease-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return tmpdir_make(dir, sizeof dir, "lease");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd);
+	return tmpdir_remove(dir);
 }
 
 static struct lease_dir *open_dir(void)

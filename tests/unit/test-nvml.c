@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "gpuctl/gpuctl.h"
+#include "tmpdir.h"
 
 static char node_path[PATH_MAX];
 
@@ -190,8 +191,8 @@ static void test_many_processes(void **state)
 static void test_registered_process(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/gpuctl-rundir-XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char dir[64];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "rundir"), 0);
 	setenv("GPUCTL_SIM_RUNDIR", dir, 1);
 	const char *libdir = getenv("GPUCTL_SIM_LIBDIR");
 	char hold[PATH_MAX];
@@ -229,9 +230,7 @@ static void test_registered_process(void **state)
 	gc_snapshot_release(&s);
 	gc_ctx_free(ctx);
 	unsetenv("GPUCTL_SIM_RUNDIR");
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
 static void test_gpu_lost_mid_run(void **state)

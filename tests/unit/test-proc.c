@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "tmpdir.h"
 
 static void test_sanitize_replaces_control_bytes(void **state)
 {
@@ -99,8 +100,8 @@ static void test_describe_missing_pid_not_visible(void **state)
 static void test_describe_fake_procfs(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/gpuctl-procfs-XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char dir[64];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "procfs"), 0);
 	char path[256];
 	snprintf(path, sizeof path, "%s/4242", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
@@ -127,9 +128,7 @@ static void test_describe_fake_procfs(void **state)
 	proc_describe(&p, dir, NULL);
 	assert_string_equal(p.command, "evil ?]0;owned?");
 	assert_string_equal(p.argv0, "evil");
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
 int main(void)

@@ -19,6 +19,7 @@
 
 #include "gpuctl/gpuctl.h"
 #include "spot.h"
+#include "tmpdir.h"
 
 /* ---- names ---- */
 
@@ -55,16 +56,13 @@ static char dmi[64];
 static int mkdmi(void **state)
 {
 	(void)state;
-	snprintf(dmi, sizeof dmi, "/tmp/gpuctl-dmi-XXXXXX");
-	return mkdtemp(dmi) ? 0 : -1;
+	return tmpdir_make(dmi, sizeof dmi, "dmi");
 }
 
 static int rmdmi(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dmi);
-	return system(cmd);
+	return tmpdir_remove(dmi);
 }
 
 static void put(const char *name, const char *content)

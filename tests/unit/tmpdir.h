@@ -1,0 +1,27 @@
+/*
+ * tmpdir.h — scratch directories for the unit tests: made under /tmp with a
+ * tag in the name, removed with everything they hold.
+ */
+#ifndef GPUCTL_TESTS_TMPDIR_H
+#define GPUCTL_TESTS_TMPDIR_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* "/tmp/gpuctl-TAG-XXXXXX" made in buf; 0, or -1 */
+static inline int tmpdir_make(char *buf, size_t len, const char *tag)
+{
+	snprintf(buf, len, "/tmp/gpuctl-%s-XXXXXX", tag);
+	return mkdtemp(buf) ? 0 : -1;
+}
+
+/* rm -rf DIR; system()'s status (0 when it went) */
+static inline int tmpdir_remove(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+#endif
