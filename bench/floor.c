@@ -64,13 +64,33 @@ static unsigned long long mib(unsigned long long b)
 	return b / 1048576ULL + (b % 1048576ULL != 0);
 }
 
-static int query(void)
+/* nvmlInit, the device count and every handle, which both modes need; exits on a failure */
+static nvmlDevice_t *open_devices(unsigned *n)
 {
 	FN(nvml_fn_void, init, "nvmlInit_v2");
-	FN(nvml_fn_void, shutdown, "nvmlShutdown");
 	FN(nvml_fn_count, count, "nvmlDeviceGetCount_v2");
-	FN(nvml_fn_sysstr, driver, "nvmlSystemGetDriverVersion");
 	FN(nvml_fn_handle_by_index, handle, "nvmlDeviceGetHandleByIndex_v2");
+	nvmlReturn_t rc;
+	if ((rc = C(init())) != NVML_SUCCESS)
+		die_rc("nvmlInit_v2", rc);
+	*n = 0;
+	if ((rc = C(count(n))) != NVML_SUCCESS)
+		die_rc("nvmlDeviceGetCount_v2", rc);
+	nvmlDevice_t *h = calloc(*n ? *n : 1, sizeof *h);
+	if (!h) {
+		fprintf(stderr, "floor: out of memory\n");
+		exit(1);
+	}
+	for (unsigned i = 0; i < *n; i++)
+		if ((rc = C(handle(i, &h[i]))) != NVML_SUCCESS)
+			die_rc("nvmlDeviceGetHandleByIndex_v2", rc);
+	return h;
+}
+
+static int query(void)
+{
+	FN(nvml_fn_void, shutdown, "nvmlShutdown");
+	FN(nvml_fn_sysstr, driver, "nvmlSystemGetDriverVersion");
 	FN(nvml_fn_devstr, name, "nvmlDeviceGetName");
 	FN(nvml_fn_devstr, uuid, "nvmlDeviceGetUUID");
 	FN(nvml_fn_pci, pci, "nvmlDeviceGetPciInfo_v3");
@@ -79,20 +99,10 @@ static int query(void)
 	FN(nvml_fn_devenum, temp, "nvmlDeviceGetTemperature");
 	FN(nvml_fn_devuint, power, "nvmlDeviceGetPowerUsage");
 
-	nvmlReturn_t rc;
-	if ((rc = C(init())) != NVML_SUCCESS)
-		die_rc("nvmlInit_v2", rc);
-	unsigned n = 0;
-	if ((rc = C(count(&n))) != NVML_SUCCESS)
-		die_rc("nvmlDeviceGetCount_v2", rc);
+	unsigned n;
+	nvmlDevice_t *h = open_devices(&n);
 	char drv[NVML_VERSION_BUFFER_SIZE];
 	(void)C(driver(drv, sizeof drv));
-	nvmlDevice_t *h = calloc(n ? n : 1, sizeof *h);
-	if (!h)
-		return 1;
-	for (unsigned i = 0; i < n; i++)
-		if ((rc = C(handle(i, &h[i]))) != NVML_SUCCESS)
-			die_rc("nvmlDeviceGetHandleByIndex_v2", rc);
 
 	printf("index, name, uuid, pci.bus_id, memory.used [MiB], memory.total [MiB], "
 	       "utilization.gpu [%%], temperature.gpu, power.draw [W]\n");
@@ -158,13 +168,10 @@ static nvmlReturn_t procs(nvml_fn_procs fn, nvmlDevice_t h, nvmlProcessInfo_v2_t
 
 static int full(void)
 {
-	FN(nvml_fn_void, init, "nvmlInit_v2");
 	FN(nvml_fn_void, shutdown, "nvmlShutdown");
-	FN(nvml_fn_count, count, "nvmlDeviceGetCount_v2");
 	FN(nvml_fn_sysstr, driver, "nvmlSystemGetDriverVersion");
 	FN(nvml_fn_sysstr, nvmlver, "nvmlSystemGetNVMLVersion");
 	FN(nvml_fn_sysint, cuda, "nvmlSystemGetCudaDriverVersion_v2");
-	FN(nvml_fn_handle_by_index, handle, "nvmlDeviceGetHandleByIndex_v2");
 	FN(nvml_fn_devstr, name, "nvmlDeviceGetName");
 	FN(nvml_fn_devstr, uuid, "nvmlDeviceGetUUID");
 	FN(nvml_fn_devstr, serial, "nvmlDeviceGetSerial");
@@ -200,11 +207,8 @@ static int full(void)
 	FN(nvml_fn_topo, topo, "nvmlDeviceGetTopologyCommonAncestor");
 
 	nvmlReturn_t rc;
-	if ((rc = C(init())) != NVML_SUCCESS)
-		die_rc("nvmlInit_v2", rc);
-	unsigned n = 0;
-	if ((rc = C(count(&n))) != NVML_SUCCESS)
-		die_rc("nvmlDeviceGetCount_v2", rc);
+	unsigned n;
+	nvmlDevice_t *h = open_devices(&n);
 	char drv[NVML_VERSION_BUFFER_SIZE] = "", nv[NVML_VERSION_BUFFER_SIZE] = "";
 	int cv = 0;
 	nvmlReturn_t r1 = C(driver(drv, sizeof drv));
@@ -215,12 +219,6 @@ static int full(void)
 	PS(r2, nv);
 	PI(r3, cv);
 	printf(" gpus %u\n", n);
-	nvmlDevice_t *h = calloc(n ? n : 1, sizeof *h);
-	if (!h)
-		return 1;
-	for (unsigned i = 0; i < n; i++)
-		if ((rc = C(handle(i, &h[i]))) != NVML_SUCCESS)
-			die_rc("nvmlDeviceGetHandleByIndex_v2", rc);
 
 	unsigned pcap = 32;
 	nvmlProcessInfo_v2_t *pbuf = malloc(pcap * sizeof *pbuf);
