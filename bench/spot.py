@@ -58,11 +58,10 @@ def die(msg):
 def resolve(exe, env):
     if "/" in exe:
         return exe
-    for d in env.get("PATH", os.defpath).split(os.pathsep):
-        cand = os.path.join(d or ".", exe)
-        if os.access(cand, os.X_OK):
-            return cand
-    die("%s: not found" % exe)
+    found = shutil.which(exe, path=env.get("PATH", os.defpath))
+    if not found:
+        die("%s: not found" % exe)
+    return found
 
 
 class Ctl:

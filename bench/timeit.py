@@ -50,6 +50,7 @@ import argparse
 import math
 import os
 import shlex
+import shutil
 import statistics
 import sys
 import time
@@ -72,11 +73,10 @@ def resolve(argv, env):
     exe = argv[0]
     if "/" in exe:
         return exe
-    for d in env.get("PATH", os.defpath).split(os.pathsep):
-        cand = os.path.join(d or ".", exe)
-        if os.access(cand, os.X_OK):
-            return cand
-    sys.exit("timeit.py: %s: not found" % exe)
+    found = shutil.which(exe, path=env.get("PATH", os.defpath))
+    if not found:
+        sys.exit("timeit.py: %s: not found" % exe)
+    return found
 
 
 class Cmd:
