@@ -29,6 +29,18 @@ static int fail(int rc, const char *err)
 	return rc == GC_EINVAL || rc == GC_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
 }
 
+/* when a checkpoint was committed: ISO 8601 in UTC for JSON, local time for people */
+static void commit_time(int64_t ns, bool utc, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	if (utc)
+		gmtime_r(&t, &tm);
+	else
+		localtime_r(&t, &tm);
+	strftime(buf, len, utc ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S", &tm);
+}
+
 static int list(const char *dir, bool json)
 {
 	struct ckpt_entry *v;
@@ -41,12 +53,8 @@ static int list(const char *dir, bool json)
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++) {
 			char when[40] = "";
-			if (v[i].complete) {
-				time_t t = (time_t)(v[i].committed_ns / 1000000000);
-				struct tm tm;
-				gmtime_r(&t, &tm);
-				strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-			}
+			if (v[i].complete)
+				commit_time(v[i].committed_ns, true, when, sizeof when);
 			json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o}", "name", v[i].name, "kind",
 							  v[i].is_dir ? "directory" : "file", "complete",
 							  v[i].complete,
@@ -60,12 +68,8 @@ static int list(const char *dir, bool json)
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			char when[40] = "-";
-			if (v[i].complete) {
-				time_t t = (time_t)(v[i].committed_ns / 1000000000);
-				struct tm tm;
-				localtime_r(&t, &tm);
-				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-			}
+			if (v[i].complete)
+				commit_time(v[i].committed_ns, false, when, sizeof when);
 			printf("%-10s %-19s %s%s\n", v[i].complete ? "complete" : "incomplete", when, v[i].name,
 			       v[i].is_dir ? "/" : "");
 		}
