@@ -86,8 +86,7 @@ static void check_driver(const gc_snapshot *s, const struct dr_env *e, struct dr
 	if (!(c = add(r, "driver", s->ngpus ? DR_OK : DR_WARN)))
 		return;
 	char cuda[16] = "unknown";
-	if (s->cuda_version > 0)
-		snprintf(cuda, sizeof cuda, "%d.%d", s->cuda_version / 1000, (s->cuda_version % 1000) / 10);
+	gc_cuda_version_str(s->cuda_version, cuda, sizeof cuda);
 	FOUND(c, "NVIDIA driver %s, supports CUDA up to %s, %zu GPU%s", s->driver_version[0] ? s->driver_version : "?",
 	      cuda, s->ngpus, s->ngpus == 1 ? "" : "s");
 	if (!s->ngpus)

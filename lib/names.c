@@ -1,9 +1,11 @@
 /*
  * names.c — fixed English names for gpuctl's enums: error codes, clock
  * event reasons (as nvidia-smi's --query-gpu names them) and topology
- * levels (as nvidia-smi topo -m prints them).
+ * levels (as nvidia-smi topo -m prints them), and the CUDA version as text.
  */
 #include "gpuctl/gpuctl.h"
+
+#include <stdio.h>
 
 const char *gc_strerror(int err)
 {
@@ -66,6 +68,14 @@ const char *gc_status_token(int st)
 	case GC_ST_RESET_REQUIRED: return "GPU requires reset";
 	default: return "Unknown Error";
 	}
+}
+
+bool gc_cuda_version_str(int v, char *buf, size_t len)
+{
+	if (v <= 0)
+		return false;
+	snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+	return true;
 }
 
 const char *gc_compute_mode_name(unsigned mode)

@@ -258,13 +258,11 @@ char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *h
 		jw_string(&w, "nvml_version", snap->nvml_version);
 	else
 		jw_null(&w, "nvml_version");
-	if (snap->cuda_version > 0) {
-		char cuda[16];
-		snprintf(cuda, sizeof cuda, "%d.%d", snap->cuda_version / 1000, (snap->cuda_version % 1000) / 10);
+	char cuda[16];
+	if (gc_cuda_version_str(snap->cuda_version, cuda, sizeof cuda))
 		jw_plain(&w, "cuda_version", cuda);
-	} else {
+	else
 		jw_null(&w, "cuda_version");
-	}
 	jw_end(&w, '}');
 	jw_array(&w, "gpus");
 	for (size_t i = 0; i < snap->ngpus; i++)

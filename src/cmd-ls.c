@@ -74,9 +74,7 @@ static void print_header(struct ls *l)
 	localtime_r(&t, &tm);
 	strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &tm);
 	char cuda[32] = "N/A";
-	if (l->snap.cuda_version > 0)
-		snprintf(cuda, sizeof cuda, "%d.%d", l->snap.cuda_version / 1000,
-			 (l->snap.cuda_version % 1000) / 10);
+	gc_cuda_version_str(l->snap.cuda_version, cuda, sizeof cuda);
 	printf("%s%s%s  %s  driver %s  CUDA %s%s", col(l, C_BOLD), l->host, col(l, C_RESET), when,
 	       l->snap.driver_version[0] ? l->snap.driver_version : "N/A", cuda, eol(l));
 }

@@ -224,6 +224,9 @@ char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *h
 /* nvidia-smi's name of a compute mode ("Default", "Exclusive_Process", ...) */
 const char *gc_compute_mode_name(unsigned mode);
 
+/* "12.4" in buf for NVML's CUDA driver version 12040; false, buf untouched, when v <= 0 (unknown) */
+bool gc_cuda_version_str(int v, char *buf, size_t len);
+
 /* nvidia-smi's words for a non-OK status: "N/A", "GPU is lost", ... */
 const char *gc_status_token(int st);
 
