@@ -2,7 +2,8 @@
  * cmd-doctor.c — `gpuctl doctor [--json] [--python PATH]`: check the driver, the CUDA stack, the
  * environment jobs inherit and each GPU's health, one line per check (ok,
  * warn, fail, skip) with what was found and what to do. Exit 0 when no
- * check failed (warnings allowed), 1 when one did, 2 for a bad command line.
+ * check failed (warnings allowed), 1 when one did, 2 for a bad command line
+ * (a --python that cannot be run included).
  *
  * Inputs that depend on the machine can be set for tests:
  * GPUCTL_DOCTOR_CONTAINER (0/1), GPUCTL_DOCTOR_SHM (the path whose size is
@@ -43,23 +44,28 @@ static int64_t now_ms(void)
 /*
  * Run argv (PATH searched) with stdin and stderr on /dev/null; its stdout
  * (up to CHILD_OUT_MAX) in *out. Returns the exit status, DR_PY_MISSING when
- * it could not be started, DR_PY_TIMEOUT when it ran past timeout_ms (then
- * its process group is killed).
+ * it could not be started (why in *why, an errno), DR_PY_TIMEOUT when it ran
+ * past timeout_ms (then its process group is killed).
  */
-static int run_capture(char *const argv[], int timeout_ms, char **out)
+static int run_capture(char *const argv[], int timeout_ms, char **out, int *why)
 {
 	*out = NULL;
+	*why = 0;
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		*why = errno;
 		return DR_PY_MISSING;
+	}
 	int ep[2]; /* reports an exec failure */
 	if (pipe2(ep, O_CLOEXEC) < 0) {
+		*why = errno;
 		close(p[0]);
 		close(p[1]);
 		return DR_PY_MISSING;
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
+		*why = errno;
 		close(p[0]);
 		close(p[1]);
 		close(ep[0]);
@@ -123,6 +129,7 @@ static int run_capture(char *const argv[], int timeout_ms, char **out)
 			poll(NULL, 0, 10);
 	}
 	if (missing || !buf) {
+		*why = missing ? err : ENOMEM;
 		free(buf);
 		return DR_PY_MISSING;
 	}
@@ -273,12 +280,13 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	if (!cuda_home || !*cuda_home)
 		cuda_home = NULL;
 	char *nv[] = {"nvcc", "--version", NULL};
-	if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc) != 0) {
+	int why;
+	if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc, &why) != 0) {
 		free(nvcc);
 		nvcc = NULL;
 		snprintf(path, sizeof path, "%s/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
 		nv[0] = path;
-		if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc) != 0) {
+		if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc, &why) != 0) {
 			free(nvcc);
 			nvcc = NULL;
 		}
@@ -293,11 +301,18 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	char *pa[] = {(char *)e.python, "-c", (char *)DR_PY_PROBE, NULL};
 	const char *pto = getenv("GPUCTL_DOCTOR_PY_TIMEOUT_MS");
 	long pt = pto && *pto ? strtol(pto, NULL, 10) : 0;
-	e.python_rc = run_capture(pa, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout);
+	e.python_rc = run_capture(pa, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout, &why);
 	e.python_out = pyout;
 
 	struct dr_report r;
 	int rc = EXIT_OK;
+	/* python3 missing is a finding; an interpreter the user named that cannot run is bad input */
+	if (python && e.python_rc == DR_PY_MISSING) {
+		cli_err("--python '%s' cannot be run (%s): give the path of a Python interpreter, e.g. "
+			"--python .venv/bin/python", python, strerror(why));
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	if (dr_run(e.open_rc == GC_OK ? &snap : NULL, &e, &r) != GC_OK) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;

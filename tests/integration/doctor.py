@@ -176,8 +176,19 @@ expect(t, "python.torch", "fail", "hidden", "is_available() is False", "CUDA_VIS
 hang = fake_bin("hang", python="sleep 60")
 t = doctor(T4, {"PATH": hang + ":/usr/bin:/bin", "GPUCTL_DOCTOR_PY_TIMEOUT_MS": "500"}, 0, "hang")
 expect(t, "python.torch", "warn", "hang", "time limit")
-t = doctor(T4, None, 0, "no python", ("--python", os.path.join(tmp, "no-such-python")))
-expect(t, "python.torch", "skip", "no python", "no-such-python")
+# no python3 on PATH is a skipped check; a --python that cannot run is bad input (exit 2)
+nopy = os.path.join(tmp, "bin-empty")
+os.mkdir(nopy)
+t = doctor(T4, {"PATH": nopy}, 0, "no python")
+expect(t, "python.torch", "skip", "no python", "'python3'")
+expect(t, "python.tensorflow", "skip", "no python", "'python3'")
+for bad, why in ((os.path.join(tmp, "no-such-python"), "No such file or directory"),
+                 (tmp, "Permission denied"), (os.path.join(SRC, "README.md"), "Permission denied")):
+    p = subprocess.run([GPUCTL, "--sim", T4, "doctor", "--python", bad], capture_output=True, text=True,
+                       timeout=30, env=dict(os.environ, GPUCTL_SIM_RUNDIR=tmp))
+    want = f"gpuctl: --python '{bad}' cannot be run ({why}): give the path of a Python interpreter"
+    if p.returncode != 2 or not p.stderr.startswith(want) or p.stdout:
+        errors.append(f"--python {bad}: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
 # --python picks the interpreter; the toolkit from $CUDA_HOME/version.json when nvcc is not on PATH
 venv = fake_bin("venv", python="echo 'torch 2.3.1+cu121 12.1 1 1'; echo 'tensorflow -'")
 home = os.path.join(tmp, "cuda-12.2")
