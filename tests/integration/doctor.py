@@ -198,6 +198,15 @@ with open(os.path.join(home, "version.json"), "w") as f:
 t = doctor(R535, {"CUDA_HOME": home}, 0, "venv", ("--python", os.path.join(venv, "python3")))
 expect(t, "python.torch", "ok", "venv", "PyTorch 2.3.1+cu121 built for CUDA 12.1")
 expect(t, "cuda.toolkit", "ok", "venv", "CUDA toolkit 12.2.2 (" + home)
+# a version.json that is garbage, or has no version in it, is named, not trusted
+junk = os.path.join(tmp, "cuda-junk")
+os.mkdir(junk)
+for text, status, said in ((b"\x00\xff{{garbage", "skip", "could not be read"),
+                           (b'{"cuda": {"version": "abc"}}', "warn", "'abc', which is not a version")):
+    with open(os.path.join(junk, "version.json"), "wb") as f:
+        f.write(text)
+    t = doctor(T4, {"CUDA_HOME": junk}, None, "junk version.json")
+    expect(t, "cuda.toolkit", status, "junk version.json", said)
 # no driver: the stack is reported without a verdict
 t = doctor(os.path.join(NODES, "nodriver.json"), {"PATH": ok_stack + ":/usr/bin:/bin"}, 1, "stack no driver")
 expect(t, "cuda.toolkit", "skip", "stack no driver", "no driver")
