@@ -241,6 +241,50 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		}
 	}
 
+	/*
+	 * memory repairs waiting for a reset: remapped rows (Ampere and newer),
+	 * retired pages (Kepler to Turing); a failed remapping cannot be repaired
+	 */
+	bool *failed = calloc(n ? n : 1, sizeof *failed);
+	if (!failed) {
+		free(flag);
+		return;
+	}
+	bool any_failed = false;
+	unsigned rows = 0;
+	any = false;
+	known = false;
+	for (size_t i = 0; i < n; i++) {
+		const gc_gpu *g = &s->gpus[i];
+		bool remap = g->st[GC_V_REMAPPED_ROWS] == GC_ST_OK;
+		bool retired = g->st[GC_V_RETIRED_PENDING] == GC_ST_OK;
+		known |= remap || retired;
+		failed[i] = remap && g->remap_failure;
+		flag[i] = !failed[i] && ((remap && g->remap_pending) || (retired && g->retired_pending));
+		if (failed[i])
+			rows += g->remap_uncorr;
+		any_failed |= failed[i];
+		any |= flag[i];
+	}
+	if ((c = add(r, "health.remapped_rows", !known ? DR_SKIP : any_failed ? DR_FAIL : any ? DR_WARN : DR_OK))) {
+		if (any_failed) {
+			gpu_list(failed, n, list, sizeof list);
+			FOUND(c, "a memory row remapping has failed on GPU %s (%u rows remapped for uncorrectable "
+				 "errors): its memory can no longer be repaired", list, rows);
+			FIX(c, "drain the GPU (gpuctl run --exclude %s) and have it serviced", list);
+		} else if (any) {
+			gpu_list(flag, n, list, sizeof list);
+			FOUND(c, "GPU %s %s memory repairs pending (remapped rows or retired pages): they take effect "
+				 "at the next GPU reset",
+			      list, strchr(list, ',') ? "have" : "has");
+			FIX(c, "when nothing runs on it, reset the GPU (sudo nvidia-smi -r -i N) or reboot");
+		} else {
+			FOUND(c, known ? "no remapped rows or retired pages pending"
+				       : "row remapping and page retirement are not reported");
+		}
+	}
+	free(failed);
+
 	/* throttling now */
 	any = false;
 	bool thermal = false;

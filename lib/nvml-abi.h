@@ -185,6 +185,9 @@ typedef nvmlReturn_t (*nvml_fn_mem)(nvmlDevice_t, void *);
 typedef nvmlReturn_t (*nvml_fn_util)(nvmlDevice_t, nvmlUtilization_t *);
 typedef nvmlReturn_t (*nvml_fn_ecc)(nvmlDevice_t, int, int, unsigned long long *);
 typedef nvmlReturn_t (*nvml_fn_procs)(nvmlDevice_t, unsigned int *, void *);
+/* nvmlDeviceGetRemappedRows(dev, corrRows, uncRows, isPending, failureOccurred), first in 450.51 */
+typedef nvmlReturn_t (*nvml_fn_remap)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
+				      unsigned int *);
 typedef nvmlReturn_t (*nvml_fn_topo)(nvmlDevice_t, nvmlDevice_t, int *);
 
 #endif

@@ -76,7 +76,8 @@ struct nvml {
 	nvml_fn_devull reasons, reasons_supported, energy;
 	nvml_fn_devint2 ecc_mode, cc;
 	nvml_fn_ecc ecc_total;
-	nvml_fn_devint persistence, compute_mode, pstate;
+	nvml_fn_devint persistence, compute_mode, pstate, retired_pending;
+	nvml_fn_remap remap;
 	nvml_fn_procs cprocs, gprocs;
 	size_t proc_stride;
 	const char *proc_api;
@@ -201,6 +202,9 @@ static void resolve(struct nvml *n)
 	n->compute_mode = SYM(n, nvml_fn_devint, "nvmlDeviceGetComputeMode");
 	n->pstate = SYM(n, nvml_fn_devint, "nvmlDeviceGetPerformanceState");
 	n->topo = SYM(n, nvml_fn_topo, "nvmlDeviceGetTopologyCommonAncestor");
+	/* nvmlEnableState_t *isPending: an enum, 4 bytes */
+	n->retired_pending = SYM(n, nvml_fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus");
+	n->remap = SYM(n, nvml_fn_remap, "nvmlDeviceGetRemappedRows");
 }
 
 /* Process entry points: resolved after init (the r535 check may ask the driver version). */
@@ -696,6 +700,19 @@ int nvml_sample_gpu(struct nvml *n, unsigned idx, uint64_t mask, gc_gpu *g, size
 		unsigned long long v = 0;
 		note(g, CALL(n->energy, h, &v), GC_BIT(GC_V_ENERGY));
 		g->energy_mj = v;
+	}
+	if (mask & GC_BIT(GC_V_RETIRED_PENDING)) {
+		int v = 0;
+		note(g, CALL(n->retired_pending, h, &v), GC_BIT(GC_V_RETIRED_PENDING));
+		g->retired_pending = v != 0;
+	}
+	if (mask & GC_BIT(GC_V_REMAPPED_ROWS)) {
+		unsigned corr = 0, unc = 0, pend = 0, fail = 0;
+		note(g, CALL(n->remap, h, &corr, &unc, &pend, &fail), GC_BIT(GC_V_REMAPPED_ROWS));
+		g->remap_corr = corr;
+		g->remap_uncorr = unc;
+		g->remap_pending = pend != 0;
+		g->remap_failure = fail != 0;
 	}
 	if (mask & GC_BIT(GC_V_PROCS))
 		note(g, sample_procs(n, h, n->cprocs, GC_PROC_COMPUTE, g, proc_cap), GC_BIT(GC_V_PROCS));

@@ -41,6 +41,7 @@ static const char *const value_names[GC_V__COUNT] = {
 	[GC_V_PCIE_GEN] = "pcie.gen", [GC_V_PCIE_GEN_MAX] = "pcie.max_gen",
 	[GC_V_PCIE_WIDTH] = "pcie.width", [GC_V_PCIE_WIDTH_MAX] = "pcie.max_width",
 	[GC_V_ENERGY] = "energy_mj", [GC_V_COMPUTE_CAP] = "compute_capability",
+	[GC_V_RETIRED_PENDING] = "retired_pages.pending", [GC_V_REMAPPED_ROWS] = "remapped_rows",
 	[GC_V_PROCS] = "processes", [GC_V_GPROCS] = "graphics_processes",
 };
 
@@ -222,6 +223,15 @@ static void gpu_json(struct jw *w, const gc_gpu *g)
 	u(w, g, "energy_mj", GC_V_ENERGY, g->energy_mj);
 	snprintf(buf, sizeof buf, "%d.%d", g->cc_major, g->cc_minor);
 	p(w, g, "compute_capability", GC_V_COMPUTE_CAP, buf);
+	jw_object(w, "retired_pages");
+	b(w, g, "pending", GC_V_RETIRED_PENDING, g->retired_pending);
+	jw_end(w, '}');
+	jw_object(w, "remapped_rows");
+	u(w, g, "correctable", GC_V_REMAPPED_ROWS, g->remap_corr);
+	u(w, g, "uncorrectable", GC_V_REMAPPED_ROWS, g->remap_uncorr);
+	b(w, g, "pending", GC_V_REMAPPED_ROWS, g->remap_pending);
+	b(w, g, "failure", GC_V_REMAPPED_ROWS, g->remap_failure);
+	jw_end(w, '}');
 	procs(w, g);
 	jw_object(w, "errors");
 	for (int v = 0; v < GC_V__COUNT; v++)

@@ -100,6 +100,8 @@ static const char *const functions[] = {
 	"nvmlDeviceGetMaxPcieLinkWidth",
 	"nvmlDeviceGetTotalEnergyConsumption",
 	"nvmlDeviceGetCudaComputeCapability",
+	"nvmlDeviceGetRetiredPagesPendingStatus",
+	"nvmlDeviceGetRemappedRows",
 	"nvmlDeviceGetComputeRunningProcesses",
 	"nvmlDeviceGetComputeRunningProcesses_v2",
 	"nvmlDeviceGetComputeRunningProcesses_v3",

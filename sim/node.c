@@ -410,7 +410,7 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 		"temperature", "fan", "power", "clocks", "throttle_reasons",
 		"supported_throttle_reasons", "ecc", "persistence_mode", "compute_mode", "pstate",
 		"mig", "pcie", "energy_mj", "compute_capability", "topology", "processes", "faults",
-		NULL
+		"retired_pages", "remapped_rows", NULL
 	};
 	static const char *const pci_keys[] = { "domain", "bus", "device", "device_id",
 						"subsystem_id", NULL };
@@ -426,6 +426,9 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 						"uncorrected_volatile", "corrected_aggregate",
 						"uncorrected_aggregate", NULL };
 	static const char *const mig_keys[] = { "current", "pending", NULL };
+	static const char *const retired_keys[] = { "pending", NULL };
+	static const char *const remap_keys[] = { "correctable", "uncorrectable", "pending", "failure",
+						   NULL };
 	static const char *const pcie_keys[] = { "gen", "max_gen", "width", "max_width", NULL };
 	char path[PATH_LEN], sub[PATH_LEN], def[64];
 	json_t *s;
@@ -578,6 +581,21 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 		return -1;
 
 	if (get_uint(ld, path, o, "energy_mj", V(0), INT64_MAX, &g->energy) < 0)
+		return -1;
+
+	/* retired_pages (Kepler to Turing), remapped_rows (Ampere and newer) */
+	if (get_section(ld, path, o, "retired_pages", retired_keys, &s) < 0)
+		return -1;
+	subpath(sub, sizeof(sub), path, "retired_pages");
+	if (get_bool(ld, sub, s, "pending", V(0), &g->retired_pending) < 0)
+		return -1;
+	if (get_section(ld, path, o, "remapped_rows", remap_keys, &s) < 0)
+		return -1;
+	subpath(sub, sizeof(sub), path, "remapped_rows");
+	if (get_uint(ld, sub, s, "correctable", V(0), UINT32_MAX, &g->remap_corr) < 0 ||
+	    get_uint(ld, sub, s, "uncorrectable", V(0), UINT32_MAX, &g->remap_uncorr) < 0 ||
+	    get_bool(ld, sub, s, "pending", V(0), &g->remap_pending) < 0 ||
+	    get_bool(ld, sub, s, "failure", V(0), &g->remap_failure) < 0)
 		return -1;
 
 	/* compute_capability: [major, minor] */

@@ -49,6 +49,8 @@ SIM_ABI(nvmlDeviceGetUtilizationRates, nvml_fn_util);
 SIM_ABI(nvmlDeviceGetTotalEccErrors, nvml_fn_ecc);
 SIM_ABI(nvmlDeviceGetComputeRunningProcesses_v3, nvml_fn_procs);
 SIM_ABI(nvmlDeviceGetTopologyCommonAncestor, nvml_fn_topo);
+SIM_ABI(nvmlDeviceGetRetiredPagesPendingStatus, nvml_fn_devint);
+SIM_ABI(nvmlDeviceGetRemappedRows, nvml_fn_remap);
 
 /* nvmlProcessDetailList_v1_t: records are laid out as nvmlProcessInfo_r535_t */
 typedef struct {
@@ -1066,6 +1068,33 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t dev, int *mode)
 nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t dev, int *pstate)
 {
 	return dev_int(dev, __func__, OFF(pstate), pstate);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t dev, int *pending)
+{
+	return dev_int(dev, __func__, OFF(retired_pending), pending);
+}
+
+/* NOT_SUPPORTED while MIG is on, as the header documents */
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, unsigned int *unc,
+				       unsigned int *pending, unsigned int *failure)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!corr || !unc || !pending || !failure)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->remap_corr.ok || !dev->remap_uncorr.ok || !dev->remap_pending.ok ||
+			 !dev->remap_failure.ok || (dev->mig_current.ok && dev->mig_current.v))
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else {
+			*corr = (unsigned int)dev->remap_corr.v;
+			*unc = (unsigned int)dev->remap_uncorr.v;
+			*pending = (unsigned int)dev->remap_pending.v;
+			*failure = (unsigned int)dev->remap_failure.v;
+		}
+	}
+	return dev_leave(dev, r);
 }
 
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned int *current, unsigned int *pending)

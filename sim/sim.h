@@ -77,6 +77,8 @@ struct nvmlDevice_st {
 	struct sim_val pcie_gen, pcie_max_gen, pcie_width, pcie_max_width;
 	struct sim_val energy;
 	struct sim_val cc_major, cc_minor;
+	struct sim_val retired_pending;
+	struct sim_val remap_corr, remap_uncorr, remap_pending, remap_failure;
 	long long topo[SIM_TOPO_N]; /* -1: unique to this GPU */
 	struct sim_proc *procs;	    /* owned; static processes from the node file */
 	size_t nprocs;
@@ -198,6 +200,9 @@ nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t dev, unsigned int *v);
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t dev, unsigned int *v);
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *mj);
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t dev, int *major, int *minor);
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t dev, int *pending);
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, unsigned int *unc,
+				       unsigned int *pending, unsigned int *failure);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count, void *infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
 						     void *infos);

@@ -76,6 +76,8 @@ enum gc_value {
 	GC_V_MIG_CURRENT, GC_V_MIG_PENDING,
 	GC_V_PCIE_GEN, GC_V_PCIE_GEN_MAX, GC_V_PCIE_WIDTH, GC_V_PCIE_WIDTH_MAX,
 	GC_V_ENERGY, GC_V_COMPUTE_CAP,
+	GC_V_RETIRED_PENDING, /* pages pending retirement (Kepler to Turing) */
+	GC_V_REMAPPED_ROWS,   /* the four remap_* values (Ampere and newer) */
 	GC_V_PROCS,   /* compute processes */
 	GC_V_GPROCS,  /* graphics processes */
 	GC_V__COUNT
@@ -145,6 +147,10 @@ typedef struct gc_gpu {
 	unsigned pcie_gen, pcie_gen_max, pcie_width, pcie_width_max;
 	uint64_t energy_mj;       /* millijoules since driver load */
 	int cc_major, cc_minor;
+	bool retired_pending;     /* retired pages wait for a reboot or reset */
+	unsigned remap_corr, remap_uncorr; /* rows remapped for correctable/uncorrectable errors */
+	bool remap_pending;       /* remappings wait for a GPU reset */
+	bool remap_failure;       /* a remapping has failed in the past */
 	size_t nprocs;
 	gc_proc *procs;           /* owned by the snapshot */
 	size_t procs_cap;         /* private: allocated entries of procs */

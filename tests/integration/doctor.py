@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gpuctl doctor (issue 5): each check on the simulated node, with faults
 injected (driver/library mismatch, no driver, ECC, persistence off, thermal
-throttling, a degraded PCIe link, memory held without a process, Xid lines
+throttling, a degraded PCIe link, memory held without a process, row
+remappings pending or failed, pages pending retirement, Xid lines
 in the kernel log) and the environment set (CUDA_VISIBLE_DEVICES invalid,
 mixed GPU models without CUDA_DEVICE_ORDER, PYTORCH_CUDA_ALLOC_CONF unset,
 NCCL async error handling off, a small /dev/shm in a container), and the
@@ -89,7 +90,7 @@ def expect(checks, cid, status, name, contains=None, fix=None):
 # a healthy node with a good environment: nothing fails, exit 0 (a warning does not fail)
 ok = doctor(os.path.join(EX, "t4-1x.json"), {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 0, "healthy")
 for cid in ("driver", "env.cuda_visible_devices", "env.cuda_device_order", "env.pytorch_alloc_conf", "env.nccl",
-            "health.ecc", "health.throttling", "health.pcie", "health.leaked_memory", "health.xid"):
+            "health.ecc", "health.remapped_rows", "health.throttling", "health.pcie", "health.leaked_memory", "health.xid"):
     expect(ok, cid, "ok", "healthy")
 expect(ok, "health.persistence", "warn", "healthy", "GPU 0")  # the T4 example runs without it
 expect(ok, "env.shm", "skip", "healthy")
@@ -101,6 +102,18 @@ expect(f, "health.persistence", "warn", "faults", "GPU 1")
 expect(f, "health.throttling", "warn", "faults", "thermal")
 expect(f, "health.pcie", "warn", "faults", "GPU 3 at gen 3 x8 of gen 4 x16")
 expect(f, "health.leaked_memory", "warn", "faults", "GPU 4")
+# a failed row remapping (GPU 5) outranks the pending repairs of GPU 0 (rows) and 6 (V100 pages)
+expect(f, "health.remapped_rows", "fail", "faults", "has failed on GPU 5 (9 rows", fix="--exclude 5")
+nofail = os.path.join(tmp, "repairs-pending.json")
+with open(os.path.join(NODES, "doctor-faults.json")) as src:
+    node = json.load(src)
+del node["gpus"][5]
+with open(nofail, "w") as dst:
+    json.dump(node, dst)
+p = doctor(nofail, None, 1, "repairs pending")  # exit 1: GPU 0's ECC errors still fail
+expect(p, "health.remapped_rows", "warn", "repairs pending", "GPU 0,5 have memory repairs pending", fix="nvidia-smi -r")
+for ex in ("t4-1x.json", "h100-8x-sxm.json", "a100-4x-pcie.json"):  # pages on the T4, rows on the others
+    expect(doctor(os.path.join(EX, ex), None, None, ex), "health.remapped_rows", "ok", ex, "no remapped rows")
 expect(f, "env.pytorch_alloc_conf", "warn", "faults")
 
 # driver problems: named, and the other checks still run

@@ -164,6 +164,7 @@ static void test_symbols(void **state)
 		"nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetMemoryInfo",
 		"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetCurrentClocksThrottleReasons",
 		"nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetFanSpeed",
+		"nvmlDeviceGetRetiredPagesPendingStatus",
 	};
 	/* symbol, then presence in modern, r535, legacy, r410 */
 	static const struct {
@@ -182,6 +183,7 @@ static void test_symbols(void **state)
 		{ "nvmlDeviceGetPciInfo_v3", { 1, 1, 1, 0 } },
 		{ "nvmlSystemGetCudaDriverVersion_v2", { 1, 1, 1, 0 } },
 		{ "nvmlDeviceGetMigMode", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceGetRemappedRows", { 1, 1, 1, 0 } },
 		/* internal helpers never leak out */
 		{ "sim_node_load", { 0, 0, 0, 0 } },
 		{ "sim_generation", { 0, 0, 0, 0 } },
@@ -727,6 +729,50 @@ static void test_null_metrics(void **state)
 	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
 }
 
+/* retired pages and remapped rows: values, null sections, MIG, bad input */
+static void test_memory_repairs(void **state)
+{
+	unsigned int corr = 9, unc = 9, pend = 9, fail = 9;
+	int p = 9;
+
+	(void)state;
+	cur = variants[MODERN].h;
+	use_node_text("{\"gpus\": [{\"remapped_rows\": {\"correctable\": 3, \"uncorrectable\": 7,"
+		      " \"pending\": true, \"failure\": true}, \"retired_pages\": null},"
+		      " {\"remapped_rows\": null, \"retired_pages\": {\"pending\": true}},"
+		      " {\"mig\": {\"current\": true}},"
+		      " {}]}");
+	assert_int_equal(INIT(), NVML_SUCCESS);
+	assert_int_equal(CALL(nvml_fn_remap, "nvmlDeviceGetRemappedRows", dev(0), &corr, &unc, &pend, &fail),
+			 NVML_SUCCESS);
+	assert_int_equal(corr, 3);
+	assert_int_equal(unc, 7);
+	assert_int_equal(pend, 1);
+	assert_int_equal(fail, 1);
+	assert_int_equal(CALL(fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus", dev(0), &p),
+			 NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(CALL(nvml_fn_remap, "nvmlDeviceGetRemappedRows", dev(1), &corr, &unc, &pend, &fail),
+			 NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(CALL(fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus", dev(1), &p), NVML_SUCCESS);
+	assert_int_equal(p, 1);
+	/* not while MIG is on, as the NVML header documents */
+	assert_int_equal(CALL(nvml_fn_remap, "nvmlDeviceGetRemappedRows", dev(2), &corr, &unc, &pend, &fail),
+			 NVML_ERROR_NOT_SUPPORTED);
+	/* defaults: supported, nothing to repair */
+	assert_int_equal(CALL(nvml_fn_remap, "nvmlDeviceGetRemappedRows", dev(3), &corr, &unc, &pend, &fail),
+			 NVML_SUCCESS);
+	assert_int_equal(corr + unc + pend + fail, 0);
+	assert_int_equal(CALL(fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus", dev(3), &p), NVML_SUCCESS);
+	assert_int_equal(p, 0);
+	assert_int_equal(CALL(nvml_fn_remap, "nvmlDeviceGetRemappedRows", dev(3), &corr, NULL, &pend, &fail),
+			 NVML_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
+
+	/* a wrong type names its path */
+	expect_init_error("{\"gpus\": [{\"remapped_rows\": {\"pending\": 1}}]}", "gpus[0].remapped_rows");
+	expect_init_error("{\"gpus\": [{\"retired_pages\": {\"count\": 1}}]}", "gpus[0].retired_pages");
+}
+
 static void test_invalid_args(void **state)
 {
 	char small[4], buf[96];
@@ -1079,6 +1125,7 @@ int main(void)
 		cmocka_unit_test(test_mig_processes),
 		cmocka_unit_test(test_pci),
 		cmocka_unit_test(test_null_metrics),
+		cmocka_unit_test(test_memory_repairs),
 		cmocka_unit_test(test_invalid_args),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_registrations),
