@@ -1,0 +1,18 @@
+/*
+ * slurp.h — read a whole (bounded) file into memory, with the errors a user
+ * can act on: missing, unreadable, a directory, too large. For the data
+ * files lib/ reads (catalogs, GPU and model tables).
+ */
+#ifndef GPUCTL_LIB_SLURP_H
+#define GPUCTL_LIB_SLURP_H
+
+#include <stddef.h>
+
+/*
+ * Read `path` (at most `max` bytes) into a NUL-terminated buffer the caller
+ * frees with free(). Returns 0, or a negative GC_E* code with a one-line
+ * reason naming the path in err.
+ */
+int slurp(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen);
+
+#endif

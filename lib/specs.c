@@ -1,0 +1,352 @@
+/*
+ * specs.c — loads data/gpus.csv and data/models.csv (see specs.h). Bad rows
+ * are errors naming the file, line and column: these tables feed numbers
+ * people spend money on, so a typo must not turn into a silent 0.
+ */
+#include "specs.h"
+#include "csv.h"
+#include "errbuf.h"
+#include "slurp.h"
+#include "gpuctl/gpuctl.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SPECS_MAX_FILE (4u << 20)
+
+static void copy(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+/* a non-negative number, or empty (= 0 when allowed) */
+static int num(const char *s, bool empty_ok, double *out)
+{
+	while (*s == ' ')
+		s++;
+	if (!*s) {
+		*out = 0;
+		return empty_ok ? 0 : -1;
+	}
+	char *end;
+	double v = strtod(s, &end);
+	while (*end == ' ')
+		end++;
+	if (*end || !isfinite(v) || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static const char *field(const struct csv *c, int col)
+{
+	return col >= 0 && (size_t)col < c->nf ? c->f[col] : "";
+}
+
+int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	char *data;
+	size_t len;
+	char why[256];
+	int rc = slurp(path, SPECS_MAX_FILE, &data, &len, err, errlen);
+	if (rc)
+		return rc;
+	struct csv c;
+	csv_init(&c, data, len, CSV_COMMENTS);
+	static const char *const cols[] = {"name", "accelerator_names", "memory_gb", "mem_bw_gbs", "fp32_tflops",
+					   "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "interconnect",
+					   "interconnect_gbs", "source", "notes"};
+	enum { NCOL = sizeof cols / sizeof cols[0] };
+	int idx[NCOL];
+	spec_gpu *g = NULL;
+	size_t cnt = 0;
+	rc = csv_next(&c, why, sizeof why);
+	if (rc <= 0) {
+		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
+		rc = GC_EINVAL;
+		goto out;
+	}
+	for (int i = 0; i < NCOL; i++) {
+		idx[i] = csv_col(&c, cols[i]);
+		if (idx[i] < 0 && i < 4) {
+			errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[i]);
+			rc = GC_EINVAL;
+			goto out;
+		}
+	}
+	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
+		spec_gpu *ng = realloc(g, (cnt + 1) * sizeof *g);
+		if (!ng) {
+			rc = GC_ENOMEM;
+			errbuf_set(err, errlen, "out of memory");
+			goto out;
+		}
+		g = ng;
+		spec_gpu *x = &g[cnt];
+		memset(x, 0, sizeof *x);
+		copy(x->name, sizeof x->name, field(&c, idx[0]));
+		copy(x->acc, sizeof x->acc, field(&c, idx[1]));
+		copy(x->interconnect, sizeof x->interconnect, field(&c, idx[9]));
+		copy(x->source, sizeof x->source, field(&c, idx[11]));
+		copy(x->notes, sizeof x->notes, field(&c, idx[12]));
+		double v[NCOL] = {0};
+		for (int i = 2; i < NCOL; i++) {
+			if (i == 9 || i >= 11)
+				continue;
+			if (num(field(&c, idx[i]), i != 2 && i != 3, &v[i]) < 0) {
+				errbuf_set(err, errlen, "%s: line %zu: %s '%s' is not a non-negative number", path, c.line,
+					   cols[i], field(&c, idx[i]));
+				rc = GC_EINVAL;
+				goto out;
+			}
+		}
+		if (!x->name[0] || v[2] <= 0 || v[3] <= 0) {
+			errbuf_set(err, errlen, "%s: line %zu: a GPU needs a name, memory_gb and mem_bw_gbs", path, c.line);
+			rc = GC_EINVAL;
+			goto out;
+		}
+		x->mem = v[2] * 1e9;
+		x->bw = v[3] * 1e9;
+		x->peak[MM_FP32] = v[4] * 1e12;
+		x->peak[MM_BF16] = v[5] * 1e12;
+		x->peak[MM_FP16] = v[6] * 1e12;
+		x->peak[MM_FP8] = v[7] * 1e12;
+		x->peak[MM_INT8] = v[8] * 1e12;
+		x->peak[MM_INT4] = 0; /* not in the table: int4 weights are computed in 16 bits */
+		x->link = v[10] * 1e9;
+		cnt++;
+	}
+	if (rc < 0) {
+		errbuf_set(err, errlen, "%s: %s", path, why);
+		rc = GC_EINVAL;
+		goto out;
+	}
+	rc = 0;
+out:
+	csv_release(&c);
+	free(data);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	*out = g;
+	*n = cnt;
+	return 0;
+}
+
+int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	char *data;
+	size_t len;
+	char why[256];
+	int rc = slurp(path, SPECS_MAX_FILE, &data, &len, err, errlen);
+	if (rc)
+		return rc;
+	struct csv c;
+	csv_init(&c, data, len, CSV_COMMENTS);
+	static const char *const cols[] = {"name", "aliases", "kind", "mlp", "params", "active_params", "layers",
+					   "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_active",
+					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample"};
+	enum { NCOL = sizeof cols / sizeof cols[0] };
+	int idx[NCOL];
+	mm_model *m = NULL;
+	size_t cnt = 0;
+	rc = csv_next(&c, why, sizeof why);
+	if (rc <= 0) {
+		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
+		rc = GC_EINVAL;
+		goto out;
+	}
+	for (int i = 0; i < NCOL; i++)
+		if ((idx[i] = csv_col(&c, cols[i])) < 0 && (i == 0 || i == 2 || i == 4)) {
+			errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[i]);
+			rc = GC_EINVAL;
+			goto out;
+		}
+	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
+		mm_model *nm = realloc(m, (cnt + 1) * sizeof *m);
+		if (!nm) {
+			rc = GC_ENOMEM;
+			errbuf_set(err, errlen, "out of memory");
+			goto out;
+		}
+		m = nm;
+		mm_model *x = &m[cnt];
+		memset(x, 0, sizeof *x);
+		copy(x->name, sizeof x->name, field(&c, idx[0]));
+		copy(x->aliases, sizeof x->aliases, field(&c, idx[1]));
+		const char *kind = field(&c, idx[2]);
+		x->kind = strcasecmp(kind, "decoder") == 0 ? MM_DECODER
+			  : strcasecmp(kind, "encoder") == 0 ? MM_ENCODER
+			  : strcasecmp(kind, "cnn") == 0 ? MM_CNN : -1;
+		if (!x->name[0] || x->kind < 0) {
+			errbuf_set(err, errlen, "%s: line %zu: a model needs a name and a kind (decoder, encoder, cnn)",
+				   path, c.line);
+			rc = GC_EINVAL;
+			goto out;
+		}
+		x->gated = strcasecmp(field(&c, idx[3]), "plain") != 0 && x->kind == MM_DECODER;
+		x->tied = strcasecmp(field(&c, idx[14]), "yes") == 0;
+		if (mm_parse_count(field(&c, idx[4]), &x->params, why, sizeof why) < 0 ||
+		    (*field(&c, idx[5]) && mm_parse_count(field(&c, idx[5]), &x->active_params, why, sizeof why) < 0)) {
+			errbuf_set(err, errlen, "%s: line %zu: %s", path, c.line, why);
+			rc = GC_EINVAL;
+			goto out;
+		}
+		if (!x->active_params)
+			x->active_params = x->params;
+		unsigned *u[] = {&x->layers, &x->hidden, &x->heads, &x->kv_heads, &x->vocab, &x->ffn,
+				 &x->experts, &x->experts_active};
+		for (int i = 0; i < 8; i++) {
+			double v;
+			if (num(field(&c, idx[6 + i]), true, &v) < 0 || v > 1e7 || v != floor(v)) {
+				errbuf_set(err, errlen, "%s: line %zu: %s '%s' is not a whole number", path, c.line,
+					   cols[6 + i], field(&c, idx[6 + i]));
+				rc = GC_EINVAL;
+				goto out;
+			}
+			*u[i] = (unsigned)v;
+		}
+		double v;
+		if (num(field(&c, idx[15]), true, &v) < 0 || v > 1e7 ||
+		    num(field(&c, idx[16]), true, &x->act_per_sample) < 0 ||
+		    num(field(&c, idx[17]), true, &x->flops_per_sample) < 0) {
+			errbuf_set(err, errlen, "%s: line %zu: bad seq, act_bytes_per_sample or flops_per_sample", path,
+				   c.line);
+			rc = GC_EINVAL;
+			goto out;
+		}
+		x->seq = (unsigned)v;
+		if (x->heads && x->hidden % x->heads) {
+			errbuf_set(err, errlen, "%s: line %zu: hidden %u is not a multiple of heads %u", path, c.line,
+				   x->hidden, x->heads);
+			rc = GC_EINVAL;
+			goto out;
+		}
+		cnt++;
+	}
+	if (rc < 0) {
+		errbuf_set(err, errlen, "%s: %s", path, why);
+		rc = GC_EINVAL;
+		goto out;
+	}
+	rc = 0;
+out:
+	csv_release(&c);
+	free(data);
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	*out = m;
+	*n = cnt;
+	return 0;
+}
+
+/* s equals one entry of a ';'-separated list (case-insensitive) */
+static bool in_list(const char *list, const char *s)
+{
+	size_t n = strlen(s);
+	while (*list) {
+		size_t k = strcspn(list, ";");
+		if (k == n && strncasecmp(list, s, n) == 0)
+			return true;
+		list += k;
+		if (*list == ';')
+			list++;
+	}
+	return false;
+}
+
+const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp(g[i].name, acc) == 0 || in_list(g[i].acc, acc))
+			return &g[i];
+	return NULL;
+}
+
+/* normalised for matching: lower case, '_' and ' ' as '-' */
+static void norm(char *dst, size_t len, const char *s)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < len; i++)
+		dst[i] = s[i] == '_' || s[i] == ' ' ? '-' : (char)tolower((unsigned char)s[i]);
+	dst[i] = '\0';
+}
+
+const mm_model *specs_model_find(const mm_model *m, size_t n, const char *name)
+{
+	char want[64], have[64];
+	norm(want, sizeof want, name);
+	for (size_t i = 0; i < n; i++) {
+		norm(have, sizeof have, m[i].name);
+		if (strcmp(want, have) == 0 || in_list(m[i].aliases, name))
+			return &m[i];
+	}
+	return NULL;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return 64;
+	size_t d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	return d[la][lb];
+}
+
+size_t specs_model_suggest(const mm_model *m, size_t n, const char *name, const char **out, size_t max)
+{
+	char want[64], have[64];
+	norm(want, sizeof want, name);
+	size_t got = 0;
+	size_t score[16];
+	if (max > 16)
+		max = 16;
+	for (size_t i = 0; i < n; i++) {
+		norm(have, sizeof have, m[i].name);
+		size_t d = edit_distance(want, have);
+		/* a shared family prefix ("llama-3") counts as close */
+		size_t pre = 0;
+		while (want[pre] && want[pre] == have[pre])
+			pre++;
+		if (pre >= 5 && pre >= strlen(want) / 2)
+			d = d < 2 ? d : 2;
+		if (d > 3 + strlen(want) / 4)
+			continue;
+		/* equal distances: the longer shared prefix first ("llama-3-7b" → Llama-3-8B before Llama-2-7B) */
+		d = d * 64 + (pre < 63 ? 63 - pre : 0);
+		size_t k = got < max ? got++ : max;
+		if (k == max && score[max - 1] <= d)
+			continue;
+		if (k == max)
+			k = max - 1;
+		while (k > 0 && score[k - 1] > d) {
+			score[k] = score[k - 1];
+			out[k] = out[k - 1];
+			k--;
+		}
+		score[k] = d;
+		out[k] = m[i].name;
+	}
+	return got;
+}

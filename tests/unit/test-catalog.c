@@ -1,0 +1,147 @@
+/*
+ * test-catalog.c — lib/catalog.c and lib/csv.c: SkyPilot-style catalogs in
+ * any column order, empty prices, quoted fields, CRLF, comments, the
+ * shipped snapshot, and malformed input refused with the line named.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "csv.h"
+
+static int load(catalog *c, const char *text, char *err, size_t errlen)
+{
+	return catalog_load_buf(c, text, strlen(text), "test.csv", "aws", err, errlen);
+}
+
+static void test_skypilot_order(void **state)
+{
+	(void)state;
+	catalog c = {0};
+	char err[256];
+	/* SkyPilot's GCP column order, a CPU-only row, a fractional GPU, an empty spot price */
+	const char *t = "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,"
+			"AvailabilityZone,Price,SpotPrice\n"
+			"n2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.38,0.09\n"
+			"g2-standard-4,4.0,16.0,L4,1,,us-central1,us-central1-a,0.70683,0.28184\n"
+			"g6f.large,2.0,8.0,L4,0.125,,us-east-1,,0.2,\n"
+			"a3-highgpu-8g,208.0,1872.0,H100,8.0,,us-central1,,43.06615,\n";
+	assert_int_equal(load(&c, t, err, sizeof err), 0);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.skipped, 2);
+	assert_string_equal(c.rows[0].instance, "g2-standard-4");
+	assert_string_equal(c.rows[0].acc, "L4");
+	assert_int_equal(c.rows[0].count, 1);
+	assert_true(c.rows[0].price == 0.70683 && c.rows[0].spot == 0.28184);
+	assert_string_equal(c.rows[0].cloud, "aws"); /* no Cloud column: the caller's */
+	assert_int_equal(c.rows[1].count, 8);
+	assert_true(c.rows[1].spot < 0); /* empty: unknown, not 0 */
+	catalog_free(&c);
+}
+
+static void test_quotes_crlf_comments(void **state)
+{
+	(void)state;
+	catalog c = {0};
+	char err[256];
+	const char *t = "\xEF\xBB\xBF# snapshot: 2026-11-22\r\n"
+			"# a comment\r\n"
+			"Cloud,Region,Price,SpotPrice,AcceleratorCount,AcceleratorName,InstanceType\r\n"
+			"gcp,\"us-east4\",\"9.8\",,\"2\",\"H100\",\"odd, \"\"quoted\"\" name\"\r\n"
+			"\r\n"
+			"azure,eastus,1.204,0.143517,1,T4,Standard_NC16as_T4_v3\r\n";
+	assert_int_equal(load(&c, t, err, sizeof err), 0);
+	assert_string_equal(c.date, "2026-11-22");
+	assert_int_equal(c.n, 2);
+	assert_string_equal(c.rows[0].instance, "odd, \"quoted\" name");
+	assert_string_equal(c.rows[0].cloud, "gcp");
+	assert_string_equal(c.rows[0].region, "us-east4");
+	assert_string_equal(c.rows[1].cloud, "azure");
+	assert_true(c.rows[1].spot == 0.143517);
+	catalog_free(&c);
+}
+
+static void test_bad(void **state)
+{
+	(void)state;
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Region\nx,T4,1,us\n", err,
+			      sizeof err), -7);
+	assert_non_null(strstr(err, "no 'Price' column"));
+	assert_int_equal(load(&c, "", err, sizeof err), -7);
+	assert_non_null(strstr(err, "empty"));
+	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\nx,T4,1,cheap,us\n",
+			      err, sizeof err), -7);
+	assert_non_null(strstr(err, "line 2"));
+	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\n\"x,T4,1,1,us\n",
+			      err, sizeof err), -7);
+	assert_non_null(strstr(err, "never closed"));
+	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\n\"x\"y,T4,1,1,us\n",
+			      err, sizeof err), -7);
+	assert_non_null(strstr(err, "after a closing quote"));
+	const char bin[] = "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\nx\0y,T4,1,1,us\n";
+	assert_int_equal(catalog_load_buf(&c, bin, sizeof bin - 1, "bin", NULL, err, sizeof err), -7);
+	assert_non_null(strstr(err, "NUL"));
+	assert_int_equal(catalog_load(&c, "/nonexistent/catalog.csv", "aws", err, sizeof err), -8);
+	assert_non_null(strstr(err, "/nonexistent/catalog.csv"));
+	assert_int_equal(catalog_load(&c, "/tmp", "aws", err, sizeof err), -7);
+	assert_non_null(strstr(err, "directory"));
+	catalog_free(&c);
+}
+
+static void test_big_field(void **state)
+{
+	(void)state;
+	size_t n = CSV_FIELD_MAX + 100;
+	char *t = malloc(n + 64);
+	strcpy(t, "a,b\n");
+	memset(t + 4, 'x', n);
+	strcpy(t + 4 + n, ",y\n");
+	struct csv r;
+	char err[256];
+	csv_init(&r, t, strlen(t), 0);
+	assert_int_equal(csv_next(&r, err, sizeof err), 1);
+	assert_int_equal(csv_next(&r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "longer than"));
+	csv_release(&r);
+	free(t);
+}
+
+static void test_shipped(void **state)
+{
+	(void)state;
+	const char *src = getenv("GPUCTL_SRCDIR");
+	static const char *const clouds[] = {"aws", "gcp", "azure"};
+	for (int i = 0; i < 3; i++) {
+		catalog c = {0};
+		char path[4096], err[512];
+		snprintf(path, sizeof path, "%s/data/catalog/%s.csv", src ? src : ".", clouds[i]);
+		if (catalog_load(&c, path, clouds[i], err, sizeof err))
+			fail_msg("%s", err);
+		assert_true(c.n >= 30);
+		assert_string_equal(c.date, "2026-11-22");
+		for (size_t k = 0; k < c.n; k++)
+			assert_true(c.rows[k].price > 0 || c.rows[k].spot > 0);
+		catalog_free(&c);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_skypilot_order),
+		cmocka_unit_test(test_quotes_crlf_comments),
+		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_big_field),
+		cmocka_unit_test(test_shipped),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

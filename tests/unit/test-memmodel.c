@@ -1,0 +1,277 @@
+/*
+ * test-memmodel.c — lib/memmodel.c and lib/specs.c against published figures:
+ * the ZeRO paper's per-device model states (Ψ = 7.5 B, N_d = 64 → 120 /
+ * 31.4 / 16.6 / 1.9 GB), EleutherAI's 16–18 bytes per parameter for
+ * mixed-precision Adam, Llama-2-7B's fp16 KV cache of 0.5 MiB per token,
+ * Korthikanti et al.'s per-layer activation bytes, QLoRA's 4.127 bits per
+ * parameter, and every preset's architecture against its stated size.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memmodel.h"
+#include "specs.h"
+
+static mm_job job(int task)
+{
+	mm_job j = {.task = task, .prec = MM_BF16, .kv_prec = MM_BF16, .optim = MM_ADAMW, .dp = 1, .tp = 1,
+		    .seq = 2048, .batch = 1, .lora_rank = 16, .lora_targets = MM_LT_ALL};
+	return j;
+}
+
+/* model states (weights + gradients + optimizer) per device, in GB (10^9) */
+static double states_gb(const mm_model *m, int zero, unsigned dp)
+{
+	mm_job j = job(MM_TRAIN);
+	j.zero = zero;
+	j.dp = dp;
+	mm_mem o;
+	char err[256];
+	assert_int_equal(mm_estimate(m, &j, &o, err, sizeof err), 0);
+	return (o.weights + o.grads + o.optimizer) / 1e9;
+}
+
+static void test_zero_paper(void **state)
+{
+	(void)state;
+	/* ZeRO (Rajbhandari et al. 2020), Figure 1: Ψ = 7.5 B, N_d = 64, K = 12 */
+	mm_model m = {.name = "zero", .kind = MM_DECODER, .params = 7.5e9, .active_params = 7.5e9};
+	char buf[32];
+	snprintf(buf, sizeof buf, "%.1f", states_gb(&m, 0, 64));
+	assert_string_equal(buf, "120.0");
+	snprintf(buf, sizeof buf, "%.1f", states_gb(&m, 1, 64));
+	assert_string_equal(buf, "31.4");
+	snprintf(buf, sizeof buf, "%.1f", states_gb(&m, 2, 64));
+	assert_string_equal(buf, "16.6");
+	snprintf(buf, sizeof buf, "%.1f", states_gb(&m, 3, 64));
+	assert_string_equal(buf, "1.9");
+	/* with only a parameter count the activations are not counted, and say so */
+	mm_job j = job(MM_TRAIN);
+	mm_mem o;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(o.partial);
+	assert_true(o.activations == 0);
+}
+
+static void test_eleuther_bytes_per_param(void **state)
+{
+	(void)state;
+	/* EleutherAI, Transformer Math 101: mixed-precision AdamW needs 16-18 bytes per parameter
+	   (2 weights + 2 or 4 gradients + 12 optimizer: fp32 copy, momentum, variance) */
+	mm_model m = {.name = "x", .kind = MM_DECODER, .params = 1e9, .active_params = 1e9};
+	double b = states_gb(&m, 0, 1);
+	assert_true(b >= 16 && b <= 18);
+	assert_true(fabs(b - 16) < 1e-9);
+	/* plain fp32 Adam: 4 + 4 + 8 */
+	mm_job j = job(MM_TRAIN);
+	j.prec = MM_FP32;
+	mm_mem o;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs((o.weights + o.grads + o.optimizer) / 1e9 - 16) < 1e-9);
+	/* 8-bit Adam: 2 + 2 + (4 + 2); SGD with momentum: 2 + 2 + (4 + 4) */
+	j.prec = MM_BF16;
+	j.optim = MM_ADAM8BIT;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs(o.optimizer / 1e9 - 6) < 1e-9);
+	j.optim = MM_SGD;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs(o.optimizer / 1e9 - 8) < 1e-9);
+	/* CPU offload moves the optimizer (and, from stage 2, the gradients) to the host */
+	j.optim = MM_ADAMW;
+	j.offload = true;
+	j.zero = 2;
+	j.dp = 2;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(o.optimizer == 0 && o.grads == 0);
+	assert_true(fabs(o.cpu / 1e9 - 7) < 1e-9); /* (12 + 2) / 2 */
+	/* int8 full training is refused with the way out */
+	char err[256];
+	j = job(MM_TRAIN);
+	j.prec = MM_INT8;
+	assert_int_equal(mm_estimate(&m, &j, &o, err, sizeof err), -1);
+	assert_non_null(strstr(err, "qlora"));
+}
+
+static mm_model llama2_7b(void)
+{
+	mm_model m = {.name = "Llama-2-7B", .kind = MM_DECODER, .gated = true, .params = 6.74e9,
+		      .active_params = 6.74e9, .layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32,
+		      .vocab = 32000, .ffn = 11008, .seq = 4096};
+	return m;
+}
+
+static void test_kv_cache(void **state)
+{
+	(void)state;
+	mm_model m = llama2_7b();
+	/* 2 (K and V) x 32 layers x 32 heads x 128 x 2 bytes = 0.5 MiB per token */
+	assert_true(mm_kv_per_token(&m, MM_FP16) == 512.0 * 1024);
+	assert_true(mm_kv_per_token(&m, MM_FP8) == 256.0 * 1024);
+	mm_job j = job(MM_INFER);
+	j.seq = 4096;
+	j.batch = 8;
+	j.prec = MM_FP16;
+	j.kv_prec = MM_FP16;
+	mm_mem o;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(o.kv == 512.0 * 1024 * 4096 * 8);
+	assert_true(o.weights == 6.74e9 * 2);
+	/* tensor parallelism splits the weights and the KV heads */
+	j.tp = 4;
+	mm_mem o4;
+	assert_int_equal(mm_estimate(&m, &j, &o4, NULL, 0), 0);
+	assert_true(o4.kv == o.kv / 4 && o4.weights == o.weights / 4);
+	/* GQA with fewer KV heads than GPUs: each GPU keeps one head */
+	mm_model g = m;
+	g.kv_heads = 2;
+	j.tp = 8;
+	assert_int_equal(mm_estimate(&g, &j, &o4, NULL, 0), 0);
+	assert_true(fabs(o4.kv - mm_kv_per_token(&g, MM_FP16) * 4096 * 8 / 2) < 1);
+	/* int4 weights carry a 16-bit scale and zero point per 128 */
+	j = job(MM_INFER);
+	j.prec = MM_INT4;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs(o.weights - 6.74e9 * (0.5 + 4.0 / 128)) < 1);
+}
+
+static void test_activations(void **state)
+{
+	(void)state;
+	/* Korthikanti et al. 2022, eq. 1: s·b·h·(34 + 5·a·s/h); GPT-3 175B: s 2048, h 12288, a 96
+	   (5·a·s/h = 80) */
+	double s = 2048, h = 12288, a = 96;
+	assert_true(mm_layer_activations(s, 1, h, a, 1, MM_RC_NONE) == 2048.0 * 12288 * (34 + 80));
+	assert_true(mm_layer_activations(s, 1, h, a, 1, MM_RC_NONE) == 2868903936.0);
+	/* tensor + sequence parallel t = 8 divides it; selective keeps 34·s·b·h/t; full 2·s·b·h/t */
+	assert_true(mm_layer_activations(s, 1, h, a, 8, MM_RC_NONE) == 2868903936.0 / 8);
+	assert_true(mm_layer_activations(s, 1, h, a, 8, MM_RC_SELECTIVE) == 34 * s * h / 8);
+	assert_true(mm_layer_activations(s, 1, h, a, 8, MM_RC_FULL) == 2 * s * h / 8);
+	/* a whole model: layers x per-layer + the output layer's 4·s·b·h·(1 + v/h) */
+	mm_model m = llama2_7b();
+	mm_job j = job(MM_TRAIN);
+	j.seq = 4096;
+	mm_mem o;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	double want = 32 * 4096.0 * 4096 * (34 + 5.0 * 32 * 4096 / 4096) + 4 * 4096.0 * 4096 * (1 + 32000.0 / 4096);
+	assert_true(fabs(o.activations - want) < 1);
+	assert_true(o.overhead == MM_OVERHEAD_BYTES);
+	assert_true(fabs(o.total - (o.weights + o.grads + o.optimizer + o.activations + o.overhead)) < 1);
+}
+
+static void test_lora_qlora(void **state)
+{
+	(void)state;
+	mm_model m = llama2_7b();
+	/* rank 16 on q and v: 32 layers x 2 x 16 x (4096 + 4096) = 8.39 M (the figure PEFT prints) */
+	assert_true(mm_lora_params(&m, 16, MM_LT_Q | MM_LT_V) == 32.0 * 2 * 16 * 8192);
+	mm_job j = job(MM_QLORA);
+	mm_mem o;
+	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	/* QLoRA: 4 + 8/64 + 32/(64·256) = 4.127 bits per quantized parameter; embeddings in 16 bits */
+	double embed = 32000.0 * 4096 * 2, pa = mm_lora_params(&m, 16, MM_LT_ALL);
+	double base = (6.74e9 - embed) * 4.127 / 8 + embed * 2;
+	assert_true(fabs(o.weights - (base + 4 * pa)) / base < 1e-3);
+	assert_true(o.trainable == pa);
+	assert_true(o.optimizer == 8 * pa);
+	/* QLoRA needs the architecture */
+	mm_model p = {.name = "p", .kind = MM_DECODER, .params = 7e9, .active_params = 7e9};
+	char err[256];
+	assert_int_equal(mm_estimate(&p, &j, &o, err, sizeof err), -1);
+	assert_non_null(strstr(err, "architecture"));
+}
+
+static void test_parse(void **state)
+{
+	(void)state;
+	double v;
+	char err[256];
+	assert_int_equal(mm_parse_count("7B", &v, err, sizeof err), 0);
+	assert_true(v == 7e9);
+	assert_int_equal(mm_parse_count("350m", &v, err, sizeof err), 0);
+	assert_true(v == 350e6);
+	assert_int_equal(mm_parse_count("1.5T", &v, err, sizeof err), 0);
+	assert_true(v == 1.5e12);
+	assert_int_equal(mm_parse_count("125000000", &v, err, sizeof err), 0);
+	assert_true(v == 125e6);
+	assert_int_equal(mm_parse_count("-3", &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "'-3'"));
+	assert_int_equal(mm_parse_count("7Q", &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "unknown suffix 'Q'"));
+	assert_int_equal(mm_parse_count("7BB", &v, err, sizeof err), -1);
+	assert_int_equal(mm_parse_count("", &v, err, sizeof err), -1);
+	assert_int_equal(mm_parse_count("0", &v, err, sizeof err), -1);
+	assert_int_equal(mm_targets_parse("q,v"), MM_LT_Q | MM_LT_V);
+	assert_int_equal(mm_targets_parse("all"), MM_LT_ALL);
+	assert_int_equal(mm_targets_parse("q,x"), -1);
+	assert_int_equal(mm_targets_parse("q,"), -1);
+	assert_int_equal(mm_task_parse("train"), MM_TRAIN);
+	assert_int_equal(mm_prec_parse("INT4"), MM_INT4);
+	assert_int_equal(mm_prec_parse("fp6"), -1);
+}
+
+static void test_presets(void **state)
+{
+	(void)state;
+	char path[4096], err[512];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(path, sizeof path, "%s/data/models.csv", src ? src : ".");
+	mm_model *m = NULL;
+	size_t n = 0;
+	if (specs_load_models(path, &m, &n, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_true(n >= 12);
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].kind == MM_CNN)
+			continue;
+		double arch = mm_arch_params(&m[i]);
+		/* the architecture implies the stated size: a wrong column shows here */
+		if (fabs(arch - m[i].params) / m[i].params > 0.015)
+			fail_msg("%s: architecture gives %.4g parameters, the table says %.4g", m[i].name, arch,
+				 m[i].params);
+	}
+	const mm_model *x = specs_model_find(m, n, "mixtral");
+	assert_non_null(x);
+	assert_string_equal(x->name, "Mixtral-8x7B");
+	assert_true(fabs(x->active_params - 12.9e9) < 1);
+	assert_non_null(specs_model_find(m, n, "llama_3_8b"));
+	assert_null(specs_model_find(m, n, "llama-4-8b"));
+	const char *sug[3];
+	size_t k = specs_model_suggest(m, n, "llama-3-7b", sug, 3);
+	assert_true(k >= 1);
+	assert_non_null(strstr(sug[0], "Llama-3"));
+	free(m);
+
+	snprintf(path, sizeof path, "%s/data/gpus.csv", src ? src : ".");
+	spec_gpu *g = NULL;
+	if (specs_load_gpus(path, &g, &n, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	const spec_gpu *h = specs_gpu_for(g, n, "H100-MEGA");
+	assert_non_null(h);
+	assert_string_equal(h->name, "H100");
+	assert_true(h->mem == 80e9 && h->peak[MM_BF16] == 989.5e12);
+	assert_true(specs_gpu_for(g, n, "T4")->peak[MM_BF16] == 0); /* Turing has no bf16 */
+	assert_null(specs_gpu_for(g, n, "Gaudi2"));
+	free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_zero_paper),
+		cmocka_unit_test(test_eleuther_bytes_per_param),
+		cmocka_unit_test(test_kv_cache),
+		cmocka_unit_test(test_activations),
+		cmocka_unit_test(test_lora_qlora),
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_presets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
