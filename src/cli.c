@@ -387,6 +387,25 @@ unsigned long long cli_mib(uint64_t bytes)
 	return (unsigned long long)(bytes / 1048576ULL + (bytes % 1048576ULL != 0));
 }
 
+int cli_data_file(const char *name, char *buf, size_t len)
+{
+	const char *env = getenv("GPUCTL_DATA_DIR");
+	const char *dirs[] = {env && *env ? env : NULL, GPUCTL_DATADIR, GPUCTL_SRC_DATADIR};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		struct stat st;
+		if (!dirs[i])
+			continue;
+		snprintf(buf, len, "%s/%s", dirs[i], name);
+		if (stat(buf, &st) == 0)
+			return 0;
+		if (i == 0)
+			break;
+	}
+	cli_err("data file %s not found (looked in %s; set GPUCTL_DATA_DIR)", name,
+		env && *env ? env : GPUCTL_DATADIR);
+	return -1;
+}
+
 /* the signatures: $GPUCTL_DATA_DIR, the installed data, the source tree */
 int cli_signatures_dir(char *buf, size_t len, bool quiet)
 {

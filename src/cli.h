@@ -83,6 +83,9 @@ int cli_extra_arg(const char *cmd, const char *arg);
 
 /* The failure signatures' directory ($GPUCTL_DATA_DIR, installed, source tree); prints the error unless quiet. */
 int cli_signatures_dir(char *buf, size_t len, bool quiet);
+/* path of data file `name` ("gpus.csv", "catalog/aws.csv"): $GPUCTL_DATA_DIR, the installed data,
+   the source tree; 0, or -1 after printing the error */
+int cli_data_file(const char *name, char *buf, size_t len);
 
 /* GiB-style size for humans is not needed here; MiB as nvidia-smi rounds it (ceil). */
 unsigned long long cli_mib(uint64_t bytes);
@@ -96,5 +99,7 @@ int cmd_spot(const struct cli_global *g, int argc, char **argv);
 int cmd_explain(const struct cli_global *g, int argc, char **argv);
 int cmd_doctor(const struct cli_global *g, int argc, char **argv);
 int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
+int cmd_advise(const struct cli_global *g, int argc, char **argv);
+int cmd_gpus(const struct cli_global *g, int argc, char **argv);
 
 #endif

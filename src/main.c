@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},
 	{"explain", cmd_explain, "name the known failures in a training log, with the fix"},
 	{"doctor", cmd_doctor, "check the driver, the CUDA stack, the environment and GPU health"},
+	{"advise", cmd_advise, "the cheapest GPU setup that fits a workload, with time and cost"},
+	{"gpus", cmd_gpus, "the GPU table advise uses: memory, bandwidth, dense peaks"},
 };
 
 static void usage(FILE *f)

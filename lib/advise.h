@@ -1,0 +1,97 @@
+/*
+ * advise.h — the planner behind gpuctl advise: for every priced instance
+ * in a catalog, the fastest parallelism plan whose memory fits, its time
+ * from the performance model and its cost; ranked cheapest first.
+ *
+ * Performance model (docs/advise.md has the sources):
+ *  - training: FLOPs = k·N_active·tokens with k = 6 (forward 2 + backward
+ *    4), 8 with full recomputation, ×1.03 with selective; LoRA/QLoRA k = 4
+ *    (no weight gradients for the frozen base; 6 with full recomputation);
+ *    CNNs 3 × forward FLOPs per sample. Time = FLOPs / (GPUs · dense peak ·
+ *    MFU).
+ *  - inference: prefill is compute-bound (2·N per prompt token at MFU);
+ *    each decode step reads the weights and the KV cache of the batch
+ *    (memory-bound at MBU) or computes 2·N per sequence, whichever is slower.
+ *  - embed: 2·N per token at MFU.
+ * No network model: multi-node plans assume the same efficiency as one node.
+ */
+#ifndef GPUCTL_LIB_ADVISE_H
+#define GPUCTL_LIB_ADVISE_H
+
+#include "catalog.h"
+#include "memmodel.h"
+#include "specs.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* defaults when --mfu is not given; assumptions documented in docs/advise.md */
+#define ADV_MFU_TRAIN 0.40
+#define ADV_MFU_LORA 0.30
+#define ADV_MFU_QLORA 0.20
+#define ADV_MFU_PREFILL 0.50
+#define ADV_MBU_DECODE 0.70
+#define ADV_MFU_EMBED 0.40
+#define ADV_MFU_CNN 0.30
+
+typedef struct adv_req {
+	mm_model model;
+	mm_job job;             /* task, precisions, optimizer, seq, batch, LoRA; dp/tp/zero filled per plan */
+	double tokens;          /* work: training tokens, generated tokens, embedded tokens; CNN: samples */
+	unsigned output_len;    /* infer: tokens generated per request */
+	double mfu;             /* 0: the task's default */
+	bool spot;              /* rank by spot price (rows without one are left out) */
+	const char *clouds;     /* comma-separated, NULL: all */
+	const char *regions;    /* comma-separated, NULL: all */
+	unsigned max_gpus;      /* across nodes */
+	double budget;          /* $ for the whole job; 0: no limit */
+	double deadline_h;      /* hours; 0: no limit */
+	double headroom;        /* fraction of each GPU's memory left free (fragmentation, spikes) */
+	int zero;               /* -1: choose; 0-3 fixed */
+	int recompute;          /* -1: choose */
+	unsigned tp;            /* 0: choose */
+	int offload;            /* -1: only when nothing else fits; 0 never; 1 always */
+} adv_req;
+
+typedef struct adv_plan {
+	const cat_row *row;     /* borrowed from the catalog */
+	const spec_gpu *gpu;    /* borrowed from the GPU table */
+	unsigned nodes, gpus, tp, dp;
+	int zero, recompute;
+	bool offload;
+	int compute_prec;       /* the precision the time was computed at (fp16 where bf16 is missing) */
+	mm_mem mem;             /* per GPU */
+	double usable;          /* bytes per GPU after headroom */
+	double hours;
+	double price_h, spot_h; /* whole plan ($/hour); < 0 unknown */
+	double cost, spot_cost; /* whole job; < 0 unknown */
+	double rank_cost;       /* what it is ranked by */
+} adv_plan;
+
+/* what the smallest feasible setup needs, when nothing in the catalog fits */
+typedef struct adv_need {
+	const spec_gpu *gpu;    /* the GPU model needing the fewest GPUs, NULL if none fits at 4096 */
+	unsigned gpus;
+	mm_mem mem;
+	int zero, recompute;
+	unsigned tp;
+	bool offload;
+} adv_need;
+
+/*
+ * Rank the catalog's instances for req. *out (freed with free()) holds the
+ * feasible plans, cheapest first; *n their count (0 when nothing fits, then
+ * *need says what would). *unknown_gpus counts catalog rows whose
+ * accelerator is not in the GPU table. Returns 0, or -1 with a reason in err.
+ */
+int adv_rank(const adv_req *req, const spec_gpu *gpus, size_t ngpus, const catalog *cat, adv_plan **out,
+	     size_t *n, adv_need *need, size_t *unknown_gpus, char *err, size_t errlen);
+
+/* the task's default MFU */
+double adv_default_mfu(const adv_req *req);
+
+/* hours for the job on `gpus` GPUs of type g with tensor-parallel size tp */
+double adv_hours(const adv_req *req, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
+		 const mm_mem *mem, int *compute_prec);
+
+#endif
