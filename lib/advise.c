@@ -5,6 +5,7 @@
  * tens of milliseconds: plans are cached per (GPU model, GPUs per node).
  */
 #include "advise.h"
+#include "csv.h"
 #include "errbuf.h"
 
 #include <math.h>
@@ -87,18 +88,7 @@ double adv_hours(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned tp
 
 static bool in_list(const char *list, const char *s)
 {
-	if (!list || !*list)
-		return true;
-	size_t n = strlen(s);
-	while (*list) {
-		size_t k = strcspn(list, ",");
-		if (k == n && strncasecmp(list, s, n) == 0)
-			return true;
-		list += k;
-		if (*list == ',')
-			list++;
-	}
-	return false;
+	return !list || !*list || csv_in_list(list, ',', s);
 }
 
 static bool is_training(const adv_req *r)

@@ -27,23 +27,13 @@ static void copy(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src);
 }
 
-/* a price or a size: empty → -1 (unknown); else a non-negative number */
+/* a price or a size: empty → -1 (unknown) */
 static int number(const char *s, double *out)
 {
-	while (*s == ' ')
-		s++;
-	if (!*s) {
+	int rc = csv_num(s, out);
+	if (rc == 1)
 		*out = -1;
-		return 0;
-	}
-	char *end;
-	double v = strtod(s, &end);
-	while (*end == ' ')
-		end++;
-	if (*end || !isfinite(v) || v < 0)
-		return -1;
-	*out = v;
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 /* the date in a "# snapshot: ..." comment before the header, if any */

@@ -5,6 +5,7 @@
 #include "csv.h"
 #include "errbuf.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -145,4 +146,35 @@ int csv_col(const struct csv *c, const char *name)
 			return (int)i;
 	}
 	return -1;
+}
+
+int csv_num(const char *s, double *out)
+{
+	while (*s == ' ')
+		s++;
+	if (!*s)
+		return 1;
+	char *end;
+	double v = strtod(s, &end);
+	while (*end == ' ')
+		end++;
+	if (*end || !isfinite(v) || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+bool csv_in_list(const char *list, char sep, const char *s)
+{
+	size_t n = strlen(s);
+	while (*list) {
+		const char *e = strchr(list, sep);
+		size_t k = e ? (size_t)(e - list) : strlen(list);
+		if (k == n && strncasecmp(list, s, n) == 0)
+			return true;
+		list += k;
+		if (*list == sep)
+			list++;
+	}
+	return false;
 }

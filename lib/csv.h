@@ -48,4 +48,10 @@ int csv_next(struct csv *c, char *err, size_t errlen);
  * surrounding blanks ignored), or -1 */
 int csv_col(const struct csv *c, const char *name);
 
+/* a number field: 0 and *out, 1 when empty (blank), -1 when not a finite number >= 0 */
+int csv_num(const char *s, double *out);
+
+/* whether `s` is one entry of `list` (entries separated by `sep`, case-insensitive) */
+bool csv_in_list(const char *list, char sep, const char *s);
+
 #endif

@@ -26,20 +26,10 @@ static void copy(char *dst, size_t len, const char *src)
 /* a non-negative number, or empty (= 0 when allowed) */
 static int num(const char *s, bool empty_ok, double *out)
 {
-	while (*s == ' ')
-		s++;
-	if (!*s) {
+	int rc = csv_num(s, out);
+	if (rc == 1)
 		*out = 0;
-		return empty_ok ? 0 : -1;
-	}
-	char *end;
-	double v = strtod(s, &end);
-	while (*end == ' ')
-		end++;
-	if (*end || !isfinite(v) || v < 0)
-		return -1;
-	*out = v;
-	return 0;
+	return rc < 0 || (rc == 1 && !empty_ok) ? -1 : 0;
 }
 
 static const char *field(const struct csv *c, int col)
@@ -47,18 +37,36 @@ static const char *field(const struct csv *c, int col)
 	return col >= 0 && (size_t)col < c->nf ? c->f[col] : "";
 }
 
+/* read `path` and its header row into c; 0, or a GC_E* code with the reason in err */
+static int open_table(const char *path, char **data, struct csv *c, char *err, size_t errlen)
+{
+	size_t len;
+	char why[256];
+	int rc = slurp(path, SPECS_MAX_FILE, data, &len, err, errlen);
+	if (rc)
+		return rc;
+	csv_init(c, *data, len, CSV_COMMENTS);
+	rc = csv_next(c, why, sizeof why);
+	if (rc <= 0) {
+		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
+		csv_release(c);
+		free(*data);
+		*data = NULL;
+		return GC_EINVAL;
+	}
+	return 0;
+}
+
 int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size_t errlen)
 {
 	*out = NULL;
 	*n = 0;
 	char *data;
-	size_t len;
 	char why[256];
-	int rc = slurp(path, SPECS_MAX_FILE, &data, &len, err, errlen);
+	struct csv c;
+	int rc = open_table(path, &data, &c, err, errlen);
 	if (rc)
 		return rc;
-	struct csv c;
-	csv_init(&c, data, len, CSV_COMMENTS);
 	static const char *const cols[] = {"name", "accelerator_names", "memory_gb", "mem_bw_gbs", "fp32_tflops",
 					   "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "interconnect",
 					   "interconnect_gbs", "source", "notes"};
@@ -66,12 +74,6 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 	int idx[NCOL];
 	spec_gpu *g = NULL;
 	size_t cnt = 0;
-	rc = csv_next(&c, why, sizeof why);
-	if (rc <= 0) {
-		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
-		rc = GC_EINVAL;
-		goto out;
-	}
 	for (int i = 0; i < NCOL; i++) {
 		idx[i] = csv_col(&c, cols[i]);
 		if (idx[i] < 0 && i < 4) {
@@ -145,13 +147,11 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 	*out = NULL;
 	*n = 0;
 	char *data;
-	size_t len;
 	char why[256];
-	int rc = slurp(path, SPECS_MAX_FILE, &data, &len, err, errlen);
+	struct csv c;
+	int rc = open_table(path, &data, &c, err, errlen);
 	if (rc)
 		return rc;
-	struct csv c;
-	csv_init(&c, data, len, CSV_COMMENTS);
 	static const char *const cols[] = {"name", "aliases", "kind", "mlp", "params", "active_params", "layers",
 					   "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_active",
 					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample"};
@@ -159,12 +159,6 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 	int idx[NCOL];
 	mm_model *m = NULL;
 	size_t cnt = 0;
-	rc = csv_next(&c, why, sizeof why);
-	if (rc <= 0) {
-		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
-		rc = GC_EINVAL;
-		goto out;
-	}
 	for (int i = 0; i < NCOL; i++)
 		if ((idx[i] = csv_col(&c, cols[i])) < 0 && (i == 0 || i == 2 || i == 4)) {
 			errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[i]);
@@ -251,25 +245,10 @@ out:
 	return 0;
 }
 
-/* s equals one entry of a ';'-separated list (case-insensitive) */
-static bool in_list(const char *list, const char *s)
-{
-	size_t n = strlen(s);
-	while (*list) {
-		size_t k = strcspn(list, ";");
-		if (k == n && strncasecmp(list, s, n) == 0)
-			return true;
-		list += k;
-		if (*list == ';')
-			list++;
-	}
-	return false;
-}
-
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcasecmp(g[i].name, acc) == 0 || in_list(g[i].acc, acc))
+		if (strcasecmp(g[i].name, acc) == 0 || csv_in_list(g[i].acc, ';', acc))
 			return &g[i];
 	return NULL;
 }
@@ -289,7 +268,7 @@ const mm_model *specs_model_find(const mm_model *m, size_t n, const char *name)
 	norm(want, sizeof want, name);
 	for (size_t i = 0; i < n; i++) {
 		norm(have, sizeof have, m[i].name);
-		if (strcmp(want, have) == 0 || in_list(m[i].aliases, name))
+		if (strcmp(want, have) == 0 || csv_in_list(m[i].aliases, ';', name))
 			return &m[i];
 	}
 	return NULL;

@@ -387,11 +387,20 @@ unsigned long long cli_mib(uint64_t bytes)
 	return (unsigned long long)(bytes / 1048576ULL + (bytes % 1048576ULL != 0));
 }
 
-int cli_data_file(const char *name, char *buf, size_t len)
+/* the data directories in the order they are tried; [0] may be NULL */
+static void data_dirs(const char *dirs[3])
 {
 	const char *env = getenv("GPUCTL_DATA_DIR");
-	const char *dirs[] = {env && *env ? env : NULL, GPUCTL_DATADIR, GPUCTL_SRC_DATADIR};
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+	dirs[0] = env && *env ? env : NULL;
+	dirs[1] = GPUCTL_DATADIR;
+	dirs[2] = GPUCTL_SRC_DATADIR;
+}
+
+int cli_data_file(const char *name, char *buf, size_t len)
+{
+	const char *dirs[3];
+	data_dirs(dirs);
+	for (size_t i = 0; i < 3; i++) {
 		struct stat st;
 		if (!dirs[i])
 			continue;
@@ -401,17 +410,17 @@ int cli_data_file(const char *name, char *buf, size_t len)
 		if (i == 0)
 			break;
 	}
-	cli_err("data file %s not found (looked in %s; set GPUCTL_DATA_DIR)", name,
-		env && *env ? env : GPUCTL_DATADIR);
+	cli_err("data file %s not found (looked in %s; set GPUCTL_DATA_DIR)", name, dirs[0] ? dirs[0] : dirs[1]);
 	return -1;
 }
 
 /* the signatures: $GPUCTL_DATA_DIR, the installed data, the source tree */
 int cli_signatures_dir(char *buf, size_t len, bool quiet)
 {
-	const char *env = getenv("GPUCTL_DATA_DIR");
-	const char *dirs[] = {env && *env ? env : NULL, GPUCTL_DATADIR, GPUCTL_SRC_DATADIR};
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+	const char *dirs[3];
+	data_dirs(dirs);
+	const char *env = dirs[0];
+	for (size_t i = 0; i < 3; i++) {
 		struct stat st;
 		if (!dirs[i])
 			continue;
