@@ -57,6 +57,18 @@ static int open_table(const char *path, char **data, struct csv *c, char *err, s
 	return 0;
 }
 
+/* the end of a load: release the reader and, on failure (rc < 0), the rows; returns rc */
+static int close_table(int rc, struct csv *c, char *data, void *rows)
+{
+	csv_release(c);
+	free(data);
+	if (rc < 0) {
+		free(rows);
+		return rc;
+	}
+	return 0;
+}
+
 int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -127,19 +139,14 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 	if (rc < 0) {
 		errbuf_set(err, errlen, "%s: %s", path, why);
 		rc = GC_EINVAL;
-		goto out;
 	}
-	rc = 0;
 out:
-	csv_release(&c);
-	free(data);
-	if (rc) {
-		free(g);
-		return rc;
+	rc = close_table(rc, &c, data, g);
+	if (!rc) {
+		*out = g;
+		*n = cnt;
 	}
-	*out = g;
-	*n = cnt;
-	return 0;
+	return rc;
 }
 
 int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, size_t errlen)
@@ -230,19 +237,14 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 	if (rc < 0) {
 		errbuf_set(err, errlen, "%s: %s", path, why);
 		rc = GC_EINVAL;
-		goto out;
 	}
-	rc = 0;
 out:
-	csv_release(&c);
-	free(data);
-	if (rc) {
-		free(m);
-		return rc;
+	rc = close_table(rc, &c, data, m);
+	if (!rc) {
+		*out = m;
+		*n = cnt;
 	}
-	*out = m;
-	*n = cnt;
-	return 0;
+	return rc;
 }
 
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc)
