@@ -114,7 +114,7 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 			continue;
 		if (!train && r->model.heads && r->model.heads % tp)
 			continue;
-		for (int zero = train ? 0 : 0; zero <= (train ? 3 : 0); zero++) {
+		for (int zero = 0; zero <= (train ? 3 : 0); zero++) {
 			if (r->zero >= 0 && train && zero != r->zero)
 				continue;
 			for (int rc = 0; rc <= (train ? 2 : 0); rc++) {

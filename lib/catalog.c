@@ -76,14 +76,13 @@ int catalog_load_buf(catalog *c, const char *data, size_t len, const char *name,
 		return GC_EINVAL;
 	}
 	int idx[NC];
-	for (int i = 0; i < NC; i++) {
-		idx[i] = csv_col(&r, cols[i]);
-		if (idx[i] < 0 && i <= C_REGION) {
-			errbuf_set(err, errlen, "%s: the header has no '%s' column (needed: InstanceType, "
-						"AcceleratorName, AcceleratorCount, Price, Region)", name, cols[i]);
-			csv_release(&r);
-			return GC_EINVAL;
-		}
+	/* the columns up to Region are required */
+	int miss = csv_columns(&r, cols, NC, (1ul << (C_REGION + 1)) - 1, idx);
+	if (miss >= 0) {
+		errbuf_set(err, errlen, "%s: the header has no '%s' column (needed: InstanceType, "
+					"AcceleratorName, AcceleratorCount, Price, Region)", name, cols[miss]);
+		csv_release(&r);
+		return GC_EINVAL;
 	}
 #define F(i) (idx[i] >= 0 && (size_t)idx[i] < r.nf ? r.f[idx[i]] : "")
 	while ((rc = csv_next(&r, why, sizeof why)) == 1) {

@@ -148,6 +148,17 @@ int csv_col(const struct csv *c, const char *name)
 	return -1;
 }
 
+int csv_columns(const struct csv *c, const char *const *names, int n, unsigned long required, int *idx)
+{
+	int missing = -1;
+	for (int i = 0; i < n; i++) {
+		idx[i] = csv_col(c, names[i]);
+		if (idx[i] < 0 && missing < 0 && i < (int)(8 * sizeof required) && (required >> i & 1))
+			missing = i;
+	}
+	return missing;
+}
+
 int csv_num(const char *s, double *out)
 {
 	while (*s == ' ')

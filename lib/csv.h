@@ -48,6 +48,13 @@ int csv_next(struct csv *c, char *err, size_t errlen);
  * surrounding blanks ignored), or -1 */
 int csv_col(const struct csv *c, const char *name);
 
+/*
+ * Find columns names[0..n) in the current record (the header) into idx[],
+ * -1 for an absent one. Returns the index of the first absent name whose
+ * bit is set in `required` (bit i: names[i]), or -1 when all are there.
+ */
+int csv_columns(const struct csv *c, const char *const *names, int n, unsigned long required, int *idx);
+
 /* a number field: 0 and *out, 1 when empty (blank), -1 when not a finite number >= 0 */
 int csv_num(const char *s, double *out);
 

@@ -191,29 +191,21 @@ double mm_lora_params(const mm_model *m, unsigned r, unsigned targets)
 	if (!arch_known(m) || m->kind == MM_CNN)
 		return 0;
 	double h = m->hidden, kv = kv_heads(m) * (h / m->heads), f = m->ffn;
-	double per = 0;
+	double attn = 0, mlp = 0;
 	/* a rank-r adapter on a d_in x d_out matrix has r·(d_in + d_out) parameters */
-	if (targets & MM_LT_Q) per += r * (h + h);
-	if (targets & MM_LT_K) per += r * (h + kv);
-	if (targets & MM_LT_V) per += r * (h + kv);
-	if (targets & MM_LT_O) per += r * (h + h);
+	if (targets & MM_LT_Q) attn += r * (h + h);
+	if (targets & MM_LT_K) attn += r * (h + kv);
+	if (targets & MM_LT_V) attn += r * (h + kv);
+	if (targets & MM_LT_O) attn += r * (h + h);
 	/* plain MLPs have only "up" and "down" */
 	if ((targets & MM_LT_GATE) && m->gated)
-		per += r * (h + f);
+		mlp += r * (h + f);
 	if (targets & MM_LT_UP)
-		per += r * (h + f);
+		mlp += r * (h + f);
 	if (targets & MM_LT_DOWN)
-		per += r * (f + h);
-	unsigned e = m->experts > 1 ? m->experts : 1;
-	if (e > 1) {
-		/* adapters on every expert's MLP matrices */
-		double attn = 0;
-		if (targets & MM_LT_Q) attn += r * 2 * h;
-		if (targets & MM_LT_K) attn += r * (h + kv);
-		if (targets & MM_LT_V) attn += r * (h + kv);
-		if (targets & MM_LT_O) attn += r * 2 * h;
-		per = attn + (per - attn) * e;
-	}
+		mlp += r * (f + h);
+	/* mixture of experts: adapters on every expert's MLP matrices */
+	double per = attn + mlp * (m->experts > 1 ? m->experts : 1);
 	return per * m->layers;
 }
 

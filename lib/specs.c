@@ -86,13 +86,12 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 	int idx[NCOL];
 	spec_gpu *g = NULL;
 	size_t cnt = 0;
-	for (int i = 0; i < NCOL; i++) {
-		idx[i] = csv_col(&c, cols[i]);
-		if (idx[i] < 0 && i < 4) {
-			errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[i]);
-			rc = GC_EINVAL;
-			goto out;
-		}
+	/* name, accelerator_names, memory_gb and mem_bw_gbs are required */
+	int miss = csv_columns(&c, cols, NCOL, 0xful, idx);
+	if (miss >= 0) {
+		errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[miss]);
+		rc = GC_EINVAL;
+		goto out;
 	}
 	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
 		spec_gpu *ng = realloc(g, (cnt + 1) * sizeof *g);
@@ -166,12 +165,13 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 	int idx[NCOL];
 	mm_model *m = NULL;
 	size_t cnt = 0;
-	for (int i = 0; i < NCOL; i++)
-		if ((idx[i] = csv_col(&c, cols[i])) < 0 && (i == 0 || i == 2 || i == 4)) {
-			errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[i]);
-			rc = GC_EINVAL;
-			goto out;
-		}
+	/* name, kind and params are required */
+	int miss = csv_columns(&c, cols, NCOL, 1ul << 0 | 1ul << 2 | 1ul << 4, idx);
+	if (miss >= 0) {
+		errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[miss]);
+		rc = GC_EINVAL;
+		goto out;
+	}
 	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
 		mm_model *nm = realloc(m, (cnt + 1) * sizeof *m);
 		if (!nm) {

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "memmodel.h"
 #include "specs.h"
+#include "units.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -62,13 +63,12 @@ static void fmt_money(char *buf, size_t len, double v)
 
 static void plan_text(const adv_plan *p, bool train, char *buf, size_t len)
 {
-	if (p->gpu && !train) {
+	if (!train)
 		snprintf(buf, len, "tp%u x%u", p->tp, p->dp);
-		return;
-	}
-	snprintf(buf, len, "tp%u dp%u zero%d%s%s%s", p->tp, p->dp, p->zero,
-		 p->recompute == MM_RC_FULL ? " ckpt" : p->recompute == MM_RC_SELECTIVE ? " sel" : "",
-		 p->offload ? " offload" : "", "");
+	else
+		snprintf(buf, len, "tp%u dp%u zero%d%s%s", p->tp, p->dp, p->zero,
+			 p->recompute == MM_RC_FULL ? " ckpt" : p->recompute == MM_RC_SELECTIVE ? " sel" : "",
+			 p->offload ? " offload" : "");
 }
 
 static void breakdown(const char *title, const mm_mem *m, unsigned gpus)
@@ -275,14 +275,11 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		case O_OUTLEN: rc = parse_uint("--output-len", optarg, &r.output_len); break;
 		case O_MFU: rc = parse_real("--mfu", optarg, 0.01, 1, &r.mfu); break;
 		case O_HEAD: {
-			int pct;
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (end == optarg || (*end && strcmp(end, "%") != 0) || v < 0 || v > 90) {
+			int pct = 0;
+			if (units_parse_percent(optarg, &pct, NULL, 0) < 0 || pct > 90) {
 				cli_err("invalid --headroom '%s' (expected a percentage from 0 to 90, such as 10%%)", optarg);
 				rc = EXIT_USAGE;
 			}
-			pct = (int)v;
 			r.headroom = pct / 100.0;
 			break;
 		}
