@@ -37,8 +37,13 @@ static const char *field(const struct csv *c, int col)
 	return col >= 0 && (size_t)col < c->nf ? c->f[col] : "";
 }
 
-/* read `path` and its header row into c; 0, or a GC_E* code with the reason in err */
-static int open_table(const char *path, char **data, struct csv *c, char *err, size_t errlen)
+/*
+ * Read `path` and its header row into c, and the header's columns cols[0..n)
+ * into idx (bits of `required`: columns that must be there). 0, or a GC_E*
+ * code with the reason in err (nothing left to release).
+ */
+static int open_table(const char *path, char **data, struct csv *c, const char *const *cols, int n,
+		      unsigned long required, int *idx, char *err, size_t errlen)
 {
 	size_t len;
 	char why[256];
@@ -47,14 +52,29 @@ static int open_table(const char *path, char **data, struct csv *c, char *err, s
 		return rc;
 	csv_init(c, *data, len, CSV_COMMENTS);
 	rc = csv_next(c, why, sizeof why);
-	if (rc <= 0) {
+	int miss = rc > 0 ? csv_columns(c, cols, n, required, idx) : -1;
+	if (rc > 0 && miss < 0)
+		return 0;
+	if (rc <= 0)
 		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
-		csv_release(c);
-		free(*data);
-		*data = NULL;
-		return GC_EINVAL;
+	else
+		errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[miss]);
+	csv_release(c);
+	free(*data);
+	*data = NULL;
+	return GC_EINVAL;
+}
+
+/* rows grown by one zeroed row at [cnt]; the new base, or NULL (rows kept) when memory ran out */
+static void *grow(void *rows, size_t cnt, size_t size, char *err, size_t errlen)
+{
+	char *p = realloc(rows, (cnt + 1) * size);
+	if (!p) {
+		errbuf_set(err, errlen, "out of memory");
+		return NULL;
 	}
-	return 0;
+	memset(p + cnt * size, 0, size);
+	return p;
 }
 
 /* the end of a load: release the reader and, on failure (rc < 0), the rows; returns rc */
@@ -73,36 +93,28 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 {
 	*out = NULL;
 	*n = 0;
-	char *data;
-	char why[256];
-	struct csv c;
-	int rc = open_table(path, &data, &c, err, errlen);
-	if (rc)
-		return rc;
 	static const char *const cols[] = {"name", "accelerator_names", "memory_gb", "mem_bw_gbs", "fp32_tflops",
 					   "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "interconnect",
 					   "interconnect_gbs", "source", "notes"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
+	char *data;
+	char why[256];
+	struct csv c;
+	/* name, accelerator_names, memory_gb and mem_bw_gbs are required */
+	int rc = open_table(path, &data, &c, cols, NCOL, 0xful, idx, err, errlen);
+	if (rc)
+		return rc;
 	spec_gpu *g = NULL;
 	size_t cnt = 0;
-	/* name, accelerator_names, memory_gb and mem_bw_gbs are required */
-	int miss = csv_columns(&c, cols, NCOL, 0xful, idx);
-	if (miss >= 0) {
-		errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[miss]);
-		rc = GC_EINVAL;
-		goto out;
-	}
 	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		spec_gpu *ng = realloc(g, (cnt + 1) * sizeof *g);
-		if (!ng) {
+		spec_gpu *nv = grow(g, cnt, sizeof *g, err, errlen);
+		if (!nv) {
 			rc = GC_ENOMEM;
-			errbuf_set(err, errlen, "out of memory");
 			goto out;
 		}
-		g = ng;
+		g = nv;
 		spec_gpu *x = &g[cnt];
-		memset(x, 0, sizeof *x);
 		copy(x->name, sizeof x->name, field(&c, idx[0]));
 		copy(x->acc, sizeof x->acc, field(&c, idx[1]));
 		copy(x->interconnect, sizeof x->interconnect, field(&c, idx[9]));
@@ -152,36 +164,28 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 {
 	*out = NULL;
 	*n = 0;
-	char *data;
-	char why[256];
-	struct csv c;
-	int rc = open_table(path, &data, &c, err, errlen);
-	if (rc)
-		return rc;
 	static const char *const cols[] = {"name", "aliases", "kind", "mlp", "params", "active_params", "layers",
 					   "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_active",
 					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
+	char *data;
+	char why[256];
+	struct csv c;
+	/* name, kind and params are required */
+	int rc = open_table(path, &data, &c, cols, NCOL, 1ul << 0 | 1ul << 2 | 1ul << 4, idx, err, errlen);
+	if (rc)
+		return rc;
 	mm_model *m = NULL;
 	size_t cnt = 0;
-	/* name, kind and params are required */
-	int miss = csv_columns(&c, cols, NCOL, 1ul << 0 | 1ul << 2 | 1ul << 4, idx);
-	if (miss >= 0) {
-		errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[miss]);
-		rc = GC_EINVAL;
-		goto out;
-	}
 	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		mm_model *nm = realloc(m, (cnt + 1) * sizeof *m);
-		if (!nm) {
+		mm_model *nv = grow(m, cnt, sizeof *m, err, errlen);
+		if (!nv) {
 			rc = GC_ENOMEM;
-			errbuf_set(err, errlen, "out of memory");
 			goto out;
 		}
-		m = nm;
+		m = nv;
 		mm_model *x = &m[cnt];
-		memset(x, 0, sizeof *x);
 		copy(x->name, sizeof x->name, field(&c, idx[0]));
 		copy(x->aliases, sizeof x->aliases, field(&c, idx[1]));
 		const char *kind = field(&c, idx[2]);
