@@ -53,11 +53,6 @@ assert d["feasible"] > 1000, d["feasible"]
 assert costs == sorted(costs), "not cheapest first"
 PY
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_cmd() {
-	python3 -c 'import subprocess, sys, time
-t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.PIPE); print(time.perf_counter() - t)' "$@"
-}
 run() {
 	label=$1; shift
 	i=0

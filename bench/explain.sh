@@ -38,11 +38,6 @@ want = {"pytorch-oom": 3, "nccl-watchdog-timeout": 3, "xid": 3}
 sys.exit(0 if f == want else print("found", f, "expected", want) or 1)
 PY
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_cmd() { # prints seconds for one run of "$@" (stdout discarded)
-	python3 -c 'import subprocess, sys, time
-t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.PIPE); print(time.perf_counter() - t)' "$@"
-}
 run() { # label, then the command
 	label=$1; shift
 	i=0
