@@ -30,8 +30,8 @@ int slurp(const char *path, size_t max, char **out, size_t *len, char *err, size
 		return GC_EIO;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		errbuf_set(err, errlen, "'%s' is %s, not a file", path,
-			   S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+		errbuf_set(err, errlen, "'%s' is %s", path,
+			   S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file");
 		close(fd);
 		return GC_EINVAL;
 	}

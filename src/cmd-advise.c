@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define GB 1e9
@@ -88,6 +89,48 @@ static void breakdown(const char *title, const mm_mem *m, unsigned gpus)
 		fmt_gb(t, sizeof t, m->cpu);
 		printf("  plus %s of CPU memory for offloaded states\n", t);
 	}
+}
+
+/*
+ * Every entry of a --clouds / --regions list must name a cloud or region of
+ * the catalog: a typo would otherwise read as "nothing fits". 0, or
+ * EXIT_USAGE after naming the entry and (some of) the catalog's values.
+ */
+static int check_filter(const char *opt, const char *list, const catalog *cat, bool region)
+{
+	if (!list)
+		return 0;
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+		bool found = false;
+		for (size_t i = 0; i < cat->n && !found; i++) {
+			const char *v = region ? cat->rows[i].region : cat->rows[i].cloud;
+			found = strlen(v) == k && strncasecmp(v, p, k) == 0;
+		}
+		if (!found) {
+			/* the first distinct values, to show what would be accepted */
+			const char *seen[12];
+			size_t shown = 0;
+			char have[256] = "";
+			for (size_t i = 0; i < cat->n && shown < 12; i++) {
+				const char *v = region ? cat->rows[i].region : cat->rows[i].cloud;
+				bool dup = false;
+				for (size_t j = 0; j < shown && !dup; j++)
+					dup = strcmp(seen[j], v) == 0;
+				if (dup || strlen(have) + strlen(v) + 3 >= sizeof have)
+					continue;
+				snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", shown ? ", " : "", v);
+				seen[shown++] = v;
+			}
+			cli_err("invalid %s entry '%.*s' (the catalog has %s%s)", opt, (int)k, p, have[0] ? have : "none",
+				shown == 12 ? ", ..." : "");
+			return EXIT_USAGE;
+		}
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
 }
 
 static const char *const task_help = "infer, train-full, lora, qlora or embed";
@@ -441,6 +484,8 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		}
 	}
 
+	if ((rc = check_filter("--clouds", r.clouds, &cat, false)) || (rc = check_filter("--regions", r.regions, &cat, true)))
+		goto out;
 	adv_plan *plans = NULL;
 	size_t np = 0, unknown = 0;
 	adv_need need;
