@@ -179,8 +179,9 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 		(void)fchmodat(fd, "queue", mode, 0);
 	d->qfd = openat(fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->qfd < 0) {
+		/* a reader may find the directory before any writer has set it up */
+		rc = !create && errno == ENOENT ? GC_ENOTFOUND : GC_EIO;
 		errbuf_set(err, errlen, "cannot open '%s/queue': %s", d->path, strerror(errno));
-		rc = GC_EIO;
 		goto fail;
 	}
 	if ((rc = check_dir(d->qfd, d->path, err, errlen)) != GC_OK)
@@ -248,8 +249,39 @@ static void file_name(char *buf, size_t len, const char *uuid)
 
 /* ---- records ------------------------------------------------------------ */
 
-static int write_record(int fd, const struct lease_info *i, uint64_t ticket)
+/*
+ * JSON holds UTF-8 only, and a command line may hold any bytes (or be cut
+ * inside a character when it is truncated): drop a cut character at the
+ * end, and when the rest is still not UTF-8, show its other bytes as '?'.
+ */
+static void text_for_json(char *s)
 {
+	size_t n = strlen(s), k = n;
+	while (k > 0 && k + 4 > n && ((unsigned char)s[k - 1] & 0xc0) == 0x80)
+		k--;
+	if (k > 0 && (unsigned char)s[k - 1] >= 0xc0) {
+		unsigned char lead = (unsigned char)s[k - 1];
+		size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+		if (n - (k - 1) < want)
+			s[k - 1] = '\0';
+	}
+	json_t *t = json_string(s);
+	if (t) {
+		json_decref(t);
+		return;
+	}
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+}
+
+static int write_record(int fd, const struct lease_info *in, uint64_t ticket)
+{
+	struct lease_info copy = *in, *i = &copy;
+	text_for_json(copy.user);
+	text_for_json(copy.name);
+	text_for_json(copy.command);
+	text_for_json(copy.request);
 	json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:I, s:s, s:s, s:s}", "pid", (json_int_t)i->pid,
 			      "supervisor", (json_int_t)i->supervisor, "uid", (json_int_t)i->uid,
 			      "user", i->user, "since", (json_int_t)i->since, "name", i->name,

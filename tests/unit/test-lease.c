@@ -154,6 +154,30 @@ static void test_inherited_by_job(void **state)
 	lease_dir_close(d);
 }
 
+/* a command line that is not UTF-8, or is cut inside a character, still leases */
+static void test_command_any_bytes(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	struct lease *l = NULL;
+	size_t busy;
+	char err[256];
+	struct lease_info info = me("bytes");
+	snprintf(info.command, sizeof info.command, "train.py \xff\xfe caf\xc3\xa9");
+	assert_int_equal(lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	struct lease_info seen;
+	assert_int_equal(lease_peek(d, A, &seen), 1);
+	assert_string_equal(seen.command, "train.py ?? caf??");
+	lease_release(l);
+	memset(info.command, 0, sizeof info.command);
+	snprintf(info.command, sizeof info.command, "x \xe6\xbc\xa2\xe6\xbc"); /* the second character cut */
+	assert_int_equal(lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	assert_int_equal(lease_peek(d, A, &seen), 1);
+	assert_string_equal(seen.command, "x \xe6\xbc\xa2");
+	lease_release(l);
+	lease_dir_close(d);
+}
+
 static void test_queue_fifo_and_stale(void **state)
 {
 	(void)state;
@@ -279,6 +303,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_frees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inherited_by_job, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_command_any_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queue_fifo_and_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_wakes_waiter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsafe_places_refused, setup, teardown),
