@@ -427,18 +427,22 @@ static bool wants_restart(const struct sv_opts *o, const struct sv_result *r)
 	return false;
 }
 
+void sv_new_run_id(char out[33])
+{
+	unsigned char b[8];
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+		int64_t t = real_ms() ^ getpid();
+		memcpy(b, &t, sizeof b);
+	}
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
 int sv_run(struct sv_opts *o, struct sv_result *r)
 {
 	memset(r, 0, sizeof *r);
-	if (!o->run_id[0]) {
-		unsigned char b[8];
-		if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-			int64_t t = real_ms() ^ getpid();
-			memcpy(b, &t, sizeof b);
-		}
-		for (size_t i = 0; i < sizeof b; i++)
-			snprintf(o->run_id + 2 * i, 3, "%02x", b[i]);
-	}
+	if (!o->run_id[0])
+		sv_new_run_id(o->run_id);
 	sigset_t block, orig;
 	sigemptyset(&block);
 	for (size_t i = 0; i < NFWD; i++)

@@ -64,6 +64,8 @@ struct sv_result {
 const char *sv_end_name(enum sv_end e);
 int sv_parse_restart(const char *s, enum sv_restart *out);
 
+/* A new run id: 16 random hex digits. */
+void sv_new_run_id(char out[33]);
 /* Run attempts until one ends for good. 0, or a negative GC_E* (setup failed). */
 int sv_run(struct sv_opts *o, struct sv_result *r);
 

@@ -25,6 +25,16 @@ int request_option(struct request *r, int c, const char *arg)
 	int rc;
 	switch (c) {
 	case 'n':
+		if (r->allow_auto && strcmp(arg, "auto") == 0) {
+			r->n_auto = r->n_given = true;
+			r->sel.n = 1;
+			return EXIT_OK;
+		}
+		r->n_auto = false;
+		if (r->allow_auto && (strtol(arg, NULL, 10) < 1 || strspn(arg, "0123456789") != strlen(arg))) {
+			cli_err("invalid -n value '%s' (expected a positive whole number or auto)", arg);
+			return EXIT_USAGE;
+		}
 		if ((rc = cli_parse_count("-n", arg, &n)))
 			return rc;
 		if (n > 4096) {
@@ -214,6 +224,7 @@ static void reasons(struct request *r, struct lease_dir *d, char *buf, size_t le
 int request_try(struct request *r, struct lease_dir *d, const struct lease_info *me,
 		struct lease **out, unsigned *chosen, char *why, size_t whylen)
 {
+	r->raced = false;
 	for (size_t i = 0; i < r->ngpus; i++) {
 		int held = d && r->uuids[i] ? lease_peek(d, r->uuids[i], NULL) : 0;
 		r->leased[i] = held == 1;
@@ -232,14 +243,16 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 			chosen[k++] = (unsigned)i;
 		}
 	} else {
-		select_eligible(&r->snap, &r->sel, r->leased, r->why);
+		size_t cnt = select_eligible(&r->snap, &r->sel, r->leased, r->why);
+		if (r->n_auto) /* every free GPU; none free is "not now" */
+			r->sel.n = cnt ? (unsigned)cnt : 1;
 		ok = select_pick(&r->snap, &r->sel, r->leased, chosen) == 0;
 	}
 	if (!ok) {
 		reasons(r, d, why, whylen);
 		return GC_EBUSY;
 	}
-	if (!d)
+	if (!d || r->peek_only)
 		return GC_OK;
 	const char **uu = calloc(r->sel.n ? r->sel.n : 1, sizeof *uu);
 	if (!uu) {
@@ -259,6 +272,7 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 	int rc = lease_try(d, uu, r->sel.n, me, out, &busy, err, sizeof err);
 	if (rc == GC_EBUSY) {
 		/* taken between our look and our try: say by whom */
+		r->raced = true;
 		struct lease_info info;
 		char who[300] = "someone";
 		if (lease_peek(d, uu[busy], &info) == 1)
@@ -283,6 +297,8 @@ void request_describe(const struct request *r, char *buf, size_t len)
 		char list[256];
 		index_list(r->wanted, r->ngpus, list, sizeof list);
 		snprintf(buf, len, "GPU%s %s", r->sel.n > 1 ? "s" : "", list);
+	} else if (r->n_auto) {
+		snprintf(buf, len, "every free GPU");
 	} else {
 		snprintf(buf, len, "%u GPU%s", r->sel.n, r->sel.n > 1 ? "s" : "");
 	}

@@ -18,6 +18,11 @@ struct request {
 	const char *exclude_spec;    /* --exclude LIST */
 	bool ids_uuid;               /* --ids uuid */
 	bool n_given;
+	bool allow_auto;             /* -n auto is accepted (launch) */
+	bool n_auto;                 /* -n auto: every GPU that is free now, at least 1 */
+	bool peek_only;              /* request_try looks at leases but takes none (--dry-run) */
+	bool raced;                  /* the last request_try chose free GPUs, but another job leased
+					one of them first: worth trying again at once */
 	/* set by request_prepare */
 	gc_ctx *ctx;
 	gc_snapshot snap;

@@ -13,6 +13,7 @@ policies and the environment of each attempt, on an idle simulated node
           GPUCTL_RESUME_FROM.
 Usage: supervise.py GPUCTL SRCDIR
 """
+import json
 import os
 import re
 import shutil
@@ -120,6 +121,30 @@ p = subprocess.run([GPUCTL, "--sim", NODE, "run", "--restart", "on-failure", "--
                     "--checkpoint-dir", ck, "--", sys.executable, "-c", RESUME, GPUCTL],
                    env=env, capture_output=True, text=True, timeout=60)
 check("resume", p.returncode == 0 and "resume step-7" in p.stdout, f"exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+
+
+# orphan: gpuctl killed with SIGKILL; the job goes on and keeps its GPUs until it ends
+def leased():
+    q = subprocess.run([GPUCTL, "--sim", NODE, "leases", "--json"], env=env, capture_output=True, text=True)
+    return len(json.loads(q.stdout)["leases"]) if q.returncode == 0 else -1
+
+
+flag = os.path.join(work, "orphan-started")
+sup = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "-n", "2", "--", sys.executable, "-c",
+                        f"import time; open({flag!r}, 'w').close(); time.sleep(3)"], env=env)
+for _ in range(200):
+    if os.path.exists(flag):
+        break
+    time.sleep(0.05)
+sup.kill()
+sup.wait()
+check("orphan", leased() == 2, f"{leased()} GPUs leased while the job of a killed gpuctl runs")
+for _ in range(100):
+    if leased() == 0:
+        break
+    time.sleep(0.1)
+check("orphan", leased() == 0, "GPUs still leased after the orphaned job ended")
+print("orphan: the job keeps its GPUs after gpuctl is killed, and frees them when it ends")
 
 for e in errors:
     print("FAIL:", e)

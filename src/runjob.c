@@ -1,0 +1,487 @@
+/*
+ * runjob.c — the life of a job shared by `gpuctl run` and `gpuctl launch`
+ * (see runjob.h): lease GPUs — waiting in line with --wait — then run the
+ * command, no shell in between, in its own process group, with
+ * CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID set; forward
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, and exit with its status (128+N when
+ * a signal N ended it). The lease files pass to the command, so its GPUs
+ * stay leased for exactly as long as any process of the job lives.
+ */
+#include "runjob.h"
+#include "shquote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+/* while waiting in line: a signal ends the wait */
+static void catch_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int set_env(struct runjob *j, const unsigned *chosen)
+{
+	struct request *r = &j->r;
+	char cvd[8192], idx[4096], uu[8192], num[16];
+	if (request_render(r, chosen, cvd, sizeof cvd) < 0) {
+		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r->sel.n);
+		return EXIT_FAIL;
+	}
+	size_t oi = 0, ou = 0;
+	idx[0] = uu[0] = '\0';
+	for (unsigned k = 0; k < r->sel.n; k++) {
+		oi += (size_t)snprintf(idx + oi, sizeof idx - oi, "%s%u", k ? "," : "", chosen[k]);
+		ou += (size_t)snprintf(uu + ou, sizeof uu - ou, "%s%s", k ? "," : "", r->uuids[chosen[k]]);
+		if (oi >= sizeof idx || ou >= sizeof uu) {
+			cli_err("too many GPUs for the environment");
+			return EXIT_FAIL;
+		}
+	}
+	snprintf(num, sizeof num, "%u", r->sel.n);
+	int rc;
+	if ((rc = runjob_setenv(j, "CUDA_VISIBLE_DEVICES", cvd)) ||
+	    (rc = runjob_setenv(j, "CUDA_DEVICE_ORDER", "PCI_BUS_ID")) ||
+	    (rc = runjob_setenv(j, "GPUCTL_GPUS", idx)) || (rc = runjob_setenv(j, "GPUCTL_GPU_UUIDS", uu)) ||
+	    (rc = runjob_setenv(j, "GPUCTL_NUM_GPUS", num)))
+		return rc;
+	return EXIT_OK;
+}
+
+/* what the supervisor's callbacks need */
+struct job {
+	struct request *r;
+	const unsigned *chosen;
+	struct lease *lease;
+	struct lease_dir *d;
+	struct lease_ticket **ticket;
+};
+
+static void job_log(void *arg, const char *line)
+{
+	(void)arg;
+	cli_err("%s", line);
+}
+
+static void job_started(void *arg, pid_t pid)
+{
+	struct job *j = arg;
+	/* out of line and unwatched once the job runs: those closes are slow on ext4 */
+	lease_queue_leave(*j->ticket);
+	*j->ticket = NULL;
+	lease_unwatch(j->d);
+	lease_set_pid(j->lease, pid, 0);
+}
+
+static int job_gpu_util(void *arg, int *pct)
+{
+	struct job *j = arg;
+	struct request *r = j->r;
+	if (gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
+		return -1;
+	int max = 0;
+	for (unsigned k = 0; k < r->sel.n; k++) {
+		const gc_gpu *g = &r->snap.gpus[j->chosen[k]];
+		if (g->st[GC_V_UTIL_GPU] != GC_ST_OK)
+			return -1;
+		if ((int)g->util_gpu > max)
+			max = (int)g->util_gpu;
+	}
+	*pct = max;
+	return 0;
+}
+
+/* "1s:5m" → first and largest wait before a restart */
+static int parse_backoff(const char *arg, struct sv_opts *o)
+{
+	char first[64];
+	const char *colon = strchr(arg, ':');
+	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+	if (n == 0 || n >= sizeof first) {
+		cli_err("invalid --backoff '%s' (expected FIRST[:MAX], e.g. 1s:5m)", arg);
+		return EXIT_USAGE;
+	}
+	memcpy(first, arg, n);
+	first[n] = '\0';
+	long long a, b = 300000;
+	int rc;
+	if ((rc = cli_parse_duration("--backoff", first, &a)) || (colon && (rc = cli_parse_duration("--backoff", colon + 1, &b))))
+		return rc;
+	if (b < a || a > INT32_MAX || b > INT32_MAX) {
+		cli_err("invalid --backoff '%s': the maximum must be at least the first wait, at most 24 days", arg);
+		return EXIT_USAGE;
+	}
+	o->backoff_ms = (int)a;
+	o->backoff_max_ms = (int)b;
+	return EXIT_OK;
+}
+
+void runjob_init(struct runjob *j)
+{
+	memset(j, 0, sizeof *j);
+	request_init(&j->r);
+	j->timeout_ms = -1;
+	j->cloud_arg = "auto";
+	j->sv = (struct sv_opts){
+		.restart = SV_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
+		.backoff_max_ms = 300000, .grace_ms = -1, .margin_ms = 5000,
+		.default_grace_ms = 25000, .take_terminal = true,
+	};
+}
+
+void runjob_release(struct runjob *j)
+{
+	for (size_t i = 0; i < j->n_env; i++)
+		free(j->env_names[i]);
+	j->n_env = 0;
+	request_release(&j->r);
+}
+
+int runjob_setenv(struct runjob *j, const char *name, const char *value)
+{
+	if (setenv(name, value, 1) < 0) {
+		cli_err("cannot set %s in the environment: %s", name, strerror(errno));
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < j->n_env; i++)
+		if (strcmp(j->env_names[i], name) == 0)
+			return EXIT_OK;
+	if (j->n_env < sizeof j->env_names / sizeof j->env_names[0] &&
+	    (j->env_names[j->n_env] = strdup(name)))
+		j->n_env++;
+	return EXIT_OK;
+}
+
+int runjob_option(struct runjob *j, int c, const char *arg)
+{
+	long long ms;
+	long n;
+	int rc;
+	if ((rc = request_option(&j->r, c, arg)) >= 0)
+		return rc;
+	switch (c) {
+	case 'w':
+		j->wait = true;
+		if (arg && (rc = cli_parse_duration("--wait", arg, &j->timeout_ms)))
+			return rc;
+		return EXIT_OK;
+	case 'N': j->name = arg; return EXIT_OK;
+	case 'S': j->spot = true; return EXIT_OK;
+	case 'C': j->cloud_arg = arg; j->spot = true; return EXIT_OK;
+	case 'P':
+		if ((rc = cli_parse_duration("--poll", arg, &ms)))
+			return rc;
+		if (ms < 10 || ms > 3600000) {
+			cli_err("invalid --poll '%s' (between 0.01 s and 1 h)", arg);
+			return EXIT_USAGE;
+		}
+		j->so.poll_ms = (int)ms;
+		return EXIT_OK;
+	case 'G':
+		if ((rc = cli_parse_duration("--grace", arg, &ms)))
+			return rc;
+		j->sv.grace_ms = ms > 86400000 ? 86400000 : (int)ms;
+		return EXIT_OK;
+	case 'R':
+		if (sv_parse_restart(arg, &j->sv.restart) < 0) {
+			cli_err("invalid --restart '%s' (expected never, on-failure, on-preempt or always)", arg);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	case 'X': {
+		char *end;
+		errno = 0;
+		n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < 0 || n > 100000) {
+			cli_err("invalid --max-restarts '%s' (expected a whole number from 0 to 100000)", arg);
+			return EXIT_USAGE;
+		}
+		j->sv.max_restarts = (unsigned)n;
+		return EXIT_OK;
+	}
+	case 'B':
+		return parse_backoff(arg, &j->sv);
+	case 'K':
+		if (!*arg) {
+			cli_err("empty --checkpoint-dir");
+			return EXIT_USAGE;
+		}
+		j->sv.checkpoint_dir = arg;
+		return EXIT_OK;
+	case 'T':
+		if ((rc = cli_parse_duration("--hang-timeout", arg, &ms)))
+			return rc;
+		j->sv.hang_timeout_ms = ms;
+		return EXIT_OK;
+	case 'O': j->sv.on_notice = arg; return EXIT_OK;
+	case 'A': j->ack = true; return EXIT_OK;
+	default:
+		return -1;
+	}
+}
+
+/* --dry-run: what would run, as lines a shell can read back */
+static int print_dry_run(struct runjob *j)
+{
+	for (size_t i = 0; i < j->n_env; i++) {
+		const char *v = getenv(j->env_names[i]);
+		printf("export %s=", j->env_names[i]);
+		shquote(stdout, v ? v : "");
+		putchar('\n');
+	}
+	for (size_t k = 0; j->sv.argv[k]; k++) {
+		if (k)
+			putchar(' ');
+		shquote(stdout, j->sv.argv[k]);
+	}
+	putchar('\n');
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+/* the job's environment and command, once its GPUs are chosen */
+static int job_ready(struct runjob *j, const unsigned *chosen, struct lease_dir *d)
+{
+	int rc = set_env(j, chosen);
+	if (rc == EXIT_OK && j->ready)
+		rc = j->ready(j, chosen, d);
+	return rc;
+}
+
+static int dry_run(struct runjob *j, const struct cli_global *g)
+{
+	int rc;
+	if ((rc = request_prepare(&j->r, g)))
+		return rc;
+	/* look at who holds what, lease nothing, create nothing */
+	struct lease_dir *d = NULL;
+	char err[512];
+	int dr = lease_dir_open(&d, NULL, false, err, sizeof err);
+	if (dr != GC_OK && dr != GC_ENOTFOUND) {
+		cli_err("%s", err);
+		return EXIT_FAIL;
+	}
+	j->r.peek_only = true;
+	unsigned *chosen = calloc(j->r.ngpus + j->r.sel.n + 1, sizeof *chosen);
+	char why[2048] = "", desc[300];
+	if (!chosen) {
+		cli_err("out of memory");
+		rc = EXIT_FAIL;
+	} else if ((dr = request_try(&j->r, d, NULL, NULL, chosen, why, sizeof why)) == GC_EBUSY) {
+		request_describe(&j->r, desc, sizeof desc);
+		cli_err("%s not available now: %s", desc, why);
+		rc = EXIT_FAIL;
+	} else if (dr != GC_OK) {
+		rc = cli_exit_code(dr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(dr);
+	} else if ((rc = job_ready(j, chosen, d)) == EXIT_OK) {
+		rc = print_dry_run(j);
+	}
+	free(chosen);
+	lease_dir_close(d);
+	return rc;
+}
+
+int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
+{
+	int rc;
+	j->sv.argv = cmd;
+	enum spot_cloud cloud = SPOT_NONE;
+	if (j->spot) {
+		bool autodetect = false;
+		if (spot_parse_cloud(j->cloud_arg, &cloud, &autodetect) < 0) {
+			cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", j->cloud_arg);
+			return EXIT_USAGE;
+		}
+		if (!j->dry_run && autodetect && (cloud = spot_detect(NULL)) == SPOT_NONE) {
+			cli_err("--spot: no cloud detected from /sys/class/dmi/id (use --cloud aws|gcp|azure)");
+			return EXIT_USAGE;
+		}
+	}
+	if (j->dry_run)
+		return dry_run(j, g);
+	if (j->sv.checkpoint_dir && mkdir(j->sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
+		cli_err("cannot create --checkpoint-dir '%s': %s", j->sv.checkpoint_dir, strerror(errno));
+		return EXIT_FAIL;
+	}
+	if ((rc = request_prepare(&j->r, g)))
+		return rc;
+
+	struct request *r = &j->r;
+	struct lease_dir *d = NULL;
+	char err[512];
+	if (lease_dir_open(&d, NULL, true, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_FAIL;
+	}
+	char desc[300];
+	request_describe(r, desc, sizeof desc);
+	struct lease_info me;
+	lease_info_self(&me, j->name, cmd, desc);
+	catch_signals();
+
+	/* -n auto may take every GPU */
+	unsigned *chosen = calloc(r->ngpus + r->sel.n + 1, sizeof *chosen);
+	struct lease *l = NULL;
+	struct lease_ticket *t = NULL;
+	struct spot_watcher *watcher = NULL;
+	long long deadline = j->timeout_ms >= 0 ? now_ms() + j->timeout_ms : -1;
+	bool resample = false; /* request_prepare has just sampled */
+	unsigned races = 0;
+	if (!chosen) {
+		cli_err("out of memory");
+		rc = EXIT_FAIL;
+		goto out_dir;
+	}
+	if (j->wait && lease_queue_join(d, &me, &t, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
+		rc = EXIT_FAIL;
+		goto out_dir;
+	}
+	for (;;) {
+		char why[2048] = "";
+		int head = t ? lease_queue_is_head(d, t) : 1;
+		if (head < 0) {
+			cli_err("cannot read the queue in '%s'", lease_dir_path(d));
+			rc = EXIT_FAIL;
+			break;
+		}
+		if (head) {
+			/* only the head looks at the GPUs again: the others just wait their turn */
+			if (resample && (rc = request_resample(r)))
+				break;
+			resample = true;
+			int tr = request_try(r, d, &me, &l, chosen, why, sizeof why);
+			if (tr == GC_OK)
+				break;
+			if (tr != GC_EBUSY) {
+				rc = cli_exit_code(tr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(tr);
+				break;
+			}
+			/* another job took a GPU between our look and our lease: others may be free */
+			if (r->raced && ++races < 64)
+				continue;
+		} else {
+			snprintf(why, sizeof why, "waiting behind earlier requests");
+		}
+		if (!j->wait) {
+			cli_err("%s not available now: %s; use --wait to wait in line", desc, why);
+			rc = EXIT_FAIL;
+			break;
+		}
+		if (got_signal) {
+			rc = 128 + got_signal;
+			break;
+		}
+		long long left = deadline < 0 ? 1000 : deadline - now_ms();
+		if (deadline >= 0 && left <= 0) {
+			cli_err("gave up waiting for %s after the --wait timeout: %s", desc, why);
+			rc = EXIT_FAIL;
+			break;
+		}
+		/* woken at once by a release; the 1 s bound notices processes that end on their own */
+		if (lease_wait(d, left < 1000 ? (int)left : 1000) < 0) {
+			cli_err("cannot wait for GPUs in '%s'", lease_dir_path(d));
+			rc = EXIT_FAIL;
+			break;
+		}
+		if (got_signal) {
+			rc = 128 + got_signal;
+			break;
+		}
+	}
+	if (l) {
+		/* the job may want to know its place in line (the queue's arrival order) */
+		/* when the lease began, read before the next waiter can take its turn */
+		struct timespec began;
+		clock_gettime(CLOCK_REALTIME, &began);
+		char ticket[24], start[40];
+		snprintf(start, sizeof start, "%lld.%09ld", (long long)began.tv_sec, began.tv_nsec);
+		setenv("GPUCTL_LEASE_START", start, 1);
+		if (t) {
+			snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)lease_ticket_number(t));
+			setenv("GPUCTL_TICKET", ticket, 1);
+		} else {
+			unsetenv("GPUCTL_TICKET");
+		}
+		/* out of line at once, so the next waiter can go */
+		lease_queue_withdraw(t);
+		rc = job_ready(j, chosen, d);
+		/* the job holds its GPUs too: they stay leased while any process of it lives */
+		if (rc == EXIT_OK && lease_inherit(l) != GC_OK) {
+			cli_err("cannot pass the lease to '%s': %s", j->sv.argv[0], strerror(errno));
+			rc = EXIT_FAIL;
+		}
+		if (rc == EXIT_OK && cloud != SPOT_NONE &&
+		    spot_watch_start(&watcher, cloud, &j->so, err, sizeof err) != GC_OK) {
+			cli_err("--spot: %s", err);
+			rc = EXIT_FAIL;
+		}
+		if (rc == EXIT_OK) {
+			struct job job = {.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t};
+			struct sv_opts *sv = &j->sv;
+			struct sv_result res;
+			sv->spot = watcher;
+			sv->arg = &job;
+			sv->log = job_log;
+			sv->started = job_started;
+			sv->gpu_util = job_gpu_util;
+			if (sv_run(sv, &res) != GC_OK) {
+				cli_err("cannot supervise '%s': %s", sv->argv[0], strerror(errno));
+				rc = EXIT_FAIL;
+			} else {
+				rc = res.status;
+				j->ran = true;
+				j->end = res.end;
+				if (res.end == SV_END_EXEC_FAILED)
+					cli_err("cannot run '%s': %s", sv->argv[0], strerror(res.exec_errno));
+				/* Azure: the job has stopped, let the VM go now rather than at NotBefore */
+				if (j->ack && res.noticed && watcher) {
+					char aerr[512];
+					if (spot_watch_ack(watcher, &res.notice, aerr, sizeof aerr) != GC_OK)
+						cli_err("cannot acknowledge the %s event: %s",
+							spot_cloud_name(res.notice.cloud), aerr);
+				}
+				if (res.end == SV_END_EXEC_FAILED)
+					;
+				else if (res.end == SV_END_PREEMPTED || res.end == SV_END_HUNG ||
+					 res.end == SV_END_OOM || res.attempts > 1)
+					/* a plain exit or signal speaks through the status, as in a shell */
+					cli_err("run %s ended: %s (status %d) after %u attempt%s", sv->run_id,
+						sv_end_name(res.end), res.status, res.attempts,
+						res.attempts == 1 ? "" : "s");
+			}
+		}
+		spot_watch_stop(watcher);
+		lease_release(l);
+	}
+	lease_queue_leave(t);
+out_dir:
+	free(chosen);
+	lease_dir_close(d);
+	return rc;
+}

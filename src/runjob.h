@@ -1,0 +1,68 @@
+/*
+ * runjob.h — what `gpuctl run` and `gpuctl launch` share: the options for
+ * waiting, spot notices, restarts and checkpoints, and the whole life of a
+ * job: lease GPUs (waiting in line with --wait), set the environment, run
+ * the command under the supervisor, release the GPUs.
+ *
+ * `launch` builds its command (torchrun ...) only once it knows how many
+ * GPUs it has, through the ready() callback.
+ */
+#ifndef GPUCTL_RUNJOB_H
+#define GPUCTL_RUNJOB_H
+#include "request.h"
+#include "spot.h"
+#include "supervise.h"
+
+#include <getopt.h>
+
+struct runjob {
+	struct request r;
+	bool wait, spot, ack;
+	long long timeout_ms;        /* --wait=TIMEOUT; -1: no limit */
+	const char *name;            /* --name, borrowed */
+	const char *cloud_arg;       /* --cloud, borrowed */
+	struct sv_opts sv;
+	struct spot_opts so;
+	/*
+	 * Called once the GPUs are chosen (leased, or only picked with dry_run)
+	 * and CUDA_VISIBLE_DEVICES and the GPUCTL_* variables are set: sets
+	 * j->sv.argv (the command to supervise; NULL keeps the user's) and may
+	 * add to the environment with runjob_setenv. Returns an exit code.
+	 */
+	int (*ready)(struct runjob *j, const unsigned *chosen, struct lease_dir *d);
+	void *arg;
+	/* choose GPUs without leasing them, call ready(), print the environment
+	 * set for the job and the command, run nothing */
+	bool dry_run;
+	bool ran;                    /* the command was supervised; end says how it ended */
+	enum sv_end end;
+	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
+	size_t n_env;
+};
+
+/* getopt_long entries for the run options (see runjob_option); chars < 256 */
+#define RUNJOB_LONG_OPTIONS                                    \
+	REQUEST_LONG_OPTIONS,                                  \
+	{"wait", optional_argument, NULL, 'w'},                \
+	{"name", required_argument, NULL, 'N'},                \
+	{"spot", no_argument, NULL, 'S'},                      \
+	{"cloud", required_argument, NULL, 'C'},               \
+	{"poll", required_argument, NULL, 'P'},                \
+	{"grace", required_argument, NULL, 'G'},               \
+	{"restart", required_argument, NULL, 'R'},             \
+	{"max-restarts", required_argument, NULL, 'X'},        \
+	{"backoff", required_argument, NULL, 'B'},             \
+	{"checkpoint-dir", required_argument, NULL, 'K'},      \
+	{"hang-timeout", required_argument, NULL, 'T'},        \
+	{"on-notice", required_argument, NULL, 'O'},           \
+	{"ack", no_argument, NULL, 'A'}
+
+void runjob_init(struct runjob *j);
+/* One option ('n', the request options and the above): -1 when not ours, else an exit code. */
+int runjob_option(struct runjob *j, int c, const char *arg);
+/* Lease, run cmd (borrowed, NULL-terminated) under the supervisor, release. An exit code. */
+int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd);
+/* setenv(3), remembered for --dry-run. An exit code. */
+int runjob_setenv(struct runjob *j, const char *name, const char *value);
+void runjob_release(struct runjob *j);
+#endif
