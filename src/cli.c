@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -436,4 +437,28 @@ int cli_signatures_dir(char *buf, size_t len, bool quiet)
 	if (!quiet)
 		cli_err("failure signatures not found (looked in %s/signatures; set GPUCTL_DATA_DIR)", GPUCTL_DATADIR);
 	return -1;
+}
+
+bool cli_on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		return false;
+	char buf[PATH_MAX];
+	for (const char *p = path;;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		size_t nl = strlen(name);
+		if (n > 0 && n + nl + 2 <= sizeof buf) {
+			memcpy(buf, p, n);
+			buf[n] = '/';
+			memcpy(buf + n + 1, name, nl + 1);
+			struct stat st;
+			if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+				return true;
+		}
+		if (!colon)
+			return false;
+		p = colon + 1;
+	}
 }

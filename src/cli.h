@@ -87,6 +87,14 @@ int cli_signatures_dir(char *buf, size_t len, bool quiet);
    the source tree; 0, or -1 after printing the error */
 int cli_data_file(const char *name, char *buf, size_t len);
 
+/* An executable `name` in a directory of $PATH. */
+bool cli_on_path(const char *name);
+
+/* Print doctor-style checks (a table and a summary line headed `title`, or
+ * JSON with `schema`); EXIT_FAIL when a check failed, else EXIT_OK. */
+struct dr_report;
+int cli_print_checks(const struct dr_report *r, bool json, const char *schema, const char *title);
+
 /* GiB-style size for humans is not needed here; MiB as nvidia-smi rounds it (ceil). */
 unsigned long long cli_mib(uint64_t bytes);
 
@@ -101,5 +109,6 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv);
 int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
 int cmd_advise(const struct cli_global *g, int argc, char **argv);
 int cmd_gpus(const struct cli_global *g, int argc, char **argv);
+int cmd_launch(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@
  * $CUDA_HOME/bin, /usr/local/cuda/bin), version.json in $CUDA_HOME (else
  * /usr/local/cuda), python3 on PATH or --python PATH, run with a time limit.
  */
+#include "capture.h"
 #include "cli.h"
 #include "doctor.h"
 
@@ -30,115 +31,12 @@
 #include <unistd.h>
 
 #define KLOG_MAX (4u << 20)
-#define CHILD_OUT_MAX (64u << 10)
 #define PY_TIMEOUT_MS 30000
 #define NVCC_TIMEOUT_MS 10000
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+_Static_assert((int)CAPTURE_NOT_RUN == (int)DR_PY_MISSING && (int)CAPTURE_TIMEOUT == (int)DR_PY_TIMEOUT,
+	       "doctor reads capture_run's codes as its own");
 
-/*
- * Run argv (PATH searched) with stdin and stderr on /dev/null; its stdout
- * (up to CHILD_OUT_MAX) in *out. Returns the exit status, DR_PY_MISSING when
- * it could not be started (why in *why, an errno), DR_PY_TIMEOUT when it ran
- * past timeout_ms (then its process group is killed).
- */
-static int run_capture(char *const argv[], int timeout_ms, char **out, int *why)
-{
-	*out = NULL;
-	*why = 0;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		*why = errno;
-		return DR_PY_MISSING;
-	}
-	int ep[2]; /* reports an exec failure */
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		*why = errno;
-		close(p[0]);
-		close(p[1]);
-		return DR_PY_MISSING;
-	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		*why = errno;
-		close(p[0]);
-		close(p[1]);
-		close(ep[0]);
-		close(ep[1]);
-		return DR_PY_MISSING;
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 2);
-		dup2(p[1], 1);
-		execvp(argv[0], argv);
-		int err = errno;
-		(void)!write(ep[1], &err, sizeof err);
-		_exit(127);
-	}
-	close(p[1]);
-	close(ep[1]);
-	int err = 0;
-	bool missing = read(ep[0], &err, sizeof err) == (ssize_t)sizeof err;
-	close(ep[0]);
-	char *buf = malloc(CHILD_OUT_MAX + 1);
-	size_t n = 0;
-	int64_t deadline = now_ms() + timeout_ms;
-	bool timeout = false;
-	while (!missing && buf) {
-		int64_t left = deadline - now_ms();
-		if (left <= 0) {
-			timeout = true;
-			break;
-		}
-		struct pollfd pf = {.fd = p[0], .events = POLLIN};
-		int pr = poll(&pf, 1, (int)left);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			continue;
-		char tmp[4096];
-		ssize_t r = read(p[0], tmp, sizeof tmp);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		size_t take = (size_t)r < CHILD_OUT_MAX - n ? (size_t)r : CHILD_OUT_MAX - n;
-		memcpy(buf + n, tmp, take);
-		n += take;
-	}
-	close(p[0]);
-	/* it may close its output and go on: the deadline holds for its exit too */
-	int st = 0;
-	for (;;) {
-		if (timeout)
-			kill(-pid, SIGKILL);
-		pid_t w = waitpid(pid, &st, timeout ? 0 : WNOHANG);
-		if (w == pid || (w < 0 && errno != EINTR))
-			break;
-		if (w == 0 && now_ms() >= deadline)
-			timeout = true;
-		else if (w == 0)
-			poll(NULL, 0, 10);
-	}
-	if (missing || !buf) {
-		*why = missing ? err : ENOMEM;
-		free(buf);
-		return DR_PY_MISSING;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	if (timeout)
-		return DR_PY_TIMEOUT;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* a whole small file, or NULL */
 static char *slurp(const char *path, size_t max)
@@ -201,6 +99,41 @@ static char *kernel_log(size_t *len)
 	buf[n] = '\0';
 	*len = n;
 	return buf;
+}
+
+int cli_print_checks(const struct dr_report *r, bool json, const char *schema, const char *title)
+{
+	size_t count[4] = {0};
+	for (size_t i = 0; i < r->n; i++)
+		count[r->checks[i].status]++;
+	if (json) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < r->n; i++)
+			json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "id", r->checks[i].id, "status",
+							   dr_status_name(r->checks[i].status), "found",
+							   r->checks[i].found, "fix", r->checks[i].fix));
+		json_t *root = json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "schema", schema, "summary",
+					 "ok", (json_int_t)count[DR_OK], "warn", (json_int_t)count[DR_WARN], "fail",
+					 (json_int_t)count[DR_FAIL], "skip", (json_int_t)count[DR_SKIP], "checks", a);
+		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(root);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		for (size_t i = 0; i < r->n; i++) {
+			const struct dr_check *k = &r->checks[i];
+			printf("%-5s %-26s %s\n", dr_status_name(k->status), k->id, k->found);
+			if (k->fix[0] && (k->status == DR_WARN || k->status == DR_FAIL))
+				printf("      %-26s fix: %s\n", "", k->fix);
+		}
+		printf("\n%s: %zu checks: %zu ok, %zu warning%s, %zu failure%s, %zu skipped\n", title, r->n,
+		       count[DR_OK], count[DR_WARN], count[DR_WARN] == 1 ? "" : "s", count[DR_FAIL],
+		       count[DR_FAIL] == 1 ? "" : "s", count[DR_SKIP]);
+	}
+	if (fflush(stdout) != 0)
+		return EXIT_FAIL;
+	return count[DR_FAIL] ? EXIT_FAIL : EXIT_OK;
 }
 
 int cmd_doctor(const struct cli_global *g, int argc, char **argv)
@@ -281,12 +214,12 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 		cuda_home = NULL;
 	char *nv[] = {"nvcc", "--version", NULL};
 	int why;
-	if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc, &why) != 0) {
+	if (capture_run(nv, NULL, false, NVCC_TIMEOUT_MS, &nvcc, &why) != 0) {
 		free(nvcc);
 		nvcc = NULL;
 		snprintf(path, sizeof path, "%s/bin/nvcc", cuda_home ? cuda_home : "/usr/local/cuda");
 		nv[0] = path;
-		if (run_capture(nv, NVCC_TIMEOUT_MS, &nvcc, &why) != 0) {
+		if (capture_run(nv, NULL, false, NVCC_TIMEOUT_MS, &nvcc, &why) != 0) {
 			free(nvcc);
 			nvcc = NULL;
 		}
@@ -301,7 +234,7 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	char *pa[] = {(char *)e.python, "-c", (char *)DR_PY_PROBE, NULL};
 	const char *pto = getenv("GPUCTL_DOCTOR_PY_TIMEOUT_MS");
 	long pt = pto && *pto ? strtol(pto, NULL, 10) : 0;
-	e.python_rc = run_capture(pa, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout, &why);
+	e.python_rc = capture_run(pa, NULL, false, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout, &why);
 	e.python_out = pyout;
 
 	struct dr_report r;
@@ -318,36 +251,7 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	size_t count[4] = {0};
-	for (size_t i = 0; i < r.n; i++)
-		count[r.checks[i].status]++;
-	if (json) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < r.n; i++)
-			json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "id", r.checks[i].id, "status",
-							   dr_status_name(r.checks[i].status), "found",
-							   r.checks[i].found, "fix", r.checks[i].fix));
-		json_t *root = json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "schema", "gpuctl.doctor/1", "summary",
-					 "ok", (json_int_t)count[DR_OK], "warn", (json_int_t)count[DR_WARN], "fail",
-					 (json_int_t)count[DR_FAIL], "skip", (json_int_t)count[DR_SKIP], "checks", a);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(root);
-		if (s)
-			puts(s);
-		free(s);
-	} else {
-		for (size_t i = 0; i < r.n; i++) {
-			const struct dr_check *k = &r.checks[i];
-			printf("%-5s %-26s %s\n", dr_status_name(k->status), k->id, k->found);
-			if (k->fix[0] && (k->status == DR_WARN || k->status == DR_FAIL))
-				printf("      %-26s fix: %s\n", "", k->fix);
-		}
-		printf("\ndoctor: %zu checks: %zu ok, %zu warning%s, %zu failure%s, %zu skipped\n", r.n, count[DR_OK],
-		       count[DR_WARN], count[DR_WARN] == 1 ? "" : "s", count[DR_FAIL], count[DR_FAIL] == 1 ? "" : "s",
-		       count[DR_SKIP]);
-	}
-	if (count[DR_FAIL])
-		rc = EXIT_FAIL;
+	rc = cli_print_checks(&r, json, "gpuctl.doctor/1", "doctor");
 	dr_report_free(&r);
 out:
 	free(klog);

@@ -1,0 +1,731 @@
+/*
+ * cmd-launch.c — `gpuctl launch`: multi-GPU torchrun on this node, or a
+ * multi-node job through Slurm.
+ *
+ * On one node it is `gpuctl run` with torchrun in front: lease N GPUs (or
+ * every free one), hold a rendezvous port no other launch can get, export
+ * fail-fast defaults the user has not set, expand {gpus}-style placeholders
+ * and run torchrun with --nproc-per-node = the GPUs leased.
+ *
+ * With --slurm it writes a batch script (requeue, signal forwarding, the
+ * rendezvous on the allocation's first node) and submits it; the script
+ * runs `gpuctl launch --slurm-step` on every node, which is the one-node
+ * path with Slurm's node count, node rank and job id.
+ */
+#include "capture.h"
+#include "launch.h"
+#include "port.h"
+#include "runjob.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+	OPT_LAUNCHER = 256, OPT_DRY_RUN, OPT_SLURM, OPT_NODES, OPT_GPUS_PER_NODE, OPT_PARTITION,
+	OPT_TIME, OPT_CPUS, OPT_ACCOUNT, OPT_FOLLOW, OPT_JOB_NAME, OPT_OUTPUT, OPT_STEP,
+	OPT_ENDPOINT, OPT_LITERAL,
+};
+
+#define SLURM_TIMEOUT_MS 30000
+
+struct launch {
+	char *const *launcher;       /* static */
+	char **cmd;                  /* the user's SCRIPT ARGS, borrowed from argv */
+	bool literal;                /* --no-placeholders */
+	bool step;                   /* --slurm-step */
+	const char *endpoint;        /* --rdzv-endpoint (step) */
+	unsigned nnodes, node_rank;  /* step: from Slurm */
+	char rdzv_id[64];
+	struct port_hold *port;
+	char **expanded;             /* cmd with placeholders expanded */
+	char **argv;                 /* the launcher's full command line */
+	char endpoint_buf[64];
+};
+
+static char *const launcher_torchrun[] = {"torchrun", NULL};
+static char *const launcher_python3[] = {"python3", "-m", "torch.distributed.run", NULL};
+static char *const launcher_python[] = {"python", "-m", "torch.distributed.run", NULL};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpuctl launch [-n auto|N] [filters] [run options] [--launcher L] [--dry-run] -- SCRIPT [ARGS...]\n"
+		"       gpuctl launch --slurm --gpus-per-node G [--nodes N] [--partition P] [--time T]\n"
+		"                     [--cpus-per-task C] [--account A] [--dry-run | --follow] -- SCRIPT [ARGS...]\n"
+		"\n"
+		"Run SCRIPT with torchrun on leased GPUs, one process per GPU; or, with --slurm,\n"
+		"submit a multi-node Slurm job that does the same on every node.\n"
+		"  -n auto|N              GPUs on this node: every free one (the default), or N\n"
+		"      --launcher=L       auto (torchrun, else python3 -m torch.distributed.run),\n"
+		"                         torchrun or python\n"
+		"      --no-placeholders  pass {gpus}, {nodes}, {world_size}, {32*gpus} unexpanded\n"
+		"      --dry-run          print the environment and command (or the batch script), run nothing\n"
+		"  the filters and run options of gpuctl run (--min-free-mem, --model, --wait, --spot,\n"
+		"  --restart, --checkpoint-dir, --hang-timeout, ...) work the same; see gpuctl-run(1)\n"
+		"\n"
+		"With --slurm:\n"
+		"      --nodes=N          nodes (default 1)\n"
+		"      --gpus-per-node=G  GPUs on each node (required)\n"
+		"      --partition=P --time=T --cpus-per-task=C --account=A --job-name=NAME\n"
+		"      --output=PATH      the job's output (default: slurm-%%j.out in this directory)\n"
+		"      --max-restarts=K   requeue after a notice or the time limit at most K times (default 3)\n"
+		"      --follow           after submitting, show the job's state and output until it ends\n"
+		"\n"
+		"Placeholders in ARGS: {gpus} (per node), {nodes}, {world_size} and products with\n"
+		"whole numbers such as {32*gpus}; other braces pass through unchanged.\n");
+}
+
+static long cpus_available(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? n : 1;
+}
+
+static int choose_launcher(const char *arg, struct launch *L)
+{
+	bool py = strcmp(arg, "python") == 0;
+	if (strcmp(arg, "torchrun") == 0) {
+		L->launcher = launcher_torchrun;
+	} else if (strcmp(arg, "auto") == 0 || py) {
+		if (!py && cli_on_path("torchrun"))
+			L->launcher = launcher_torchrun;
+		else if (cli_on_path("python3"))
+			L->launcher = launcher_python3;
+		else if (cli_on_path("python"))
+			L->launcher = launcher_python;
+		else {
+			cli_err("neither %spython3 nor python is on PATH (install PyTorch, or activate its environment)",
+				py ? "" : "torchrun, ");
+			return EXIT_FAIL;
+		}
+	} else {
+		cli_err("invalid --launcher '%s' (expected auto, torchrun or python)", arg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static void launch_free(struct launch *L)
+{
+	launch_argv_free(L->expanded);
+	launch_argv_free(L->argv);
+	port_release(L->port);
+	L->expanded = L->argv = NULL;
+	L->port = NULL;
+}
+
+/* placeholders: every argument, or a copy as given with --no-placeholders */
+static int expand_all(struct launch *L, const struct launch_vars *v)
+{
+	size_t n = 0;
+	while (L->cmd[n])
+		n++;
+	L->expanded = calloc(n + 1, sizeof *L->expanded);
+	if (!L->expanded) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char err[512];
+		if (L->literal) {
+			L->expanded[i] = strdup(L->cmd[i]);
+		} else if (launch_expand(L->cmd[i], v, &L->expanded[i], err, sizeof err) < 0) {
+			cli_err("%s", err);
+			return EXIT_USAGE;
+		}
+		if (!L->expanded[i]) {
+			cli_err("out of memory");
+			return EXIT_FAIL;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* runjob's ready(): the GPUs are chosen; build torchrun's command and environment */
+static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_dir *d)
+{
+	(void)chosen;
+	struct launch *L = j->arg;
+	unsigned gpus = j->r.sel.n;
+	int rc;
+	if (!L->step) {
+		char err[512];
+		int port;
+		char tmp[] = "/tmp/gpuctl-ports-XXXXXX", *dir = NULL;
+		/* a dry run with no state directory yet holds nothing, but still names a free port */
+		if (!d && !(dir = mkdtemp(tmp))) {
+			cli_err("cannot create a temporary directory: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+		int pr = port_reserve(d ? lease_dir_path(d) : dir, &port, &L->port, err, sizeof err);
+		if (dir) {
+			port_release(L->port);
+			L->port = NULL;
+			char p[64];
+			snprintf(p, sizeof p, "%s/ports", dir);
+			rmdir(p);
+			rmdir(dir);
+		}
+		if (pr != GC_OK) {
+			cli_err("%s", err);
+			return EXIT_FAIL;
+		}
+		snprintf(L->endpoint_buf, sizeof L->endpoint_buf, "127.0.0.1:%d", port);
+		L->endpoint = L->endpoint_buf;
+		L->nnodes = 1;
+		L->node_rank = 0;
+		if (!j->sv.run_id[0])
+			sv_new_run_id(j->sv.run_id);
+		snprintf(L->rdzv_id, sizeof L->rdzv_id, "%s", j->sv.run_id);
+	}
+	struct launch_vars v = {.gpus = gpus, .nodes = L->nnodes, .world_size = (int64_t)gpus * L->nnodes};
+	if ((rc = expand_all(L, &v)))
+		return rc;
+	struct launch_torchrun t = {
+		.nnodes = L->nnodes, .nproc_per_node = gpus, .node_rank = L->node_rank, .node_rank_opt = L->step,
+		.endpoint = L->endpoint, .rdzv_id = L->rdzv_id,
+	};
+	if (!(L->argv = launch_torchrun_argv(L->launcher, &t, L->expanded))) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	struct launch_default def[8];
+	size_t nd = launch_defaults(gpus, cpus_available(), def, sizeof def / sizeof def[0]);
+	for (size_t i = 0; i < nd; i++) {
+		/* the user's own setting wins, even an empty one; the old NCCL_ name counts too */
+		if (getenv(def[i].name) ||
+		    (strcmp(def[i].name, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0 && getenv("NCCL_ASYNC_ERROR_HANDLING")))
+			continue;
+		if ((rc = runjob_setenv(j, def[i].name, def[i].value)))
+			return rc;
+	}
+	j->sv.argv = L->argv;
+	return EXIT_OK;
+}
+
+/* ---- Slurm ---------------------------------------------------------------- */
+
+/* "train.py" → "train": a job name Slurm shows as it is */
+static void job_name_from(const char *script, char *buf, size_t len)
+{
+	const char *base = strrchr(script, '/');
+	base = base ? base + 1 : script;
+	size_t n = strlen(base);
+	if (n > 3 && strcmp(base + n - 3, ".py") == 0)
+		n -= 3;
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < len && k < 64; i++) {
+		char c = base[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '-' || c == '.' || c == '+';
+		buf[k++] = ok ? c : '_';
+	}
+	if (k == 0)
+		snprintf(buf, len, "gpuctl");
+	else
+		buf[k] = '\0';
+}
+
+/* "JobState=RUNNING" → "RUNNING" in a `scontrol show job -o` line */
+static bool field(const char *line, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+	for (const char *p = line; (p = strstr(p, key)); p += kl) {
+		if ((p != line && p[-1] != ' ') || p[kl] != '=')
+			continue;
+		const char *v = p + kl + 1;
+		size_t n = strcspn(v, " \n");
+		if (n >= len)
+			n = len - 1;
+		memcpy(buf, v, n);
+		buf[n] = '\0';
+		return true;
+	}
+	return false;
+}
+
+static volatile sig_atomic_t follow_stop;
+
+static void on_follow_signal(int sig)
+{
+	follow_stop = sig;
+}
+
+static bool terminal_state(const char *s)
+{
+	static const char *const done[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+					   "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED"};
+	for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
+		if (strcmp(s, done[i]) == 0)
+			return true;
+	return false;
+}
+
+/* copy what the output file has gained since *off to stdout */
+static void drain_output(const char *path, off_t *off)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && st.st_size < *off)
+		*off = 0; /* truncated: start again */
+	if (fseeko(f, *off, SEEK_SET) == 0) {
+		char buf[65536];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+			fwrite(buf, 1, n, stdout);
+			*off += (off_t)n;
+		}
+		fflush(stdout);
+	}
+	fclose(f);
+}
+
+/* --follow: the job's state changes on stderr and its output on stdout, until it ends */
+static int follow(const char *id)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_follow_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	char last[64] = "", out_path[4096] = "";
+	long restarts = 0;
+	off_t off = 0;
+	int gone = 0;
+	for (;;) {
+		char *const argv[] = {"scontrol", "show", "job", "-o", (char *)id, NULL};
+		char *out = NULL;
+		int why;
+		int st = capture_run(argv, NULL, true, SLURM_TIMEOUT_MS, &out, &why);
+		char state[64] = "", reason[128] = "", rc_text[32] = "", cnt[32] = "";
+		if (st == 0 && out && field(out, "JobState", state, sizeof state)) {
+			gone = 0;
+			field(out, "Reason", reason, sizeof reason);
+			field(out, "ExitCode", rc_text, sizeof rc_text);
+			if (field(out, "StdOut", out_path, sizeof out_path) && out_path[0] != '/')
+				out_path[0] = '\0';
+			if (field(out, "Restarts", cnt, sizeof cnt))
+				restarts = strtol(cnt, NULL, 10);
+		} else if (++gone >= 3) {
+			free(out);
+			cli_err("job %s: cannot read its state from scontrol any more; not following it", id);
+			return EXIT_FAIL;
+		}
+		free(out);
+		if (out_path[0])
+			drain_output(out_path, &off);
+		if (state[0] && strcmp(state, last) != 0) {
+			if (strcmp(reason, "None") != 0 && reason[0])
+				cli_err("job %s: %s (%s)%s", id, state, reason, restarts ? ", requeued" : "");
+			else
+				cli_err("job %s: %s", id, state);
+			snprintf(last, sizeof last, "%s", state);
+		}
+		if (state[0] && terminal_state(state)) {
+			if (out_path[0])
+				drain_output(out_path, &off);
+			/* ExitCode=A:B: the script's status A, or the signal B that ended it */
+			int a = 0, b = 0;
+			if (sscanf(rc_text, "%d:%d", &a, &b) != 2)
+				return strcmp(state, "COMPLETED") == 0 ? EXIT_OK : EXIT_FAIL;
+			if (b)
+				return 128 + b;
+			return a ? a : (strcmp(state, "COMPLETED") == 0 ? EXIT_OK : EXIT_FAIL);
+		}
+		for (int t = 0; t < 10 && !follow_stop; t++)
+			poll(NULL, 0, 100);
+		if (follow_stop) {
+			cli_err("no longer following job %s; it goes on (scancel %s stops it)", id, id);
+			return 128 + follow_stop;
+		}
+	}
+}
+
+struct slurm_opts {
+	unsigned nodes, gpus_per_node, cpus_per_task, max_requeues;
+	const char *partition, *time, *account, *job_name, *output;
+	bool follow, gpus_given;
+	char *step_opts[40];         /* borrowed strings or owned (owned[] says) */
+	bool owned[40];
+	size_t n_step;
+};
+
+static int step_opt(struct slurm_opts *s, const char *name, const char *arg)
+{
+	if (s->n_step + 1 >= sizeof s->step_opts / sizeof s->step_opts[0]) {
+		cli_err("too many options for --slurm");
+		return EXIT_USAGE;
+	}
+	char *v;
+	if (arg) {
+		size_t n = strlen(name) + strlen(arg) + 4;
+		if ((v = malloc(n)))
+			snprintf(v, n, "--%s=%s", name, arg);
+	} else {
+		size_t n = strlen(name) + 3;
+		if ((v = malloc(n)))
+			snprintf(v, n, "--%s", name);
+	}
+	if (!v) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	s->owned[s->n_step] = true;
+	s->step_opts[s->n_step++] = v;
+	return EXIT_OK;
+}
+
+static int sbatch_value(const char *opt, const char *v)
+{
+	if (!launch_sbatch_value_ok(v)) {
+		cli_err("invalid %s '%s' (expected 1 to 200 characters without blanks, quotes, # or \\)", opt, v);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int slurm_submit(struct slurm_opts *s, char **cmd, bool dry_run)
+{
+	char self[PATH_MAX], name[80], out_default[PATH_MAX + 32], cwd[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0) {
+		cli_err("cannot find the gpuctl binary (/proc/self/exe): %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	self[n] = '\0';
+	if (!s->job_name) {
+		job_name_from(cmd[0], name, sizeof name);
+		s->job_name = name;
+	}
+	if (!s->output) {
+		if (!getcwd(cwd, sizeof cwd)) {
+			cli_err("cannot read the current directory: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+		snprintf(out_default, sizeof out_default, "%s/slurm-%%j.out", cwd);
+		if (!launch_sbatch_value_ok(out_default)) {
+			cli_err("the current directory '%s' cannot be written on an #SBATCH line; give --output", cwd);
+			return EXIT_USAGE;
+		}
+		s->output = out_default;
+	}
+	char gpn[16];
+	snprintf(gpn, sizeof gpn, "%u", s->gpus_per_node);
+	s->step_opts[s->n_step++] = "-n";
+	s->step_opts[s->n_step++] = gpn;
+	s->step_opts[s->n_step] = NULL;
+	struct launch_slurm ls = {
+		.nodes = s->nodes, .gpus_per_node = s->gpus_per_node, .cpus_per_task = s->cpus_per_task,
+		.partition = s->partition, .time = s->time, .account = s->account,
+		.job_name = s->job_name, .output = s->output, .max_requeues = s->max_requeues,
+		.signal_secs = 120, .gpuctl = self, .step_opts = s->step_opts, .cmd = cmd,
+	};
+	char *script = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&script, &len);
+	int bad = !f || launch_slurm_script(f, &ls) < 0;
+	if (f && fclose(f) != 0)
+		bad = 1;
+	s->n_step -= 2;
+	if (bad) {
+		free(script);
+		cli_err("cannot write the batch script");
+		return EXIT_FAIL;
+	}
+	if (dry_run) {
+		fputs(script, stdout);
+		free(script);
+		return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+	}
+	char *const argv[] = {"sbatch", "--parsable", NULL};
+	char *out = NULL;
+	int why = 0;
+	int st = capture_run(argv, script, true, SLURM_TIMEOUT_MS, &out, &why);
+	free(script);
+	if (st == CAPTURE_NOT_RUN) {
+		free(out);
+		cli_err("cannot run sbatch: %s (is the Slurm client installed? see gpuctl slurm doctor)", strerror(why));
+		return EXIT_FAIL;
+	}
+	/* --parsable: "ID" or "ID;CLUSTER" on the last line; warnings may come first */
+	char id[32] = "";
+	char *line = out ? out : "";
+	for (char *p = line, *nl; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		size_t k = nl ? (size_t)(nl - p) : strlen(p);
+		size_t digits = strspn(p, "0123456789");
+		if (digits > 0 && digits < sizeof id && (digits == k || p[digits] == ';')) {
+			memcpy(id, p, digits);
+			id[digits] = '\0';
+		}
+		if (!nl)
+			break;
+	}
+	if (st != 0 || !id[0]) {
+		char *msg = out ? out : "";
+		msg[strcspn(msg, "\n")] = '\0';
+		if (st == CAPTURE_TIMEOUT)
+			cli_err("sbatch did not answer within %d s", SLURM_TIMEOUT_MS / 1000);
+		else
+			cli_err("sbatch failed (status %d): %s", st, *msg ? msg : "no message");
+		free(out);
+		return EXIT_FAIL;
+	}
+	free(out);
+	if (!s->follow) {
+		printf("%s\n", id);
+		return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+	}
+	cli_err("submitted job %s: %u node%s x %u GPU%s", id, s->nodes, s->nodes == 1 ? "" : "s",
+		s->gpus_per_node, s->gpus_per_node == 1 ? "" : "s");
+	return follow(id);
+}
+
+/* a whole number from Slurm's environment */
+static int slurm_env(const char *name, long lo, long *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v) {
+		cli_err("--slurm-step runs inside a Slurm job step, but %s is not set "
+			"(use gpuctl launch --slurm to submit one)", name);
+		return EXIT_USAGE;
+	}
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || *end || n < lo || n > 1000000) {
+		cli_err("invalid %s='%s' in the environment (expected a whole number from %ld)", name, v, lo);
+		return EXIT_USAGE;
+	}
+	*out = n;
+	return EXIT_OK;
+}
+
+/* after a notice stopped this node's part: ask Slurm to run the job again */
+static int step_requeue(void)
+{
+	long count = 0, max = 3;
+	const char *r = getenv("SLURM_RESTART_COUNT"), *m = getenv("GPUCTL_MAX_REQUEUES");
+	if (r)
+		count = strtol(r, NULL, 10);
+	if (m)
+		max = strtol(m, NULL, 10);
+	if (count >= max) {
+		cli_err("job %s was requeued %ld times already (--max-restarts %ld): not again",
+			getenv("SLURM_JOB_ID"), count, max);
+		return EXIT_FAIL;
+	}
+	char *const argv[] = {"scontrol", "requeue", getenv("SLURM_JOB_ID"), NULL};
+	char *out = NULL;
+	int why;
+	int st = capture_run(argv, NULL, true, SLURM_TIMEOUT_MS, &out, &why);
+	if (st != 0)
+		cli_err("scontrol requeue %s failed: %s", getenv("SLURM_JOB_ID"),
+			st == CAPTURE_NOT_RUN ? strerror(why) : out ? out : "no message");
+	free(out);
+	return st == 0 ? LAUNCH_EXIT_REQUEUE : EXIT_FAIL;
+}
+
+int cmd_launch(const struct cli_global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		RUNJOB_LONG_OPTIONS,
+		{"launcher", required_argument, NULL, OPT_LAUNCHER},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"no-placeholders", no_argument, NULL, OPT_LITERAL},
+		{"slurm", no_argument, NULL, OPT_SLURM},
+		{"nodes", required_argument, NULL, OPT_NODES},
+		{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
+		{"partition", required_argument, NULL, OPT_PARTITION},
+		{"time", required_argument, NULL, OPT_TIME},
+		{"cpus-per-task", required_argument, NULL, OPT_CPUS},
+		{"account", required_argument, NULL, OPT_ACCOUNT},
+		{"job-name", required_argument, NULL, OPT_JOB_NAME},
+		{"output", required_argument, NULL, OPT_OUTPUT},
+		{"follow", no_argument, NULL, OPT_FOLLOW},
+		{"slurm-step", no_argument, NULL, OPT_STEP},
+		{"rdzv-endpoint", required_argument, NULL, OPT_ENDPOINT},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	/* run options a node's step takes over from the command line; the rest is Slurm's */
+	static const char step_pass[] = {'S', 'C', 'P', 'G', 'K', 'T', 'O', 'A', 'N'};
+	static const char slurm_refuse[] = {'g', 'M', 'U', 'm', 'x', 's', 'I', 'w', 'R', 'B'};
+	struct runjob j;
+	struct launch L = {0};
+	struct slurm_opts s = {.nodes = 1, .max_requeues = 3};
+	const char *launcher_arg = "auto", *refused = NULL;
+	bool slurm = false;
+	char optname[32];
+	long v;
+	int c, idx, rc = EXIT_OK;
+	runjob_init(&j);
+	j.r.allow_auto = true;
+	j.arg = &L;
+	j.ready = launch_ready;
+	optind = 1;
+	opterr = 0;
+	while ((idx = -1, c = getopt_long(argc, argv, "+:n:h", opts, &idx)) != -1) {
+		if (c > 0 && c < 256 && memchr(slurm_refuse, c, sizeof slurm_refuse) && !refused && idx >= 0)
+			refused = opts[idx].name;
+		if (c > 0 && c < 256 && memchr(step_pass, c, sizeof step_pass) && idx >= 0 && (rc = step_opt(&s, opts[idx].name, optarg)))
+			goto out;
+		if ((rc = runjob_option(&j, c, optarg)) >= 0) {
+			if (rc)
+				goto out;
+			continue;
+		}
+		switch (c) {
+		case OPT_LAUNCHER:
+			launcher_arg = optarg;
+			if ((rc = step_opt(&s, "launcher", optarg)))
+				goto out;
+			break;
+		case OPT_DRY_RUN: j.dry_run = true; break;
+		case OPT_LITERAL:
+			L.literal = true;
+			if ((rc = step_opt(&s, "no-placeholders", NULL)))
+				goto out;
+			break;
+		case OPT_SLURM: slurm = true; break;
+		case OPT_NODES:
+		case OPT_GPUS_PER_NODE:
+		case OPT_CPUS:
+			snprintf(optname, sizeof optname, "--%s", opts[idx].name);
+			if ((rc = cli_parse_count(optname, optarg, &v)))
+				goto out;
+			if (v > 4096) {
+				cli_err("invalid --%s '%s' (at most 4096)", opts[idx].name, optarg);
+				rc = EXIT_USAGE;
+				goto out;
+			}
+			if (c == OPT_NODES)
+				s.nodes = (unsigned)v;
+			else if (c == OPT_CPUS)
+				s.cpus_per_task = (unsigned)v;
+			else {
+				s.gpus_per_node = (unsigned)v;
+				s.gpus_given = true;
+			}
+			break;
+		case OPT_PARTITION: s.partition = optarg; break;
+		case OPT_TIME: s.time = optarg; break;
+		case OPT_ACCOUNT: s.account = optarg; break;
+		case OPT_JOB_NAME: s.job_name = optarg; break;
+		case OPT_OUTPUT: s.output = optarg; break;
+		case OPT_FOLLOW: s.follow = true; break;
+		case OPT_STEP: L.step = true; break;
+		case OPT_ENDPOINT: L.endpoint = optarg; break;
+		case 'h':
+			usage(stdout);
+			rc = EXIT_OK;
+			goto out;
+		default:
+			rc = cli_bad_option("launch", c, argv);
+			goto out;
+		}
+	}
+	if (optind >= argc) {
+		cli_err("launch needs a script: gpuctl launch [options] -- SCRIPT [ARGS...]");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	L.cmd = argv + optind;
+	if (slurm) {
+		if (j.r.n_given && !j.r.n_auto) {
+			if (s.gpus_given && s.gpus_per_node != j.r.sel.n) {
+				cli_err("give either -n or --gpus-per-node, not both");
+				rc = EXIT_USAGE;
+				goto out;
+			}
+			s.gpus_per_node = j.r.sel.n;
+			s.gpus_given = true;
+		}
+		s.max_requeues = j.sv.max_restarts;
+		if (L.step) {
+			cli_err("give either --slurm or --slurm-step, not both");
+			rc = EXIT_USAGE;
+		} else if (refused) {
+			cli_err("--%s does not apply with --slurm: Slurm chooses the nodes and GPUs and requeues the job "
+				"(use --gpus-per-node, --partition, --max-restarts)", refused);
+			rc = EXIT_USAGE;
+		} else if (!s.gpus_given) {
+			cli_err("--slurm needs --gpus-per-node G (or -n G): how many GPUs on each node");
+			rc = EXIT_USAGE;
+		} else if (s.follow && j.dry_run) {
+			cli_err("give either --dry-run or --follow, not both");
+			rc = EXIT_USAGE;
+		} else if ((s.partition && (rc = sbatch_value("--partition", s.partition))) ||
+			   (s.time && (rc = sbatch_value("--time", s.time))) ||
+			   (s.account && (rc = sbatch_value("--account", s.account))) ||
+			   (s.job_name && (rc = sbatch_value("--job-name", s.job_name))) ||
+			   (s.output && (rc = sbatch_value("--output", s.output)))) {
+			;
+		} else {
+			rc = slurm_submit(&s, L.cmd, j.dry_run);
+		}
+		goto out;
+	}
+	if (s.nodes != 1 || s.partition || s.time || s.account || s.cpus_per_task || s.follow ||
+	    s.job_name || s.output) {
+		cli_err("--nodes, --partition, --time, --account, --cpus-per-task, --job-name, --output and "
+			"--follow need --slurm");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (s.gpus_given) {
+		cli_err("--gpus-per-node needs --slurm (on this node, use -n)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (!j.r.n_given) /* every free GPU unless told otherwise */
+		request_option(&j.r, 'n', "auto");
+	if ((rc = choose_launcher(launcher_arg, &L)))
+		goto out;
+	if (L.step) {
+		long nn, rank, jobid;
+		if (!L.endpoint || !*L.endpoint) {
+			cli_err("--slurm-step needs --rdzv-endpoint HOST:PORT");
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if (j.r.n_auto) {
+			cli_err("--slurm-step needs -n G: the GPUs Slurm gave each node");
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if ((rc = slurm_env("SLURM_JOB_ID", 1, &jobid)) || (rc = slurm_env("SLURM_NNODES", 1, &nn)) ||
+		    (rc = slurm_env("SLURM_NODEID", 0, &rank)))
+			goto out;
+		L.nnodes = (unsigned)nn;
+		L.node_rank = (unsigned)rank;
+		snprintf(L.rdzv_id, sizeof L.rdzv_id, "%ld", jobid);
+		snprintf(j.sv.run_id, sizeof j.sv.run_id, "slurm-%ld", jobid);
+		/* every node must restart together: that is Slurm's requeue, not a local restart */
+		j.sv.restart = SV_RESTART_NEVER;
+	}
+	rc = runjob_exec(&j, g, L.cmd);
+	if (L.step && j.ran && j.end == SV_END_PREEMPTED)
+		rc = step_requeue();
+out:
+	for (size_t i = 0; i < s.n_step; i++)
+		if (s.owned[i])
+			free(s.step_opts[i]);
+	launch_free(&L);
+	runjob_release(&j);
+	return rc;
+}
