@@ -45,6 +45,12 @@ static int free_port(void)
 int port_reserve(const char *statedir, int *port, struct port_hold **out, char *err, size_t errlen)
 {
 	*out = NULL;
+	if (!statedir) {
+		if ((*port = free_port()) > 0)
+			return GC_OK;
+		errbuf_set(err, errlen, "cannot find a free TCP port: %s", strerror(errno));
+		return GC_EIO;
+	}
 	struct port_hold *h = calloc(1, sizeof *h);
 	if (!h)
 		return GC_ENOMEM;

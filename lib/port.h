@@ -16,7 +16,8 @@
 struct port_hold;
 
 /*
- * Choose and hold a port. statedir (borrowed) is the lease state directory.
+ * Choose and hold a port. statedir (borrowed) is the lease state directory;
+ * NULL: only name a port free now and hold nothing (*out = NULL).
  * 0 with *port and *out, or a negative GC_E* with a message in err.
  */
 int port_reserve(const char *statedir, int *port, struct port_hold **out, char *err, size_t errlen);

@@ -162,21 +162,8 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 	if (!L->step) {
 		char err[512];
 		int port;
-		char tmp[] = "/tmp/gpuctl-ports-XXXXXX", *dir = NULL;
-		/* a dry run with no state directory yet holds nothing, but still names a free port */
-		if (!d && !(dir = mkdtemp(tmp))) {
-			cli_err("cannot create a temporary directory: %s", strerror(errno));
-			return EXIT_FAIL;
-		}
-		int pr = port_reserve(d ? lease_dir_path(d) : dir, &port, &L->port, err, sizeof err);
-		if (dir) {
-			port_release(L->port);
-			L->port = NULL;
-			char p[64];
-			snprintf(p, sizeof p, "%s/ports", dir);
-			rmdir(p);
-			rmdir(dir);
-		}
+		/* a dry run holds nothing, but still names a port free now */
+		int pr = port_reserve(d && !j->dry_run ? lease_dir_path(d) : NULL, &port, &L->port, err, sizeof err);
 		if (pr != GC_OK) {
 			cli_err("%s", err);
 			return EXIT_FAIL;
