@@ -110,5 +110,6 @@ int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
 int cmd_advise(const struct cli_global *g, int argc, char **argv);
 int cmd_gpus(const struct cli_global *g, int argc, char **argv);
 int cmd_launch(const struct cli_global *g, int argc, char **argv);
+int cmd_slurm(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{"pick", cmd_pick, "choose free GPUs and print a CUDA_VISIBLE_DEVICES value"},
 	{"run", cmd_run, "lease free GPUs and run a command on them"},
 	{"launch", cmd_launch, "run a torchrun job on leased GPUs, or across nodes through Slurm"},
+	{"slurm", cmd_slurm, "check a Slurm cluster for gpuctl launch --slurm (slurm doctor)"},
 	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
 	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},

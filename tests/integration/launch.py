@@ -20,6 +20,7 @@ Usage: launch.py GPUCTL SRCDIR
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -362,4 +363,5 @@ if errors:
     for e in errors:
         print("  " + e)
     sys.exit(1)
+shutil.rmtree(work, ignore_errors=True)
 print("OK")
