@@ -679,7 +679,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (!j.r.n_given) /* every free GPU unless told otherwise */
+	if (!j.r.n_given && !j.r.gpus_spec) /* every free GPU unless told otherwise */
 		request_option(&j.r, 'n', "auto");
 	if ((rc = choose_launcher(launcher_arg, &L)))
 		goto out;

@@ -145,6 +145,10 @@ if r:
                             "--rdzv-id=" + r[0]["env"]["GPUCTL_RUN_ID"]], f"options {a[1:i]}")
     check("placeholders", tail(a) == ["--bs", "64", "--ws=2", "2x1", "12", "{epoch}", "{0}", '{"lr": 1}',
                                       "{gpus", "{}", "{*gpus}", "{gpus*}"], f"{tail(a)}")
+p = launch(["--gpus", "2,5", "--", "train.py", "{gpus}"])
+r = records()
+check("argv", p.returncode == 0 and r and r[0]["env"]["CUDA_VISIBLE_DEVICES"] == "2,5" and tail(r[0]["argv"]) == ["2"],
+      f"--gpus 2,5: exit {p.returncode} {p.stderr!r}")
 p = launch(["-n", "2", "--no-placeholders", "--", "train.py", "{32*gpus}", "{gpus}"])
 r = records()
 check("placeholders", p.returncode == 0 and r and tail(r[0]["argv"]) == ["{32*gpus}", "{gpus}"],
