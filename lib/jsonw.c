@@ -113,6 +113,15 @@ void jw_int(struct jw *w, const char *key, long long v)
 	put(w, b, (size_t)n);
 }
 
+void jw_milli(struct jw *w, const char *key, long long v)
+{
+	char b[40];
+	long long a = v < 0 ? -v : v;
+	int n = snprintf(b, sizeof b, "%s%lld.%03lld", v < 0 ? "-" : "", a / 1000, a % 1000);
+	member(w, key);
+	put(w, b, (size_t)n);
+}
+
 void jw_uint(struct jw *w, const char *key, uint64_t v)
 {
 	char b[32], *p = b + sizeof b;

@@ -38,6 +38,8 @@ void jw_array_inline(struct jw *w, const char *key);
 void jw_end(struct jw *w, char close);  /* '}' or ']' */
 void jw_int(struct jw *w, const char *key, long long v);
 void jw_uint(struct jw *w, const char *key, uint64_t v);
+/* v / 1000 with three decimals: milliwatts as watts */
+void jw_milli(struct jw *w, const char *key, long long v);
 void jw_bool(struct jw *w, const char *key, bool v);
 void jw_null(struct jw *w, const char *key);
 /* a string from outside: encoded by jansson; invalid UTF-8 bytes become '?' */

@@ -742,3 +742,45 @@ int nvml_topology(struct nvml *n, unsigned a, unsigned b)
 	default: return GC_TOPO_UNKNOWN;
 	}
 }
+
+const char *gc_value_source(unsigned v)
+{
+	static const char *const src[GC_V__COUNT] = {
+		[GC_V_NAME] = "nvmlDeviceGetName", [GC_V_UUID] = "nvmlDeviceGetUUID",
+		[GC_V_SERIAL] = "nvmlDeviceGetSerial", [GC_V_VBIOS] = "nvmlDeviceGetVbiosVersion",
+		[GC_V_PCI] = "nvmlDeviceGetPciInfo",
+		[GC_V_MEM_TOTAL] = "nvmlDeviceGetMemoryInfo", [GC_V_MEM_RESERVED] = "nvmlDeviceGetMemoryInfo",
+		[GC_V_MEM_USED] = "nvmlDeviceGetMemoryInfo", [GC_V_MEM_FREE] = "nvmlDeviceGetMemoryInfo",
+		[GC_V_UTIL_GPU] = "nvmlDeviceGetUtilizationRates", [GC_V_UTIL_MEM] = "nvmlDeviceGetUtilizationRates",
+		[GC_V_TEMP] = "nvmlDeviceGetTemperature", [GC_V_FAN] = "nvmlDeviceGetFanSpeed",
+		[GC_V_POWER_DRAW] = "nvmlDeviceGetPowerUsage",
+		[GC_V_POWER_LIMIT] = "nvmlDeviceGetPowerManagementLimit",
+		[GC_V_POWER_ENFORCED] = "nvmlDeviceGetEnforcedPowerLimit",
+		[GC_V_POWER_DEFAULT] = "nvmlDeviceGetPowerManagementDefaultLimit",
+		[GC_V_POWER_MIN] = "nvmlDeviceGetPowerManagementLimitConstraints",
+		[GC_V_POWER_MAX] = "nvmlDeviceGetPowerManagementLimitConstraints",
+		[GC_V_CLK_GR] = "nvmlDeviceGetClockInfo", [GC_V_CLK_SM] = "nvmlDeviceGetClockInfo",
+		[GC_V_CLK_MEM] = "nvmlDeviceGetClockInfo", [GC_V_CLK_VIDEO] = "nvmlDeviceGetClockInfo",
+		[GC_V_CLK_MAX_GR] = "nvmlDeviceGetMaxClockInfo", [GC_V_CLK_MAX_SM] = "nvmlDeviceGetMaxClockInfo",
+		[GC_V_CLK_MAX_MEM] = "nvmlDeviceGetMaxClockInfo",
+		[GC_V_REASONS] = "nvmlDeviceGetCurrentClocksEventReasons",
+		[GC_V_REASONS_SUPPORTED] = "nvmlDeviceGetSupportedClocksEventReasons",
+		[GC_V_ECC_MODE] = "nvmlDeviceGetEccMode", [GC_V_ECC_PENDING] = "nvmlDeviceGetEccMode",
+		[GC_V_ECC_CORR_VOL] = "nvmlDeviceGetTotalEccErrors", [GC_V_ECC_UNCORR_VOL] = "nvmlDeviceGetTotalEccErrors",
+		[GC_V_ECC_CORR_AGG] = "nvmlDeviceGetTotalEccErrors", [GC_V_ECC_UNCORR_AGG] = "nvmlDeviceGetTotalEccErrors",
+		[GC_V_PERSISTENCE] = "nvmlDeviceGetPersistenceMode", [GC_V_COMPUTE_MODE] = "nvmlDeviceGetComputeMode",
+		[GC_V_PSTATE] = "nvmlDeviceGetPerformanceState",
+		[GC_V_MIG_CURRENT] = "nvmlDeviceGetMigMode", [GC_V_MIG_PENDING] = "nvmlDeviceGetMigMode",
+		[GC_V_PCIE_GEN] = "nvmlDeviceGetCurrPcieLinkGeneration",
+		[GC_V_PCIE_GEN_MAX] = "nvmlDeviceGetMaxPcieLinkGeneration",
+		[GC_V_PCIE_WIDTH] = "nvmlDeviceGetCurrPcieLinkWidth",
+		[GC_V_PCIE_WIDTH_MAX] = "nvmlDeviceGetMaxPcieLinkWidth",
+		[GC_V_ENERGY] = "nvmlDeviceGetTotalEnergyConsumption",
+		[GC_V_COMPUTE_CAP] = "nvmlDeviceGetCudaComputeCapability",
+		[GC_V_RETIRED_PENDING] = "nvmlDeviceGetRetiredPagesPendingStatus",
+		[GC_V_REMAPPED_ROWS] = "nvmlDeviceGetRemappedRows",
+		[GC_V_PROCS] = "nvmlDeviceGetComputeRunningProcesses",
+		[GC_V_GPROCS] = "nvmlDeviceGetGraphicsRunningProcesses",
+	};
+	return v < GC_V__COUNT ? src[v] : NULL;
+}

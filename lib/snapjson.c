@@ -8,6 +8,7 @@
 #include "gpuctl/gpuctl.h"
 
 #include "jsonw.h"
+#include "snapjson.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,11 @@ static const char *const value_names[GC_V__COUNT] = {
 	[GC_V_RETIRED_PENDING] = "retired_pages.pending", [GC_V_REMAPPED_ROWS] = "remapped_rows",
 	[GC_V_PROCS] = "processes", [GC_V_GPROCS] = "graphics_processes",
 };
+
+const char *gc_value_name(unsigned v)
+{
+	return v < GC_V__COUNT ? value_names[v] : NULL;
+}
 
 /* value or null, by status */
 static void u(struct jw *w, const gc_gpu *g, const char *key, int v, uint64_t x)
@@ -147,7 +153,7 @@ static void procs(struct jw *w, const gc_gpu *g)
 	jw_end(w, ']');
 }
 
-static void gpu_json(struct jw *w, const gc_gpu *g)
+static void gpu_json(struct jw *w, const gc_gpu *g, const struct snapjson_extra *x)
 {
 	char buf[32];
 	jw_object(w, NULL);
@@ -239,10 +245,18 @@ static void gpu_json(struct jw *w, const gc_gpu *g)
 			jw_plain(w, value_names[v], gc_status_token(g->st[v]));
 	jw_end(w, '}');
 	jw_bool(w, "lost", g->lost);
+	if (x && x->gpu)
+		x->gpu(w, g, x->arg);
 	jw_end(w, '}');
 }
 
 char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty)
+{
+	return snapjson_render(snap, which, hostname, pretty, NULL);
+}
+
+char *snapjson_render(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty,
+		      const struct snapjson_extra *x)
 {
 	struct jw w;
 	jw_init(&w, pretty);
@@ -277,7 +291,7 @@ char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *h
 	jw_array(&w, "gpus");
 	for (size_t i = 0; i < snap->ngpus; i++)
 		if (!which || which[i])
-			gpu_json(&w, &snap->gpus[i]);
+			gpu_json(&w, &snap->gpus[i], x);
 	jw_end(&w, ']');
 	if (snap->topo) {
 		/* one row per line: a 256-GPU matrix stays readable */
@@ -295,6 +309,8 @@ char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *h
 	} else {
 		jw_null(&w, "topology");
 	}
+	if (x && x->top)
+		x->top(&w, x->arg);
 	jw_end(&w, '}');
 	return jw_finish(&w);
 }

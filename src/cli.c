@@ -17,11 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+const char *cli_prog = "gpuctl";
+
 void cli_err(const char *fmt, ...)
 {
 	va_list ap;
 	fflush(stdout);
-	fputs("gpuctl: ", stderr);
+	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

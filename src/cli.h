@@ -24,6 +24,8 @@ struct cli_global {
 	const char *prog;  /* "gpuctl" */
 };
 
+/* the name error lines start with: "gpuctl", or "gpuctld" in the daemon */
+extern const char *cli_prog;
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Open the backend; on failure print one line and return the exit code. */

@@ -233,6 +233,13 @@ const char *gc_compute_mode_name(unsigned mode);
 /* "12.4" in buf for NVML's CUDA driver version 12040; false, buf untouched, when v <= 0 (unknown) */
 bool gc_cuda_version_str(int v, char *buf, size_t len);
 
+/* A value's name as the JSON "errors" object spells it ("power.draw_mw"), or NULL. */
+const char *gc_value_name(unsigned v);
+
+/* The NVML function a value comes from ("nvmlDeviceGetPowerUsage"; the
+ * unversioned name), for error counts; NULL for an unknown value. */
+const char *gc_value_source(unsigned v);
+
 /* nvidia-smi's words for a non-OK status: "N/A", "GPU is lost", ... */
 const char *gc_status_token(int st);
 

@@ -1,0 +1,189 @@
+/*
+ * gpuctld.c — the gpuctl daemon: samples every GPU on an interval, keeps a
+ * bounded history, and serves Prometheus metrics, a JSON API and a live
+ * dashboard over HTTP (docs/daemon.md). Runs in the foreground (systemd
+ * Type=simple, contrib/gpuctld.service) and logs to stderr.
+ */
+#include "config.h"
+#include "cli.h"
+#include "http.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
+		"               [--history DUR] [--max-connections N] [--timeout DUR] [--threads N]\n"
+		"               [--labels dcgm|snake]\n"
+		"\n"
+		"Sample every GPU and serve, over HTTP:\n"
+		"  /                 a live dashboard\n"
+		"  /metrics          Prometheus metrics (dcgm-exporter's names, and gpuctl_*)\n"
+		"  /api/v1/gpus      the newest sample as JSON\n"
+		"  /api/v1/history   the history as JSON (?seconds=N for the last N seconds)\n"
+		"\n"
+		"  --sim FILE            a simulated node instead of the driver (also $GPUCTL_SIM)\n"
+		"  --listen ADDR:PORT    where to listen (default 127.0.0.1:9400; port 0: any free port)\n"
+		"  --allow-remote        allow a --listen address other than loopback\n"
+		"  --interval DUR        time between samples (default 1s; 0.1s to 1h)\n"
+		"  --history DUR         how much history to keep (default 1h; at most 100000 samples)\n"
+		"  --max-connections N   connections served at once (default 256)\n"
+		"  --timeout DUR         close a connection idle this long (default 10s)\n"
+		"  --threads N           request threads (default: the number of CPUs, at most 8)\n"
+		"  --labels dcgm|snake   dcgm (default): dcgm-exporter's modelName label; snake: model_name,\n"
+		"                        which promtool check metrics does not flag\n");
+}
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"sim", required_argument, NULL, 's'},
+		{"listen", required_argument, NULL, 'l'},
+		{"allow-remote", no_argument, NULL, 'r'},
+		{"interval", required_argument, NULL, 'i'},
+		{"history", required_argument, NULL, 'H'},
+		{"max-connections", required_argument, NULL, 'c'},
+		{"timeout", required_argument, NULL, 't'},
+		{"threads", required_argument, NULL, 'T'},
+		{"labels", required_argument, NULL, 'L'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cli_prog = "gpuctld";
+	const char *env = getenv("GPUCTL_SIM");
+	struct sampler_opts so = {.sim = env && *env ? env : NULL, .interval_ms = 1000, .history_ms = 3600000};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct http_opts ho = {
+		.listen = "127.0.0.1:9400", .max_connections = 256, .timeout_s = 10,
+		.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
+	};
+	long long ms;
+	long n;
+	int c, rc;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': so.sim = optarg; break;
+		case 'l': ho.listen = optarg; break;
+		case 'r': ho.allow_remote = true; break;
+		case 'i':
+			if ((rc = cli_parse_duration("--interval", optarg, &ms)))
+				return rc;
+			if (ms < 100 || ms > 3600000) {
+				cli_err("invalid --interval '%s' (between 0.1s and 1h)", optarg);
+				return EXIT_USAGE;
+			}
+			so.interval_ms = (int)ms;
+			break;
+		case 'H':
+			if ((rc = cli_parse_duration("--history", optarg, &ms)))
+				return rc;
+			so.history_ms = ms;
+			break;
+		case 'c':
+			if ((rc = cli_parse_count("--max-connections", optarg, &n)))
+				return rc;
+			if (n > 65536) {
+				cli_err("invalid --max-connections '%s' (at most 65536)", optarg);
+				return EXIT_USAGE;
+			}
+			ho.max_connections = (unsigned)n;
+			break;
+		case 't':
+			if ((rc = cli_parse_duration("--timeout", optarg, &ms)))
+				return rc;
+			if (ms < 1000 || ms > 3600000) {
+				cli_err("invalid --timeout '%s' (between 1s and 1h)", optarg);
+				return EXIT_USAGE;
+			}
+			ho.timeout_s = (unsigned)(ms / 1000);
+			break;
+		case 'T':
+			if ((rc = cli_parse_count("--threads", optarg, &n)))
+				return rc;
+			if (n > 64) {
+				cli_err("invalid --threads '%s' (at most 64)", optarg);
+				return EXIT_USAGE;
+			}
+			ho.threads = (unsigned)n;
+			break;
+		case 'L':
+			if (strcmp(optarg, "dcgm") == 0)
+				so.snake_labels = false;
+			else if (strcmp(optarg, "snake") == 0)
+				so.snake_labels = true;
+			else {
+				cli_err("invalid --labels '%s' (expected dcgm or snake)", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'V': printf("gpuctld %s\n", GPUCTL_VERSION); return EXIT_OK;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: return cli_bad_option("gpuctld", c, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_extra_arg("gpuctld", argv[optind]);
+	if (so.history_ms / so.interval_ms > 100000) {
+		cli_err("--history holds at most 100000 samples (%lld at this --interval); shorten it or sample less often",
+			(long long)(so.history_ms / so.interval_ms));
+		return EXIT_USAGE;
+	}
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	so.hostname = host;
+
+	/* stop cleanly on TERM/INT; the sampler and server threads must not take them */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	signal(SIGPIPE, SIG_IGN);
+
+	char err[512], url[128] = "";
+	struct sampler *s = NULL;
+	struct http *h = NULL;
+	int gr = sampler_start(&s, &so, err, sizeof err);
+	if (gr != GC_OK) {
+		cli_err("%s", err);
+		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
+	}
+	bool bad_usage = false;
+	if (http_start(&h, s, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
+		cli_err("%s", err);
+		sampler_stop(s);
+		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	fprintf(stderr, "gpuctld: listening on %s (%zu GPU%s, a sample every %d ms, %lld s of history)\n", url,
+		sampler_ngpus(s), sampler_ngpus(s) == 1 ? "" : "s", so.interval_ms,
+		(long long)(so.history_ms / 1000));
+	while (!stop_sig)
+		sigsuspend(&old);
+	fprintf(stderr, "gpuctld: stopping (signal %d)\n", (int)stop_sig);
+	http_stop(h);
+	sampler_stop(s);
+	return EXIT_OK;
+}

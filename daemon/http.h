@@ -1,0 +1,32 @@
+/*
+ * http.h — gpuctld's HTTP server (libmicrohttpd): read-only endpoints
+ * (/, /metrics, /api/v1/gpus, /api/v1/history) served from the sampler's
+ * newest frame, with bounds against slow and oversized clients.
+ */
+#ifndef GPUCTL_DAEMON_HTTP_H
+#define GPUCTL_DAEMON_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sampler.h"
+
+struct http_opts {
+	const char *listen;          /* --listen, borrowed */
+	bool allow_remote;           /* a non-loopback --listen is allowed */
+	unsigned max_connections;
+	unsigned timeout_s;          /* an idle or slow connection is closed after this */
+	unsigned threads;            /* worker threads */
+};
+
+struct http;
+
+/*
+ * Bind, listen and serve. *url gets "http://HOST:PORT/" with the port
+ * actually bound. 0, or -1 with a one-line message in err and *usage set
+ * when the mistake is the command line's (a bad or non-loopback --listen).
+ */
+int http_start(struct http **out, struct sampler *s, const struct http_opts *o, char *url, size_t urllen,
+	       bool *usage, char *err, size_t errlen);
+void http_stop(struct http *h);
+#endif

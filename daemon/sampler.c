@@ -1,0 +1,402 @@
+/*
+ * sampler.c — gpuctld's sampling thread (see sampler.h).
+ *
+ * Everything a request needs is made here, once per sample: the Prometheus
+ * text and the GPU JSON are rendered into a frame that requests reference
+ * and copy, so a scrape costs a memcpy however many scrapes come in, and
+ * never waits on the driver.
+ */
+#include "sampler.h"
+#include "metrics.h"
+#include "snapjson.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "errbuf.h"
+#include "gpuctl/gpuctl.h"
+#include "lease.h"
+
+/* what the dashboard charts, per GPU per sample; -1 / UINT64_MAX: unknown */
+struct point {
+	int16_t util, temp;
+	int32_t power_mw;
+	uint64_t mem_used;
+};
+
+struct sampler {
+	struct sampler_opts o;
+	char hostname[256];
+	gc_ctx *ctx;
+	gc_snapshot snap;
+	size_t ngpus;
+	struct lease_dir *leases;          /* NULL until a state directory exists */
+	struct lease_info *held;           /* [ngpus], this sample's holders */
+	const struct lease_info **holder;  /* [ngpus]: &held[i] or NULL */
+	struct metrics_errors errors;
+	uint64_t samples, failures, seq;
+	double last_duration;
+
+	pthread_t thread;
+	pthread_mutex_t lock;              /* cur, the history, stop */
+	pthread_cond_t wake;
+	bool stop, running;
+	struct frame *cur;
+
+	size_t cap, head, count;           /* the history ring: cap samples */
+	int64_t *times;                    /* [cap] wall ms */
+	struct point *pts;                 /* [cap * ngpus] */
+	uint64_t *mem_total;               /* [ngpus], last known; UINT64_MAX unknown */
+	char (*uuid)[96];                  /* [ngpus], last known; "" unknown (snap is the sampler's alone) */
+};
+
+int64_t sampler_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void frame_unref(struct frame *f)
+{
+	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(f->metrics);
+		free(f->gpus);
+		free(f);
+	}
+}
+
+struct frame *sampler_frame(struct sampler *s)
+{
+	pthread_mutex_lock(&s->lock);
+	struct frame *f = s->cur;
+	if (f)
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&s->lock);
+	return f;
+}
+
+size_t sampler_ngpus(const struct sampler *s)
+{
+	return s->ngpus;
+}
+
+/* this sample's lease holders, by GPU */
+static void read_leases(struct sampler *s)
+{
+	for (size_t i = 0; i < s->ngpus; i++)
+		s->holder[i] = NULL;
+	if (!s->leases) {
+		char err[256];
+		if (lease_dir_open(&s->leases, NULL, false, err, sizeof err) != GC_OK)
+			s->leases = NULL; /* nothing leased yet, or no state directory: look again next time */
+		if (!s->leases)
+			return;
+	}
+	struct lease_entry *e = NULL;
+	size_t n = 0;
+	if (lease_list(s->leases, &e, &n) != GC_OK)
+		n = 0;
+	for (size_t k = 0; k < n; k++)
+		for (size_t i = 0; i < s->ngpus; i++) {
+			const gc_gpu *g = &s->snap.gpus[i];
+			if (g->st[GC_V_UUID] == GC_ST_OK && strcmp(g->uuid, e[k].uuid) == 0) {
+				s->held[i] = e[k].info;
+				s->holder[i] = &s->held[i];
+			}
+		}
+	free(e);
+}
+
+static void iso_time(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03dZ", (int)(ms % 1000));
+}
+
+static void json_lease(struct jw *w, const gc_gpu *g, void *arg)
+{
+	struct sampler *s = arg;
+	const struct lease_info *l = g->index < s->ngpus ? s->holder[g->index] : NULL;
+	if (!l) {
+		jw_null(w, "lease");
+		return;
+	}
+	char since[40];
+	iso_time(l->since * 1000, since, sizeof since);
+	jw_object(w, "lease");
+	jw_string(w, "user", l->user);
+	jw_uint(w, "uid", l->uid);
+	jw_int(w, "pid", l->pid);
+	if (l->name[0])
+		jw_string(w, "name", l->name);
+	else
+		jw_null(w, "name");
+	jw_plain(w, "since", since);
+	jw_string(w, "command", l->command);
+	jw_end(w, '}');
+}
+
+/* "sample" comes last: requests add its age_ms at the end (see http.c) */
+static void json_sample(struct jw *w, void *arg)
+{
+	struct sampler *s = arg;
+	char t[40];
+	iso_time(s->snap.time_ms, t, sizeof t);
+	jw_object(w, "sample");
+	jw_uint(w, "seq", s->seq);
+	jw_int(w, "interval_ms", s->o.interval_ms);
+	jw_int(w, "time_ms", s->snap.time_ms);
+	jw_plain(w, "time", t);
+	jw_end(w, '}');
+}
+
+/* the history gets this sample */
+static void record(struct sampler *s)
+{
+	size_t at = (s->head + s->count) % s->cap;
+	if (s->count == s->cap)
+		s->head = (s->head + 1) % s->cap;
+	else
+		s->count++;
+	s->times[at] = s->snap.time_ms;
+	for (size_t i = 0; i < s->ngpus; i++) {
+		const gc_gpu *g = &s->snap.gpus[i];
+		struct point *p = &s->pts[at * s->ngpus + i];
+		p->util = g->st[GC_V_UTIL_GPU] == GC_ST_OK ? (int16_t)g->util_gpu : -1;
+		p->temp = g->st[GC_V_TEMP] == GC_ST_OK ? (int16_t)g->temp : -1;
+		p->power_mw = g->st[GC_V_POWER_DRAW] == GC_ST_OK ? (int32_t)g->power_draw : -1;
+		p->mem_used = g->st[GC_V_MEM_USED] == GC_ST_OK ? g->mem_used : UINT64_MAX;
+		if (g->st[GC_V_MEM_TOTAL] == GC_ST_OK)
+			s->mem_total[i] = g->mem_total;
+		if (g->st[GC_V_UUID] == GC_ST_OK)
+			snprintf(s->uuid[i], sizeof s->uuid[i], "%s", g->uuid);
+	}
+}
+
+/* One sample: take it, render it, publish it. Called with the lock not held. */
+static void sample_once(struct sampler *s)
+{
+	int64_t t0 = sampler_now_ms();
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_MONOTONIC, &c0);
+	int rc = gc_ctx_sample(s->ctx, &s->snap, GC_ALL_VALUES, NULL, false);
+	clock_gettime(CLOCK_MONOTONIC, &c1);
+	s->samples++;
+	s->last_duration = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9;
+	if (rc != GC_OK) {
+		s->failures++;
+		fprintf(stderr, "gpuctld: sample failed: %s\n", gc_ctx_errmsg(s->ctx));
+		return; /* the last good frame stays; its age tells scrapers */
+	}
+	s->seq++;
+	metrics_count_errors(&s->errors, &s->snap);
+	read_leases(s);
+	struct frame *f = calloc(1, sizeof *f);
+	if (!f)
+		return;
+	f->refs = 1;
+	f->seq = s->seq;
+	f->time_ms = s->snap.time_ms;
+	f->mono_ms = t0;
+	struct metrics_input in = {
+		.snap = &s->snap, .hostname = s->hostname, .leases = s->holder, .errors = &s->errors,
+		.samples = s->samples, .failures = s->failures, .last_duration = s->last_duration,
+		.snake_labels = s->o.snake_labels,
+	};
+	struct snapjson_extra x = {.gpu = json_lease, .top = json_sample, .arg = s};
+	f->metrics = metrics_render(&in, &f->metrics_len);
+	f->gpus = snapjson_render(&s->snap, NULL, s->hostname, false, &x);
+	if (!f->metrics || !f->gpus) {
+		fprintf(stderr, "gpuctld: out of memory rendering a sample\n");
+		frame_unref(f);
+		return;
+	}
+	f->gpus_len = strlen(f->gpus);
+	pthread_mutex_lock(&s->lock);
+	struct frame *old = s->cur;
+	s->cur = f;
+	record(s);
+	pthread_mutex_unlock(&s->lock);
+	frame_unref(old);
+}
+
+static void *run(void *arg)
+{
+	struct sampler *s = arg;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		/* a fixed rate, not a fixed pause: slow samples do not drift the clock */
+		next.tv_sec += s->o.interval_ms / 1000;
+		next.tv_nsec += (long)(s->o.interval_ms % 1000) * 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000;
+		}
+		while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &next) != ETIMEDOUT)
+			;
+		if (s->stop)
+			break;
+		pthread_mutex_unlock(&s->lock);
+		sample_once(s);
+		pthread_mutex_lock(&s->lock);
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec + 5)
+			next = now; /* suspended or far behind: do not catch up in a burst */
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct sampler *s = calloc(1, sizeof *s);
+	if (!s)
+		return GC_ENOMEM;
+	s->o = *o;
+	snprintf(s->hostname, sizeof s->hostname, "%s", o->hostname ? o->hostname : "");
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	gc_open_opts oo = {.library = NULL, .sim_node = o->sim};
+	int rc = gc_ctx_open(&s->ctx, &oo);
+	if (rc != GC_OK) {
+		const char *m = s->ctx ? gc_ctx_errmsg(s->ctx) : NULL;
+		errbuf_set(err, errlen, "%s", m && *m ? m : gc_strerror(rc));
+		sampler_stop(s);
+		return rc;
+	}
+	s->ngpus = gc_ctx_count(s->ctx);
+	int64_t cap = o->history_ms / (o->interval_ms > 0 ? o->interval_ms : 1000);
+	s->cap = cap < 2 ? 2 : (size_t)cap;
+	size_t n = s->ngpus ? s->ngpus : 1;
+	s->held = calloc(n, sizeof *s->held);
+	s->holder = calloc(n, sizeof *s->holder);
+	s->times = calloc(s->cap, sizeof *s->times);
+	s->pts = calloc(s->cap * n, sizeof *s->pts);
+	s->mem_total = malloc(n * sizeof *s->mem_total);
+	s->uuid = calloc(n, sizeof *s->uuid);
+	if (!s->held || !s->holder || !s->times || !s->pts || !s->mem_total || !s->uuid) {
+		errbuf_set(err, errlen, "out of memory for %zu samples of history", s->cap);
+		sampler_stop(s);
+		return GC_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		s->mem_total[i] = UINT64_MAX;
+	sample_once(s);
+	if (!s->cur) {
+		errbuf_set(err, errlen, "the first sample failed: %s", gc_ctx_errmsg(s->ctx));
+		sampler_stop(s);
+		return GC_EIO;
+	}
+	if ((errno = pthread_create(&s->thread, NULL, run, s)) != 0) {
+		errbuf_set(err, errlen, "cannot start the sampling thread: %s", strerror(errno));
+		sampler_stop(s);
+		return GC_EIO;
+	}
+	s->running = true;
+	*out = s;
+	return GC_OK;
+}
+
+void sampler_stop(struct sampler *s)
+{
+	if (!s)
+		return;
+	if (s->running) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = true;
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+	}
+	frame_unref(s->cur);
+	gc_snapshot_release(&s->snap);
+	gc_ctx_free(s->ctx);
+	lease_dir_close(s->leases);
+	free(s->held);
+	free(s->holder);
+	free(s->times);
+	free(s->pts);
+	free(s->mem_total);
+	free(s->uuid);
+	pthread_cond_destroy(&s->wake);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+char *sampler_history_json(struct sampler *s, int64_t seconds, size_t *len)
+{
+	struct jw w;
+	jw_init(&w, false);
+	pthread_mutex_lock(&s->lock);
+	size_t first = 0;
+	if (seconds > 0 && s->count) {
+		int64_t newest = s->times[(s->head + s->count - 1) % s->cap];
+		while (first < s->count && s->times[(s->head + first) % s->cap] < newest - seconds * 1000)
+			first++;
+	}
+	jw_object(&w, NULL);
+	jw_plain(&w, "schema", "gpuctl.history/1");
+	jw_int(&w, "interval_ms", s->o.interval_ms);
+	jw_int(&w, "history_ms", (long long)s->o.history_ms);
+	jw_array_inline(&w, "time");
+	for (size_t k = first; k < s->count; k++)
+		jw_int(&w, NULL, s->times[(s->head + k) % s->cap]);
+	jw_end(&w, ']');
+	jw_array(&w, "gpus");
+	for (size_t i = 0; i < s->ngpus; i++) {
+		jw_object(&w, NULL);
+		jw_uint(&w, "index", i);
+		if (s->uuid[i][0])
+			jw_string(&w, "uuid", s->uuid[i]);
+		else
+			jw_null(&w, "uuid");
+		if (s->mem_total[i] != UINT64_MAX)
+			jw_uint(&w, "mem_total", s->mem_total[i]);
+		else
+			jw_null(&w, "mem_total");
+		static const char *const keys[] = {"util", "mem_used", "temp", "power_w"};
+		for (int c = 0; c < 4; c++) {
+			jw_array_inline(&w, keys[c]);
+			for (size_t k = first; k < s->count; k++) {
+				const struct point *p = &s->pts[((s->head + k) % s->cap) * s->ngpus + i];
+				switch (c) {
+				case 0: p->util < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->util); break;
+				case 1: p->mem_used == UINT64_MAX ? jw_null(&w, NULL) : jw_uint(&w, NULL, p->mem_used); break;
+				case 2: p->temp < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->temp); break;
+				case 3:
+					if (p->power_mw < 0)
+						jw_null(&w, NULL);
+					else
+						jw_milli(&w, NULL, p->power_mw);
+					break;
+				}
+			}
+			jw_end(&w, ']');
+		}
+		jw_end(&w, '}');
+	}
+	jw_end(&w, ']');
+	jw_end(&w, '}');
+	pthread_mutex_unlock(&s->lock);
+	char *out = jw_finish(&w);
+	if (out)
+		*len = strlen(out);
+	return out;
+}
