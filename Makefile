@@ -58,6 +58,7 @@ bench: build
 	bench/lease.sh $(BUILD)
 	bench/spot.sh $(BUILD)
 	bench/explain.sh $(BUILD)
+	bench/exporter.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

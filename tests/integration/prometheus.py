@@ -7,7 +7,8 @@ for DCGM_FI_DEV_GPU_UTIL and finds every GPU with the node's value.
 Also: promtool check metrics exits 0 on --labels snake, and on the default
 (dcgm-exporter's modelName label) finds nothing but that label's camelCase;
 a value the GPU does not report is absent, not 0; a lease shows up as
-gpuctl_lease_info with its user and job.
+gpuctl_lease_info with its user and job; every query of
+contrib/grafana-dashboard.json names metrics gpuctld serves and returns data.
 Skips (77) with the reason only when Prometheus cannot be installed.
 Usage: prometheus.py GPUCTLD GPUCTL SRCDIR
 """
@@ -26,9 +27,15 @@ import urllib.request
 import gpuctld_proc
 
 GPUCTLD, GPUCTL, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
-NODE = os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")
 errors = []
 work = tempfile.mkdtemp(prefix="gpuctl-prom-")
+# the 8xH100 demo node, with GPU 3's temperature failing: an NVML error to count, a value to leave out
+with open(os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")) as f:
+    node = json.load(f)
+node["gpus"][3]["faults"] = {"nvmlDeviceGetTemperature": "UNKNOWN"}
+NODE = os.path.join(work, "node.json")
+with open(NODE, "w") as f:
+    json.dump(node, f)
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
@@ -121,7 +128,11 @@ try:
                 v = v.get(k) if isinstance(v, dict) else None
             has = re.search(name + r'\{gpu="%d",' % g["index"], text) is not None
             check("absent", has == (v is not None), f"{name} GPU {g['index']}: series {has}, JSON {v!r}")
-    print("lease: gpuctl_lease_info and /api/v1/gpus name the holder; unsupported values are absent")
+    check("absent", snap["gpus"][3]["temperature"] is None and
+          'gpuctl_nvml_errors_total{function="nvmlDeviceGetTemperature",value="temperature.gpu",error="Unknown Error"}'
+          in text, "the failing temperature of GPU 3 is not counted as an NVML error")
+    print("lease: gpuctl_lease_info and /api/v1/gpus name the holder; unsupported and failing values are absent, "
+          "failures counted")
 
     # ---- Prometheus scrapes it
     port = free_port()
@@ -157,6 +168,29 @@ try:
         check("labels", k in labels, f"no {k} label in Prometheus: {labels}")
     print(f"prometheus: DCGM_FI_DEV_GPU_UTIL for all {len(got)} GPUs with the node's values, "
           f"{took:.1f}s after Prometheus started")
+
+    # ---- contrib/grafana-dashboard.json: every metric exists, every query answers
+    with open(os.path.join(SRC, "contrib", "grafana-dashboard.json")) as f:
+        dash = json.load(f)
+    exprs = [(p["title"], t["expr"]) for p in dash["panels"] for t in p.get("targets", [])]
+    scrape = get(base + "/metrics")
+    for title, e in exprs:
+        for name in re.findall(r"\b(?:DCGM_FI_\w+|gpuctl_\w+)", e):
+            check("grafana", re.search(r"^" + name + r"[{ ]", scrape, re.M) is not None,
+                  f"{title}: {name} is not in /metrics")
+    time.sleep(2)  # rate() needs two samples
+    empty = []
+    for title, e in exprs:
+        q = e.replace("$instance", ".*").replace("$gpu", ".*")
+        r = json.loads(get(f"http://127.0.0.1:{port}/api/v1/query?query=" + urllib.parse.quote(q)))
+        check("grafana", r.get("status") == "success", f"{title}: {q}: {r}")
+        if not r["data"]["result"] and "gpuctl_nvml_errors_total" not in e:
+            empty.append(title)
+        if title == "Lease holders":
+            jobs = {x["metric"].get("lease_job") for x in r["data"]["result"]}
+            check("grafana", "bench-job" in jobs, f"lease holders table: {jobs}")
+    check("grafana", not empty, f"queries with no data: {empty}")
+    print(f"grafana: {len(exprs)} dashboard queries, every metric in /metrics, each answers in Prometheus")
 finally:
     stop(holder)
     stop(prom)
