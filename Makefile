@@ -4,7 +4,7 @@
 #   make check  the whole test suite, then again under ASan + UBSan
 BUILD ?= build
 SAN_BUILD ?= build-san
-DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev
+DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev
 DEMO_NODE = examples/nodes/h100-8x-sxm.json
 
 .PHONY: all build deps demo check check-plain check-san bench clean

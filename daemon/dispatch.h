@@ -1,0 +1,41 @@
+/*
+ * dispatch.h — which queued jobs start now, on which GPUs: priorities first,
+ * then submission order, and a job that cannot start yet is never starved.
+ *
+ * A job that does not fit holds (reserves) the free GPUs it could use, and
+ * every GPU that frees later goes to it before any job behind it: a stream
+ * of 1-GPU jobs cannot keep a 4-GPU job waiting forever. A job behind it
+ * may still start on GPUs the blocked job cannot use (its filters exclude
+ * them). No runtime estimates are asked for, so there is no backfill that
+ * could delay the blocked job. Pure policy: no I/O, no clock.
+ */
+#ifndef GPUCTL_DAEMON_DISPATCH_H
+#define GPUCTL_DAEMON_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sched_job {
+	int64_t id;
+	int priority;             /* higher first; ties by id (submission order) */
+	unsigned ngpus;           /* >= 1 */
+	const bool *eligible;     /* borrowed: [ngpu] GPUs its filters allow; NULL: all */
+};
+
+struct sched_start {
+	int64_t id;
+	unsigned gpus[64];        /* GPU indices, ascending */
+	unsigned n;
+};
+
+/*
+ * jobs[n] (any order; only ones ready to run: their --after jobs are done),
+ * is_free[ngpu] the GPUs free now. Writes the jobs to start into out[max] and
+ * returns how many. A job asking for more GPUs than it could ever get
+ * (more than ngpu, or than its eligible GPUs) never starts and blocks
+ * nothing; the caller fails it.
+ */
+size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, size_t ngpu,
+		  struct sched_start *out, size_t max);
+#endif

@@ -1,0 +1,375 @@
+/*
+ * store.c — the job queue in SQLite (see store.h).
+ *
+ * WAL mode with synchronous=FULL: a transition that returned is on disk,
+ * so a daemon killed with SIGKILL (or a machine that loses power) comes
+ * back with every job it acknowledged. Migrations are an append-only list;
+ * each runs in its own transaction together with its user_version bump.
+ */
+#include "store.h"
+#include "errbuf.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct store {
+	sqlite3 *db;
+};
+
+static const char *const migrations[] = {
+	/* 1: the jobs */
+	"CREATE TABLE jobs ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT NOT NULL,"
+	" name TEXT NOT NULL DEFAULT '', priority INTEGER NOT NULL DEFAULT 0,"
+	" ngpus INTEGER NOT NULL, request TEXT NOT NULL DEFAULT '{}',"
+	" argv TEXT NOT NULL, env TEXT NOT NULL, cwd TEXT NOT NULL, after TEXT,"
+	" state TEXT NOT NULL CHECK (state IN ('queued','running','done','failed','cancelled','lost')),"
+	" submitted_ms INTEGER NOT NULL, started_ms INTEGER NOT NULL DEFAULT 0, ended_ms INTEGER NOT NULL DEFAULT 0,"
+	" pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0, gpus TEXT NOT NULL DEFAULT '',"
+	" exit_code INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
+	" starts INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX jobs_state ON jobs(state, priority, id);",
+};
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+static const char *const state_names[] = {"queued", "running", "done", "failed", "cancelled", "lost"};
+
+const char *job_state_name(enum job_state s)
+{
+	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : NULL;
+}
+
+bool job_state_final(enum job_state s)
+{
+	return s == JOB_DONE || s == JOB_FAILED || s == JOB_CANCELLED || s == JOB_LOST;
+}
+
+static enum job_state state_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
+		if (name && strcmp(name, state_names[i]) == 0)
+			return (enum job_state)i;
+	return JOB_LOST; /* the CHECK constraint makes this unreachable */
+}
+
+const char *store_errmsg(struct store *s)
+{
+	return s && s->db ? sqlite3_errmsg(s->db) : "no database";
+}
+
+int store_schema_version(struct store *s)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int exec(struct store *s, const char *sql)
+{
+	return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static int migrate(struct store *s, char *err, size_t errlen)
+{
+	int v = store_schema_version(s);
+	if (v < 0) {
+		errbuf_set(err, errlen, "cannot read the schema version: %s", store_errmsg(s));
+		return -1;
+	}
+	if (v > SCHEMA_VERSION) {
+		errbuf_set(err, errlen, "the queue database is at schema version %d, newer than this gpuctld "
+			   "knows (%d): upgrade gpuctld", v, SCHEMA_VERSION);
+		return -1;
+	}
+	for (; v < SCHEMA_VERSION; v++) {
+		char bump[48];
+		snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
+		if (exec(s, "BEGIN IMMEDIATE") < 0 || exec(s, migrations[v]) < 0 || exec(s, bump) < 0 ||
+		    exec(s, "COMMIT") < 0) {
+			errbuf_set(err, errlen, "cannot migrate the queue database to version %d: %s", v + 1,
+				   store_errmsg(s));
+			exec(s, "ROLLBACK");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int store_open(struct store **out, const char *path, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct store *s = calloc(1, sizeof *s);
+	if (!s) {
+		errbuf_set(err, errlen, "out of memory");
+		return -1;
+	}
+	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		errbuf_set(err, errlen, "cannot open the queue database '%s': %s", path,
+			   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		store_close(s);
+		return -1;
+	}
+	/* the queue names users and commands: only root reads it */
+	(void)chmod(path, 0600);
+	sqlite3_busy_timeout(s->db, 5000);
+	if (exec(s, "PRAGMA journal_mode=WAL") < 0 || exec(s, "PRAGMA synchronous=FULL") < 0 ||
+	    exec(s, "PRAGMA foreign_keys=ON") < 0) {
+		errbuf_set(err, errlen, "cannot set up the queue database '%s': %s", path, store_errmsg(s));
+		store_close(s);
+		return -1;
+	}
+	if (migrate(s, err, errlen) < 0) {
+		store_close(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	free(s);
+}
+
+int store_submit(struct store *s, struct job *j, char *err, size_t errlen)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	j->submitted_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	j->state = JOB_QUEUED;
+	sqlite3_stmt *st;
+	const char *sql = "INSERT INTO jobs (uid, gid, user, name, priority, ngpus, request, argv, env, cwd, after,"
+			  " state, submitted_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,'queued',?)";
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		errbuf_set(err, errlen, "cannot queue the job: %s", store_errmsg(s));
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, j->uid);
+	sqlite3_bind_int64(st, 2, j->gid);
+	sqlite3_bind_text(st, 3, j->user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, j->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, j->priority);
+	sqlite3_bind_int(st, 6, (int)j->ngpus);
+	sqlite3_bind_text(st, 7, j->request ? j->request : "{}", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, j->argv, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 9, j->env, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 10, j->cwd, -1, SQLITE_STATIC);
+	if (j->after)
+		sqlite3_bind_text(st, 11, j->after, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 11);
+	sqlite3_bind_int64(st, 12, j->submitted_ms);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		errbuf_set(err, errlen, "cannot queue the job: %s", store_errmsg(s));
+		return -1;
+	}
+	j->id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+static char *dup_col(sqlite3_stmt *st, int c)
+{
+	const unsigned char *t = sqlite3_column_text(st, c);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+static void copy_col(sqlite3_stmt *st, int c, char *buf, size_t len)
+{
+	const unsigned char *t = sqlite3_column_text(st, c);
+	snprintf(buf, len, "%s", t ? (const char *)t : "");
+}
+
+#define COLUMNS "id, uid, gid, user, name, priority, ngpus, request, argv, env, cwd, after, state," \
+		" submitted_ms, started_ms, ended_ms, pid, pid_start, gpus, exit_code, reason, starts"
+
+/* a row of COLUMNS; -1 when out of memory */
+static int row(sqlite3_stmt *st, struct job *j)
+{
+	memset(j, 0, sizeof *j);
+	j->id = sqlite3_column_int64(st, 0);
+	j->uid = (uid_t)sqlite3_column_int64(st, 1);
+	j->gid = (gid_t)sqlite3_column_int64(st, 2);
+	copy_col(st, 3, j->user, sizeof j->user);
+	copy_col(st, 4, j->name, sizeof j->name);
+	j->priority = sqlite3_column_int(st, 5);
+	j->ngpus = (unsigned)sqlite3_column_int(st, 6);
+	j->request = dup_col(st, 7);
+	j->argv = dup_col(st, 8);
+	j->env = dup_col(st, 9);
+	j->cwd = dup_col(st, 10);
+	j->after = dup_col(st, 11);
+	j->state = state_of((const char *)sqlite3_column_text(st, 12));
+	j->submitted_ms = sqlite3_column_int64(st, 13);
+	j->started_ms = sqlite3_column_int64(st, 14);
+	j->ended_ms = sqlite3_column_int64(st, 15);
+	j->pid = sqlite3_column_int(st, 16);
+	j->pid_start = (uint64_t)sqlite3_column_int64(st, 17);
+	copy_col(st, 18, j->gpus, sizeof j->gpus);
+	j->exit_code = sqlite3_column_int(st, 19);
+	copy_col(st, 20, j->reason, sizeof j->reason);
+	j->starts = (unsigned)sqlite3_column_int(st, 21);
+	if (!j->request || !j->argv || !j->env || !j->cwd) {
+		job_release(j);
+		return -1;
+	}
+	return 0;
+}
+
+void job_release(struct job *j)
+{
+	free(j->request);
+	free(j->argv);
+	free(j->env);
+	free(j->cwd);
+	free(j->after);
+	j->request = j->argv = j->env = j->cwd = j->after = NULL;
+}
+
+int store_get(struct store *s, int64_t id, struct job *out)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "SELECT " COLUMNS " FROM jobs WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	int rc = sqlite3_step(st);
+	int found = rc == SQLITE_ROW ? (row(st, out) == 0 ? 1 : -1) : rc == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(st);
+	return found;
+}
+
+void store_list_free(struct job *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		job_release(&v[i]);
+	free(v);
+}
+
+int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT " COLUMNS " FROM jobs WHERE %s AND (? = 0 OR uid = ?) ORDER BY id",
+		 all ? "1" : "state IN ('queued','running')");
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int(st, 1, mine);
+	sqlite3_bind_int64(st, 2, uid);
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct job *p = realloc(*out, cap * sizeof *p);
+			if (!p)
+				break;
+			*out = p;
+		}
+		if (*n == cap || row(st, &(*out)[*n]) < 0)
+			break;
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		store_list_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* one conditional UPDATE: 1 when a row changed, 0 when none did, -1 on error */
+static int transition(struct store *s, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return -1;
+	return sqlite3_changes(s->db) > 0 ? 1 : 0;
+}
+
+int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const char *gpus, int64_t now_ms)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = 'running', pid = ?, pid_start = ?, gpus = ?,"
+			       " started_ms = ?, starts = starts + 1, reason = '' WHERE id = ? AND state = 'queued'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int(st, 1, pid);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)pid_start);
+	sqlite3_bind_text(st, 3, gpus, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	sqlite3_bind_int64(st, 5, id);
+	return transition(s, st);
+}
+
+int store_finish(struct store *s, int64_t id, enum job_state state, int exit_code, const char *reason,
+		 int64_t now_ms)
+{
+	if (!job_state_final(state))
+		return -1;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = ?, exit_code = ?, reason = ?, ended_ms = ?, pid = 0"
+			       " WHERE id = ? AND state = 'running'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, job_state_name(state), -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, exit_code);
+	sqlite3_bind_text(st, 3, reason ? reason : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	sqlite3_bind_int64(st, 5, id);
+	return transition(s, st);
+}
+
+int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = 'cancelled', reason = ?, ended_ms = ?"
+			       " WHERE id = ? AND state = 'queued'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, reason ? reason : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	sqlite3_bind_int64(st, 3, id);
+	return transition(s, st);
+}
+
+int store_requeue(struct store *s, int64_t id, const char *reason)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = 'queued', pid = 0, pid_start = 0, gpus = '',"
+			       " reason = ? WHERE id = ? AND state = 'running'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, reason ? reason : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	return transition(s, st);
+}
+
+int store_integrity(struct store *s)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	int ok = -1;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(st, 0);
+		ok = t && strcmp((const char *)t, "ok") == 0;
+	}
+	sqlite3_finalize(st);
+	return ok;
+}

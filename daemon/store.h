@@ -1,0 +1,93 @@
+/*
+ * store.h — the job queue's persistent state: SQLite in WAL mode, every
+ * state change one transaction, the schema versioned (PRAGMA user_version)
+ * with migrations applied in order at open.
+ *
+ * Transitions are conditional (UPDATE ... WHERE state = the expected one),
+ * so after a crash and a restart a job is started at most once and ends at
+ * most once: a second start of the same job finds it no longer queued.
+ */
+#ifndef GPUCTL_DAEMON_STORE_H
+#define GPUCTL_DAEMON_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum job_state {
+	JOB_QUEUED,      /* waiting for GPUs (and for the jobs it runs --after) */
+	JOB_RUNNING,     /* started: pid and pid_start say which process */
+	JOB_DONE,        /* exited 0 */
+	JOB_FAILED,      /* exited non-zero, was killed, or could not be started */
+	JOB_CANCELLED,   /* cancelled by its user or an admin */
+	JOB_LOST,        /* running when the daemon died, gone when it came back */
+};
+
+/* "queued", "running", ...; NULL for a value out of range */
+const char *job_state_name(enum job_state s);
+bool job_state_final(enum job_state s);
+
+struct job {
+	int64_t id;
+	uid_t uid;
+	gid_t gid;
+	char user[33];
+	char name[64];
+	int priority;            /* higher first */
+	unsigned ngpus;
+	char *request;           /* owned: the filters as JSON text ("{}" for none) */
+	char *argv;              /* owned: JSON array of strings */
+	char *env;               /* owned: JSON array of "NAME=value" */
+	char *cwd;               /* owned */
+	char *after;             /* owned: "12,13" (ids it waits for), or NULL */
+	enum job_state state;
+	int64_t submitted_ms, started_ms, ended_ms;   /* 0: not yet */
+	int pid;                 /* the job's supervisor while running; 0 otherwise */
+	uint64_t pid_start;      /* its start time (clock ticks after boot, /proc/PID/stat field 22) */
+	char gpus[128];          /* "0,3" while running or after */
+	int exit_code;           /* shell-style, when ended */
+	char reason[160];        /* why it failed, was cancelled or lost; "" otherwise */
+	unsigned starts;         /* times it was started (a lost job requeued starts again) */
+};
+
+struct store;
+
+/* Open (creating, migrating) the database at path. 0, or -1 with err. */
+int store_open(struct store **out, const char *path, char *err, size_t errlen);
+void store_close(struct store *s);
+/* The schema version the open database is at (after migrations). */
+int store_schema_version(struct store *s);
+
+/* Add a job (j->id and j->submitted_ms are set; state becomes queued). 0 or -1 with err. */
+int store_submit(struct store *s, struct job *j, char *err, size_t errlen);
+/* One job: 1 found (out filled; job_release it), 0 no such job, -1 error. */
+int store_get(struct store *s, int64_t id, struct job *out);
+/*
+ * Jobs in id order: queued and running ones, and with `all` ended ones too;
+ * only uid's when `mine`. *out is freed with store_list_free.
+ */
+int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out, size_t *n);
+void store_list_free(struct job *v, size_t n);
+void job_release(struct job *j);
+
+/*
+ * Transitions. Each returns 1 when it happened, 0 when the job was not in
+ * the state it needs (someone else moved it), -1 on error.
+ *   start:   queued -> running (pid, pid_start, gpus; starts + 1)
+ *   finish:  running -> done/failed/lost with exit code and reason
+ *   cancel:  queued -> cancelled (a running job is cancelled by signalling
+ *            it; its finish then records cancelled)
+ *   requeue: running -> queued (a lost job whose policy is to run again)
+ */
+int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const char *gpus, int64_t now_ms);
+int store_finish(struct store *s, int64_t id, enum job_state st, int exit_code, const char *reason, int64_t now_ms);
+int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms);
+int store_requeue(struct store *s, int64_t id, const char *reason);
+
+/* PRAGMA integrity_check: 1 when the database is sound, 0 when not, -1 on error. */
+int store_integrity(struct store *s);
+
+/* The last SQLite message, for logs. */
+const char *store_errmsg(struct store *s);
+#endif

@@ -1,0 +1,299 @@
+/*
+ * test-queue.c — the job queue's store (daemon/store.c) and dispatch policy
+ * (daemon/dispatch.c): migrations, conditional transitions (a job starts and
+ * ends at most once), persistence, survival of SIGKILL in the middle of
+ * writes (no acknowledged job lost, the database sound), and the policy:
+ * priorities, FIFO, filters, and a 4-GPU job not starved by a stream of
+ * 1-GPU jobs on 8 GPUs.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "store.h"
+#include "tmpdir.h"
+
+static struct job make(const char *name, unsigned ngpus, int priority)
+{
+	struct job j;
+	memset(&j, 0, sizeof j);
+	j.uid = 1000;
+	j.gid = 1000;
+	snprintf(j.user, sizeof j.user, "alice");
+	snprintf(j.name, sizeof j.name, "%s", name);
+	j.ngpus = ngpus;
+	j.priority = priority;
+	j.argv = (char *)"[\"sleep\",\"1\"]";
+	j.env = (char *)"[\"PATH=/usr/bin\"]";
+	j.cwd = (char *)"/tmp";
+	return j;
+}
+
+static void test_store(void **state)
+{
+	(void)state;
+	char dir[64], path[128], err[256];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+	snprintf(path, sizeof path, "%s/queue.db", dir);
+	struct store *s;
+	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	assert_int_equal(store_schema_version(s), 1);
+	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
+	c.uid = 1001;
+	c.after = (char *)"1";
+	assert_int_equal(store_submit(s, &a, err, sizeof err), 0);
+	assert_int_equal(store_submit(s, &b, err, sizeof err), 0);
+	assert_int_equal(store_submit(s, &c, err, sizeof err), 0);
+	assert_true(a.id < b.id && b.id < c.id);
+	/* at most once */
+	assert_int_equal(store_start(s, a.id, 4242, 99, "0", 10), 1);
+	assert_int_equal(store_start(s, a.id, 4343, 98, "1", 11), 0);
+	assert_int_equal(store_cancel(s, a.id, "no", 12), 0);     /* running: signalled, not cancelled here */
+	assert_int_equal(store_finish(s, a.id, JOB_DONE, 0, "", 20), 1);
+	assert_int_equal(store_finish(s, a.id, JOB_FAILED, 1, "again", 21), 0);
+	assert_int_equal(store_finish(s, b.id, JOB_DONE, 0, "", 21), 0);  /* never started */
+	assert_int_equal(store_finish(s, b.id, JOB_QUEUED, 0, "", 21), -1); /* not a final state */
+	assert_int_equal(store_cancel(s, b.id, "by alice", 22), 1);
+	/* lost and requeued: it starts again, counted */
+	assert_int_equal(store_start(s, c.id, 7, 70, "2,3", 30), 1);
+	assert_int_equal(store_requeue(s, c.id, "lost with gpuctld"), 1);
+	assert_int_equal(store_start(s, c.id, 8, 80, "4,5", 31), 1);
+	store_close(s);
+	/* reopened: all there */
+	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	struct job g;
+	assert_int_equal(store_get(s, a.id, &g), 1);
+	assert_int_equal(g.state, JOB_DONE);
+	assert_int_equal(g.pid, 0);
+	assert_string_equal(g.gpus, "0");
+	assert_int_equal(g.starts, 1);
+	assert_int_equal(g.started_ms, 10);
+	assert_int_equal(g.ended_ms, 20);
+	assert_string_equal(g.argv, "[\"sleep\",\"1\"]");
+	job_release(&g);
+	assert_int_equal(store_get(s, c.id, &g), 1);
+	assert_int_equal(g.state, JOB_RUNNING);
+	assert_int_equal(g.starts, 2);
+	assert_int_equal(g.pid, 8);
+	assert_int_equal(g.pid_start, 80);
+	assert_string_equal(g.after, "1");
+	assert_int_equal(g.uid, 1001);
+	job_release(&g);
+	assert_int_equal(store_get(s, 999, &g), 0);
+	struct job *v;
+	size_t n;
+	assert_int_equal(store_list(s, false, false, 0, &v, &n), 0);
+	assert_int_equal(n, 1); /* c runs; a done, b cancelled */
+	store_list_free(v, n);
+	assert_int_equal(store_list(s, true, false, 0, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(job_state_name(v[1].state), "cancelled");
+	assert_string_equal(v[1].reason, "by alice");
+	store_list_free(v, n);
+	assert_int_equal(store_list(s, true, true, 1000, &v, &n), 0);
+	assert_int_equal(n, 2);
+	store_list_free(v, n);
+	assert_int_equal(store_integrity(s), 1);
+	store_close(s);
+	/* WAL, and only root may read it */
+	char wal[160];
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
+static void test_store_refuses_newer_schema(void **state)
+{
+	(void)state;
+	char dir[64], path[128], err[256] = "";
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+	snprintf(path, sizeof path, "%s/queue.db", dir);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "python3 -c \"import sqlite3; c=sqlite3.connect('%s'); c.execute('PRAGMA user_version=99'); c.commit()\"", path);
+	assert_int_equal(system(cmd), 0);
+	struct store *s;
+	assert_int_equal(store_open(&s, path, err, sizeof err), -1);
+	assert_non_null(strstr(err, "schema version 99"));
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
+/* a writer killed at random moments: every job it was told was queued is there, the file is sound */
+static void test_store_sigkill(void **state)
+{
+	(void)state;
+	char dir[64], path[128], err[256];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+	snprintf(path, sizeof path, "%s/queue.db", dir);
+	int64_t acked[20000];
+	size_t nacked = 0;
+	srand(7);
+	for (int round = 0; round < 12; round++) {
+		int p[2];
+		assert_int_equal(pipe(p), 0);
+		pid_t child = fork();
+		assert_true(child >= 0);
+		if (child == 0) {
+			close(p[0]);
+			struct store *s;
+			if (store_open(&s, path, err, sizeof err) < 0)
+				_exit(2);
+			for (int i = 0;; i++) {
+				struct job j = make("k", 1 + i % 3, i % 2);
+				if (store_submit(s, &j, err, sizeof err) < 0)
+					_exit(3);
+				if (write(p[1], &j.id, sizeof j.id) != sizeof j.id)
+					_exit(4);
+				if (i % 2 && store_start(s, j.id, 100 + i, 1, "0", i) < 0)
+					_exit(5);
+				if (i % 4 == 1 && store_finish(s, j.id, JOB_DONE, 0, "", i) < 0)
+					_exit(6);
+			}
+		}
+		close(p[1]);
+		usleep(20000 + rand() % 80000);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		int64_t id;
+		while (nacked < 20000 && read(p[0], &id, sizeof id) == sizeof id)
+			acked[nacked++] = id;
+		close(p[0]);
+	}
+	struct store *s;
+	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	assert_int_equal(store_integrity(s), 1);
+	assert_true(nacked > 12);
+	for (size_t i = 0; i < nacked; i++) {
+		struct job j;
+		if (store_get(s, acked[i], &j) != 1)
+			fail_msg("job %lld was acknowledged but is gone", (long long)acked[i]);
+		/* a consistent state: done jobs were started once, queued ones never */
+		if ((j.state == JOB_DONE || j.state == JOB_RUNNING) != (j.starts == 1) ||
+		    (j.state == JOB_DONE && j.ended_ms == 0))
+			fail_msg("job %lld: %s with %u starts", (long long)j.id, job_state_name(j.state), j.starts);
+		job_release(&j);
+	}
+	store_close(s);
+	printf("store: %zu acknowledged jobs over 12 SIGKILLs, all there, database sound\n", nacked);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
+static void test_sched_order_and_filters(void **state)
+{
+	(void)state;
+	bool free[8] = {true, true, true, true, false, false, false, false};
+	bool only67[8] = {false, false, false, false, false, false, true, true};
+	struct sched_job jobs[] = {
+		{.id = 3, .priority = 0, .ngpus = 1},
+		{.id = 1, .priority = 0, .ngpus = 2},
+		{.id = 2, .priority = 5, .ngpus = 1},
+		{.id = 4, .priority = 0, .ngpus = 9},               /* never fits: ignored, blocks nothing */
+	};
+	struct sched_start out[8];
+	size_t k = sched_plan(jobs, 4, free, 8, out, 8);
+	assert_int_equal(k, 3);
+	assert_int_equal(out[0].id, 2); /* priority first */
+	assert_int_equal(out[0].gpus[0], 0);
+	assert_int_equal(out[1].id, 1); /* then FIFO */
+	assert_int_equal(out[1].n, 2);
+	assert_int_equal(out[1].gpus[0], 1);
+	assert_int_equal(out[1].gpus[1], 2);
+	assert_int_equal(out[2].id, 3);
+	assert_int_equal(out[2].gpus[0], 3);
+	/*
+	 * a blocked 4-GPU job (GPUs 0-5 allowed, only 0 and 1 free) holds 0 and 1:
+	 * later jobs start only on GPUs it cannot use (6 and 7)
+	 */
+	bool free2[8] = {true, true, false, false, false, false, true, true};
+	bool only0to5[8] = {true, true, true, true, true, true, false, false};
+	struct sched_job blocked[] = {
+		{.id = 10, .ngpus = 4, .eligible = only0to5},
+		{.id = 11, .ngpus = 1},
+		{.id = 12, .ngpus = 1, .eligible = only67},
+		{.id = 13, .ngpus = 1},
+	};
+	k = sched_plan(blocked, 4, free2, 8, out, 8);
+	assert_int_equal(k, 2);
+	assert_int_equal(out[0].id, 11);
+	assert_int_equal(out[0].gpus[0], 6);
+	assert_int_equal(out[1].id, 12);
+	assert_int_equal(out[1].gpus[0], 7);
+	assert_int_equal(sched_plan(blocked, 4, free2, 8, out, 0), 0);
+}
+
+/*
+ * 8 GPUs, a stream of 1-GPU jobs (one second to four seconds each, a new one
+ * every second), a 4-GPU job submitted at t=20: it must start within the
+ * longest 1-GPU job (4 s), not wait for the stream to end.
+ */
+static void test_sched_no_starvation(void **state)
+{
+	(void)state;
+	enum { NG = 8, MAXJ = 400 };
+	struct { int64_t id; unsigned ngpus; int dur; int start; int gpus[4]; } q[MAXJ];
+	size_t nq = 0;
+	int busy_until[NG] = {0};
+	int64_t next_id = 1, big = 0;
+	int big_start = -1;
+	srand(3);
+	for (int t = 0; t < 200; t++) {
+		if (nq < MAXJ - 2) {
+			q[nq] = (typeof(q[0])){.id = next_id++, .ngpus = 1, .dur = 1 + rand() % 4, .start = -1};
+			nq++;
+			q[nq] = (typeof(q[0])){.id = next_id++, .ngpus = 1, .dur = 1 + rand() % 4, .start = -1};
+			nq++;
+		}
+		if (t == 20) {
+			q[nq] = (typeof(q[0])){.id = next_id++, .ngpus = 4, .dur = 5, .start = -1};
+			big = q[nq].id;
+			nq++;
+		}
+		bool free[NG];
+		for (int g = 0; g < NG; g++)
+			free[g] = busy_until[g] <= t;
+		struct sched_job sj[MAXJ];
+		size_t ns = 0;
+		for (size_t i = 0; i < nq; i++)
+			if (q[i].start < 0)
+				sj[ns++] = (struct sched_job){.id = q[i].id, .ngpus = q[i].ngpus};
+		struct sched_start out[NG];
+		size_t k = sched_plan(sj, ns, free, NG, out, NG);
+		for (size_t s = 0; s < k; s++)
+			for (size_t i = 0; i < nq; i++)
+				if (q[i].id == out[s].id) {
+					q[i].start = t;
+					for (unsigned g = 0; g < out[s].n; g++)
+						busy_until[out[s].gpus[g]] = t + q[i].dur;
+					if (q[i].id == big)
+						big_start = t;
+				}
+	}
+	assert_true(big_start >= 20);
+	if (big_start - 20 > 4)
+		fail_msg("the 4-GPU job waited %d s behind 1-GPU jobs of at most 4 s", big_start - 20);
+	printf("sched: the 4-GPU job started %d s after submission (bound 4 s)\n", big_start - 20);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_store),
+		cmocka_unit_test(test_store_refuses_newer_schema),
+		cmocka_unit_test(test_store_sigkill),
+		cmocka_unit_test(test_sched_order_and_filters),
+		cmocka_unit_test(test_sched_no_starvation),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
