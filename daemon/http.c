@@ -127,10 +127,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct http *h = cls;
 	struct req *q = *con_cls;
 	if (!q) {
-		/* first call: headers only; the body, if any, comes in the next calls */
+		/* first call: headers only. Refuse now what would come with a body, before it is read */
 		if (!(q = calloc(1, sizeof *q)))
 			return MHD_NO;
 		*con_cls = q;
+		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+			return error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if ((cl && strcmp(cl, "0") != 0) ||
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			return error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted\n");
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -225,8 +231,8 @@ int http_start(struct http **out, struct sampler *s, const struct http_opts *o, 
 				MHD_OPTION_NOTIFY_COMPLETED, done, h,
 				MHD_OPTION_END);
 	if (!h->d) {
+		/* libmicrohttpd has closed the listening socket on its way out */
 		errbuf_set(err, errlen, "cannot start the HTTP server on %s (libmicrohttpd refused its options)", url);
-		close(fd);
 		free(h);
 		return -1;
 	}

@@ -7,6 +7,7 @@
  */
 #include "metrics.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +15,21 @@
 
 #define MIB (1024.0 * 1024.0)
 
-/* a label value: \, " and newline escaped as the format asks */
+/*
+ * a label value: \, " and newline escaped as the format asks. Prometheus
+ * rejects a whole scrape over one label that is not UTF-8 (a lease name cut
+ * inside a character, a user's odd bytes): such bytes become '?'.
+ */
 static void esc(FILE *f, const char *s)
 {
+	json_t *t = json_string(s);
+	bool utf8 = t != NULL;
+	json_decref(t);
 	for (; *s; s++) {
+		if (!utf8 && (unsigned char)*s >= 0x80) {
+			fputc('?', f);
+			continue;
+		}
 		if (*s == '\\' || *s == '"')
 			fputc('\\', f), fputc(*s, f);
 		else if (*s == '\n')

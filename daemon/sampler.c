@@ -131,7 +131,9 @@ static void json_lease(struct jw *w, const gc_gpu *g, void *arg)
 		return;
 	}
 	char since[40];
-	iso_time(l->since * 1000, since, sizeof since);
+	/* the record is the holder's to write: keep a silly value from overflowing */
+	int64_t secs = l->since < 0 ? 0 : l->since > INT64_C(253402300799) ? INT64_C(253402300799) : l->since;
+	iso_time(secs * 1000, since, sizeof since);
 	jw_object(w, "lease");
 	jw_string(w, "user", l->user);
 	jw_uint(w, "uid", l->uid);

@@ -90,16 +90,26 @@ static int migrate(struct store *s, char *err, size_t errlen)
 			   "knows (%d): upgrade gpuctld", v, SCHEMA_VERSION);
 		return -1;
 	}
-	for (; v < SCHEMA_VERSION; v++) {
+	while (v < SCHEMA_VERSION) {
+		/* read the version again inside the write lock: another process may have migrated */
+		if (exec(s, "BEGIN IMMEDIATE") < 0 || (v = store_schema_version(s)) < 0) {
+			errbuf_set(err, errlen, "cannot lock the queue database to migrate it: %s", store_errmsg(s));
+			exec(s, "ROLLBACK");
+			return -1;
+		}
+		if (v >= SCHEMA_VERSION) {
+			exec(s, "COMMIT");
+			break;
+		}
 		char bump[48];
 		snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-		if (exec(s, "BEGIN IMMEDIATE") < 0 || exec(s, migrations[v]) < 0 || exec(s, bump) < 0 ||
-		    exec(s, "COMMIT") < 0) {
+		if (exec(s, migrations[v]) < 0 || exec(s, bump) < 0 || exec(s, "COMMIT") < 0) {
 			errbuf_set(err, errlen, "cannot migrate the queue database to version %d: %s", v + 1,
 				   store_errmsg(s));
 			exec(s, "ROLLBACK");
 			return -1;
 		}
+		v++;
 	}
 	return 0;
 }
@@ -122,7 +132,16 @@ int store_open(struct store **out, const char *path, char *err, size_t errlen)
 	/* the queue names users and commands: only root reads it */
 	(void)chmod(path, 0600);
 	sqlite3_busy_timeout(s->db, 5000);
-	if (exec(s, "PRAGMA journal_mode=WAL") < 0 || exec(s, "PRAGMA synchronous=FULL") < 0 ||
+	/* switching a new file to WAL while another process does the same reports "locked" at
+	 * once, without the busy handler: try again for up to 5 s */
+	int wal = -1;
+	for (int i = 0; i < 100 && (wal = exec(s, "PRAGMA journal_mode=WAL")) < 0; i++) {
+		int e = sqlite3_errcode(s->db);
+		if (e != SQLITE_BUSY && e != SQLITE_LOCKED)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+	}
+	if (wal < 0 || exec(s, "PRAGMA synchronous=FULL") < 0 ||
 	    exec(s, "PRAGMA foreign_keys=ON") < 0) {
 		errbuf_set(err, errlen, "cannot set up the queue database '%s': %s", path, store_errmsg(s));
 		store_close(s);
@@ -263,9 +282,10 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out
 {
 	*out = NULL;
 	*n = 0;
-	char sql[256];
-	snprintf(sql, sizeof sql, "SELECT " COLUMNS " FROM jobs WHERE %s AND (? = 0 OR uid = ?) ORDER BY id",
-		 all ? "1" : "state IN ('queued','running')");
+	static const char every[] = "SELECT " COLUMNS " FROM jobs WHERE (? = 0 OR uid = ?) ORDER BY id";
+	static const char live[] = "SELECT " COLUMNS " FROM jobs WHERE state IN ('queued','running')"
+				   " AND (? = 0 OR uid = ?) ORDER BY id";
+	const char *sql = all ? every : live;
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -1;

@@ -69,11 +69,16 @@ int port_reserve(const char *statedir, int *port, struct port_hold **out, char *
 		snprintf(h->path, sizeof h->path, "%s/%d", dir, p);
 		/* read-only is enough for flock, and opens another user's file */
 		h->fd = open(h->path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (h->fd < 0 && (errno == EACCES || errno == EPERM || errno == ELOOP))
+			continue; /* another user's file we may not open (umask 077, protected_regular): another port */
 		if (h->fd < 0) {
 			errbuf_set(err, errlen, "cannot hold port %d in '%s': %s", p, dir, strerror(errno));
 			free(h);
 			return GC_EIO;
 		}
+		struct stat own;
+		if (fstat(h->fd, &own) == 0 && own.st_uid == geteuid())
+			(void)fchmod(h->fd, 0644); /* whatever our umask: others must be able to open it */
 		struct stat a, b;
 		if (flock(h->fd, LOCK_EX | LOCK_NB) == 0 && fstat(h->fd, &a) == 0 &&
 		    stat(h->path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {

@@ -353,7 +353,8 @@ struct slurm_opts {
 
 static int step_opt(struct slurm_opts *s, const char *name, const char *arg)
 {
-	if (s->n_step + 1 >= sizeof s->step_opts / sizeof s->step_opts[0]) {
+	/* room is kept for "-n", the count and the NULL that slurm_submit adds */
+	if (s->n_step + 4 > sizeof s->step_opts / sizeof s->step_opts[0]) {
 		cli_err("too many options for --slurm");
 		return EXIT_USAGE;
 	}

@@ -88,6 +88,13 @@ try:
     check("codes", get(port, "/api/v1/history?seconds=5") == 200, "good seconds")
     check("codes", request(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") == 405,
           "POST")
+    # refused on the headers, before any body is read: the client sends none and still gets its answer
+    t1 = time.monotonic()
+    early = (request(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n"),
+             request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n"),
+             request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"))
+    check("codes", early == (405, 413, 413) and time.monotonic() - t1 < 2,
+          f"bodies not refused at once: {early} in {time.monotonic() - t1:.1f}s")
     body = b"x" * 1000
     check("codes", request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n" + body)
           == 413, "GET with a body")

@@ -115,6 +115,37 @@ static void test_store(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* four processes open one new database at once: each migrates it or finds it migrated */
+static void test_store_concurrent_open(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		char dir[64], path[128], err[256];
+		assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+		snprintf(path, sizeof path, "%s/queue.db", dir);
+		pid_t kids[4];
+		for (int k = 0; k < 4; k++) {
+			kids[k] = fork();
+			if (kids[k] == 0) {
+				struct store *s;
+				int rc = store_open(&s, path, err, sizeof err);
+				if (rc == 0)
+					store_close(s);
+				else
+					fprintf(stderr, "open: %s\n", err);
+				_exit(rc == 0 ? 0 : 1);
+			}
+		}
+		for (int k = 0; k < 4; k++) {
+			int st;
+			waitpid(kids[k], &st, 0);
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				fail_msg("round %d: a concurrent open failed", round);
+		}
+		assert_int_equal(tmpdir_remove(dir), 0);
+	}
+}
+
 static void test_store_refuses_newer_schema(void **state)
 {
 	(void)state;
@@ -291,6 +322,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_store),
 		cmocka_unit_test(test_store_refuses_newer_schema),
+		cmocka_unit_test(test_store_concurrent_open),
 		cmocka_unit_test(test_store_sigkill),
 		cmocka_unit_test(test_sched_order_and_filters),
 		cmocka_unit_test(test_sched_no_starvation),
