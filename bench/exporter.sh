@@ -137,7 +137,7 @@ with o.open(sys.argv[1], timeout=5) as r:
 }
 start_gpuctld() { # NAME NODE: sets PID and PORT
 	# shellcheck disable=SC2086 # PIN_SERVER is a command prefix or nothing
-	$PIN_SERVER "$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --interval 1s \
+	$PIN_SERVER "$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --interval 1s --no-queue \
 		--threads "$GPUCTLD_THREADS" 2>"$TMP/$1.err" &
 	PID=$!
 	PIDS="$PIDS $PID"

@@ -7,7 +7,12 @@
 #include "config.h"
 #include "cli.h"
 #include "http.h"
+#include "queue.h"
 #include "sampler.h"
+
+#include <grp.h>
+#include <limits.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +26,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
 		"               [--history DUR] [--max-connections N] [--timeout DUR] [--threads N]\n"
-		"               [--labels dcgm|snake]\n"
+		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
+		"               --log-dir DIR --gpuctl PATH --admin-group GROUP]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -38,7 +44,13 @@ static void usage(FILE *f)
 		"  --timeout DUR         close a connection idle this long (default 10s)\n"
 		"  --threads N           request threads (default: the number of CPUs, at most 8)\n"
 		"  --labels dcgm|snake   dcgm (default): dcgm-exporter's modelName label; snake: model_name,\n"
-		"                        which promtool check metrics does not flag\n");
+		"                        which promtool check metrics does not flag\n"
+		"  --no-queue            no job queue (metrics and dashboard only)\n"
+		"  --queue-db FILE       the queue (default /var/lib/gpuctl/queue.db)\n"
+		"  --queue-socket PATH   where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)\n"
+		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
+		"  --gpuctl PATH         the gpuctl that runs jobs (default: beside gpuctld, else on PATH)\n"
+		"  --admin-group GROUP   members may see and cancel every job (root always may)\n");
 }
 
 static volatile sig_atomic_t stop_sig;
@@ -60,6 +72,12 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, NULL, 't'},
 		{"threads", required_argument, NULL, 'T'},
 		{"labels", required_argument, NULL, 'L'},
+		{"no-queue", no_argument, NULL, 'Q'},
+		{"queue-db", required_argument, NULL, 'D'},
+		{"queue-socket", required_argument, NULL, 'S'},
+		{"log-dir", required_argument, NULL, 'O'},
+		{"gpuctl", required_argument, NULL, 'g'},
+		{"admin-group", required_argument, NULL, 'a'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -72,6 +90,11 @@ int main(int argc, char **argv)
 		.listen = "127.0.0.1:9400", .max_connections = 256, .timeout_s = 10,
 		.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
 	};
+	struct queue_opts qo = {
+		.db = "/var/lib/gpuctl/queue.db", .socket = "/run/gpuctl/gpuctld.sock",
+		.log_dir = "/var/lib/gpuctl/logs", .gpuctl = NULL, .admin_gid = (gid_t)-1,
+	};
+	bool queue_on = true;
 	long long ms;
 	long n;
 	int c, rc;
@@ -132,6 +155,21 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'Q': queue_on = false; break;
+		case 'D': qo.db = optarg; break;
+		case 'S': qo.socket = optarg; break;
+		case 'O': qo.log_dir = optarg; break;
+		case 'g': qo.gpuctl = optarg; break;
+		case 'a': {
+			struct group gr, *res = NULL;
+			char buf[4096];
+			if (getgrnam_r(optarg, &gr, buf, sizeof buf, &res) != 0 || !res) {
+				cli_err("invalid --admin-group '%s' (no such group)", optarg);
+				return EXIT_USAGE;
+			}
+			qo.admin_gid = gr.gr_gid;
+			break;
+		}
 		case 'V': printf("gpuctld %s\n", GPUCTL_VERSION); return EXIT_OK;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: return cli_bad_option("gpuctld", c, argv);
@@ -144,6 +182,27 @@ int main(int argc, char **argv)
 			(long long)(so.history_ms / so.interval_ms));
 		return EXIT_USAGE;
 	}
+	char gpuctl_path[PATH_MAX];
+	if (queue_on && !qo.gpuctl) {
+		/* beside gpuctld (sbin/ and bin/, or the build tree), else the usual places */
+		char self[PATH_MAX];
+		ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+		self[sl > 0 ? sl : 0] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		static const char *const tries[] = {"/../bin/gpuctl", "/../src/gpuctl", "/gpuctl", NULL};
+		for (size_t i = 0; tries[i] && !qo.gpuctl; i++) {
+			snprintf(gpuctl_path, sizeof gpuctl_path, "%s%s", self, tries[i]);
+			if (access(gpuctl_path, X_OK) == 0)
+				qo.gpuctl = gpuctl_path;
+		}
+		if (!qo.gpuctl)
+			qo.gpuctl = access("/usr/local/bin/gpuctl", X_OK) == 0 ? "/usr/local/bin/gpuctl" : "/usr/bin/gpuctl";
+	}
+	/* jobs run in their own directories: they need the node file by its absolute path */
+	char simabs[PATH_MAX];
+	qo.sim = so.sim && realpath(so.sim, simabs) ? simabs : so.sim;
 	char host[256] = "";
 	gethostname(host, sizeof host - 1);
 	so.hostname = host;
@@ -165,9 +224,32 @@ int main(int argc, char **argv)
 		cli_err("%s", err);
 		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
 	}
+	struct queue *q = NULL;
+	if (queue_on) {
+		/* the default places: /var/lib/gpuctl for the database and logs, /run/gpuctl for the socket */
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", qo.db);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			(void)mkdir(dir, 0711);
+		}
+		snprintf(dir, sizeof dir, "%s", qo.socket);
+		if ((slash = strrchr(dir, '/')) && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0700) == 0)
+				(void)chmod(dir, 01777); /* shared with gpuctl's leases, like /tmp */
+		}
+		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
+			cli_err("%s", err);
+			sampler_stop(s);
+			return EXIT_FAIL;
+		}
+	}
 	bool bad_usage = false;
 	if (http_start(&h, s, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
 		cli_err("%s", err);
+		queue_stop(q);
 		sampler_stop(s);
 		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
 	}
@@ -180,10 +262,13 @@ int main(int argc, char **argv)
 	fprintf(stderr, "gpuctld: listening on %s (%zu GPU%s, a sample every %d ms, %lld s of history)\n", url,
 		sampler_ngpus(s), sampler_ngpus(s) == 1 ? "" : "s", so.interval_ms,
 		(long long)(so.history_ms / 1000));
+	if (q)
+		fprintf(stderr, "gpuctld: queue on %s (%s; jobs run with %s)\n", qo.socket, qo.db, qo.gpuctl);
 	while (!stop_sig)
 		sigsuspend(&old);
 	fprintf(stderr, "gpuctld: stopping (signal %d)\n", (int)stop_sig);
 	http_stop(h);
+	queue_stop(q);
 	sampler_stop(s);
 	return EXIT_OK;
 }

@@ -81,6 +81,16 @@ struct frame *sampler_frame(struct sampler *s)
 	return f;
 }
 
+size_t sampler_uuids(struct sampler *s, char (*out)[96], size_t max)
+{
+	pthread_mutex_lock(&s->lock);
+	size_t n = s->ngpus < max ? s->ngpus : max;
+	for (size_t i = 0; i < n; i++)
+		memcpy(out[i], s->uuid[i], sizeof out[i]);
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 size_t sampler_ngpus(const struct sampler *s)
 {
 	return s->ngpus;

@@ -46,6 +46,9 @@ size_t sampler_ngpus(const struct sampler *s);
 struct frame *sampler_frame(struct sampler *s);
 void frame_unref(struct frame *f);
 
+/* Copy each GPU's UUID ("" when unknown) into out[ngpus]; returns ngpus. */
+size_t sampler_uuids(struct sampler *s, char (*out)[96], size_t max);
+
 /* Monotonic milliseconds (the clock of frame.mono_ms). */
 int64_t sampler_now_ms(void);
 

@@ -664,6 +664,18 @@ int lease_wait(struct lease_dir *d, int timeout_ms)
 	return 1;
 }
 
+int lease_watch_fd(struct lease_dir *d)
+{
+	return watch(d) < 0 ? GC_EIO : d->ino;
+}
+
+void lease_watch_drain(struct lease_dir *d)
+{
+	char buf[4096];
+	while (d->ino >= 0 && read(d->ino, buf, sizeof buf) > 0)
+		;
+}
+
 /* ---- listings ----------------------------------------------------------- */
 
 int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)

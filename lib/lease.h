@@ -89,6 +89,14 @@ uint64_t lease_ticket_number(const struct lease_ticket *t);
  */
 int lease_wait(struct lease_dir *d, int timeout_ms);
 
+/*
+ * The inotify descriptor lease_wait polls, for a caller with its own poll
+ * loop: readable when a lease or ticket may have changed; drain it with
+ * lease_watch_drain. <0 on error.
+ */
+int lease_watch_fd(struct lease_dir *d);
+void lease_watch_drain(struct lease_dir *d);
+
 /* Everything held now: uuids[] (caller frees with free) and infos. */
 struct lease_entry {
 	char uuid[LEASE_UUID_MAX];

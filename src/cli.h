@@ -113,5 +113,9 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv);
 int cmd_gpus(const struct cli_global *g, int argc, char **argv);
 int cmd_launch(const struct cli_global *g, int argc, char **argv);
 int cmd_slurm(const struct cli_global *g, int argc, char **argv);
+int cmd_submit(const struct cli_global *g, int argc, char **argv);
+int cmd_queue(const struct cli_global *g, int argc, char **argv);
+int cmd_show(const struct cli_global *g, int argc, char **argv);
+int cmd_cancel(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -139,7 +139,7 @@ def start_chromedriver():
 
 # ---- the daemon ----
 def start_daemon(env):
-    p = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.5s"],
+    p = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.5s", "--no-queue"],
                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     procs.append(("gpuctld", p))

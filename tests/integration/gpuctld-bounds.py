@@ -159,17 +159,17 @@ for args, code, frag in [
     (["--history", "30d", "--interval", "1s"], 2, "at most 100000 samples"),
     (["--bogus"], 2, "unknown option"),
 ]:
-    p = subprocess.run([GPUCTLD, "--sim", NODE, *args], env=env, capture_output=True, text=True, timeout=20)
+    p = subprocess.run([GPUCTLD, "--sim", NODE, "--no-queue", *args], env=env, capture_output=True, text=True, timeout=20)
     lines = p.stderr.strip().splitlines()
     check("cmdline", p.returncode == code and len(lines) == 1 and frag in lines[0] and lines[0].startswith("gpuctld: "),
           f"{args}: exit {p.returncode}, {p.stderr!r}")
-d2 = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "0.0.0.0:0", "--allow-remote"], env=env,
+d2 = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "0.0.0.0:0", "--allow-remote", "--no-queue"], env=env,
                       stderr=subprocess.PIPE, text=True)
 line = d2.stderr.readline()
 check("cmdline", "listening on http://0.0.0.0:" in line, f"--allow-remote: {line!r}")
 d2.terminate()
 d2.wait(timeout=10)
-p = subprocess.run([GPUCTLD, "--sim", "/nonexistent.json"], env=env, capture_output=True, text=True, timeout=20)
+p = subprocess.run([GPUCTLD, "--sim", "/nonexistent.json", "--no-queue"], env=env, capture_output=True, text=True, timeout=20)
 check("cmdline", p.returncode != 0 and "nonexistent.json" in p.stderr, f"missing node: {p.returncode} {p.stderr!r}")
 print("cmdline: non-loopback refused without --allow-remote; bad values exit 2 with one line")
 

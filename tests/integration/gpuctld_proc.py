@@ -5,7 +5,7 @@ import subprocess
 
 
 def start(gpuctld, node, env, *args):
-    d = subprocess.Popen([gpuctld, "--sim", node, "--listen", "127.0.0.1:0", *args], env=env,
+    d = subprocess.Popen([gpuctld, "--sim", node, "--listen", "127.0.0.1:0", "--no-queue", *args], env=env,
                          stderr=subprocess.PIPE, text=True)
     line = d.stderr.readline()
     m = re.search(r"listening on (http://\S+)", line)

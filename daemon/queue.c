@@ -1,0 +1,848 @@
+/*
+ * queue.c — gpuctld's job queue server (see queue.h).
+ *
+ * One thread, one poll loop: the listening socket, the clients (one JSON
+ * request line, one JSON answer line), a pidfd per running job and the
+ * lease directory's inotify descriptor. Anything that can free or take a
+ * GPU — a submit, a cancel, a job's end, a lease released by gpuctl run —
+ * runs the dispatcher at once; there is no timer.
+ *
+ * Jobs are forked here and exec `gpuctl run --gpus LIST` as their user:
+ * everything the child needs (groups, argv, environment) is prepared before
+ * fork, because the daemon has other threads and the child may only make
+ * async-signal-safe calls.
+ */
+#include "queue.h"
+#include "dispatch.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "errbuf.h"
+#include "gpuctl/gpuctl.h"
+#include "lease.h"
+
+#define MAX_GPUS 64
+#define MAX_CLIENTS 64
+#define MAX_REQUEST (1u << 20)      /* a request line, environment included */
+#define CLIENT_TIMEOUT_MS 10000
+#define MAX_RUNNING 256
+
+struct client {
+	int fd;
+	uid_t uid;
+	gid_t gid;
+	char *buf;
+	size_t len;
+	long long deadline;
+};
+
+struct running {
+	int64_t id;
+	pid_t pid;
+	int pidfd;
+	bool gpus[MAX_GPUS];
+	bool cancelled;
+	bool child;              /* started by this gpuctld (else adopted: its status cannot be had) */
+};
+
+struct queue {
+	struct queue_opts o;
+	struct sampler *s;
+	struct store *st;
+	int lfd, stopfd;
+	struct lease_dir *leases;
+	struct client cl[MAX_CLIENTS];
+	size_t ncl;
+	struct running run[MAX_RUNNING];
+	size_t nrun;
+	pthread_t thread;
+	bool started;
+};
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static long long mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("gpuctld: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* field 22 of /proc/PID/stat: when the process started, to tell it from a later one with its pid */
+static uint64_t proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	unsigned long long v = 0;
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			&v) == 1)
+		return v;
+	return 0;
+}
+
+/* ---- answers ------------------------------------------------------------------ */
+
+static json_t *job_json(const struct job *j)
+{
+	json_t *argv = json_loads(j->argv, 0, NULL);
+	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:i, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:s, s:i}",
+			      "id", (json_int_t)j->id, "user", j->user, "uid", (json_int_t)j->uid, "name", j->name,
+			      "priority", j->priority, "gpus_requested", (int)j->ngpus,
+			      "state", job_state_name(j->state), "argv", argv ? argv : json_array(), "cwd", j->cwd,
+			      "submitted_ms", (json_int_t)j->submitted_ms, "started_ms", (json_int_t)j->started_ms,
+			      "ended_ms", (json_int_t)j->ended_ms, "gpus", j->gpus, "reason", j->reason,
+			      "starts", (int)j->starts);
+	if (o && job_state_final(j->state) && j->state != JOB_CANCELLED)
+		json_object_set_new(o, "exit_code", json_integer(j->exit_code));
+	if (o && j->after)
+		json_object_set_new(o, "after", json_string(j->after));
+	return o;
+}
+
+static json_t *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *fail(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static bool is_admin(const struct queue *q, uid_t uid, gid_t gid)
+{
+	if (uid == 0)
+		return true;
+	if (q->o.admin_gid == (gid_t)-1)
+		return false;
+	if (gid == q->o.admin_gid)
+		return true;
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
+		return false;
+	gid_t groups[256];
+	int n = 256;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == q->o.admin_gid)
+			return true;
+	return false;
+}
+
+static void dispatch(struct queue *q);
+
+/* a JSON array of strings, each NUL-free: 0, or -1 */
+static int strings(json_t *a, size_t max)
+{
+	if (!json_is_array(a) || json_array_size(a) > max)
+		return -1;
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return -1;
+	}
+	return 0;
+}
+
+static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
+{
+	json_t *argv = json_object_get(req, "argv"), *env = json_object_get(req, "env");
+	const char *cwd = json_string_value(json_object_get(req, "cwd"));
+	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *after = json_string_value(json_object_get(req, "after"));
+	json_int_t n = json_integer_value(json_object_get(req, "gpus"));
+	json_int_t prio = json_integer_value(json_object_get(req, "priority"));
+	size_t ngpu = sampler_ngpus(q->s);
+	if (strings(argv, 4096) < 0 || json_array_size(argv) == 0)
+		return fail("argv must be a non-empty list of strings without NUL bytes");
+	if (strings(env, 65536) < 0)
+		return fail("env must be a list of NAME=value strings");
+	if (!cwd || cwd[0] != '/')
+		return fail("cwd must be an absolute path");
+	if (n < 1 || (size_t)n > ngpu)
+		return fail("%lld GPUs requested but this machine has %zu", (long long)n, ngpu);
+	if (name && strlen(name) > 63)
+		return fail("--name is at most 63 bytes");
+	if (prio < -1000 || prio > 1000)
+		return fail("--priority must be from -1000 to 1000");
+	if (prio > 0 && !is_admin(q, c->uid, c->gid))
+		return fail("only root or the admin group may give a priority above 0");
+	if (after && (strspn(after, "0123456789,") != strlen(after) || !*after))
+		return fail("--after takes job ids separated by commas");
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096];
+	if (getpwuid_r(c->uid, &pw, pwbuf, sizeof pwbuf, &res) != 0 || !res)
+		return fail("uid %u has no passwd entry: jobs run as a named user", (unsigned)c->uid);
+	struct job j;
+	memset(&j, 0, sizeof j);
+	j.uid = c->uid;
+	j.gid = pw.pw_gid;
+	snprintf(j.user, sizeof j.user, "%s", pw.pw_name);
+	snprintf(j.name, sizeof j.name, "%s", name ? name : "");
+	j.priority = (int)prio;
+	j.ngpus = (unsigned)n;
+	j.argv = json_dumps(argv, JSON_COMPACT);
+	j.env = json_dumps(env, JSON_COMPACT);
+	j.cwd = (char *)cwd;
+	j.after = (char *)after;
+	char err[256];
+	json_t *ans;
+	if (!j.argv || !j.env)
+		ans = fail("out of memory");
+	else if (store_submit(q->st, &j, err, sizeof err) < 0)
+		ans = fail("%s", err);
+	else
+		ans = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)j.id);
+	free(j.argv);
+	free(j.env);
+	dispatch(q);
+	return ans;
+}
+
+static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
+{
+	bool all = json_is_true(json_object_get(req, "all"));
+	bool admin = is_admin(q, c->uid, c->gid);
+	struct job *v;
+	size_t n;
+	if (store_list(q->st, all, !admin, c->uid, &v, &n) < 0)
+		return fail("cannot read the queue: %s", store_errmsg(q->st));
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, job_json(&v[i]));
+	store_list_free(v, n);
+	return json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
+}
+
+/* the job, if c may see it; else an answer in *ans */
+static int own_job(struct queue *q, const struct client *c, json_t *req, struct job *j, json_t **ans)
+{
+	json_int_t id = json_integer_value(json_object_get(req, "id"));
+	int r = id > 0 ? store_get(q->st, id, j) : 0;
+	if (r < 0) {
+		*ans = fail("cannot read the queue: %s", store_errmsg(q->st));
+		return -1;
+	}
+	/* another user's job is "no such job": its existence is not theirs to learn */
+	if (r == 0 || (j->uid != c->uid && !is_admin(q, c->uid, c->gid))) {
+		if (r)
+			job_release(j);
+		*ans = fail("no job %lld (gpuctl queue lists yours)", (long long)id);
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
+{
+	struct job j;
+	json_t *ans;
+	if (own_job(q, c, req, &j, &ans) < 0)
+		return ans;
+	char log[4300];
+	snprintf(log, sizeof log, "%s/%lld.log", q->o.log_dir, (long long)j.id);
+	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", job_json(&j), "log", log);
+	job_release(&j);
+	return ans;
+}
+
+static json_t *op_cancel(struct queue *q, const struct client *c, json_t *req)
+{
+	struct job j;
+	json_t *ans;
+	if (own_job(q, c, req, &j, &ans) < 0)
+		return ans;
+	char why[96];
+	snprintf(why, sizeof why, "cancelled by uid %u", (unsigned)c->uid);
+	if (j.state == JOB_QUEUED) {
+		int r = store_cancel(q->st, j.id, why, now_ms());
+		ans = r == 1 ? json_pack("{s:b, s:s}", "ok", 1, "state", "cancelled")
+			     : fail("job %lld has just started or ended; look again", (long long)j.id);
+	} else if (j.state == JOB_RUNNING) {
+		ans = fail("job %lld is not running under this gpuctld", (long long)j.id);
+		for (size_t i = 0; i < q->nrun; i++)
+			if (q->run[i].id == j.id) {
+				/* the supervisor forwards TERM to the job's process group */
+				kill(q->run[i].pid, SIGTERM);
+				q->run[i].cancelled = true;
+				json_decref(ans);
+				ans = json_pack("{s:b, s:s}", "ok", 1, "state", "cancelling");
+			}
+	} else {
+		ans = fail("job %lld has already ended (%s)", (long long)j.id, job_state_name(j.state));
+	}
+	job_release(&j);
+	dispatch(q);
+	return ans;
+}
+
+static json_t *answer(struct queue *q, const struct client *c, const char *line)
+{
+	json_error_t e;
+	json_t *req = json_loads(line, 0, &e);
+	if (!req || !json_is_object(req)) {
+		json_decref(req);
+		return fail("not a JSON object: %s", e.text);
+	}
+	const char *op = json_string_value(json_object_get(req, "op"));
+	json_t *ans;
+	if (!op)
+		ans = fail("no op");
+	else if (strcmp(op, "submit") == 0)
+		ans = op_submit(q, c, req);
+	else if (strcmp(op, "list") == 0)
+		ans = op_list(q, c, req);
+	else if (strcmp(op, "show") == 0)
+		ans = op_show(q, c, req);
+	else if (strcmp(op, "cancel") == 0)
+		ans = op_cancel(q, c, req);
+	else
+		ans = fail("unknown op '%s' (expected submit, list, show or cancel)", op);
+	json_decref(req);
+	return ans;
+}
+
+/* ---- running jobs ------------------------------------------------------------- */
+
+/* "0,3" for the GPUs set in g */
+static void gpu_list(const bool *g, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		if (g[i])
+			off += (size_t)snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
+}
+
+/* strings of a JSON array, NULL-terminated, plus room for `extra` more; NULL on error */
+static char **vec(const char *text, size_t extra, size_t *n)
+{
+	json_t *a = json_loads(text, 0, NULL);
+	size_t k = json_array_size(a);
+	char **v = a ? calloc(k + extra + 1, sizeof *v) : NULL;
+	for (size_t i = 0; v && i < k; i++)
+		v[i] = strdup(json_string_value(json_array_get(a, i)));
+	json_decref(a);
+	*n = k;
+	return v;
+}
+
+static void vec_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Start job j on GPUs g: fork, become the user, exec gpuctl run. 0, or -1 (the job failed). */
+static int launch(struct queue *q, const struct job *j, const bool *g, size_t ngpu)
+{
+	char gpus[256], name[80], log[4300], why[256] = "";
+	gpu_list(g, ngpu, gpus, sizeof gpus);
+	snprintf(name, sizeof name, "job-%lld%s%s", (long long)j->id, j->name[0] ? "-" : "", j->name);
+	snprintf(log, sizeof log, "%s/%lld.log", q->o.log_dir, (long long)j->id);
+	/* everything the child needs, made before fork */
+	gid_t groups[256];
+	int ngroups = 256;
+	if (getgrouplist(j->user, j->gid, groups, &ngroups) < 0)
+		ngroups = 0;
+	size_t na, ne;
+	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
+	char **argv = calloc(na + 10, sizeof *argv);
+	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (logfd < 0)
+		snprintf(why, sizeof why, "cannot create the log %.120s: %s", log, strerror(errno));
+	else if (fchown(logfd, j->uid, j->gid) < 0)
+		snprintf(why, sizeof why, "cannot give the log %.120s to uid %u: %s", log, (unsigned)j->uid, strerror(errno));
+	else if (!cmd || !env || !argv)
+		snprintf(why, sizeof why, "out of memory");
+	if (why[0]) {
+		if (logfd >= 0)
+			close(logfd);
+		vec_free(cmd);
+		vec_free(env);
+		free(argv);
+		store_start(q->st, j->id, 0, 0, gpus, now_ms());
+		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
+		logf_("job %lld failed to start: %s", (long long)j->id, why);
+		return -1;
+	}
+	size_t k = 0;
+	argv[k++] = (char *)"gpuctl";
+	argv[k++] = (char *)"run";
+	argv[k++] = (char *)"--gpus";
+	argv[k++] = gpus;
+	argv[k++] = (char *)"--name";
+	argv[k++] = name;
+	argv[k++] = (char *)"--";
+	for (size_t i = 0; i < na; i++)
+		argv[k++] = cmd[i];
+	argv[k] = NULL;
+	/* the daemon's view of the node wins over what the submitter's environment said */
+	char idv[40], simv[4200], *keep[] = {"GPUCTL_SIM_LIBDIR", "GPUCTL_SIM_RUNDIR", "GPUCTL_STATE_DIR", NULL};
+	snprintf(idv, sizeof idv, "GPUCTL_JOB_ID=%lld", (long long)j->id);
+	size_t m = 0;
+	for (size_t i = 0; i < ne; i++) {
+		const char *e = env[i];
+		bool drop = strncmp(e, "GPUCTL_SIM=", 11) == 0 || strncmp(e, "CUDA_VISIBLE_DEVICES=", 21) == 0;
+		for (size_t x = 0; keep[x]; x++)
+			drop |= strncmp(e, keep[x], strlen(keep[x])) == 0 && e[strlen(keep[x])] == '=';
+		if (drop)
+			free(env[i]);
+		else
+			env[m++] = env[i];
+	}
+	env[m++] = idv;
+	if (q->o.sim) {
+		snprintf(simv, sizeof simv, "GPUCTL_SIM=%s", q->o.sim);
+		env[m++] = simv;
+	}
+	for (size_t x = 0; keep[x]; x++) {
+		const char *v = getenv(keep[x]);
+		if (v && (env[m] = malloc(strlen(keep[x]) + strlen(v) + 2)))
+			sprintf(env[m++], "%s=%s", keep[x], v);
+	}
+	env[m] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* async-signal-safe calls only from here on */
+		static const char e_id[] = "gpuctld: cannot become the job's user\n";
+		static const char e_cwd[] = "gpuctld: cannot enter the job's working directory\n";
+		static const char e_exec[] = "gpuctld: cannot run gpuctl\n";
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid();
+		int nul = open("/dev/null", O_RDONLY);
+		dup2(nul, 0);
+		dup2(logfd, 1);
+		dup2(logfd, 2);
+		if (setgroups((size_t)ngroups, groups) < 0 || setgid(j->gid) < 0 || setuid(j->uid) < 0 ||
+		    (j->uid != 0 && setuid(0) == 0)) {
+			(void)!write(2, e_id, sizeof e_id - 1);
+			_exit(126);
+		}
+		if (chdir(j->cwd) < 0) {
+			(void)!write(2, e_cwd, sizeof e_cwd - 1);
+			_exit(126);
+		}
+		execve(q->o.gpuctl, argv, env);
+		(void)!write(2, e_exec, sizeof e_exec - 1);
+		_exit(127);
+	}
+	int err = errno;
+	close(logfd);
+	for (size_t i = 0; env[i]; i++)
+		if (env[i] != idv && env[i] != simv)
+			free(env[i]);
+	free(env);
+	vec_free(cmd);
+	free(argv);
+	if (pid < 0) {
+		snprintf(why, sizeof why, "cannot fork: %s", strerror(err));
+		store_start(q->st, j->id, 0, 0, gpus, now_ms());
+		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
+		return -1;
+	}
+	struct running *r = &q->run[q->nrun++];
+	memset(r, 0, sizeof *r);
+	r->id = j->id;
+	r->pid = pid;
+	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	r->child = true;
+	memcpy(r->gpus, g, ngpu * sizeof *g);
+	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1)
+		logf_("job %lld started but could not be recorded: %s", (long long)j->id, store_errmsg(q->st));
+	return 0;
+}
+
+/* a running job's process has ended: record how */
+static void reap(struct queue *q, size_t i)
+{
+	struct running *r = &q->run[i];
+	int st = 0;
+	pid_t w = waitpid(r->pid, &st, WNOHANG);
+	if (w == 0)
+		return; /* not yet */
+	int code = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	enum job_state s = r->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
+	char why[64] = "";
+	if (r->cancelled)
+		snprintf(why, sizeof why, "cancelled while running");
+	else if (code)
+		snprintf(why, sizeof why, "exit status %d", code);
+	if (store_finish(q->st, r->id, s, code, why, now_ms()) != 1)
+		logf_("job %lld ended but could not be recorded: %s", (long long)r->id, store_errmsg(q->st));
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	q->run[i] = q->run[--q->nrun];
+}
+
+/* ---- dispatch ----------------------------------------------------------------- */
+
+static bool deps_state(struct queue *q, const struct job *j, bool *failed)
+{
+	*failed = false;
+	if (!j->after)
+		return true;
+	bool ready = true;
+	for (const char *p = j->after; *p;) {
+		long long id = strtoll(p, NULL, 10);
+		struct job d;
+		int r = store_get(q->st, id, &d);
+		if (r != 1 || (job_state_final(d.state) && d.state != JOB_DONE))
+			*failed = true;
+		else if (d.state != JOB_DONE)
+			ready = false;
+		if (r == 1)
+			job_release(&d);
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
+	return ready && !*failed;
+}
+
+static void dispatch(struct queue *q)
+{
+	char uu[MAX_GPUS][96];
+	size_t ngpu = sampler_uuids(q->s, uu, MAX_GPUS);
+	bool is_free[MAX_GPUS];
+	if (!q->leases) {
+		char err[256];
+		if (lease_dir_open(&q->leases, NULL, true, err, sizeof err) != GC_OK) {
+			q->leases = NULL;
+			logf_("cannot open the lease directory: %s", err);
+		}
+	}
+	for (size_t g = 0; g < ngpu; g++)
+		is_free[g] = uu[g][0] && q->leases && lease_peek(q->leases, uu[g], NULL) == 0;
+	for (size_t i = 0; i < q->nrun; i++)
+		for (size_t g = 0; g < ngpu; g++)
+			if (q->run[i].gpus[g])
+				is_free[g] = false; /* between fork and gpuctl run's lease */
+	struct job *v;
+	size_t n;
+	if (store_list(q->st, false, false, 0, &v, &n) < 0)
+		return;
+	struct sched_job *sj = calloc(n ? n : 1, sizeof *sj);
+	size_t ns = 0;
+	for (size_t i = 0; sj && i < n; i++) {
+		if (v[i].state != JOB_QUEUED)
+			continue;
+		bool failed;
+		if (!deps_state(q, &v[i], &failed)) {
+			if (failed)
+				store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
+			continue;
+		}
+		sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus};
+	}
+	struct sched_start out[MAX_GPUS];
+	size_t k = sj ? sched_plan(sj, ns, is_free, ngpu, out, MAX_GPUS) : 0;
+	for (size_t s = 0; s < k && q->nrun < MAX_RUNNING; s++) {
+		bool g[MAX_GPUS] = {false};
+		for (unsigned x = 0; x < out[s].n; x++)
+			g[out[s].gpus[x]] = true;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].id == out[s].id)
+				launch(q, &v[i], g, ngpu);
+	}
+	free(sj);
+	store_list_free(v, n);
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static void drop_client(struct queue *q, size_t i)
+{
+	close(q->cl[i].fd);
+	free(q->cl[i].buf);
+	q->cl[i] = q->cl[--q->ncl];
+}
+
+static void accept_client(struct queue *q)
+{
+	int fd = accept4(q->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	if (q->ncl == MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		close(fd);
+		return;
+	}
+	q->cl[q->ncl++] = (struct client){.fd = fd, .uid = cr.uid, .gid = cr.gid,
+					  .deadline = mono_ms() + CLIENT_TIMEOUT_MS};
+}
+
+/* read what the client sent; answer once a whole line is in */
+static void serve_client(struct queue *q, size_t i)
+{
+	struct client *c = &q->cl[i];
+	char tmp[65536];
+	ssize_t n = read(c->fd, tmp, sizeof tmp);
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		drop_client(q, i); /* gone before finishing its request */
+		return;
+	}
+	json_t *ans = NULL;
+	if (c->len + (size_t)n > MAX_REQUEST) {
+		ans = fail("request larger than %u bytes (a huge environment?)", MAX_REQUEST);
+	} else {
+		char *b = realloc(c->buf, c->len + (size_t)n + 1);
+		if (!b) {
+			drop_client(q, i);
+			return;
+		}
+		c->buf = b;
+		memcpy(c->buf + c->len, tmp, (size_t)n);
+		c->len += (size_t)n;
+		c->buf[c->len] = '\0';
+		char *nl = memchr(c->buf, '\n', c->len);
+		if (!nl)
+			return;
+		*nl = '\0';
+		if (strlen(c->buf) != (size_t)(nl - c->buf))
+			ans = fail("a NUL byte in the request");
+		else
+			ans = answer(q, c, c->buf);
+	}
+	char *out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+	json_decref(ans);
+	if (out) {
+		size_t len = strlen(out), off = 0;
+		int fl = fcntl(c->fd, F_GETFL);
+		fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
+		struct timeval tv = {.tv_sec = 5};
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		while (off < len) {
+			ssize_t w = send(c->fd, out + off, len - off, MSG_NOSIGNAL);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+		(void)send(c->fd, "\n", 1, MSG_NOSIGNAL);
+		free(out);
+	}
+	drop_client(q, i);
+}
+
+/* after a restart: the jobs that were running when the daemon went away */
+static void recover(struct queue *q)
+{
+	struct job *v;
+	size_t n;
+	if (store_list(q->st, false, false, 0, &v, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state != JOB_RUNNING)
+			continue;
+		bool alive = v[i].pid > 0 && kill(v[i].pid, 0) == 0 && proc_start(v[i].pid) == v[i].pid_start;
+		if (alive) {
+			/* not our child: its end is seen, its status is not */
+			if (q->nrun < MAX_RUNNING) {
+				struct running *r = &q->run[q->nrun++];
+				memset(r, 0, sizeof *r);
+				r->id = v[i].id;
+				r->pid = v[i].pid;
+				r->pidfd = (int)syscall(SYS_pidfd_open, v[i].pid, 0);
+				for (const char *p = v[i].gpus; *p;) {
+					long g = strtol(p, NULL, 10);
+					if (g >= 0 && g < MAX_GPUS)
+						r->gpus[g] = true;
+					p += strcspn(p, ",");
+					if (*p)
+						p++;
+				}
+				logf_("job %lld (pid %d) still runs: adopted", (long long)v[i].id, v[i].pid);
+			}
+		} else {
+			store_finish(q->st, v[i].id, JOB_LOST, 1, "its process was gone when gpuctld restarted", now_ms());
+			logf_("job %lld was running when gpuctld stopped and is gone: lost", (long long)v[i].id);
+		}
+	}
+	store_list_free(v, n);
+}
+
+static void *loop(void *arg)
+{
+	struct queue *q = arg;
+	recover(q);
+	dispatch(q);
+	for (;;) {
+		struct pollfd p[3 + MAX_CLIENTS + MAX_RUNNING];
+		size_t np = 0;
+		p[np++] = (struct pollfd){.fd = q->stopfd, .events = POLLIN};
+		p[np++] = (struct pollfd){.fd = q->lfd, .events = POLLIN};
+		int wfd = q->leases ? lease_watch_fd(q->leases) : -1;
+		p[np++] = (struct pollfd){.fd = wfd, .events = POLLIN};
+		for (size_t i = 0; i < q->ncl; i++)
+			p[np++] = (struct pollfd){.fd = q->cl[i].fd, .events = POLLIN};
+		for (size_t i = 0; i < q->nrun; i++)
+			p[np++] = (struct pollfd){.fd = q->run[i].pidfd, .events = POLLIN};
+		if (poll(p, np, 1000) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (p[1].revents & POLLIN)
+			accept_client(q);
+		bool changed = false;
+		if (wfd >= 0 && (p[2].revents & POLLIN)) {
+			lease_watch_drain(q->leases);
+			changed = true;
+		}
+		/* clients and jobs, from the end so removal does not skip one */
+		size_t base = 3, ncl = q->ncl;
+		for (size_t i = ncl; i-- > 0;)
+			if (p[base + i].revents)
+				serve_client(q, i);
+		base += ncl;
+		long long now = mono_ms();
+		for (size_t i = q->ncl; i-- > 0;)
+			if (now > q->cl[i].deadline)
+				drop_client(q, i); /* too slow to send its request */
+		size_t nrun = q->nrun;
+		for (size_t i = nrun; i-- > 0;) {
+			if (p[base + i].revents || q->run[i].pidfd < 0) {
+				struct running *r = &q->run[i];
+				if (r->child)
+					reap(q, i);
+				else if (kill(r->pid, 0) < 0) {
+					store_finish(q->st, r->id, JOB_FAILED, 1,
+						     "adopted after a gpuctld restart; its exit status is unknown", now_ms());
+					if (r->pidfd >= 0)
+						close(r->pidfd);
+					q->run[i] = q->run[--q->nrun];
+				}
+				changed = true;
+			}
+		}
+		if (changed)
+			dispatch(q);
+	}
+	return NULL;
+}
+
+int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct queue *q = calloc(1, sizeof *q);
+	if (!q) {
+		errbuf_set(err, errlen, "out of memory");
+		return -1;
+	}
+	q->o = *o;
+	q->s = s;
+	q->lfd = q->stopfd = -1;
+	if (mkdir(o->log_dir, 0711) < 0 && errno != EEXIST) {
+		errbuf_set(err, errlen, "cannot create the job log directory '%s': %s", o->log_dir, strerror(errno));
+		goto fail;
+	}
+	if (access(o->gpuctl, X_OK) < 0) {
+		errbuf_set(err, errlen, "cannot run '%s' for jobs: %s (give --gpuctl PATH)", o->gpuctl, strerror(errno));
+		goto fail;
+	}
+	if (store_open(&q->st, o->db, err, errlen) < 0)
+		goto fail;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(o->socket) >= sizeof a.sun_path) {
+		errbuf_set(err, errlen, "socket path '%s' is too long", o->socket);
+		goto fail;
+	}
+	strcpy(a.sun_path, o->socket);
+	q->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	(void)unlink(o->socket); /* a stale socket of an earlier gpuctld */
+	if (q->lfd < 0 || bind(q->lfd, (struct sockaddr *)&a, sizeof a) < 0 || chmod(o->socket, 0666) < 0 ||
+	    listen(q->lfd, 64) < 0) {
+		errbuf_set(err, errlen, "cannot listen on '%s': %s", o->socket, strerror(errno));
+		goto fail;
+	}
+	q->stopfd = eventfd(0, EFD_CLOEXEC);
+	if (q->stopfd < 0 || (errno = pthread_create(&q->thread, NULL, loop, q)) != 0) {
+		errbuf_set(err, errlen, "cannot start the queue thread: %s", strerror(errno));
+		goto fail;
+	}
+	q->started = true;
+	*out = q;
+	return 0;
+fail:
+	queue_stop(q);
+	return -1;
+}
+
+void queue_stop(struct queue *q)
+{
+	if (!q)
+		return;
+	if (q->started) {
+		uint64_t one = 1;
+		(void)!write(q->stopfd, &one, sizeof one);
+		pthread_join(q->thread, NULL);
+	}
+	while (q->ncl)
+		drop_client(q, 0);
+	for (size_t i = 0; i < q->nrun; i++)
+		if (q->run[i].pidfd >= 0)
+			close(q->run[i].pidfd);
+	if (q->lfd >= 0) {
+		close(q->lfd);
+		unlink(q->o.socket);
+	}
+	if (q->stopfd >= 0)
+		close(q->stopfd);
+	lease_dir_close(q->leases);
+	store_close(q->st);
+	free(q);
+}

@@ -1,0 +1,31 @@
+/*
+ * queue.h — gpuctld's job queue server: a Unix socket where each caller is
+ * known by SO_PEERCRED (never by what it claims), the SQLite store, and
+ * event-driven dispatch — on a submit, a job's end, a lease freed — that
+ * starts each job as its user through `gpuctl run --gpus`, so queued and
+ * interactive jobs share one lease mechanism. docs/queue.md.
+ */
+#ifndef GPUCTL_DAEMON_QUEUE_H
+#define GPUCTL_DAEMON_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sampler.h"
+
+struct queue_opts {
+	const char *db;          /* the SQLite file */
+	const char *socket;      /* the Unix socket path */
+	const char *log_dir;     /* per-job logs: LOG_DIR/ID.log, owned by the job's user */
+	const char *gpuctl;      /* the gpuctl binary jobs run under */
+	const char *sim;         /* the simulated node, passed on to jobs; NULL for the driver */
+	gid_t admin_gid;         /* members may act on every job; (gid_t)-1: none */
+};
+
+struct queue;
+
+/* Open the store, listen, start the thread. 0, or -1 with err. */
+int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen);
+void queue_stop(struct queue *q);
+#endif

@@ -1,0 +1,349 @@
+/*
+ * cmd-queue.c — the job queue's client verbs: `gpuctl submit`, `queue`,
+ * `show` and `cancel`. Each sends one JSON request line to gpuctld's Unix
+ * socket and prints its answer; gpuctld knows the caller by SO_PEERCRED,
+ * so nothing here can claim to be someone else.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define ANSWER_MAX (16u << 20)
+
+static const char *socket_path(void)
+{
+	const char *p = getenv("GPUCTL_QUEUE_SOCKET");
+	return p && *p ? p : "/run/gpuctl/gpuctld.sock";
+}
+
+/* Send req, read the answer. NULL after printing why (not reachable, bad answer). */
+static json_t *ask(json_t *req)
+{
+	const char *path = socket_path();
+	char *text = json_dumps(req, JSON_COMPACT);
+	if (!text) {
+		cli_err("cannot encode the request (an argument or variable that is not UTF-8?)");
+		return NULL;
+	}
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (strlen(path) >= sizeof a.sun_path || fd < 0) {
+		cli_err("invalid queue socket '%s'", path);
+		free(text);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	strcpy(a.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		cli_err("cannot reach gpuctld at '%s': %s (is gpuctld running with its queue? "
+			"GPUCTL_QUEUE_SOCKET names another socket)", path, strerror(errno));
+		free(text);
+		close(fd);
+		return NULL;
+	}
+	size_t len = strlen(text), off = 0;
+	bool ok = true;
+	while (ok && off < len) {
+		ssize_t w = send(fd, text + off, len - off, MSG_NOSIGNAL);
+		ok = w > 0;
+		off += w > 0 ? (size_t)w : 0;
+	}
+	ok = ok && send(fd, "\n", 1, MSG_NOSIGNAL) == 1;
+	free(text);
+	char *buf = NULL;
+	size_t n = 0;
+	while (ok) {
+		char tmp[65536];
+		ssize_t r = read(fd, tmp, sizeof tmp);
+		if (r <= 0)
+			break;
+		char *b = n + (size_t)r <= ANSWER_MAX ? realloc(buf, n + (size_t)r + 1) : NULL;
+		if (!b) {
+			ok = false;
+			break;
+		}
+		buf = b;
+		memcpy(buf + n, tmp, (size_t)r);
+		n += (size_t)r;
+		buf[n] = '\0';
+	}
+	close(fd);
+	json_t *ans = ok && buf ? json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+	free(buf);
+	if (!ans) {
+		cli_err("gpuctld at '%s' gave no answer (it may have stopped)", path);
+		return NULL;
+	}
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		const char *e = json_string_value(json_object_get(ans, "error"));
+		cli_err("%s", e ? e : "gpuctld refused the request");
+		json_decref(ans);
+		return NULL;
+	}
+	return ans;
+}
+
+static int parse_id(const char *arg, long long *id)
+{
+	char *end;
+	errno = 0;
+	*id = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || *id < 1) {
+		cli_err("invalid job id '%s' (expected a number that gpuctl submit printed)", arg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cmd_submit(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	static const struct option opts[] = {
+		{"name", required_argument, NULL, 'N'},
+		{"priority", required_argument, NULL, 'p'},
+		{"after", required_argument, NULL, 'a'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	long n = 1, prio = 0;
+	const char *name = NULL, *after = NULL;
+	int c, rc;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if ((rc = cli_parse_count("-n", optarg, &n)))
+				return rc;
+			break;
+		case 'N': name = optarg; break;
+		case 'p': {
+			char *end;
+			errno = 0;
+			prio = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || prio < -1000 || prio > 1000) {
+				cli_err("invalid --priority '%s' (expected a whole number from -1000 to 1000)", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'a':
+			if (!*optarg || strspn(optarg, "0123456789,") != strlen(optarg)) {
+				cli_err("invalid --after '%s' (expected job ids separated by commas)", optarg);
+				return EXIT_USAGE;
+			}
+			after = optarg;
+			break;
+		case 'h':
+			printf("usage: gpuctl submit [-n N] [--name NAME] [--priority P] [--after JOB[,JOB]] -- CMD [ARGS...]\n\n"
+			       "Queue CMD with gpuctld; it runs as you, in this directory, with this environment,\n"
+			       "once N GPUs are free (and the --after jobs have succeeded). Prints the job id.\n");
+			return EXIT_OK;
+		default:
+			return cli_bad_option("submit", c, argv);
+		}
+	}
+	if (optind >= argc) {
+		cli_err("submit needs a command: gpuctl submit [options] -- CMD [ARGS...]");
+		return EXIT_USAGE;
+	}
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd)) {
+		cli_err("cannot read the current directory: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	json_t *av = json_array(), *ev = json_array();
+	for (int i = optind; i < argc; i++)
+		if (json_array_append_new(av, json_string(argv[i])) < 0) {
+			cli_err("argument %d is not UTF-8 text, which the queue stores", i - optind + 1);
+			json_decref(av);
+			json_decref(ev);
+			return EXIT_USAGE;
+		}
+	for (char **e = environ; e && *e; e++)
+		json_array_append_new(ev, json_string(*e)); /* a variable that is not UTF-8 is left out */
+	json_t *req = json_pack("{s:s, s:I, s:I, s:o, s:o, s:s}", "op", "submit", "gpus", (json_int_t)n,
+				"priority", (json_int_t)prio, "argv", av, "env", ev, "cwd", cwd);
+	if (name)
+		json_object_set_new(req, "name", json_string(name));
+	if (after)
+		json_object_set_new(req, "after", json_string(after));
+	json_t *ans = ask(req);
+	json_decref(req);
+	if (!ans)
+		return EXIT_FAIL;
+	printf("%lld\n", (long long)json_integer_value(json_object_get(ans, "id")));
+	json_decref(ans);
+	return EXIT_OK;
+}
+
+static void print_job_line(json_t *j)
+{
+	char cmd[61] = "";
+	size_t off = 0, i;
+	json_t *a;
+	json_array_foreach(json_object_get(j, "argv"), i, a) {
+		off += (size_t)snprintf(cmd + off, off < sizeof cmd ? sizeof cmd - off : 0, "%s%s", i ? " " : "",
+					json_string_value(a));
+		if (off >= sizeof cmd)
+			break;
+	}
+	const char *gpus = json_string_value(json_object_get(j, "gpus"));
+	printf("%-6lld %-12s %-9s %-6lld %-8s %-14s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
+	       json_string_value(json_object_get(j, "user")), json_string_value(json_object_get(j, "state")),
+	       (long long)json_integer_value(json_object_get(j, "gpus_requested")), gpus && *gpus ? gpus : "-",
+	       *json_string_value(json_object_get(j, "name")) ? json_string_value(json_object_get(j, "name")) : "-",
+	       cmd);
+}
+
+int cmd_queue(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	static const struct option opts[] = {
+		{"all", no_argument, NULL, 'a'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool all = false, json = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ah", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': all = true; break;
+		case 'j': json = true; break;
+		case 'h':
+			printf("usage: gpuctl queue [--all] [--json]\n\nYour queued and running jobs (root and the "
+			       "admin group: everyone's); --all adds ended ones.\n");
+			return EXIT_OK;
+		default:
+			return cli_bad_option("queue", c, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_extra_arg("queue", argv[optind]);
+	json_t *req = json_pack("{s:s, s:b}", "op", "list", "all", all);
+	json_t *ans = ask(req);
+	json_decref(req);
+	if (!ans)
+		return EXIT_FAIL;
+	json_t *jobs = json_object_get(ans, "jobs");
+	if (json) {
+		json_t *out = json_pack("{s:s, s:O}", "schema", "gpuctl.queue/1", "jobs", jobs);
+		char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(out);
+	} else if (json_array_size(jobs) == 0) {
+		printf("no job %s\n", all ? "in the queue's history" : "queued or running");
+	} else {
+		printf("%-6s %-12s %-9s %-6s %-8s %-14s %s\n", "ID", "USER", "STATE", "NGPU", "GPUS", "NAME", "COMMAND");
+		size_t i;
+		json_t *j;
+		json_array_foreach(jobs, i, j)
+			print_job_line(j);
+	}
+	json_decref(ans);
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+int cmd_show(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	bool json = false;
+	const char *id_arg = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: gpuctl show JOB [--json]\n");
+			return EXIT_OK;
+		} else if (argv[i][0] == '-')
+			return cli_bad_option("show", '?', argv);
+		else if (id_arg)
+			return cli_extra_arg("show", argv[i]);
+		else
+			id_arg = argv[i];
+	}
+	long long id;
+	int rc;
+	if (!id_arg) {
+		cli_err("show needs a job id: gpuctl show JOB");
+		return EXIT_USAGE;
+	}
+	if ((rc = parse_id(id_arg, &id)))
+		return rc;
+	json_t *req = json_pack("{s:s, s:I}", "op", "show", "id", (json_int_t)id);
+	json_t *ans = ask(req);
+	json_decref(req);
+	if (!ans)
+		return EXIT_FAIL;
+	if (json) {
+		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		json_t *j = json_object_get(ans, "job");
+		const char *k;
+		json_t *v;
+		json_object_foreach(j, k, v) {
+			char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+			printf("%-14s %s\n", k, t ? t : json_string_value(v));
+			free(t);
+		}
+		printf("%-14s %s\n", "log", json_string_value(json_object_get(ans, "log")));
+	}
+	json_decref(ans);
+	return EXIT_OK;
+}
+
+int cmd_cancel(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	if (argc < 2) {
+		cli_err("cancel needs job ids: gpuctl cancel JOB [JOB...]");
+		return EXIT_USAGE;
+	}
+	long long ids[256];
+	int n = 0, rc;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: gpuctl cancel JOB [JOB...]\n");
+			return EXIT_OK;
+		}
+		if (n == 256) {
+			cli_err("at most 256 jobs at once");
+			return EXIT_USAGE;
+		}
+		if ((rc = parse_id(argv[i], &ids[n++])))
+			return rc;
+	}
+	rc = EXIT_OK;
+	for (int i = 0; i < n; i++) {
+		json_t *req = json_pack("{s:s, s:I}", "op", "cancel", "id", (json_int_t)ids[i]);
+		json_t *ans = ask(req);
+		json_decref(req);
+		if (!ans) {
+			rc = EXIT_FAIL;
+			continue;
+		}
+		printf("job %lld: %s\n", ids[i], json_string_value(json_object_get(ans, "state")));
+		json_decref(ans);
+	}
+	return rc;
+}

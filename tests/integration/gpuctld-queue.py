@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""gpuctld's job queue with two real unprivileged users, created here and
+removed at the end (issue 9):
+
+  identity:  a job runs with its submitter's uid, gid and groups, in its
+             directory, with its environment; its log is its own (0600);
+  isolation: the other user cannot see, show, cancel or read the job;
+             root sees both;
+  dispatch:  FIFO behind a blocked 8-GPU job; cancel of queued and running
+             jobs; --after waits for success and cancels on failure;
+  bad input: a command that does not exist fails the job (127) and the
+             daemon lives; a huge environment is refused; a client that
+             disconnects mid-request is dropped; unknown job ids;
+  restart:   gpuctld killed with SIGKILL while a job runs and others wait:
+             after a restart nothing queued is lost, the running job is
+             adopted, and every job ends exactly once.
+Skips (77) unless run as root with useradd (it must create the users).
+Usage: gpuctld-queue.py GPUCTLD GPUCTL SRCDIR
+"""
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+USERS = ("gpuctlqa", "gpuctlqb")
+GROUP = "gpuctlqx"
+errors = []
+
+if os.geteuid() != 0 or not shutil.which("useradd"):
+    print("SKIP: the queue test creates two users: it needs root and useradd")
+    sys.exit(77)
+
+work = tempfile.mkdtemp(prefix="gpuctl-queue-")
+os.chmod(work, 0o755)
+sock = os.path.join(work, "q.sock")
+base_env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+base_env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
+                 "GPUCTL_QUEUE_SOCKET": sock})
+# shared by every user, as /run/gpuctl is
+for d in ("state", "rd"):
+    os.makedirs(os.path.join(work, d))
+    os.chmod(os.path.join(work, d), 0o1777)
+
+
+def check(name, cond, detail):
+    if not cond:
+        errors.append(f"{name}: {detail}")
+    return cond
+
+
+def sh(*cmd, **kw):
+    return subprocess.run(list(cmd), capture_output=True, text=True, **kw)
+
+
+def cleanup_users():
+    for u in USERS:
+        sh("userdel", "-f", u)
+    sh("groupdel", GROUP)
+
+
+def start():
+    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
+                          "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL],
+                         env=base_env, stderr=subprocess.PIPE, text=True)
+    for _ in range(50):  # recovery lines ("adopted") may come first
+        line = d.stderr.readline()
+        if "queue on" in line:
+            return d
+    d.kill()
+    raise SystemExit(f"FAIL: gpuctld did not start its queue: {line!r}")
+
+
+def as_user(user, *args, env=None, cwd=None):
+    e = dict(base_env, **(env or {}))
+    cmd = ["setpriv", "--reuid", user, "--regid", pwd.getpwnam(user).pw_gid, "--init-groups", "--", GPUCTL, *args]
+    cmd = [str(c) for c in cmd]
+    return subprocess.run(cmd, env=e, capture_output=True, text=True, cwd=cwd or work, timeout=30)
+
+
+def root(*args, env=None):
+    return subprocess.run([GPUCTL, *args], env=dict(base_env, **(env or {})), capture_output=True, text=True,
+                          timeout=30)
+
+
+def state(job, who=None):
+    p = as_user(who, "show", str(job), "--json") if who else root("show", str(job), "--json")
+    return json.loads(p.stdout)["job"] if p.returncode == 0 else None
+
+
+def wait_state(job, states, secs=20):
+    end = time.time() + secs
+    j = None
+    while time.time() < end:
+        j = state(job)
+        if j and j["state"] in states:
+            return j
+        time.sleep(0.1)
+    return j
+
+
+cleanup_users()
+sh("groupadd", GROUP)
+for u in USERS:
+    p = sh("useradd", "-M", "-N", "-s", "/bin/sh", "-d", "/nonexistent", u)
+    if p.returncode != 0:
+        cleanup_users()
+        print(f"SKIP: cannot create user {u}: {p.stderr.strip()}")
+        sys.exit(77)
+sh("usermod", "-a", "-G", GROUP, USERS[0])
+A, B = USERS
+daemon = start()
+try:
+    # ---- identity
+    adir = os.path.join(work, "adir")
+    os.makedirs(adir)
+    os.chown(adir, pwd.getpwnam(A).pw_uid, pwd.getpwnam(A).pw_gid)
+    p = as_user(A, "submit", "--name", "whoami", "--", "sh", "-c",
+                'echo "uid=$(id -u) gid=$(id -g) groups=$(id -Gn) pwd=$(pwd) secret=$MY_SECRET gpus=$CUDA_VISIBLE_DEVICES"',
+                env={"MY_SECRET": "s3cr3t"}, cwd=adir)
+    if not check("identity", p.returncode == 0 and p.stdout.strip().isdigit(), f"submit as {A}: {p.returncode} {p.stderr!r}"):
+        raise SystemExit("FAIL: " + errors[-1])
+    job = int(p.stdout.strip()) if p.stdout.strip().isdigit() else 0
+    j = wait_state(job, ("done", "failed"))
+    log = os.path.join(work, "logs", f"{job}.log")
+    text = open(log).read() if os.path.exists(log) else ""
+    ua = pwd.getpwnam(A)
+    check("identity", j and j["state"] == "done", f"job {job}: {j}")
+    check("identity", f"uid={ua.pw_uid} gid={ua.pw_gid}" in text and GROUP in text and f"pwd={adir}" in text
+          and "secret=s3cr3t" in text and "gpus=0" in text, f"log: {text!r}")
+    st = os.stat(log) if os.path.exists(log) else None
+    check("identity", st and st.st_uid == ua.pw_uid and (st.st_mode & 0o777) == 0o600, f"log owner/mode: {st}")
+    print(f"identity: job {job} ran as {A} (uid {ua.pw_uid}, groups incl. {GROUP}) in its directory with its env")
+
+    # ---- isolation
+    check("isolation", as_user(B, "show", str(job)).returncode == 1, f"{B} can show {A}'s job")
+    q = as_user(B, "queue", "--all", "--json")
+    check("isolation", q.returncode == 0 and json.loads(q.stdout)["jobs"] == [], f"{B} sees: {q.stdout!r}")
+    r = as_user(B, "submit", "--", "sh", "-c", "cat " + log)
+    bj = int(r.stdout.strip())
+    jb = wait_state(bj, ("done", "failed"))
+    btext = open(os.path.join(work, "logs", f"{bj}.log")).read()
+    check("isolation", jb and jb["state"] == "failed" and "s3cr3t" not in btext and "Permission denied" in btext,
+          f"{B} read {A}'s log: {btext!r}")
+    long_a = int(as_user(A, "submit", "--", "sleep", "30").stdout.strip())
+    wait_state(long_a, ("running",))
+    c = as_user(B, "cancel", str(long_a))
+    check("isolation", c.returncode == 1 and "no job" in c.stderr, f"{B} cancelled {A}'s job: {c.stdout!r} {c.stderr!r}")
+    allq = json.loads(root("queue", "--all", "--json").stdout)["jobs"]
+    check("isolation", {x["user"] for x in allq} == {A, B}, f"root sees {[x['user'] for x in allq]}")
+    print(f"isolation: {B} cannot show, list, cancel or read {A}'s job; root sees both")
+
+    # ---- cancel, FIFO behind a blocked job, --after
+    c = as_user(A, "cancel", str(long_a))
+    ja = wait_state(long_a, ("cancelled", "failed", "done"))
+    check("cancel", c.returncode == 0 and ja and ja["state"] == "cancelled", f"running cancel: {ja}")
+    hold = int(root("submit", "-n", "2", "--", "sleep", "3").stdout.strip())
+    wait_state(hold, ("running",))
+    big = int(root("submit", "-n", "8", "--", "true").stdout.strip())
+    small = int(root("submit", "-n", "1", "--", "true").stdout.strip())
+    time.sleep(0.5)
+    check("fifo", state(small)["state"] == "queued" and state(big)["state"] == "queued",
+          "a 1-GPU job jumped ahead of the waiting 8-GPU job")
+    dep_ok = int(root("submit", "--after", str(big), "--", "true").stdout.strip())
+    failing = int(root("submit", "--", "sh", "-c", "exit 5").stdout.strip())
+    dep_bad = int(root("submit", "--after", str(failing), "--", "true").stdout.strip())
+    queued = int(root("submit", "-n", "8", "--", "true").stdout.strip())
+    check("cancel", root("cancel", str(queued)).returncode == 0 and state(queued)["state"] == "cancelled",
+          "queued cancel")
+    for jid, want in ((big, "done"), (small, "done"), (dep_ok, "done"), (failing, "failed"), (dep_bad, "cancelled")):
+        jj = wait_state(jid, ("done", "failed", "cancelled", "lost"), 30)
+        check("dispatch", jj and jj["state"] == want, f"job {jid}: {jj and jj['state']}, want {want}")
+    print("dispatch: FIFO behind a blocked 8-GPU job; cancel of queued and running jobs; --after both ways")
+
+    # ---- bad input
+    nx = int(root("submit", "--", "/nonexistent/cmd").stdout.strip())
+    jj = wait_state(nx, ("failed", "done"))
+    check("bad", jj and jj["state"] == "failed" and jj.get("exit_code") == 127, f"nonexistent command: {jj}")
+    huge = root("submit", "--", "true", env={f"HUGE{i}": "x" * 100000 for i in range(12)})
+    check("bad", huge.returncode == 1 and "larger than" in huge.stderr, f"huge env: {huge.returncode} {huge.stderr!r}")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(b'{"op": "submit", "argv": ["tr')
+    s.close()
+    for args, frag in ((["show", "999999"], "no job 999999"), (["cancel", "999999"], "no job 999999")):
+        p = root(*args)
+        check("bad", p.returncode == 1 and frag in p.stderr, f"{args}: {p.returncode} {p.stderr!r}")
+    p = root("show", "x1")
+    check("bad", p.returncode == 2 and "invalid job id 'x1'" in p.stderr, f"show x1: {p.stderr!r}")
+    check("bad", daemon.poll() is None and root("queue").returncode == 0, "gpuctld died on bad input")
+    print("bad input: failed cleanly (127), huge env refused, half a request dropped, unknown ids; daemon alive")
+
+    # ---- SIGKILL and restart
+    running = int(root("submit", "-n", "8", "--", "sleep", "2").stdout.strip())
+    wait_state(running, ("running",))
+    waiting = [int(root("submit", "--", "true").stdout.strip()) for _ in range(20)]
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    daemon = start()
+    ends = [wait_state(j, ("done", "failed", "cancelled", "lost"), 30) for j in [running] + waiting]
+    check("restart", all(e and e["state"] == "done" and e["starts"] == 1 for e in ends[1:]),
+          f"queued jobs after the restart: {[(e['id'], e['state'], e['starts']) for e in ends[1:] if e]}")
+    check("restart", ends[0] and ends[0]["starts"] == 1 and ends[0]["state"] in ("failed", "done"),
+          f"the adopted job: {ends[0]}")
+    print(f"restart: after SIGKILL, {len(waiting)} queued jobs each ran once; the running one was adopted "
+          f"and ended ({ends[0] and ends[0]['state']}: {ends[0] and ends[0]['reason']})")
+finally:
+    if daemon.poll() is None:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+    subprocess.run(["pkill", "-u", A], capture_output=True)
+    subprocess.run(["pkill", "-u", B], capture_output=True)
+    cleanup_users()
+
+if errors:
+    print("FAIL")
+    for e in errors:
+        print("  " + e)
+    sys.exit(1)
+shutil.rmtree(work, ignore_errors=True)
+print("OK")
