@@ -246,6 +246,7 @@ int main(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 	}
+	ho.queue = q;
 	bool bad_usage = false;
 	if (http_start(&h, s, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
 		cli_err("%s", err);

@@ -31,6 +31,7 @@ extern const size_t gpuctld_dashboard_html_len;
 struct http {
 	struct MHD_Daemon *d;
 	struct sampler *s;
+	struct queue *q;
 	int fd;
 };
 
@@ -73,7 +74,7 @@ static enum MHD_Result metrics(struct http *h, struct MHD_Connection *c)
 	struct frame *f = sampler_frame(h->s);
 	if (!f)
 		return error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no sample yet\n");
-	char *buf = malloc(f->metrics_len + 512);
+	char *buf = malloc(f->metrics_len + 512 + 65536);
 	if (!buf) {
 		frame_unref(f);
 		return error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -81,6 +82,8 @@ static enum MHD_Result metrics(struct http *h, struct MHD_Connection *c)
 	memcpy(buf, f->metrics, f->metrics_len);
 	size_t n = f->metrics_len;
 	n += metrics_age(buf + n, 512, (sampler_now_ms() - f->mono_ms) / 1000.0);
+	if (h->q)
+		n += queue_metrics(h->q, buf + n, 65536);
 	frame_unref(f);
 	return send_text(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, n, MHD_RESPMEM_MUST_FREE);
 }
@@ -219,6 +222,7 @@ int http_start(struct http **out, struct sampler *s, const struct http_opts *o, 
 		return -1;
 	}
 	h->s = s;
+	h->q = o->queue;
 	h->fd = fd;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
 			 (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "queue.h"
 #include "sampler.h"
 
 struct http_opts {
@@ -17,6 +18,7 @@ struct http_opts {
 	unsigned max_connections;
 	unsigned timeout_s;          /* an idle or slow connection is closed after this */
 	unsigned threads;            /* worker threads */
+	struct queue *queue;         /* borrowed: its lines join /metrics; NULL: no queue */
 };
 
 struct http;

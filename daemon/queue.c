@@ -54,6 +54,7 @@ struct client {
 	char *buf;
 	size_t len;
 	long long deadline;
+	bool too_big;            /* over MAX_REQUEST: the rest is read and dropped, then refused */
 };
 
 struct running {
@@ -77,6 +78,12 @@ struct queue {
 	size_t nrun;
 	pthread_t thread;
 	bool started;
+	/* for /metrics, read by the HTTP threads */
+	pthread_mutex_t mlock;
+	char *mtext;                 /* counts, rendered at each dispatch */
+	int64_t oldest_ms;           /* submission time of the oldest queued job; 0: none */
+	uint64_t started_total;
+	double wait_total;           /* seconds queued, over every job started */
 };
 
 static long long now_ms(void)
@@ -383,6 +390,67 @@ static void vec_free(char **v)
 	free(v);
 }
 
+static void status_path(const struct queue *q, int64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%lld.status", q->o.log_dir, (long long)id);
+}
+
+/* what gpuctl run --status-file left: 1 with *ran and *code, 0 when nothing was written */
+static int read_status(const struct queue *q, int64_t id, bool *ran, int *code)
+{
+	char path[4300], buf[64];
+	status_path(q, id, path, sizeof path);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	int r, c;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%d %d", &r, &c) != 2 || c < 0 || c > 255)
+		return 0;
+	*ran = r != 0;
+	*code = c;
+	return 1;
+}
+
+/* once the job's end is on disk: its status file has served (a crash before this reads it again) */
+static void drop_status(const struct queue *q, int64_t id)
+{
+	char path[4300];
+	status_path(q, id, path, sizeof path);
+	unlink(path);
+}
+
+/* a job's supervisor ended with exit code `code` (from waitpid, or -1 unknown): record it */
+static void ended(struct queue *q, int64_t id, int code, bool cancelled)
+{
+	bool ran = true;
+	int scode;
+	if (read_status(q, id, &ran, &scode))
+		code = scode;
+	if (!ran && !cancelled && code != 127 && code != 126) {
+		/* never started: another job took a GPU between our look and its lease; queue it again */
+		if (store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1) {
+			drop_status(q, id);
+			return;
+		}
+	}
+	enum job_state s = cancelled ? JOB_CANCELLED : code < 0 ? JOB_FAILED : code == 0 ? JOB_DONE : JOB_FAILED;
+	char why[96] = "";
+	if (cancelled)
+		snprintf(why, sizeof why, "cancelled while running");
+	else if (code < 0)
+		snprintf(why, sizeof why, "adopted after a gpuctld restart and its exit status was not left");
+	else if (code)
+		snprintf(why, sizeof why, "exit status %d", code);
+	if (store_finish(q->st, id, s, code < 0 ? 1 : code, why, now_ms()) != 1)
+		logf_("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
+	else
+		drop_status(q, id);
+}
+
 /* Start job j on GPUs g: fork, become the user, exec gpuctl run. 0, or -1 (the job failed). */
 static int launch(struct queue *q, const struct job *j, const bool *g, size_t ngpu)
 {
@@ -397,7 +465,13 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		ngroups = 0;
 	size_t na, ne;
 	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
-	char **argv = calloc(na + 10, sizeof *argv);
+	char **argv = calloc(na + 12, sizeof *argv);
+	char status[4300];
+	status_path(q, j->id, status, sizeof status);
+	int sfd = open(status, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (sfd >= 0 && fchown(sfd, j->uid, j->gid) < 0)
+		logf_("cannot give %s to uid %u: %s", status, (unsigned)j->uid, strerror(errno));
+	int go[2] = {-1, -1};
 	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (logfd < 0)
 		snprintf(why, sizeof why, "cannot create the log %.120s: %s", log, strerror(errno));
@@ -405,9 +479,13 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		snprintf(why, sizeof why, "cannot give the log %.120s to uid %u: %s", log, (unsigned)j->uid, strerror(errno));
 	else if (!cmd || !env || !argv)
 		snprintf(why, sizeof why, "out of memory");
+	else if (pipe2(go, O_CLOEXEC) < 0)
+		snprintf(why, sizeof why, "cannot make a pipe: %s", strerror(errno));
 	if (why[0]) {
 		if (logfd >= 0)
 			close(logfd);
+		if (sfd >= 0)
+			close(sfd);
 		vec_free(cmd);
 		vec_free(env);
 		free(argv);
@@ -423,6 +501,8 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	argv[k++] = gpus;
 	argv[k++] = (char *)"--name";
 	argv[k++] = name;
+	argv[k++] = (char *)"--status-file";
+	argv[k++] = status;
 	argv[k++] = (char *)"--";
 	for (size_t i = 0; i < na; i++)
 		argv[k++] = cmd[i];
@@ -452,12 +532,45 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 			sprintf(env[m++], "%s=%s", keep[x], v);
 	}
 	env[m] = NULL;
+	/*
+	 * Exactly once, whenever gpuctld dies: the start is on disk (pid 0)
+	 * before the fork, and the child runs the job only after the parent has
+	 * recorded its pid. A child whose parent died first writes "0 0" (never
+	 * ran) to the status file and leaves, so a restart queues the job again;
+	 * a job recorded with a pid that is gone and left no status is lost.
+	 */
+	if (store_start(q->st, j->id, 0, 0, gpus, now_ms()) != 1) {
+		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
+		close(logfd);
+		if (sfd >= 0)
+			close(sfd);
+		close(go[0]);
+		close(go[1]);
+		for (size_t i = 0; env[i]; i++)
+			if (env[i] != idv && env[i] != simv)
+				free(env[i]);
+		free(env);
+		vec_free(cmd);
+		free(argv);
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* async-signal-safe calls only from here on */
 		static const char e_id[] = "gpuctld: cannot become the job's user\n";
 		static const char e_cwd[] = "gpuctld: cannot enter the job's working directory\n";
 		static const char e_exec[] = "gpuctld: cannot run gpuctl\n";
+		static const char never[] = "0 0\n";
+		close(go[1]);
+		char ok;
+		if (read(go[0], &ok, 1) != 1) {
+			/* gpuctld died before recording us: the job did not run */
+			if (sfd >= 0)
+				(void)!write(sfd, never, sizeof never - 1);
+			_exit(0);
+		}
+		if (sfd >= 0)
+			close(sfd);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -481,6 +594,9 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	}
 	int err = errno;
 	close(logfd);
+	if (sfd >= 0)
+		close(sfd);
+	close(go[0]);
 	for (size_t i = 0; env[i]; i++)
 		if (env[i] != idv && env[i] != simv)
 			free(env[i]);
@@ -488,8 +604,8 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	vec_free(cmd);
 	free(argv);
 	if (pid < 0) {
+		close(go[1]);
 		snprintf(why, sizeof why, "cannot fork: %s", strerror(err));
-		store_start(q->st, j->id, 0, 0, gpus, now_ms());
 		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
 		return -1;
 	}
@@ -500,8 +616,10 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	r->child = true;
 	memcpy(r->gpus, g, ngpu * sizeof *g);
-	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1)
-		logf_("job %lld started but could not be recorded: %s", (long long)j->id, store_errmsg(q->st));
+	if (store_set_pid(q->st, j->id, pid, proc_start(pid)) != 1)
+		logf_("job %lld started but its pid could not be recorded: %s", (long long)j->id, store_errmsg(q->st));
+	(void)!write(go[1], "x", 1); /* go */
+	close(go[1]);
 	return 0;
 }
 
@@ -514,14 +632,7 @@ static void reap(struct queue *q, size_t i)
 	if (w == 0)
 		return; /* not yet */
 	int code = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	enum job_state s = r->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
-	char why[64] = "";
-	if (r->cancelled)
-		snprintf(why, sizeof why, "cancelled while running");
-	else if (code)
-		snprintf(why, sizeof why, "exit status %d", code);
-	if (store_finish(q->st, r->id, s, code, why, now_ms()) != 1)
-		logf_("job %lld ended but could not be recorded: %s", (long long)r->id, store_errmsg(q->st));
+	ended(q, r->id, code, r->cancelled);
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	q->run[i] = q->run[--q->nrun];
@@ -550,6 +661,82 @@ static bool deps_state(struct queue *q, const struct job *j, bool *failed)
 			p++;
 	}
 	return ready && !*failed;
+}
+
+/* the counts for /metrics, from the jobs dispatch has just looked at */
+static void render_metrics(struct queue *q, const struct job *v, size_t n)
+{
+	size_t queued = 0, running = 0;
+	int64_t oldest = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state == JOB_QUEUED) {
+			queued++;
+			if (!oldest || v[i].submitted_ms < oldest)
+				oldest = v[i].submitted_ms;
+		}
+		running += v[i].state == JOB_RUNNING;
+	}
+	fprintf(f, "# HELP gpuctl_queue_jobs Jobs in gpuctld's queue, by state.\n# TYPE gpuctl_queue_jobs gauge\n"
+		   "gpuctl_queue_jobs{state=\"queued\"} %zu\ngpuctl_queue_jobs{state=\"running\"} %zu\n", queued, running);
+	fprintf(f, "# HELP gpuctl_queue_running_jobs Running queued jobs, by user.\n"
+		   "# TYPE gpuctl_queue_running_jobs gauge\n");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state != JOB_RUNNING)
+			continue;
+		bool seen = false;
+		size_t cnt = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (v[k].state == JOB_RUNNING && strcmp(v[k].user, v[i].user) == 0) {
+				seen |= k < i;
+				cnt++;
+			}
+		}
+		if (seen)
+			continue;
+		/* a label value must be UTF-8 without quotes or backslashes: keep the usual user-name bytes */
+		char user[sizeof v[i].user];
+		for (size_t c = 0; c < sizeof user; c++) {
+			char ch = v[i].user[c];
+			user[c] = !ch || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+				  ch == '-' || ch == '_' || ch == '.' ? ch : '_';
+			if (!ch)
+				break;
+		}
+		fprintf(f, "gpuctl_queue_running_jobs{user=\"%s\"} %zu\n", user, cnt);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return;
+	}
+	pthread_mutex_lock(&q->mlock);
+	free(q->mtext);
+	q->mtext = buf;
+	q->oldest_ms = oldest;
+	pthread_mutex_unlock(&q->mlock);
+}
+
+size_t queue_metrics(struct queue *q, char *buf, size_t len)
+{
+	pthread_mutex_lock(&q->mlock);
+	double oldest = q->oldest_ms ? (now_ms() - q->oldest_ms) / 1000.0 : 0;
+	int n = snprintf(buf, len,
+			 "%s# HELP gpuctl_queue_oldest_wait_seconds How long the longest-waiting queued job has "
+			 "waited (0: none waits).\n# TYPE gpuctl_queue_oldest_wait_seconds gauge\n"
+			 "gpuctl_queue_oldest_wait_seconds %.3f\n"
+			 "# HELP gpuctl_queue_started_total Queued jobs started since gpuctld started.\n"
+			 "# TYPE gpuctl_queue_started_total counter\ngpuctl_queue_started_total %llu\n"
+			 "# HELP gpuctl_queue_wait_seconds_total Seconds those jobs waited in the queue, summed "
+			 "(divide by gpuctl_queue_started_total for the mean).\n"
+			 "# TYPE gpuctl_queue_wait_seconds_total counter\ngpuctl_queue_wait_seconds_total %.3f\n",
+			 q->mtext ? q->mtext : "", oldest < 0 ? 0 : oldest, (unsigned long long)q->started_total,
+			 q->wait_total);
+	pthread_mutex_unlock(&q->mlock);
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
 static void dispatch(struct queue *q)
@@ -594,10 +781,16 @@ static void dispatch(struct queue *q)
 		for (unsigned x = 0; x < out[s].n; x++)
 			g[out[s].gpus[x]] = true;
 		for (size_t i = 0; i < n; i++)
-			if (v[i].id == out[s].id)
-				launch(q, &v[i], g, ngpu);
+			if (v[i].id == out[s].id && launch(q, &v[i], g, ngpu) == 0) {
+				v[i].state = JOB_RUNNING;
+				pthread_mutex_lock(&q->mlock);
+				q->started_total++;
+				q->wait_total += (now_ms() - v[i].submitted_ms) / 1000.0;
+				pthread_mutex_unlock(&q->mlock);
+			}
 	}
 	free(sj);
+	render_metrics(q, v, n);
 	store_list_free(v, n);
 }
 
@@ -638,7 +831,18 @@ static void serve_client(struct queue *q, size_t i)
 		return;
 	}
 	json_t *ans = NULL;
-	if (c->len + (size_t)n > MAX_REQUEST) {
+	if (c->too_big || c->len + (size_t)n > MAX_REQUEST) {
+		/*
+		 * Answer only once the client has sent it all: closing with its data
+		 * unread would reset the connection before it reads why. Nothing is
+		 * kept meanwhile, and the request deadline still holds.
+		 */
+		free(c->buf);
+		c->buf = NULL;
+		c->len = 0;
+		c->too_big = true;
+		if (!memchr(tmp, '\n', (size_t)n))
+			return;
 		ans = fail("request larger than %u bytes (a huge environment?)", MAX_REQUEST);
 	} else {
 		char *b = realloc(c->buf, c->len + (size_t)n + 1);
@@ -709,8 +913,24 @@ static void recover(struct queue *q)
 				logf_("job %lld (pid %d) still runs: adopted", (long long)v[i].id, v[i].pid);
 			}
 		} else {
-			store_finish(q->st, v[i].id, JOB_LOST, 1, "its process was gone when gpuctld restarted", now_ms());
-			logf_("job %lld was running when gpuctld stopped and is gone: lost", (long long)v[i].id);
+			bool ran;
+			int code;
+			int st = read_status(q, v[i].id, &ran, &code);
+			if ((st && !ran) || (!st && v[i].pid == 0)) {
+				/* it never ran: forked too late, or not at all */
+				if (store_requeue(q->st, v[i].id, "gpuctld stopped before it could start") == 1)
+					drop_status(q, v[i].id);
+				logf_("job %lld never started before gpuctld stopped: queued again", (long long)v[i].id);
+			} else if (st) {
+				/* it ended while gpuctld was away and left its status */
+				if (store_finish(q->st, v[i].id, code == 0 ? JOB_DONE : JOB_FAILED, code,
+						 code ? "exit status left while gpuctld was away" : "", now_ms()) == 1)
+					drop_status(q, v[i].id);
+			} else {
+				store_finish(q->st, v[i].id, JOB_LOST, 1, "its process was gone when gpuctld restarted",
+					     now_ms());
+				logf_("job %lld was running when gpuctld stopped and is gone: lost", (long long)v[i].id);
+			}
 		}
 	}
 	store_list_free(v, n);
@@ -760,8 +980,7 @@ static void *loop(void *arg)
 				if (r->child)
 					reap(q, i);
 				else if (kill(r->pid, 0) < 0) {
-					store_finish(q->st, r->id, JOB_FAILED, 1,
-						     "adopted after a gpuctld restart; its exit status is unknown", now_ms());
+					ended(q, r->id, -1, r->cancelled);
 					if (r->pidfd >= 0)
 						close(r->pidfd);
 					q->run[i] = q->run[--q->nrun];
@@ -786,6 +1005,7 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 	q->o = *o;
 	q->s = s;
 	q->lfd = q->stopfd = -1;
+	pthread_mutex_init(&q->mlock, NULL);
 	if (mkdir(o->log_dir, 0711) < 0 && errno != EEXIST) {
 		errbuf_set(err, errlen, "cannot create the job log directory '%s': %s", o->log_dir, strerror(errno));
 		goto fail;
@@ -844,5 +1064,7 @@ void queue_stop(struct queue *q)
 		close(q->stopfd);
 	lease_dir_close(q->leases);
 	store_close(q->st);
+	free(q->mtext);
+	pthread_mutex_destroy(&q->mlock);
 	free(q);
 }

@@ -25,6 +25,13 @@ struct queue_opts {
 
 struct queue;
 
+/*
+ * The queue's Prometheus lines (job counts by state, running jobs by user,
+ * the oldest wait, waits of started jobs) as of the last change, with the
+ * oldest wait computed now: written into buf (len bytes); returns the length.
+ */
+size_t queue_metrics(struct queue *q, char *buf, size_t len);
+
 /* Open the store, listen, start the thread. 0, or -1 with err. */
 int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen);
 void queue_stop(struct queue *q);

@@ -369,6 +369,18 @@ int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms
 	return transition(s, st);
 }
 
+int store_set_pid(struct store *s, int64_t id, int pid, uint64_t pid_start)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET pid = ?, pid_start = ? WHERE id = ? AND state = 'running'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int(st, 1, pid);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)pid_start);
+	sqlite3_bind_int64(st, 3, id);
+	return transition(s, st);
+}
+
 int store_requeue(struct store *s, int64_t id, const char *reason)
 {
 	sqlite3_stmt *st;

@@ -83,6 +83,8 @@ void job_release(struct job *j);
 int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const char *gpus, int64_t now_ms);
 int store_finish(struct store *s, int64_t id, enum job_state st, int exit_code, const char *reason, int64_t now_ms);
 int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms);
+/* a running job's process, once forked (start records the intent with pid 0 first) */
+int store_set_pid(struct store *s, int64_t id, int pid, uint64_t pid_start);
 int store_requeue(struct store *s, int64_t id, const char *reason);
 
 /* PRAGMA integrity_check: 1 when the database is sound, 0 when not, -1 on error. */

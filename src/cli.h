@@ -117,5 +117,7 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv);
 int cmd_queue(const struct cli_global *g, int argc, char **argv);
 int cmd_show(const struct cli_global *g, int argc, char **argv);
 int cmd_cancel(const struct cli_global *g, int argc, char **argv);
+int cmd_logs(const struct cli_global *g, int argc, char **argv);
+int cmd_wait(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -347,3 +347,137 @@ int cmd_cancel(const struct cli_global *g, int argc, char **argv)
 	}
 	return rc;
 }
+
+/* one job's record, or NULL after printing why */
+static json_t *job_of(long long id, char *log, size_t loglen)
+{
+	json_t *req = json_pack("{s:s, s:I}", "op", "show", "id", (json_int_t)id);
+	json_t *ans = ask(req);
+	json_decref(req);
+	if (!ans)
+		return NULL;
+	if (log)
+		snprintf(log, loglen, "%s", json_string_value(json_object_get(ans, "log")));
+	json_t *j = json_incref(json_object_get(ans, "job"));
+	json_decref(ans);
+	return j;
+}
+
+static bool final_state(const char *s)
+{
+	return s && strcmp(s, "queued") != 0 && strcmp(s, "running") != 0;
+}
+
+static void nap(void)
+{
+	nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+}
+
+int cmd_wait(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		FILE *f = argc < 2 ? stderr : stdout;
+		fprintf(f, "usage: gpuctl wait JOB [JOB...]\n\nWait until the jobs have ended; print \"ID STATE "
+			   "EXIT\" for each; exit with the last one's exit code (1 when it was cancelled or lost).\n");
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	long long id;
+	int rc = EXIT_OK;
+	for (int i = 1; i < argc; i++)
+		if ((rc = parse_id(argv[i], &id)))
+			return rc;
+	for (int i = 1; i < argc; i++) {
+		parse_id(argv[i], &id);
+		json_t *j;
+		while ((j = job_of(id, NULL, 0)) && !final_state(json_string_value(json_object_get(j, "state")))) {
+			json_decref(j);
+			nap();
+			if (cli_interrupted())
+				return 130;
+		}
+		if (!j)
+			return EXIT_FAIL;
+		const char *st = json_string_value(json_object_get(j, "state"));
+		json_t *code = json_object_get(j, "exit_code");
+		if (code)
+			printf("%lld %s %lld\n", id, st, (long long)json_integer_value(code));
+		else
+			printf("%lld %s -\n", id, st);
+		rc = strcmp(st, "done") == 0 ? EXIT_OK
+		     : code && strcmp(st, "failed") == 0 ? (int)json_integer_value(code) : EXIT_FAIL;
+		json_decref(j);
+	}
+	fflush(stdout);
+	return rc;
+}
+
+int cmd_logs(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	bool follow = false;
+	const char *id_arg = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0)
+			follow = true;
+		else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: gpuctl logs [-f] JOB\n\nA job's output; -f follows it until the job ends.\n");
+			return EXIT_OK;
+		} else if (argv[i][0] == '-')
+			return cli_bad_option("logs", '?', argv);
+		else if (id_arg)
+			return cli_extra_arg("logs", argv[i]);
+		else
+			id_arg = argv[i];
+	}
+	long long id;
+	int rc;
+	if (!id_arg) {
+		cli_err("logs needs a job id: gpuctl logs [-f] JOB");
+		return EXIT_USAGE;
+	}
+	if ((rc = parse_id(id_arg, &id)))
+		return rc;
+	char path[4300];
+	json_t *j = job_of(id, path, sizeof path);
+	if (!j)
+		return EXIT_FAIL;
+	bool done = final_state(json_string_value(json_object_get(j, "state")));
+	json_decref(j);
+	FILE *f = NULL;
+	off_t off = 0;
+	for (;;) {
+		if (!f && !(f = fopen(path, "re")) && errno != ENOENT) {
+			cli_err("cannot read the log of job %lld '%s': %s", id, path, strerror(errno));
+			return EXIT_FAIL;
+		}
+		if (f) {
+			char buf[65536];
+			size_t n;
+			clearerr(f);
+			fseeko(f, off, SEEK_SET);
+			while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+				fwrite(buf, 1, n, stdout);
+				off += (off_t)n;
+			}
+			fflush(stdout);
+		}
+		if (!follow || done)
+			break;
+		nap();
+		if (cli_interrupted())
+			break;
+		if (!(j = job_of(id, NULL, 0)))
+			break;
+		/* one more read after the end: what it wrote last */
+		done = final_state(json_string_value(json_object_get(j, "state")));
+		json_decref(j);
+	}
+	if (f)
+		fclose(f);
+	else if (!follow) {
+		cli_err("job %lld has no log yet (it has not started)", id);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}

@@ -25,6 +25,8 @@ static const struct command commands[] = {
 	{"queue", cmd_queue, "list queued and running jobs"},
 	{"show", cmd_show, "one queued job: state, GPUs, exit code, log"},
 	{"cancel", cmd_cancel, "cancel queued or running jobs"},
+	{"logs", cmd_logs, "a queued job's output (-f: follow it)"},
+	{"wait", cmd_wait, "wait for queued jobs to end, exit with their status"},
 	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
 	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},

@@ -241,6 +241,7 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 		return EXIT_OK;
 	case 'O': j->sv.on_notice = arg; return EXIT_OK;
 	case 'A': j->ack = true; return EXIT_OK;
+	case 'F': j->status_file = arg; return EXIT_OK;
 	default:
 		return -1;
 	}
@@ -306,7 +307,28 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 	return rc;
 }
 
+static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
+
+/*
+ * --status-file: "1 STATUS" when the command ran, "0 STATUS" when it never
+ * started (its GPUs were taken, it could not be found). gpuctld reads it for
+ * a job it adopted after a restart, which is not its child.
+ */
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
+{
+	int rc = exec_job(j, g, cmd);
+	if (j->status_file) {
+		int fd = open(j->status_file, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+		bool ran = j->ran && j->end != SV_END_EXEC_FAILED;
+		if (fd < 0 || dprintf(fd, "%d %d\n", ran, rc) < 0)
+			cli_err("cannot write --status-file '%s': %s", j->status_file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
+static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 {
 	int rc;
 	j->sv.argv = cmd;

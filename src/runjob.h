@@ -34,6 +34,7 @@ struct runjob {
 	/* choose GPUs without leasing them, call ready(), print the environment
 	 * set for the job and the command, run nothing */
 	bool dry_run;
+	const char *status_file;     /* --status-file: "RAN STATUS" written here at the end (gpuctld) */
 	bool ran;                    /* the command was supervised; end says how it ended */
 	enum sv_end end;
 	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
@@ -55,7 +56,8 @@ struct runjob {
 	{"checkpoint-dir", required_argument, NULL, 'K'},      \
 	{"hang-timeout", required_argument, NULL, 'T'},        \
 	{"on-notice", required_argument, NULL, 'O'},           \
-	{"ack", no_argument, NULL, 'A'}
+	{"ack", no_argument, NULL, 'A'},                      \
+	{"status-file", required_argument, NULL, 'F'}
 
 void runjob_init(struct runjob *j);
 /* One option ('n', the request options and the above): -1 when not ours, else an exit code. */

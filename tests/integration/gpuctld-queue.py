@@ -20,6 +20,7 @@ Usage: gpuctld-queue.py GPUCTLD GPUCTL SRCDIR
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
@@ -70,8 +72,12 @@ def start():
     d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
                           "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL],
                          env=base_env, stderr=subprocess.PIPE, text=True)
+    global url
     for _ in range(50):  # recovery lines ("adopted") may come first
         line = d.stderr.readline()
+        m = re.search(r"listening on (http://\S+)/", line)
+        if m:
+            url = m.group(1)
         if "queue on" in line:
             return d
     d.kill()
@@ -137,10 +143,13 @@ try:
           and "secret=s3cr3t" in text and "gpus=0" in text, f"log: {text!r}")
     st = os.stat(log) if os.path.exists(log) else None
     check("identity", st and st.st_uid == ua.pw_uid and (st.st_mode & 0o777) == 0o600, f"log owner/mode: {st}")
+    lg = as_user(A, "logs", str(job))
+    check("logs", lg.returncode == 0 and lg.stdout == text, f"gpuctl logs as {A}: {lg.returncode} {lg.stdout!r}")
     print(f"identity: job {job} ran as {A} (uid {ua.pw_uid}, groups incl. {GROUP}) in its directory with its env")
 
     # ---- isolation
     check("isolation", as_user(B, "show", str(job)).returncode == 1, f"{B} can show {A}'s job")
+    check("isolation", as_user(B, "logs", str(job)).returncode == 1, f"{B} can read {A}'s job's log")
     q = as_user(B, "queue", "--all", "--json")
     check("isolation", q.returncode == 0 and json.loads(q.stdout)["jobs"] == [], f"{B} sees: {q.stdout!r}")
     r = as_user(B, "submit", "--", "sh", "-c", "cat " + log)
@@ -177,7 +186,13 @@ try:
     for jid, want in ((big, "done"), (small, "done"), (dep_ok, "done"), (failing, "failed"), (dep_bad, "cancelled")):
         jj = wait_state(jid, ("done", "failed", "cancelled", "lost"), 30)
         check("dispatch", jj and jj["state"] == want, f"job {jid}: {jj and jj['state']}, want {want}")
-    print("dispatch: FIFO behind a blocked 8-GPU job; cancel of queued and running jobs; --after both ways")
+    w = root("wait", str(failing))
+    check("wait", w.returncode == 5 and w.stdout.strip() == f"{failing} failed 5", f"wait: {w.returncode} {w.stdout!r}")
+    fj = int(root("submit", "--", "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done").stdout.strip())
+    f = root("logs", "-f", str(fj))
+    check("logs", f.returncode == 0 and f.stdout == "line 1\nline 2\nline 3\n", f"logs -f: {f.returncode} {f.stdout!r}")
+    print("dispatch: FIFO behind a blocked 8-GPU job; cancel of queued and running jobs; --after both ways; "
+          "wait returns the job's status; logs -f follows a job to its end")
 
     # ---- bad input
     nx = int(root("submit", "--", "/nonexistent/cmd").stdout.strip())
@@ -195,6 +210,10 @@ try:
     p = root("show", "x1")
     check("bad", p.returncode == 2 and "invalid job id 'x1'" in p.stderr, f"show x1: {p.stderr!r}")
     check("bad", daemon.poll() is None and root("queue").returncode == 0, "gpuctld died on bad input")
+    text = urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url + "/metrics").read().decode()
+    started = re.search(r"^gpuctl_queue_started_total (\d+)$", text, re.M)
+    check("metrics", started and int(started.group(1)) >= 10 and 'gpuctl_queue_jobs{state="queued"}' in text,
+          f"queue metrics: {started and started.group(0)}")
     print("bad input: failed cleanly (127), huge env refused, half a request dropped, unknown ids; daemon alive")
 
     # ---- SIGKILL and restart
@@ -207,8 +226,8 @@ try:
     ends = [wait_state(j, ("done", "failed", "cancelled", "lost"), 30) for j in [running] + waiting]
     check("restart", all(e and e["state"] == "done" and e["starts"] == 1 for e in ends[1:]),
           f"queued jobs after the restart: {[(e['id'], e['state'], e['starts']) for e in ends[1:] if e]}")
-    check("restart", ends[0] and ends[0]["starts"] == 1 and ends[0]["state"] in ("failed", "done"),
-          f"the adopted job: {ends[0]}")
+    check("restart", ends[0] and ends[0]["starts"] == 1 and ends[0]["state"] == "done",
+          f"the adopted job (its status comes from gpuctl run --status-file): {ends[0]}")
     print(f"restart: after SIGKILL, {len(waiting)} queued jobs each ran once; the running one was adopted "
           f"and ended ({ends[0] and ends[0]['state']}: {ends[0] and ends[0]['reason']})")
 finally:
