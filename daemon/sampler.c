@@ -352,10 +352,18 @@ void sampler_stop(struct sampler *s)
 	free(s);
 }
 
+/*
+ * Copy what is asked for under the lock, render it after: a long history
+ * (100 000 samples x 8 GPUs is 22 MB of JSON) must not hold up the sampler
+ * or the scrapes that wait on the lock for their frame.
+ */
 char *sampler_history_json(struct sampler *s, int64_t seconds, size_t *len)
 {
-	struct jw w;
-	jw_init(&w, false);
+	size_t ngpus = s->ngpus, n = 0;
+	int64_t *times = NULL;
+	struct point *pts = NULL;
+	char (*uuid)[96] = calloc(ngpus ? ngpus : 1, sizeof *uuid);
+	uint64_t *mem_total = calloc(ngpus ? ngpus : 1, sizeof *mem_total);
 	pthread_mutex_lock(&s->lock);
 	size_t first = 0;
 	if (seconds > 0 && s->count) {
@@ -363,52 +371,78 @@ char *sampler_history_json(struct sampler *s, int64_t seconds, size_t *len)
 		while (first < s->count && s->times[(s->head + first) % s->cap] < newest - seconds * 1000)
 			first++;
 	}
-	jw_object(&w, NULL);
-	jw_plain(&w, "schema", "gpuctl.history/1");
-	jw_int(&w, "interval_ms", s->o.interval_ms);
-	jw_int(&w, "history_ms", (long long)s->o.history_ms);
-	jw_array_inline(&w, "time");
-	for (size_t k = first; k < s->count; k++)
-		jw_int(&w, NULL, s->times[(s->head + k) % s->cap]);
-	jw_end(&w, ']');
-	jw_array(&w, "gpus");
-	for (size_t i = 0; i < s->ngpus; i++) {
-		jw_object(&w, NULL);
-		jw_uint(&w, "index", i);
-		if (s->uuid[i][0])
-			jw_string(&w, "uuid", s->uuid[i]);
-		else
-			jw_null(&w, "uuid");
-		if (s->mem_total[i] != UINT64_MAX)
-			jw_uint(&w, "mem_total", s->mem_total[i]);
-		else
-			jw_null(&w, "mem_total");
-		static const char *const keys[] = {"util", "mem_used", "temp", "power_w"};
-		for (int c = 0; c < 4; c++) {
-			jw_array_inline(&w, keys[c]);
-			for (size_t k = first; k < s->count; k++) {
-				const struct point *p = &s->pts[((s->head + k) % s->cap) * s->ngpus + i];
-				switch (c) {
-				case 0: p->util < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->util); break;
-				case 1: p->mem_used == UINT64_MAX ? jw_null(&w, NULL) : jw_uint(&w, NULL, p->mem_used); break;
-				case 2: p->temp < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->temp); break;
-				case 3:
-					if (p->power_mw < 0)
-						jw_null(&w, NULL);
-					else
-						jw_milli(&w, NULL, p->power_mw);
-					break;
-				}
-			}
-			jw_end(&w, ']');
+	n = s->count - first;
+	times = malloc((n ? n : 1) * sizeof *times);
+	pts = malloc((n ? n : 1) * (ngpus ? ngpus : 1) * sizeof *pts);
+	if (times && pts && uuid && mem_total) {
+		for (size_t k = 0; k < n; k++) {
+			size_t at = (s->head + first + k) % s->cap;
+			times[k] = s->times[at];
+			memcpy(&pts[k * ngpus], &s->pts[at * ngpus], ngpus * sizeof *pts);
 		}
-		jw_end(&w, '}');
+		memcpy(uuid, s->uuid, ngpus * sizeof *uuid);
+		memcpy(mem_total, s->mem_total, ngpus * sizeof *mem_total);
 	}
-	jw_end(&w, ']');
-	jw_end(&w, '}');
 	pthread_mutex_unlock(&s->lock);
-	char *out = jw_finish(&w);
-	if (out)
-		*len = strlen(out);
+	char *out = NULL;
+	if (times && pts && uuid && mem_total) {
+		struct jw w;
+		jw_init(&w, false);
+		jw_object(&w, NULL);
+		jw_plain(&w, "schema", "gpuctl.history/1");
+		jw_int(&w, "interval_ms", s->o.interval_ms);
+		jw_int(&w, "history_ms", (long long)s->o.history_ms);
+		jw_array_inline(&w, "time");
+		for (size_t k = 0; k < n; k++)
+			jw_int(&w, NULL, times[k]);
+		jw_end(&w, ']');
+		jw_array(&w, "gpus");
+		for (size_t i = 0; i < ngpus; i++) {
+			jw_object(&w, NULL);
+			jw_uint(&w, "index", i);
+			if (uuid[i][0])
+				jw_string(&w, "uuid", uuid[i]);
+			else
+				jw_null(&w, "uuid");
+			if (mem_total[i] != UINT64_MAX)
+				jw_uint(&w, "mem_total", mem_total[i]);
+			else
+				jw_null(&w, "mem_total");
+			static const char *const keys[] = {"util", "mem_used", "temp", "power_w"};
+			for (int c = 0; c < 4; c++) {
+				jw_array_inline(&w, keys[c]);
+				for (size_t k = 0; k < n; k++) {
+					const struct point *p = &pts[k * ngpus + i];
+					switch (c) {
+					case 0: p->util < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->util); break;
+					case 1:
+						if (p->mem_used == UINT64_MAX)
+							jw_null(&w, NULL);
+						else
+							jw_uint(&w, NULL, p->mem_used);
+						break;
+					case 2: p->temp < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->temp); break;
+					case 3:
+						if (p->power_mw < 0)
+							jw_null(&w, NULL);
+						else
+							jw_milli(&w, NULL, p->power_mw);
+						break;
+					}
+				}
+				jw_end(&w, ']');
+			}
+			jw_end(&w, '}');
+		}
+		jw_end(&w, ']');
+		jw_end(&w, '}');
+		out = jw_finish(&w);
+		if (out)
+			*len = strlen(out);
+	}
+	free(times);
+	free(pts);
+	free(uuid);
+	free(mem_total);
 	return out;
 }
