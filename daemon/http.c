@@ -158,9 +158,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	case ROUTE_METRICS: return metrics(h, c);
 	case ROUTE_GPUS: return gpus(h, c);
 	case ROUTE_HISTORY: return history(h, c);
+	case ROUTE_JOBS: {
+		size_t len = 0;
+		char *buf = h->q ? queue_jobs_json(h->q, &len) : strdup("{\"schema\":\"gpuctl.jobs/1\",\"queue\":false,\"jobs\":[]}");
+		if (!buf)
+			return error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+		if (!h->q)
+			len = strlen(buf);
+		return send_text(c, MHD_HTTP_OK, "application/json", buf, len, MHD_RESPMEM_MUST_FREE);
+	}
 	case ROUTE_NONE: break;
 	}
-	return error(c, MHD_HTTP_NOT_FOUND, "not found: try /, /metrics, /api/v1/gpus or /api/v1/history\n");
+	return error(c, MHD_HTTP_NOT_FOUND, "not found: try /, /metrics, /api/v1/gpus, /api/v1/history or /api/v1/jobs\n");
 }
 
 static void done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)

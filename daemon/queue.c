@@ -81,6 +81,7 @@ struct queue {
 	/* for /metrics, read by the HTTP threads */
 	pthread_mutex_t mlock;
 	char *mtext;                 /* counts, rendered at each dispatch */
+	char *jtext;                 /* /api/v1/jobs, rendered at each dispatch */
 	int64_t oldest_ms;           /* submission time of the oldest queued job; 0: none */
 	uint64_t started_total;
 	double wait_total;           /* seconds queued, over every job started */
@@ -713,11 +714,39 @@ static void render_metrics(struct queue *q, const struct job *v, size_t n)
 		free(buf);
 		return;
 	}
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		if (v[i].state != JOB_QUEUED && v[i].state != JOB_RUNNING)
+			continue;
+		json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:I, s:I}", "id",
+						   (json_int_t)v[i].id, "user", v[i].user, "name", v[i].name,
+						   "state", job_state_name(v[i].state), "gpus_requested",
+						   (int)v[i].ngpus, "gpus", v[i].state == JOB_RUNNING ? v[i].gpus : "",
+						   "submitted_ms", (json_int_t)v[i].submitted_ms, "started_ms",
+						   (json_int_t)v[i].started_ms));
+	}
+	json_t *doc = a ? json_pack("{s:s, s:b, s:o}", "schema", "gpuctl.jobs/1", "queue", 1, "jobs", a) : NULL;
+	char *jt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
 	pthread_mutex_lock(&q->mlock);
 	free(q->mtext);
 	q->mtext = buf;
+	if (jt) {
+		free(q->jtext);
+		q->jtext = jt;
+	}
 	q->oldest_ms = oldest;
 	pthread_mutex_unlock(&q->mlock);
+}
+
+char *queue_jobs_json(struct queue *q, size_t *len)
+{
+	pthread_mutex_lock(&q->mlock);
+	char *out = strdup(q->jtext ? q->jtext : "{\"schema\":\"gpuctl.jobs/1\",\"queue\":true,\"jobs\":[]}");
+	pthread_mutex_unlock(&q->mlock);
+	if (out)
+		*len = strlen(out);
+	return out;
 }
 
 size_t queue_metrics(struct queue *q, char *buf, size_t len)
@@ -1065,6 +1094,7 @@ void queue_stop(struct queue *q)
 	lease_dir_close(q->leases);
 	store_close(q->st);
 	free(q->mtext);
+	free(q->jtext);
 	pthread_mutex_destroy(&q->mlock);
 	free(q);
 }

@@ -32,6 +32,13 @@ struct queue;
  */
 size_t queue_metrics(struct queue *q, char *buf, size_t len);
 
+/*
+ * /api/v1/jobs: queued and running jobs as JSON (id, user, name, state,
+ * GPUs, times; never a command line or an environment: the page is not
+ * authenticated) as of the last change. Caller frees; NULL when out of memory.
+ */
+char *queue_jobs_json(struct queue *q, size_t *len);
+
 /* Open the store, listen, start the thread. 0, or -1 with err. */
 int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen);
 void queue_stop(struct queue *q);

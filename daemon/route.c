@@ -23,6 +23,8 @@ enum route route_path(const char *p)
 		return ROUTE_GPUS;
 	if (strcmp(p, "/api/v1/history") == 0)
 		return ROUTE_HISTORY;
+	if (strcmp(p, "/api/v1/jobs") == 0)
+		return ROUTE_JOBS;
 	return ROUTE_NONE;
 }
 

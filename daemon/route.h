@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-enum route { ROUTE_NONE, ROUTE_DASHBOARD, ROUTE_METRICS, ROUTE_GPUS, ROUTE_HISTORY };
+enum route { ROUTE_NONE, ROUTE_DASHBOARD, ROUTE_METRICS, ROUTE_GPUS, ROUTE_HISTORY, ROUTE_JOBS };
 
-/* The endpoint a path names ("/", "/metrics", "/api/v1/gpus", "/api/v1/history";
+/* The endpoint a path names ("/", "/metrics", "/api/v1/gpus", "/api/v1/history", "/api/v1/jobs";
  * "/index.html" is the dashboard too), or ROUTE_NONE. */
 enum route route_path(const char *path);
 

@@ -210,11 +210,55 @@ try:
     p = root("show", "x1")
     check("bad", p.returncode == 2 and "invalid job id 'x1'" in p.stderr, f"show x1: {p.stderr!r}")
     check("bad", daemon.poll() is None and root("queue").returncode == 0, "gpuctld died on bad input")
-    text = urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url + "/metrics").read().decode()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    held = int(root("submit", "--name", "on-page", "--", "sleep", "2").stdout.strip())
+    wait_state(held, ("running",))
+    jobs = json.loads(opener.open(url + "/api/v1/jobs").read())
+    mine = [x for x in jobs["jobs"] if x["id"] == held]
+    check("api", jobs["queue"] and mine and mine[0]["state"] == "running" and mine[0]["name"] == "on-page"
+          and not any("argv" in x or "env" in x or "cwd" in x for x in jobs["jobs"]),
+          f"/api/v1/jobs: {jobs}")
+    text = opener.open(url + "/metrics").read().decode()
     started = re.search(r"^gpuctl_queue_started_total (\d+)$", text, re.M)
     check("metrics", started and int(started.group(1)) >= 10 and 'gpuctl_queue_jobs{state="queued"}' in text,
           f"queue metrics: {started and started.group(0)}")
     print("bad input: failed cleanly (127), huge env refused, half a request dropped, unknown ids; daemon alive")
+
+    # ---- a full disk for the logs: a second gpuctld whose --log-dir is a 64 KiB tmpfs
+    tfs = os.path.join(work, "tfs")
+    os.makedirs(tfs)
+    if sh("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", tfs).returncode != 0:
+        print("disk full: SKIPPED (cannot mount a small tmpfs here)")
+    else:
+        try:
+            sock2 = os.path.join(work, "q2.sock")
+            d2 = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db",
+                                   os.path.join(work, "q2.db"), "--queue-socket", sock2, "--log-dir", tfs,
+                                   "--gpuctl", GPUCTL], env=base_env, stderr=subprocess.DEVNULL)
+            for _ in range(200):
+                if os.path.exists(sock2):
+                    break
+                time.sleep(0.02)
+            e2 = {"GPUCTL_QUEUE_SOCKET": sock2}
+            big = int(root("submit", "--", "sh", "-c", "head -c 200000 /dev/zero; echo unreachable", env=e2).stdout.strip())
+            jj = None
+            for _ in range(200):
+                p = root("show", str(big), "--json", env=e2)
+                jj = json.loads(p.stdout)["job"] if p.returncode == 0 else None
+                if jj and jj["state"] not in ("queued", "running"):
+                    break
+                time.sleep(0.05)
+            check("disk", jj and jj["state"] == "failed", f"a job whose log fills the disk: {jj}")
+            # the disk stays full: the next job fails the same way, and gpuctld goes on
+            nxt = int(root("submit", "--", "true", env=e2).stdout.strip())
+            time.sleep(1)
+            check("disk", d2.poll() is None and root("queue", env=e2).returncode == 0,
+                  f"gpuctld died with a full log disk (job {nxt})")
+            print(f"disk full: the job failed cleanly ({jj and jj['reason']}); gpuctld lives")
+        finally:
+            d2.terminate()
+            d2.wait(timeout=10)
+            sh("umount", tfs)
 
     # ---- SIGKILL and restart
     running = int(root("submit", "-n", "8", "--", "sleep", "2").stdout.strip())

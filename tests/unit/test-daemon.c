@@ -114,6 +114,7 @@ static void test_routes(void **state)
 	assert_int_equal(route_path("/metrics"), ROUTE_METRICS);
 	assert_int_equal(route_path("/api/v1/gpus"), ROUTE_GPUS);
 	assert_int_equal(route_path("/api/v1/history"), ROUTE_HISTORY);
+	assert_int_equal(route_path("/api/v1/jobs"), ROUTE_JOBS);
 	assert_int_equal(route_path("/metrics/"), ROUTE_NONE);
 	assert_int_equal(route_path(""), ROUTE_NONE);
 	assert_int_equal(route_path(NULL), ROUTE_NONE);
