@@ -40,6 +40,7 @@
 #include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 #include "lease.h"
+#include "select.h"
 
 #define MAX_GPUS 64
 #define MAX_CLIENTS 64
@@ -149,6 +150,11 @@ static json_t *job_json(const struct job *j)
 		json_object_set_new(o, "exit_code", json_integer(j->exit_code));
 	if (o && j->after)
 		json_object_set_new(o, "after", json_string(j->after));
+	json_t *rq = o ? json_loads(j->request, 0, NULL) : NULL;
+	if (rq && json_object_size(rq))
+		json_object_set_new(o, "filters", rq);
+	else
+		json_decref(rq);
 	return o;
 }
 
@@ -226,6 +232,21 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		return fail("only root or the admin group may give a priority above 0");
 	if (after && (strspn(after, "0123456789,") != strlen(after) || !*after))
 		return fail("--after takes job ids separated by commas");
+	json_t *model = json_object_get(req, "model"), *minfree = json_object_get(req, "min_free_mem");
+	if (model && (!json_is_string(model) || !*json_string_value(model) || json_string_length(model) > 95))
+		return fail("--model must be a GPU name or glob of 1 to 95 bytes");
+	if (minfree && (!json_is_integer(minfree) || json_integer_value(minfree) < 0))
+		return fail("--min-free-mem must be a size in bytes");
+	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
+	struct sampler_gpu gs[MAX_GPUS];
+	size_t ng = sampler_gpus(q->s, gs, MAX_GPUS), fit = 0;
+	json_int_t want = json_integer_value(minfree);
+	for (size_t g = 0; g < ng; g++)
+		fit += select_model_matches(json_string_value(model), gs[g].name[0] ? gs[g].name : NULL) &&
+		       (want <= 0 || gs[g].mem_total == UINT64_MAX || gs[g].mem_total >= (uint64_t)want);
+	if ((model || want > 0) && fit < (size_t)n)
+		return fail("%lld GPUs matching --model/--min-free-mem requested, but only %zu of this machine's "
+			    "GPUs could ever match", (long long)n, fit);
 	struct passwd pw, *res = NULL;
 	char pwbuf[4096];
 	if (getpwuid_r(c->uid, &pw, pwbuf, sizeof pwbuf, &res) != 0 || !res)
@@ -242,6 +263,13 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	j.env = json_dumps(env, JSON_COMPACT);
 	j.cwd = (char *)cwd;
 	j.after = (char *)after;
+	json_t *rq = json_object();
+	if (model)
+		json_object_set(rq, "model", model);
+	if (minfree)
+		json_object_set(rq, "min_free_mem", minfree);
+	j.request = json_dumps(rq, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(rq);
 	char err[256];
 	json_t *ans;
 	if (!j.argv || !j.env)
@@ -252,6 +280,7 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		ans = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)j.id);
 	free(j.argv);
 	free(j.env);
+	free(j.request);
 	dispatch(q);
 	return ans;
 }
@@ -770,8 +799,8 @@ size_t queue_metrics(struct queue *q, char *buf, size_t len)
 
 static void dispatch(struct queue *q)
 {
-	char uu[MAX_GPUS][96];
-	size_t ngpu = sampler_uuids(q->s, uu, MAX_GPUS);
+	struct sampler_gpu gs[MAX_GPUS];
+	size_t ngpu = sampler_gpus(q->s, gs, MAX_GPUS);
 	bool is_free[MAX_GPUS];
 	if (!q->leases) {
 		char err[256];
@@ -781,7 +810,7 @@ static void dispatch(struct queue *q)
 		}
 	}
 	for (size_t g = 0; g < ngpu; g++)
-		is_free[g] = uu[g][0] && q->leases && lease_peek(q->leases, uu[g], NULL) == 0;
+		is_free[g] = gs[g].uuid[0] && q->leases && lease_peek(q->leases, gs[g].uuid, NULL) == 0;
 	for (size_t i = 0; i < q->nrun; i++)
 		for (size_t g = 0; g < ngpu; g++)
 			if (q->run[i].gpus[g])
@@ -791,7 +820,12 @@ static void dispatch(struct queue *q)
 	if (store_list(q->st, false, false, 0, &v, &n) < 0)
 		return;
 	struct sched_job *sj = calloc(n ? n : 1, sizeof *sj);
+	bool *elig = calloc((n ? n : 1) * MAX_GPUS, sizeof *elig);
 	size_t ns = 0;
+	if (!elig) {
+		free(sj);
+		sj = NULL;
+	}
 	for (size_t i = 0; sj && i < n; i++) {
 		if (v[i].state != JOB_QUEUED)
 			continue;
@@ -801,7 +835,17 @@ static void dispatch(struct queue *q)
 				store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
 			continue;
 		}
-		sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus};
+		/* the job's filters: which GPUs it may ever use, and which have the memory free now */
+		json_t *rq = json_loads(v[i].request, 0, NULL);
+		const char *model = json_string_value(json_object_get(rq, "model"));
+		json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+		bool *e = &elig[ns * MAX_GPUS];
+		for (size_t g = 0; g < ngpu; g++)
+			e[g] = select_model_matches(model, gs[g].name[0] ? gs[g].name : NULL) &&
+			       (minfree <= 0 || (gs[g].mem_free != UINT64_MAX && gs[g].mem_free >= (uint64_t)minfree));
+		json_decref(rq);
+		sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
+					      .eligible = e};
 	}
 	struct sched_start out[MAX_GPUS];
 	size_t k = sj ? sched_plan(sj, ns, is_free, ngpu, out, MAX_GPUS) : 0;
@@ -819,6 +863,7 @@ static void dispatch(struct queue *q)
 			}
 	}
 	free(sj);
+	free(elig);
 	render_metrics(q, v, n);
 	store_list_free(v, n);
 }

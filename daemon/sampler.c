@@ -53,6 +53,8 @@ struct sampler {
 	struct point *pts;                 /* [cap * ngpus] */
 	uint64_t *mem_total;               /* [ngpus], last known; UINT64_MAX unknown */
 	char (*uuid)[96];                  /* [ngpus], last known; "" unknown (snap is the sampler's alone) */
+	char (*name)[96];                  /* [ngpus], last known; "" unknown */
+	uint64_t *mem_free;                /* [ngpus], this sample; UINT64_MAX unknown */
 };
 
 int64_t sampler_now_ms(void)
@@ -81,12 +83,16 @@ struct frame *sampler_frame(struct sampler *s)
 	return f;
 }
 
-size_t sampler_uuids(struct sampler *s, char (*out)[96], size_t max)
+size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max)
 {
 	pthread_mutex_lock(&s->lock);
 	size_t n = s->ngpus < max ? s->ngpus : max;
-	for (size_t i = 0; i < n; i++)
-		memcpy(out[i], s->uuid[i], sizeof out[i]);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(out[i].uuid, s->uuid[i], sizeof out[i].uuid);
+		memcpy(out[i].name, s->name[i], sizeof out[i].name);
+		out[i].mem_free = s->mem_free[i];
+		out[i].mem_total = s->mem_total[i];
+	}
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
@@ -191,6 +197,9 @@ static void record(struct sampler *s)
 			s->mem_total[i] = g->mem_total;
 		if (g->st[GC_V_UUID] == GC_ST_OK)
 			snprintf(s->uuid[i], sizeof s->uuid[i], "%s", g->uuid);
+		if (g->st[GC_V_NAME] == GC_ST_OK)
+			snprintf(s->name[i], sizeof s->name[i], "%s", g->name);
+		s->mem_free[i] = g->st[GC_V_MEM_FREE] == GC_ST_OK ? g->mem_free : UINT64_MAX;
 	}
 }
 
@@ -303,7 +312,10 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 	s->pts = calloc(s->cap * n, sizeof *s->pts);
 	s->mem_total = malloc(n * sizeof *s->mem_total);
 	s->uuid = calloc(n, sizeof *s->uuid);
-	if (!s->held || !s->holder || !s->times || !s->pts || !s->mem_total || !s->uuid) {
+	s->name = calloc(n, sizeof *s->name);
+	s->mem_free = calloc(n, sizeof *s->mem_free);
+	if (!s->held || !s->holder || !s->times || !s->pts || !s->mem_total || !s->uuid || !s->name ||
+	    !s->mem_free) {
 		errbuf_set(err, errlen, "out of memory for %zu samples of history", s->cap);
 		sampler_stop(s);
 		return GC_ENOMEM;
@@ -347,6 +359,8 @@ void sampler_stop(struct sampler *s)
 	free(s->pts);
 	free(s->mem_total);
 	free(s->uuid);
+	free(s->name);
+	free(s->mem_free);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -46,8 +46,15 @@ size_t sampler_ngpus(const struct sampler *s);
 struct frame *sampler_frame(struct sampler *s);
 void frame_unref(struct frame *f);
 
-/* Copy each GPU's UUID ("" when unknown) into out[ngpus]; returns ngpus. */
-size_t sampler_uuids(struct sampler *s, char (*out)[96], size_t max);
+/* What the queue needs of each GPU, as of the last sample ("" / UINT64_MAX: unknown). */
+struct sampler_gpu {
+	char uuid[96];
+	char name[96];
+	uint64_t mem_free;
+	uint64_t mem_total;
+};
+/* Copy them into out[max]; returns the number of GPUs copied. */
+size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max);
 
 /* Monotonic milliseconds (the clock of frame.mono_ms). */
 int64_t sampler_now_ms(void);

@@ -103,6 +103,17 @@ static bool gpu_lost(const gc_gpu *g)
 	return false;
 }
 
+bool select_model_matches(const char *model, const char *gpu_name)
+{
+	if (!model || !*model)
+		return true;
+	if (!gpu_name)
+		return false;
+	if (strpbrk(model, "*?["))
+		return fnmatch(model, gpu_name, FNM_CASEFOLD) == 0;
+	return strcasestr(gpu_name, model) != NULL;
+}
+
 static bool model_matches(const char *model, const gc_gpu *g)
 {
 	if (!model || !*model)
@@ -111,9 +122,7 @@ static bool model_matches(const char *model, const gc_gpu *g)
 		return false;
 	char name[sizeof g->name + 1];
 	snprintf(name, sizeof name, "%.*s", (int)sizeof g->name, g->name); /* bounded copy */
-	if (strpbrk(model, "*?["))
-		return fnmatch(model, name, FNM_CASEFOLD) == 0;
-	return strcasestr(name, model) != NULL;
+	return select_model_matches(model, name);
 }
 
 static bool mem_total_fits(const gc_gpu *g, uint64_t want)

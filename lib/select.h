@@ -52,6 +52,10 @@ enum select_why {
 				 process list; never when r->shared */
 };
 
+/* --model's rule: a glob (* ? [) matched case-insensitively, else a case-insensitive
+ * substring; NULL or "" matches every GPU, a NULL name none. */
+bool select_model_matches(const char *model, const char *gpu_name);
+
 /* Short static words for a reason: "leased", "not enough free memory", ... */
 const char *select_why_text(enum select_why w);
 

@@ -5,6 +5,7 @@
  * so nothing here can claim to be someone else.
  */
 #include "cli.h"
+#include "units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -114,11 +115,15 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 		{"name", required_argument, NULL, 'N'},
 		{"priority", required_argument, NULL, 'p'},
 		{"after", required_argument, NULL, 'a'},
+		{"model", required_argument, NULL, 'm'},
+		{"min-free-mem", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	long n = 1, prio = 0;
-	const char *name = NULL, *after = NULL;
+	const char *name = NULL, *after = NULL, *model = NULL;
+	uint64_t minfree = 0;
+	char err[160];
 	int c, rc;
 	optind = 1;
 	opterr = 0;
@@ -146,8 +151,22 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 			}
 			after = optarg;
 			break;
+		case 'm':
+			if (!*optarg || strlen(optarg) > 95) {
+				cli_err("invalid --model '%s' (expected a GPU name or glob, e.g. A100 or '*H100*')", optarg);
+				return EXIT_USAGE;
+			}
+			model = optarg;
+			break;
+		case 'M':
+			if (units_parse_size(optarg, &minfree, err, sizeof err) < 0) {
+				cli_err("invalid --min-free-mem '%s': %s", optarg, err);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h':
-			printf("usage: gpuctl submit [-n N] [--name NAME] [--priority P] [--after JOB[,JOB]] -- CMD [ARGS...]\n\n"
+			printf("usage: gpuctl submit [-n N] [--model GLOB] [--min-free-mem SIZE] [--name NAME] [--priority P]\n"
+			       "                     [--after JOB[,JOB]] -- CMD [ARGS...]\n\n"
 			       "Queue CMD with gpuctld; it runs as you, in this directory, with this environment,\n"
 			       "once N GPUs are free (and the --after jobs have succeeded). Prints the job id.\n");
 			return EXIT_OK;
@@ -180,6 +199,10 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 		json_object_set_new(req, "name", json_string(name));
 	if (after)
 		json_object_set_new(req, "after", json_string(after));
+	if (model)
+		json_object_set_new(req, "model", json_string(model));
+	if (minfree)
+		json_object_set_new(req, "min_free_mem", json_integer((json_int_t)minfree));
 	json_t *ans = ask(req);
 	json_decref(req);
 	if (!ans)

@@ -194,6 +194,25 @@ try:
     print("dispatch: FIFO behind a blocked 8-GPU job; cancel of queued and running jobs; --after both ways; "
           "wait returns the job's status; logs -f follows a job to its end")
 
+    # ---- filters: --model, --min-free-mem (30 GiB taken on GPU 0 by a registered process)
+    hold = subprocess.Popen([os.path.join(os.environ["GPUCTL_SIM_LIBDIR"], "gpuctl-sim-hold"), "--gpu", "0",
+                             "--mem", "30GiB", "--", "sleep", "20"], env=base_env)
+    time.sleep(1.5)  # a sample sees it
+    p = root("submit", "--model", "A100", "--", "true")
+    check("filters", p.returncode == 1 and "could ever match" in p.stderr, f"--model A100: {p.stderr!r}")
+    p = root("submit", "--min-free-mem", "100G", "--", "true")
+    check("filters", p.returncode == 1 and "could ever match" in p.stderr, f"--min-free-mem 100G: {p.stderr!r}")
+    p = root("submit", "--min-free-mem", "abc", "--", "true")
+    check("filters", p.returncode == 2 and "invalid --min-free-mem 'abc'" in p.stderr, f"{p.stderr!r}")
+    roomy = int(root("submit", "--model", "*H100*", "--min-free-mem", "60G", "--", "true").stdout.strip())
+    jr = wait_state(roomy, ("done", "failed"))
+    check("filters", jr and jr["state"] == "done" and jr["gpus"] != "0" and jr.get("filters", {}).get("model") == "*H100*",
+          f"a job asking for 60 GiB free ran on GPU {jr and jr['gpus']} (GPU 0 has 30 GiB taken): {jr}")
+    hold.terminate()
+    hold.wait()
+    print(f"filters: --model and --min-free-mem choose the GPUs (ran on GPU {jr and jr['gpus']}); "
+          "impossible requests refused at submit")
+
     # ---- bad input
     nx = int(root("submit", "--", "/nonexistent/cmd").stdout.strip())
     jj = wait_state(nx, ("failed", "done"))
