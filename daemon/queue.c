@@ -461,11 +461,20 @@ static void ended(struct queue *q, int64_t id, int code, bool cancelled)
 	if (read_status(q, id, &ran, &scode))
 		code = scode;
 	if (!ran && !cancelled && code != 127 && code != 126) {
-		/* never started: another job took a GPU between our look and its lease; queue it again */
-		if (store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1) {
+		/*
+		 * Never started: another job took a GPU between our look and its
+		 * lease, or gpuctl run refused it (another user's process on it).
+		 * Queue it again, but not forever: its log says why.
+		 */
+		struct job j;
+		unsigned starts = store_get(q->st, id, &j) == 1 ? j.starts : 0;
+		if (starts)
+			job_release(&j);
+		if (starts < 5 && store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1) {
 			drop_status(q, id);
 			return;
 		}
+		code = code ? code : 1;
 	}
 	enum job_state s = cancelled ? JOB_CANCELLED : code < 0 ? JOB_FAILED : code == 0 ? JOB_DONE : JOB_FAILED;
 	char why[96] = "";
@@ -840,9 +849,14 @@ static void dispatch(struct queue *q)
 		const char *model = json_string_value(json_object_get(rq, "model"));
 		json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
 		bool *e = &elig[ns * MAX_GPUS];
-		for (size_t g = 0; g < ngpu; g++)
-			e[g] = select_model_matches(model, gs[g].name[0] ? gs[g].name : NULL) &&
+		for (size_t g = 0; g < ngpu; g++) {
+			/* as gpuctl run: not a GPU where another user's compute process runs */
+			bool mine = !gs[g].others;
+			for (unsigned o = 0; mine && o < gs[g].nowners; o++)
+				mine = gs[g].owners[o] == v[i].uid;
+			e[g] = mine && select_model_matches(model, gs[g].name[0] ? gs[g].name : NULL) &&
 			       (minfree <= 0 || (gs[g].mem_free != UINT64_MAX && gs[g].mem_free >= (uint64_t)minfree));
+		}
 		json_decref(rq);
 		sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
 					      .eligible = e};

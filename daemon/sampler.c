@@ -55,6 +55,7 @@ struct sampler {
 	char (*uuid)[96];                  /* [ngpus], last known; "" unknown (snap is the sampler's alone) */
 	char (*name)[96];                  /* [ngpus], last known; "" unknown */
 	uint64_t *mem_free;                /* [ngpus], this sample; UINT64_MAX unknown */
+	struct sampler_gpu *owners;        /* [ngpus]: only the owners fields are used */
 };
 
 int64_t sampler_now_ms(void)
@@ -92,6 +93,9 @@ size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max)
 		memcpy(out[i].name, s->name[i], sizeof out[i].name);
 		out[i].mem_free = s->mem_free[i];
 		out[i].mem_total = s->mem_total[i];
+		memcpy(out[i].owners, s->owners[i].owners, sizeof out[i].owners);
+		out[i].nowners = s->owners[i].nowners;
+		out[i].others = s->owners[i].others;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return n;
@@ -200,6 +204,19 @@ static void record(struct sampler *s)
 		if (g->st[GC_V_NAME] == GC_ST_OK)
 			snprintf(s->name[i], sizeof s->name[i], "%s", g->name);
 		s->mem_free[i] = g->st[GC_V_MEM_FREE] == GC_ST_OK ? g->mem_free : UINT64_MAX;
+		struct sampler_gpu *o = &s->owners[i];
+		o->nowners = 0;
+		o->others = g->st[GC_V_PROCS] != GC_ST_OK;
+		for (size_t k = 0; k < g->nprocs && !o->others; k++) {
+			const gc_proc *pr = &g->procs[k];
+			if (!(pr->type & GC_PROC_COMPUTE))
+				continue;
+			if (!pr->visible || o->nowners == sizeof o->owners / sizeof o->owners[0]) {
+				o->others = true;
+				break;
+			}
+			o->owners[o->nowners++] = pr->uid;
+		}
 	}
 }
 
@@ -314,8 +331,9 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 	s->uuid = calloc(n, sizeof *s->uuid);
 	s->name = calloc(n, sizeof *s->name);
 	s->mem_free = calloc(n, sizeof *s->mem_free);
+	s->owners = calloc(n, sizeof *s->owners);
 	if (!s->held || !s->holder || !s->times || !s->pts || !s->mem_total || !s->uuid || !s->name ||
-	    !s->mem_free) {
+	    !s->mem_free || !s->owners) {
 		errbuf_set(err, errlen, "out of memory for %zu samples of history", s->cap);
 		sampler_stop(s);
 		return GC_ENOMEM;
@@ -361,6 +379,7 @@ void sampler_stop(struct sampler *s)
 	free(s->uuid);
 	free(s->name);
 	free(s->mem_free);
+	free(s->owners);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* One sample, rendered; immutable once published. */
 struct frame {
@@ -52,6 +53,11 @@ struct sampler_gpu {
 	char name[96];
 	uint64_t mem_free;
 	uint64_t mem_total;
+	/* owners of its compute processes: a job may not share a GPU with another user's
+	 * (gpuctl run would refuse it); `others` when an owner is unknown or there are many */
+	uid_t owners[8];
+	unsigned nowners;
+	bool others;
 };
 /* Copy them into out[max]; returns the number of GPUs copied. */
 size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max);

@@ -208,10 +208,14 @@ try:
     jr = wait_state(roomy, ("done", "failed"))
     check("filters", jr and jr["state"] == "done" and jr["gpus"] != "0" and jr.get("filters", {}).get("model") == "*H100*",
           f"a job asking for 60 GiB free ran on GPU {jr and jr['gpus']} (GPU 0 has 30 GiB taken): {jr}")
+    other = int(as_user(A, "submit", "--", "true").stdout.strip())
+    jo = wait_state(other, ("done", "failed"))
+    check("filters", jo and jo["state"] == "done" and jo["gpus"] != "0",
+          f"{A}'s job ran on GPU {jo and jo['gpus']}, where root's process runs: {jo}")
     hold.terminate()
     hold.wait()
     print(f"filters: --model and --min-free-mem choose the GPUs (ran on GPU {jr and jr['gpus']}); "
-          "impossible requests refused at submit")
+          f"{A}'s job kept off GPU 0 where root's process runs; impossible requests refused at submit")
 
     # ---- bad input
     nx = int(root("submit", "--", "/nonexistent/cmd").stdout.strip())
