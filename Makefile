@@ -59,6 +59,7 @@ bench: build
 	bench/spot.sh $(BUILD)
 	bench/explain.sh $(BUILD)
 	bench/exporter.sh $(BUILD)
+	bench/queue.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,353 @@
+#!/bin/sh
+# bench/queue.sh [BUILD_DIR] — what gpuctld's job queue costs per job, next to
+# task-spooler and a local Slurm.
+#
+# Measures, in one run, for gpuctld (simulated node), task-spooler (tsp, a
+# private server: TS_SOCKET, TS_SLOTS, no GPU flags) and Slurm (the one-node
+# cluster of tests/slurm/slurm-up.sh: 8 CPUs, gpu:4):
+#   1. throughput: JOBS trivial jobs are queued behind a blocker job that
+#      holds all 8 slots (gpuctld: an 8-GPU job on an 8-GPU node; tsp: -N 8
+#      with -S 8; Slurm: -c8 on 8 CPUs), the blocker is released, and the jobs
+#      drain 8 at a time (gpuctld: 1 GPU each; tsp: 1 slot; Slurm: -c1, no
+#      GPU request, array jobs of at most 1000 tasks). jobs/s = jobs over the
+#      time from the first job's start to the last one's end; the ratio is to
+#      task-spooler's. Target: gpuctld >= task-spooler.
+#   2. dispatch latency ("GPU freed -> next job started"): LAT_JOBS jobs
+#      through ONE slot (gpuctld: a 1-GPU node, the first GPU of the same
+#      node file; tsp: -S 1; Slurm: -c8, so one job fills the node), queued
+#      behind a blocker the same way, so they run strictly one after the
+#      other; latency(i) = start(i+1) - end(i); median and p90. For gpuctld
+#      the median is also split at its own records (started_ms, ended_ms).
+#      Target: gpuctld's median <= 10 ms.
+# Every job is the same small C program (built here with cc) that appends
+# "START_NS END_NS ID" (CLOCK_REALTIME, taken at its start and just before
+# it writes) to a file; no shell, except the one Slurm's --wrap adds.
+# A MISS is reported, not an error; the exit status is non-zero only when
+# something is broken (build, a daemon that does not start, a job missing).
+#
+# Needs root (gpuctld starts jobs as their submitter, Slurm's daemons) and
+# task-spooler (Debian package task-spooler, command tsp; installed with
+# apt-get when missing). Slurm is started (and installed when missing) by
+# tests/slurm/slurm-up.sh; where it cannot be, its rows say so.
+#
+# Environment: JOBS (part 1; default 2000), JOBS_SLURM (part 1 for Slurm;
+# default JOBS), LAT_JOBS (part 2; 200), LAT_JOBS_SLURM (part 2 for Slurm;
+# LAT_JOBS), SLURM (0: leave Slurm out), TSP_QUEUED (tsp jobs queued before
+# the release; default 900: a tsp server holds at most ~1000 connections and
+# every queued job is a client process connected to it, so the rest are
+# started as clients that block until the server accepts them, before the
+# release), TIMEOUT (seconds a part may take per system; 900), CC (cc),
+# TMPDIR (where the temp dir, and so gpuctld's SQLite database, goes: its
+# file system shows in the figures; synchronous=FULL makes every commit an
+# fsync).
+set -eu
+
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+GPUCTLD=$BUILD/daemon/gpuctld
+[ -x "$GPUCTLD" ] || die "$GPUCTLD not found (build first: make build)"
+[ "$(id -u)" = 0 ] || die "needs root: gpuctld starts jobs as their submitter, and Slurm's daemons run as root"
+
+# ---- tools ------------------------------------------------------------------
+if ! command -v tsp >/dev/null; then
+	if command -v apt-get >/dev/null; then
+		echo "bench: installing task-spooler" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get -y -qq --no-install-recommends install task-spooler >/dev/null ||
+			{ apt-get -qq update >/dev/null &&
+				DEBIAN_FRONTEND=noninteractive apt-get -y -qq --no-install-recommends install task-spooler >/dev/null; } ||
+			die "cannot install task-spooler with apt-get"
+	else
+		die "missing tsp: install the Debian package task-spooler (apt-get install task-spooler), then run again"
+	fi
+fi
+TSP=$(command -v tsp) || die "tsp not found"
+
+JOBS=${JOBS:-2000}
+JOBS_SLURM=${JOBS_SLURM:-$JOBS}
+LAT_JOBS=${LAT_JOBS:-200}
+LAT_JOBS_SLURM=${LAT_JOBS_SLURM:-$LAT_JOBS}
+SLURM=${SLURM:-1}
+TSP_QUEUED=${TSP_QUEUED:-900}
+TIMEOUT=${TIMEOUT:-900}
+SLOTS=8
+TARGET_LAT=10
+NODE8=$ROOT/tests/cli/nodes/idle-8x.json
+Q="python3 bench/queue.py"
+
+TMP=$(mktemp -d)
+PIDS=""
+TSP_SOCKETS=""
+SLURM_DIR=""
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || :; done
+	for p in $PIDS; do wait "$p" 2>/dev/null || :; done
+	for s in $TSP_SOCKETS; do
+		if [ -S "$s" ]; then TS_SOCKET=$s "$TSP" -K >/dev/null 2>&1 || :; fi
+	done
+	for f in "$TMP"/*/clients; do
+		[ -f "$f" ] || continue
+		while read -r p; do kill "$p" 2>/dev/null || :; done <"$f"
+	done
+	if [ -n "$SLURM_DIR" ]; then bash "$ROOT/tests/slurm/slurm-down.sh" "$SLURM_DIR" >/dev/null 2>&1 || :; fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+unset GPUCTL_SIM GPUCTL_SIM_NODE GPUCTL_NVML_LIBRARY CUDA_VISIBLE_DEVICES GPUCTL_QUEUE_SOCKET
+
+# the job: two timestamps and its id (the value of the variable named by $2)
+cat >"$TMP/qjob.c" <<'EOF'
+#define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static long long now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+int main(int argc, char **argv)
+{
+	long long start = now();
+	if (argc < 2)
+		return 2;
+	const char *id = argc > 2 ? getenv(argv[2]) : NULL;
+	char buf[96];
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int n = snprintf(buf, sizeof buf, "%lld %lld %s\n", start, now(), id && *id ? id : "-");
+	return fd >= 0 && write(fd, buf, (size_t)n) == n && close(fd) == 0 ? 0 : 1;
+}
+EOF
+${CC:-cc} -O2 -std=c11 -Wall -Wextra -o "$TMP/qjob" "$TMP/qjob.c" || die "cannot build the job program"
+QJOB=$TMP/qjob
+"$QJOB" "$TMP/check" || die "the job program failed"
+[ -s "$TMP/check" ] || die "the job program wrote nothing"
+
+# the blocker: says it runs (file READY), then holds its slots until GO exists
+blocker() { echo "touch '$1'; while [ ! -e '$2' ]; do sleep 0.02; done"; }
+wait_file() { # FILE WHAT
+	i=0
+	until [ -e "$1" ]; do
+		[ $i -lt 600 ] || die "$2: not running after 60 s"
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# ---- gpuctld ------------------------------------------------------------------
+# gpuctld_part NAME NODE BLOCKER_GPUS COUNT: leaves $TMP/NAME/stamps, sets QUEUED_S
+gpuctld_part() {
+	d=$TMP/$1
+	mkdir -p "$d/state" "$d/rd" "$d/logs"
+	# shellcheck disable=SC2153 # GPUCTL comes from common.sh
+	GPUCTL_SIM_LIBDIR=$BUILD/sim GPUCTL_STATE_DIR=$d/state GPUCTL_SIM_RUNDIR=$d/rd \
+		"$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --queue-db "$d/q.db" --queue-socket "$d/q.sock" \
+		--log-dir "$d/logs" --gpuctl "$GPUCTL" 2>"$d/err" &
+	gpid=$!
+	PIDS="$PIDS $gpid"
+	$Q ready "$d/q.sock" 10 || die "gpuctld ($1) did not open its queue socket: $(cat "$d/err")"
+	$Q submit "$d/q.sock" 1 "$3" sh -c "$(blocker "$d/ready" "$d/GO")" >/dev/null ||
+		die "gpuctld ($1): cannot submit the blocker"
+	wait_file "$d/ready" "gpuctld's blocker ($1)"
+	QUEUED_S=$($Q submit "$d/q.sock" "$4" 1 "$QJOB" "$d/stamps" GPUCTL_JOB_ID) ||
+		die "gpuctld ($1): submit failed"
+	touch "$d/GO"
+	$Q wait "$d/stamps" "$4" "$TIMEOUT" || die "gpuctld ($1): jobs missing: $($Q count "$d/q.db")"
+	# the last job's end is recorded just after it wrote its stamp
+	i=0
+	while [ "$($Q count "$d/q.db")" != "done=$(($4 + 1))" ]; do
+		[ $i -lt 100 ] || die "gpuctld ($1): not all done: $($Q count "$d/q.db")"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill "$gpid"
+	wait "$gpid" 2>/dev/null || :
+	PIDS=$(echo "$PIDS" | sed "s/ $gpid\$//; s/ $gpid / /")
+}
+
+# ---- task-spooler ---------------------------------------------------------------
+# tsp_part NAME SLOTS COUNT: leaves $TMP/NAME/stamps, sets QUEUED_S
+tsp_part() {
+	d=$TMP/$1
+	mkdir -p "$d"
+	TSP_SOCKETS="$TSP_SOCKETS $d/sock"
+	TSD=$d TSN=$2
+	tspc "$TSN" sh -c "$(blocker "$d/ready" "$d/GO")" >/dev/null || die "tsp ($1): cannot queue the blocker"
+	wait_file "$d/ready" "tsp's blocker ($1)"
+	t0=$(date +%s.%N)
+	q=$3
+	[ "$q" -le "$TSP_QUEUED" ] || q=$TSP_QUEUED
+	i=0
+	while [ $i -lt "$q" ]; do
+		tspc 1 "$QJOB" "$d/stamps" >/dev/null || die "tsp ($1): cannot queue a job"
+		i=$((i + 1))
+	done
+	: >"$d/clients"
+	while [ $i -lt "$3" ]; do
+		tspc 1 "$QJOB" "$d/stamps" >/dev/null &
+		echo $! >>"$d/clients"
+		i=$((i + 1))
+	done
+	[ "$q" = "$3" ] || sleep 1 # the blocked clients reach their connect()
+	QUEUED_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	touch "$d/GO"
+	$Q wait "$d/stamps" "$3" "$TIMEOUT" || die "tsp ($1): jobs missing"
+	TS_SOCKET=$d/sock "$TSP" -K >/dev/null 2>&1 || :
+}
+# tspc SLOTS_NEEDED CMD...: queue CMD on the server of $TSD with $TSN slots; its
+# output file (tsp's default, like gpuctld's job log) goes to $TSD
+tspc() {
+	n=$1
+	shift
+	TS_SOCKET=$TSD/sock TS_SLOTS=$TSN TMPDIR=$TSD "$TSP" -N "$n" "$@"
+}
+
+# ---- Slurm -------------------------------------------------------------------------
+# slurm_part NAME CPUS_PER_JOB COUNT: leaves $TMP/NAME/stamps, sets QUEUED_S
+slurm_part() {
+	d=$TMP/$1
+	mkdir -p "$d"
+	sbatch --parsable -J blocker -c 8 -o /dev/null --wrap "$(blocker "$d/ready" "$d/GO")" >/dev/null ||
+		die "Slurm ($1): cannot submit the blocker"
+	wait_file "$d/ready" "Slurm's blocker ($1)"
+	t0=$(date +%s.%N)
+	left=$3
+	while [ "$left" -gt 0 ]; do
+		n=$left
+		[ "$n" -le 1000 ] || n=1000 # MaxArraySize=1001
+		sbatch --parsable -J "$1" --array="0-$((n - 1))" -c "$2" -o /dev/null \
+			--wrap "$QJOB $d/stamps SLURM_JOB_ID" >/dev/null || die "Slurm ($1): sbatch failed"
+		left=$((left - n))
+	done
+	QUEUED_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	touch "$d/GO"
+	$Q wait "$d/stamps" "$3" "$TIMEOUT" || die "Slurm ($1): jobs missing"
+	i=0
+	while [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do # the next part wants an empty node
+		[ $i -lt 300 ] || die "Slurm ($1): jobs still listed 30 s after the last ended"
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
+[ -n "$cpu" ] || cpu=$(uname -m)
+commit=$(git -C "$ROOT" describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
+fs=$(df --output=fstype "$TMP" 2>/dev/null | tail -n 1) || fs=unknown
+tspv=$(dpkg-query -W -f '${Version}' task-spooler 2>/dev/null || echo "?")
+echo "gpuctl queue bench — $(nproc) cores, $cpu, $(date +%F), commit $commit"
+echo "temp dir (gpuctld's SQLite, synchronous=FULL): $TMP ($fs); task-spooler $tspv"
+
+# ---- runs ----------------------------------------------------------------------------
+python3 bench/queue.py node1 "$NODE8" "$TMP/node1.json"
+gpuctld_part g8 "$NODE8" 8 "$JOBS"
+G_QUEUED=$QUEUED_S
+gpuctld_part g1 "$TMP/node1.json" 1 "$LAT_JOBS"
+tsp_part t8 "$SLOTS" "$JOBS"
+T_QUEUED=$QUEUED_S
+tsp_part t1 1 "$LAT_JOBS"
+SLURM_WHY=""
+if [ "$SLURM" = 0 ]; then
+	SLURM_WHY="left out (SLURM=0)"
+else
+	SLURM_DIR=$TMP/slurm
+	if out=$(bash "$ROOT/tests/slurm/slurm-up.sh" "$SLURM_DIR" 2>"$TMP/slurm-up.err"); then
+		SLURM_CONF=${out#SLURM_CONF=}
+		export SLURM_CONF
+		PATH=$PATH:/usr/sbin:/sbin
+		slv=$(sinfo --version 2>/dev/null | sed 's/^slurm //')
+		echo "Slurm ${slv:-?}: one node, 8 CPUs, gpu:4, sched/backfill (tests/slurm/slurm-up.sh)"
+		slurm_part s8 1 "$JOBS_SLURM"
+		S_QUEUED=$QUEUED_S
+		slurm_part s1 8 "$LAT_JOBS_SLURM"
+	else
+		[ $? = 77 ] || die "slurm-up.sh failed: $(cat "$TMP/slurm-up.err")"
+		SLURM_WHY="not available: $(tail -n 1 "$TMP/slurm-up.err")"
+		SLURM_DIR=""
+	fi
+fi
+echo
+
+# ---- 1. throughput --------------------------------------------------------------------
+T8=$($Q throughput "$TMP/t8/stamps" "$JOBS") || die "task-spooler: bad stamps"
+RATE_T=$(echo "$T8" | cut -d' ' -f3)
+printf '%-38s %6s %9s %9s %8s %10s\n' "1. throughput, $SLOTS at a time" jobs seconds "jobs/s" "vs tsp" "queued in"
+trow() { # LABEL RESULT QUEUED
+	# shellcheck disable=SC2086 # three numbers
+	set -- "$1" $2 "$3"
+	printf '%-38s %6s %9s %9s %8s %9ss\n' "$1" "$2" "$3" "$4" \
+		"$(awk -v a="$4" -v b="$RATE_T" 'BEGIN { printf "%.2fx", a / b }')" "$5"
+}
+G8=$($Q throughput "$TMP/g8/stamps" "$JOBS") || die "gpuctld: bad stamps"
+RATE_G=$(echo "$G8" | cut -d' ' -f3)
+trow "gpuctld (8 GPUs, 1 each)" "$G8" "$G_QUEUED"
+trow "task-spooler (-S 8, baseline)" "$T8" "$T_QUEUED"
+if [ -z "$SLURM_WHY" ]; then
+	S8=$($Q throughput "$TMP/s8/stamps" "$JOBS_SLURM") || die "Slurm: bad stamps"
+	trow "Slurm (-c1 of 8 CPUs, arrays)" "$S8" "$S_QUEUED"
+else
+	printf '%-38s %s\n' "Slurm" "$SLURM_WHY"
+fi
+echo
+
+# ---- 2. dispatch latency ------------------------------------------------------------------
+printf '%-38s %7s %9s %8s %8s %8s %8s\n' "2. dispatch latency, 1 slot (ms)" samples median p90 min max "vs tsp"
+G1=$($Q latency "$TMP/g1/stamps" "$LAT_JOBS") || die "gpuctld: bad stamps"
+T1=$($Q latency "$TMP/t1/stamps" "$LAT_JOBS") || die "task-spooler: bad stamps"
+MED_T=$(echo "$T1" | cut -d' ' -f2)
+lrow() { # LABEL RESULT
+	# shellcheck disable=SC2086 # six numbers
+	set -- "$1" $2
+	[ "$7" = 0 ] || die "$1: $7 jobs started before the one before them ended: not one slot"
+	printf '%-38s %7s %9s %8s %8s %8s %8s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
+		"$(awk -v a="$3" -v b="$MED_T" 'BEGIN { printf "%.1fx", a / b }')"
+}
+lrow "gpuctld (1-GPU node)" "$G1"
+lrow "task-spooler (-S 1, baseline)" "$T1"
+if [ -z "$SLURM_WHY" ]; then
+	S1=$($Q latency "$TMP/s1/stamps" "$LAT_JOBS_SLURM") || die "Slurm: bad stamps"
+	lrow "Slurm (-c8 of 8 CPUs, arrays)" "$S1"
+else
+	printf '%-38s %s\n' "Slurm" "$SLURM_WHY"
+fi
+SPLIT=$($Q split "$TMP/g1/q.db" "$TMP/g1/stamps") || die "gpuctld: cannot split the latency"
+# shellcheck disable=SC2086 # three numbers
+set -- $SPLIT
+echo "   gpuctld's median, split at its records: job end -> ended_ms $1 ms;" \
+	"ended_ms -> next started_ms $2 ms; started_ms -> next job's start $3 ms"
+echo
+
+# ---- summary ---------------------------------------------------------------------------------
+MED_G=$(echo "$G1" | cut -d' ' -f2)
+verdict() { awk -v a="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == ">=" ? a >= t : a <= t; print ok ? "PASS" : "MISS" }'; }
+echo "summary"
+printf '  %-46s %18s  %s\n' "gpuctld jobs/s >= task-spooler's ($RATE_T/s)" "$RATE_G/s" "$(verdict "$RATE_G" "$RATE_T" '>=')"
+printf '  %-46s %18s  %s\n' "gpuctld median dispatch latency <= $TARGET_LAT ms" "$MED_G ms" "$(verdict "$MED_G" $TARGET_LAT '<=')"
+echo
+cat <<EOF
+1. Each system gets all its jobs queued behind a blocker that holds every slot
+   ("queued in" is how long that took: gpuctld, one JSON request per job over
+   its socket from one python process, each committed with an fsync and
+   followed by a dispatch; tsp, one tsp process per job, $TSP_QUEUED queued and
+   the rest started as clients that block until the server takes them (it
+   holds ~1000 connections); Slurm, sbatch --array of <= 1000 tasks). Then the
+   blocker ends and the jobs drain: seconds = first job's start to last job's
+   end. Slurm ran $JOBS_SLURM jobs. All three share this machine's $(nproc) cores
+   with their jobs.
+2. start(i+1) - end(i) of jobs that ran one at a time ($LAT_JOBS jobs; Slurm
+   $LAT_JOBS_SLURM), all queued before the first started. It includes, after the
+   job's last write: for gpuctld, the exit of the job and of its supervisor
+   (gpuctl run releasing the lease), the pidfd wake-up and reap, the finish
+   commit, the dispatch (listing the live jobs from SQLite), the start commit,
+   fork, the pid commit, exec of gpuctl run, its start-up (NVML open, state
+   dir) and lease, then fork/exec of the job; for tsp, the job's exit, its
+   client telling the server, the server telling the next client, and that
+   client's fork/exec; for Slurm, slurmstepd's end of job, the epilog-complete
+   message, slurmctld's scheduling pass, the launch RPC, slurmstepd and the
+   --wrap shell. The split uses gpuctld's own records (ms, truncated), so each
+   part is +-1 ms. p90 is the nearest rank.
+EOF
