@@ -134,6 +134,17 @@ static uint64_t proc_start(pid_t pid)
 	return 0;
 }
 
+/* a job's files in --log-dir: its output, and what gpuctl run --status-file leaves */
+static void log_path(const struct queue *q, int64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%lld.log", q->o.log_dir, (long long)id);
+}
+
+static void status_path(const struct queue *q, int64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%lld.status", q->o.log_dir, (long long)id);
+}
+
 /* ---- answers ------------------------------------------------------------------ */
 
 static json_t *job_json(const struct job *j)
@@ -326,7 +337,7 @@ static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
 	if (own_job(q, c, req, &j, &ans) < 0)
 		return ans;
 	char log[4300];
-	snprintf(log, sizeof log, "%s/%lld.log", q->o.log_dir, (long long)j.id);
+	log_path(q, j.id, log, sizeof log);
 	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", job_json(&j), "log", log);
 	job_release(&j);
 	return ans;
@@ -420,11 +431,6 @@ static void vec_free(char **v)
 	free(v);
 }
 
-static void status_path(const struct queue *q, int64_t id, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%lld.status", q->o.log_dir, (long long)id);
-}
-
 /* what gpuctl run --status-file left: 1 with *ran and *code, 0 when nothing was written */
 static int read_status(const struct queue *q, int64_t id, bool *ran, int *code)
 {
@@ -496,7 +502,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	char gpus[256], name[80], log[4300], why[256] = "";
 	gpu_list(g, ngpu, gpus, sizeof gpus);
 	snprintf(name, sizeof name, "job-%lld%s%s", (long long)j->id, j->name[0] ? "-" : "", j->name);
-	snprintf(log, sizeof log, "%s/%lld.log", q->o.log_dir, (long long)j->id);
+	log_path(q, j->id, log, sizeof log);
 	/* everything the child needs, made before fork */
 	gid_t groups[256];
 	int ngroups = 256;

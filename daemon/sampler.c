@@ -51,11 +51,8 @@ struct sampler {
 	size_t cap, head, count;           /* the history ring: cap samples */
 	int64_t *times;                    /* [cap] wall ms */
 	struct point *pts;                 /* [cap * ngpus] */
-	uint64_t *mem_total;               /* [ngpus], last known; UINT64_MAX unknown */
-	char (*uuid)[96];                  /* [ngpus], last known; "" unknown (snap is the sampler's alone) */
-	char (*name)[96];                  /* [ngpus], last known; "" unknown */
-	uint64_t *mem_free;                /* [ngpus], this sample; UINT64_MAX unknown */
-	struct sampler_gpu *owners;        /* [ngpus]: only the owners fields are used */
+	struct sampler_gpu *gpu;           /* [ngpus], as of the last sample: what sampler_gpus copies
+					      (the snapshot is the sampler thread's alone) */
 };
 
 int64_t sampler_now_ms(void)
@@ -88,15 +85,7 @@ size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max)
 {
 	pthread_mutex_lock(&s->lock);
 	size_t n = s->ngpus < max ? s->ngpus : max;
-	for (size_t i = 0; i < n; i++) {
-		memcpy(out[i].uuid, s->uuid[i], sizeof out[i].uuid);
-		memcpy(out[i].name, s->name[i], sizeof out[i].name);
-		out[i].mem_free = s->mem_free[i];
-		out[i].mem_total = s->mem_total[i];
-		memcpy(out[i].owners, s->owners[i].owners, sizeof out[i].owners);
-		out[i].nowners = s->owners[i].nowners;
-		out[i].others = s->owners[i].others;
-	}
+	memcpy(out, s->gpu, n * sizeof *out);
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
@@ -197,14 +186,14 @@ static void record(struct sampler *s)
 		p->temp = g->st[GC_V_TEMP] == GC_ST_OK ? (int16_t)g->temp : -1;
 		p->power_mw = g->st[GC_V_POWER_DRAW] == GC_ST_OK ? (int32_t)g->power_draw : -1;
 		p->mem_used = g->st[GC_V_MEM_USED] == GC_ST_OK ? g->mem_used : UINT64_MAX;
+		struct sampler_gpu *o = &s->gpu[i];
 		if (g->st[GC_V_MEM_TOTAL] == GC_ST_OK)
-			s->mem_total[i] = g->mem_total;
+			o->mem_total = g->mem_total;
 		if (g->st[GC_V_UUID] == GC_ST_OK)
-			snprintf(s->uuid[i], sizeof s->uuid[i], "%s", g->uuid);
+			snprintf(o->uuid, sizeof o->uuid, "%s", g->uuid);
 		if (g->st[GC_V_NAME] == GC_ST_OK)
-			snprintf(s->name[i], sizeof s->name[i], "%s", g->name);
-		s->mem_free[i] = g->st[GC_V_MEM_FREE] == GC_ST_OK ? g->mem_free : UINT64_MAX;
-		struct sampler_gpu *o = &s->owners[i];
+			snprintf(o->name, sizeof o->name, "%s", g->name);
+		o->mem_free = g->st[GC_V_MEM_FREE] == GC_ST_OK ? g->mem_free : UINT64_MAX;
 		o->nowners = 0;
 		o->others = g->st[GC_V_PROCS] != GC_ST_OK;
 		for (size_t k = 0; k < g->nprocs && !o->others; k++) {
@@ -327,19 +316,14 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 	s->holder = calloc(n, sizeof *s->holder);
 	s->times = calloc(s->cap, sizeof *s->times);
 	s->pts = calloc(s->cap * n, sizeof *s->pts);
-	s->mem_total = malloc(n * sizeof *s->mem_total);
-	s->uuid = calloc(n, sizeof *s->uuid);
-	s->name = calloc(n, sizeof *s->name);
-	s->mem_free = calloc(n, sizeof *s->mem_free);
-	s->owners = calloc(n, sizeof *s->owners);
-	if (!s->held || !s->holder || !s->times || !s->pts || !s->mem_total || !s->uuid || !s->name ||
-	    !s->mem_free || !s->owners) {
+	s->gpu = calloc(n, sizeof *s->gpu);
+	if (!s->held || !s->holder || !s->times || !s->pts || !s->gpu) {
 		errbuf_set(err, errlen, "out of memory for %zu samples of history", s->cap);
 		sampler_stop(s);
 		return GC_ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		s->mem_total[i] = UINT64_MAX;
+		s->gpu[i].mem_total = s->gpu[i].mem_free = UINT64_MAX;
 	sample_once(s);
 	if (!s->cur) {
 		errbuf_set(err, errlen, "the first sample failed: %s", gc_ctx_errmsg(s->ctx));
@@ -375,11 +359,7 @@ void sampler_stop(struct sampler *s)
 	free(s->holder);
 	free(s->times);
 	free(s->pts);
-	free(s->mem_total);
-	free(s->uuid);
-	free(s->name);
-	free(s->mem_free);
-	free(s->owners);
+	free(s->gpu);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -413,8 +393,10 @@ char *sampler_history_json(struct sampler *s, int64_t seconds, size_t *len)
 			times[k] = s->times[at];
 			memcpy(&pts[k * ngpus], &s->pts[at * ngpus], ngpus * sizeof *pts);
 		}
-		memcpy(uuid, s->uuid, ngpus * sizeof *uuid);
-		memcpy(mem_total, s->mem_total, ngpus * sizeof *mem_total);
+		for (size_t i = 0; i < ngpus; i++) {
+			memcpy(uuid[i], s->gpu[i].uuid, sizeof uuid[i]);
+			mem_total[i] = s->gpu[i].mem_total;
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	char *out = NULL;
