@@ -163,7 +163,7 @@ static int finished(struct spot_watcher *w, int which, struct gwatch *gw)
 	const char *what = gw->path;
 	if (r->cc != CURLE_OK || r->oversize)
 		return spot_fail(w, "instance/%s: %s", what, r->oversize ? "answer too long" :
-				 r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->cc));
+				 r->errbuf[0] ? r->errbuf : spot_curl.easy_strerror(r->cc));
 	if (r->status != 200)
 		return spot_fail(w, "instance/%s: HTTP %ld", what, r->status);
 	char value[40];

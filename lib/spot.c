@@ -7,20 +7,25 @@
  * Every request of the watcher thread goes through the multi handle, so
  * that spot_watch_stop() can interrupt whatever it is doing — a GCP long
  * poll that would otherwise hold for a minute, a backoff sleep — with
- * curl_multi_wakeup(). Events cross to the caller through a mutex-guarded
+ * spot_curl.multi_wakeup(). Events cross to the caller through a mutex-guarded
  * ring and an eventfd the caller can poll().
+ *
+ * libcurl itself is loaded with dlopen the first time a watcher starts (see
+ * struct spot_curl): the commands that watch no cloud start without it.
  */
 #define SPOT_INTERNAL
 #include "spot.h"
 #include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,17 +376,17 @@ int spot_req_init(struct spot_req *r, size_t max_body)
 {
 	memset(r, 0, sizeof *r);
 	r->max_body = max_body;
-	r->easy = curl_easy_init();
+	r->easy = spot_curl.easy_init();
 	return r->easy ? GC_OK : GC_ENOMEM;
 }
 
 void spot_req_free(struct spot_watcher *w, struct spot_req *r)
 {
 	if (r->active && w)
-		curl_multi_remove_handle(w->multi, r->easy);
+		spot_curl.multi_remove_handle(w->multi, r->easy);
 	if (r->easy)
-		curl_easy_cleanup(r->easy);
-	curl_slist_free_all(r->hdrs);
+		spot_curl.easy_cleanup(r->easy);
+	spot_curl.slist_free_all(r->hdrs);
 	free(r->body);
 	memset(r, 0, sizeof *r);
 }
@@ -390,11 +395,11 @@ static int configure(struct spot_req *r, const char *method, const char *url, co
 		     const char *body, long timeout_ms)
 {
 	CURL *e = r->easy;
-	curl_easy_reset(e); /* options only: connections and the DNS cache stay */
-	curl_slist_free_all(r->hdrs);
+	spot_curl.easy_reset(e); /* options only: connections and the DNS cache stay */
+	spot_curl.slist_free_all(r->hdrs);
 	r->hdrs = NULL;
 	for (size_t i = 0; hdrs && hdrs[i]; i++) {
-		struct curl_slist *l = curl_slist_append(r->hdrs, hdrs[i]);
+		struct curl_slist *l = spot_curl.slist_append(r->hdrs, hdrs[i]);
 		if (!l)
 			return GC_ENOMEM;
 		r->hdrs = l;
@@ -408,23 +413,23 @@ static int configure(struct spot_req *r, const char *method, const char *url, co
 	r->status = 0;
 	r->cc = CURLE_OK;
 	r->done = false;
-	bool ok = curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_NOPROXY, "*") == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_body) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_WRITEDATA, r) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_HEADERDATA, r) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_PRIVATE, r) == CURLE_OK &&
-		  curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdrs) == CURLE_OK;
+	bool ok = spot_curl.easy_setopt(e, CURLOPT_URL, url) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_NOPROXY, "*") == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_body) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_WRITEDATA, r) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_HEADERDATA, r) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_PRIVATE, r) == CURLE_OK &&
+		  spot_curl.easy_setopt(e, CURLOPT_HTTPHEADER, r->hdrs) == CURLE_OK;
 	if (ok && strcmp(method, "GET") != 0)
-		ok = curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body ? body : "") == CURLE_OK &&
-		     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method) == CURLE_OK;
+		ok = spot_curl.easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body ? body : "") == CURLE_OK &&
+		     spot_curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, method) == CURLE_OK;
 	return ok ? GC_OK : GC_EINVAL;
 }
 
@@ -432,13 +437,13 @@ int spot_req_start(struct spot_watcher *w, struct spot_req *r, const char *metho
 		   const char *const *hdrs, const char *body, long timeout_ms)
 {
 	if (r->active) {
-		curl_multi_remove_handle(w->multi, r->easy);
+		spot_curl.multi_remove_handle(w->multi, r->easy);
 		r->active = false;
 	}
 	int rc = configure(r, method, url, hdrs, body, timeout_ms);
 	if (rc)
 		return spot_fail(w, "cannot set up the request for %s", url);
-	if (curl_multi_add_handle(w->multi, r->easy) != CURLM_OK)
+	if (spot_curl.multi_add_handle(w->multi, r->easy) != CURLM_OK)
 		return spot_fail(w, "cannot start the request for %s", url);
 	r->active = true;
 	return GC_OK;
@@ -448,7 +453,7 @@ static void finish(struct spot_req *r, CURLcode cc)
 {
 	r->cc = cc;
 	if (cc == CURLE_OK)
-		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+		spot_curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	r->active = false;
 	r->done = true;
 }
@@ -460,16 +465,16 @@ int spot_wait(struct spot_watcher *w, int timeout_ms)
 		if (atomic_load(&w->stop))
 			return GC_ETIMEDOUT;
 		int running = 0, left, got = 0;
-		curl_multi_perform(w->multi, &running);
+		spot_curl.multi_perform(w->multi, &running);
 		CURLMsg *m;
-		while ((m = curl_multi_info_read(w->multi, &left))) {
+		while ((m = spot_curl.multi_info_read(w->multi, &left))) {
 			if (m->msg != CURLMSG_DONE)
 				continue;
 			struct spot_req *r = NULL;
 			CURL *e = m->easy_handle;
 			CURLcode cc = m->data.result;
-			curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
-			curl_multi_remove_handle(w->multi, e); /* m is invalid from here */
+			spot_curl.easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
+			spot_curl.multi_remove_handle(w->multi, e); /* m is invalid from here */
 			if (r) {
 				finish(r, cc);
 				got = 1;
@@ -480,7 +485,7 @@ int spot_wait(struct spot_watcher *w, int timeout_ms)
 		int64_t rest = end - spot_mono_ms();
 		if (rest <= 0)
 			return GC_OK;
-		curl_multi_poll(w->multi, NULL, 0, rest > 1000 ? 1000 : (int)rest, NULL);
+		spot_curl.multi_poll(w->multi, NULL, 0, rest > 1000 ? 1000 : (int)rest, NULL);
 	}
 }
 
@@ -488,7 +493,7 @@ static int describe(struct spot_watcher *w, const struct spot_req *r, const char
 {
 	if (r->oversize)
 		return spot_fail(w, "%s: answer longer than %zu bytes", url, r->max_body);
-	return spot_fail(w, "%s: %s", url, r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->cc));
+	return spot_fail(w, "%s: %s", url, r->errbuf[0] ? r->errbuf : spot_curl.easy_strerror(r->cc));
 }
 
 int spot_req_do(struct spot_watcher *w, struct spot_req *r, const char *method, const char *url,
@@ -499,7 +504,7 @@ int spot_req_do(struct spot_watcher *w, struct spot_req *r, const char *method, 
 		return rc;
 	while (!r->done)
 		if (spot_wait(w, 1000) != GC_OK) {
-			curl_multi_remove_handle(w->multi, r->easy);
+			spot_curl.multi_remove_handle(w->multi, r->easy);
 			r->active = false;
 			return spot_fail(w, "stopped");
 		}
@@ -515,10 +520,10 @@ int spot_req_blocking(const struct spot_watcher *w, struct spot_req *r, const ch
 		errbuf_set(err, errlen, "cannot set up the request for %s", url);
 		return GC_EINVAL;
 	}
-	finish(r, curl_easy_perform(r->easy));
+	finish(r, spot_curl.easy_perform(r->easy));
 	if (r->cc != CURLE_OK || r->oversize) {
 		errbuf_set(err, errlen, "%s: %s", url, r->oversize ? "answer too long" :
-			r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->cc));
+			r->errbuf[0] ? r->errbuf : spot_curl.easy_strerror(r->cc));
 		return GC_EIO;
 	}
 	return GC_OK;
@@ -573,12 +578,49 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
+struct spot_curl spot_curl;
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
+static char curl_init_err[320]; /* "" once libcurl is loaded and initialised */
+
+#define CURL_SONAME "libcurl.so.4"
 
 static void curl_init(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *why = dlerror();
+		snprintf(curl_init_err, sizeof curl_init_err, "cannot load %s (%s): install libcurl4",
+			 CURL_SONAME, why ? why : "not found");
+		return;
+	}
+	static const struct { const char *name; size_t off; } syms[] = {
+#define SYM(f) {"curl_" #f, offsetof(struct spot_curl, f)}
+		SYM(global_init), SYM(easy_init), SYM(easy_cleanup), SYM(easy_reset), SYM(easy_setopt),
+		SYM(easy_getinfo), SYM(easy_perform), SYM(easy_strerror), SYM(slist_append),
+		SYM(slist_free_all), SYM(multi_init), SYM(multi_cleanup), SYM(multi_add_handle),
+		SYM(multi_remove_handle), SYM(multi_perform), SYM(multi_info_read), SYM(multi_poll),
+		SYM(multi_wakeup),
+#undef SYM
+	};
+	struct spot_curl c;
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		void *f = dlsym(h, syms[i].name);
+		if (!f) {
+			/* curl_multi_poll and curl_multi_wakeup need libcurl 7.68 or later */
+			snprintf(curl_init_err, sizeof curl_init_err, "%s has no %s: libcurl 7.68 or later is needed",
+				 CURL_SONAME, syms[i].name);
+			dlclose(h);
+			return;
+		}
+		memcpy((char *)&c + syms[i].off, &f, sizeof f);
+	}
+	CURLcode rc = c.global_init(CURL_GLOBAL_DEFAULT);
+	if (rc != CURLE_OK) {
+		snprintf(curl_init_err, sizeof curl_init_err, "cannot initialise libcurl: %s", c.easy_strerror(rc));
+		return;
+	}
+	spot_curl = c;
 }
 
 static int set_base(struct spot_watcher *w, const char *url, char *err, size_t errlen)
@@ -611,7 +653,7 @@ static void watcher_free(struct spot_watcher *w)
 		w->ops->fini(w, w->state);
 	free(w->state);
 	if (w->multi)
-		curl_multi_cleanup(w->multi);
+		spot_curl.multi_cleanup(w->multi);
 	if (w->efd >= 0)
 		close(w->efd);
 	pthread_mutex_destroy(&w->lock);
@@ -630,8 +672,8 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 		return GC_EINVAL;
 	}
 	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK) {
-		errbuf_set(err, errlen, "cannot initialise libcurl: %s", curl_easy_strerror(curl_init_rc));
+	if (curl_init_err[0]) {
+		errbuf_set(err, errlen, "%s", curl_init_err);
 		return GC_EIO;
 	}
 	struct spot_watcher *w = calloc(1, sizeof *w);
@@ -665,7 +707,7 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 		rc = GC_EIO;
 		goto fail;
 	}
-	w->multi = curl_multi_init();
+	w->multi = spot_curl.multi_init();
 	w->state = calloc(1, ops->state_size ? ops->state_size : 1);
 	if (!w->multi || !w->state)
 		goto fail;
@@ -707,7 +749,7 @@ void spot_watch_stop(struct spot_watcher *w)
 		return;
 	atomic_store(&w->stop, true);
 	if (w->started) {
-		curl_multi_wakeup(w->multi);
+		spot_curl.multi_wakeup(w->multi);
 		pthread_join(w->thread, NULL);
 	}
 	watcher_free(w);

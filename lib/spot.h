@@ -125,6 +125,34 @@ int spot_gcp_parse_maintenance(const char *body, size_t len, enum spot_kind *kin
 #ifdef SPOT_INTERNAL
 #include <curl/curl.h>
 
+/*
+ * libcurl, loaded with dlopen by the first spot_watch_start: it and the ~35
+ * libraries it pulls in cost every gpuctl start-up ~2 ms when linked, and
+ * only a spot watcher needs them. Filled before any watcher exists; the
+ * cloud files call through it.
+ */
+struct spot_curl {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *e);
+	void (*easy_reset)(CURL *e);
+	CURLcode (*easy_setopt)(CURL *e, CURLoption o, ...);
+	CURLcode (*easy_getinfo)(CURL *e, CURLINFO i, ...);
+	CURLcode (*easy_perform)(CURL *e);
+	const char *(*easy_strerror)(CURLcode c);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+	CURLM *(*multi_init)(void);
+	CURLMcode (*multi_cleanup)(CURLM *m);
+	CURLMcode (*multi_add_handle)(CURLM *m, CURL *e);
+	CURLMcode (*multi_remove_handle)(CURLM *m, CURL *e);
+	CURLMcode (*multi_perform)(CURLM *m, int *running);
+	CURLMsg *(*multi_info_read)(CURLM *m, int *left);
+	CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd extra[], unsigned n, int timeout_ms, int *ret);
+	CURLMcode (*multi_wakeup)(CURLM *m);
+};
+extern struct spot_curl spot_curl;
+
 /* One HTTP exchange, driven by the watcher's curl multi handle. */
 struct spot_req {
 	CURL *easy;              /* owned; reused between requests (keeps the connection) */
