@@ -20,8 +20,13 @@ static bool can_use(const struct sched_job *j, size_t g)
 }
 
 size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		  struct sched_start *out, size_t max)
+		  struct sched_start *out, size_t max, size_t *left)
 {
+	if (left) {
+		*left = 0;
+		for (size_t g = 0; g < ngpu; g++)
+			*left += is_free[g];
+	}
 	if (!n || !ngpu)
 		return 0;
 	const struct sched_job **v = malloc(n * sizeof *v);
@@ -60,6 +65,11 @@ size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, s
 		for (size_t g = 0; g < ngpu; g++)
 			if (can_use(j, g))
 				avail[g] = false;
+	}
+	if (left) {
+		*left = 0;
+		for (size_t g = 0; g < ngpu; g++)
+			*left += avail[g];
 	}
 	free(v);
 	free(avail);

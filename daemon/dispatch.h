@@ -35,7 +35,13 @@ struct sched_start {
  * returns how many. A job asking for more GPUs than it could ever get
  * (more than ngpu, or than its eligible GPUs) never starts and blocks
  * nothing; the caller fails it.
+ *
+ * *left (when not NULL) is set to the free GPUs neither started on nor held
+ * for a blocked job. When it is 0, jobs after these in the order could not
+ * start either: the caller may plan a prefix of its queue (in priority, id
+ * order) and look further only while *left > 0. When allocation fails,
+ * nothing starts and *left is the number of free GPUs.
  */
 size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		  struct sched_start *out, size_t max);
+		  struct sched_start *out, size_t max, size_t *left);
 #endif

@@ -5,7 +5,16 @@
  * request line, one JSON answer line), a pidfd per running job and the
  * lease directory's inotify descriptor. Anything that can free or take a
  * GPU — a submit, a cancel, a job's end, a lease released by gpuctl run —
- * runs the dispatcher at once; there is no timer.
+ * runs the dispatcher in the same round; there is no timer.
+ *
+ * A round (settle) records every job that ended and starts what dispatch
+ * chose in ONE transaction: one fsync however many jobs it moves. The
+ * started jobs' children are forked inside it and wait; they go only once
+ * the commit is on disk, so a crash at any point runs no job twice.
+ * Dispatch reads only the head of the queue (in priority, id order) as far
+ * as free GPUs remain, so a round costs the same with 10 or 10 000 queued
+ * jobs. The counts for /metrics and the jobs for /api/v1/jobs are rendered
+ * at most every RENDER_MS.
  *
  * Jobs are forked here and exec `gpuctl run --gpus LIST` as their user:
  * everything the child needs (groups, argv, environment) is prepared before
@@ -47,6 +56,8 @@
 #define MAX_REQUEST (1u << 20)      /* a request line, environment included */
 #define CLIENT_TIMEOUT_MS 10000
 #define MAX_RUNNING 256
+#define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
+#define HEAD_FIRST 64               /* queued jobs dispatch reads first; more only while GPUs are left */
 
 struct client {
 	int fd;
@@ -67,6 +78,21 @@ struct running {
 	bool child;              /* started by this gpuctld (else adopted: its status cannot be had) */
 };
 
+/* a job whose process ended, to record in the round's transaction */
+struct fin {
+	int64_t id;
+	int code;                /* from waitpid; -1: unknown (adopted) */
+	bool cancelled;
+};
+
+/* a job forked in this round, waiting for the commit to go */
+struct go {
+	int64_t id;
+	pid_t pid;
+	int fd;
+	int64_t submitted_ms;
+};
+
 struct queue {
 	struct queue_opts o;
 	struct sampler *s;
@@ -77,6 +103,14 @@ struct queue {
 	size_t ncl;
 	struct running run[MAX_RUNNING];
 	size_t nrun;
+	struct fin fin[MAX_RUNNING];
+	size_t nfin;
+	struct go go[MAX_GPUS];
+	size_t ngo;
+	bool dirty;                  /* a GPU may have freed or a job arrived: settle this round */
+	bool deps_dirty;             /* a job failed or was cancelled: look at the jobs waiting --after */
+	long long render_at;         /* monotonic ms when the metrics are due; 0: up to date */
+	long long rendered;          /* monotonic ms of the last render */
 	pthread_t thread;
 	bool started;
 	/* for /metrics, read by the HTTP threads */
@@ -202,8 +236,6 @@ static bool is_admin(const struct queue *q, uid_t uid, gid_t gid)
 	return false;
 }
 
-static void dispatch(struct queue *q);
-
 /* a JSON array of strings, each NUL-free: 0, or -1 */
 static int strings(json_t *a, size_t max)
 {
@@ -292,7 +324,8 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	free(j.argv);
 	free(j.env);
 	free(j.request);
-	dispatch(q);
+	q->dirty = true;
+	q->deps_dirty |= after != NULL; /* it may wait for a job that has already failed */
 	return ans;
 }
 
@@ -369,7 +402,7 @@ static json_t *op_cancel(struct queue *q, const struct client *c, json_t *req)
 		ans = fail("job %lld has already ended (%s)", (long long)j.id, job_state_name(j.state));
 	}
 	job_release(&j);
-	dispatch(q);
+	q->dirty = q->deps_dirty = true;
 	return ans;
 }
 
@@ -451,22 +484,19 @@ static int read_status(const struct queue *q, int64_t id, bool *ran, int *code)
 	return 1;
 }
 
-/* once the job's end is on disk: its status file has served (a crash before this reads it again) */
-static void drop_status(const struct queue *q, int64_t id)
+/*
+ * Inside the round's transaction: a job's supervisor ended with exit code
+ * f->code (from waitpid, or -1 unknown).
+ */
+static void record_end(struct queue *q, struct fin *f)
 {
-	char path[4300];
-	status_path(q, id, path, sizeof path);
-	unlink(path);
-}
-
-/* a job's supervisor ended with exit code `code` (from waitpid, or -1 unknown): record it */
-static void ended(struct queue *q, int64_t id, int code, bool cancelled)
-{
+	int64_t id = f->id;
+	int code = f->code;
 	bool ran = true;
 	int scode;
 	if (read_status(q, id, &ran, &scode))
 		code = scode;
-	if (!ran && !cancelled && code != 127 && code != 126) {
+	if (!ran && !f->cancelled && code != 127 && code != 126) {
 		/*
 		 * Never started: another job took a GPU between our look and its
 		 * lease, or gpuctl run refused it (another user's process on it).
@@ -476,15 +506,13 @@ static void ended(struct queue *q, int64_t id, int code, bool cancelled)
 		unsigned starts = store_get(q->st, id, &j) == 1 ? j.starts : 0;
 		if (starts)
 			job_release(&j);
-		if (starts < 5 && store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1) {
-			drop_status(q, id);
+		if (starts < 5 && store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1)
 			return;
-		}
 		code = code ? code : 1;
 	}
-	enum job_state s = cancelled ? JOB_CANCELLED : code < 0 ? JOB_FAILED : code == 0 ? JOB_DONE : JOB_FAILED;
+	enum job_state s = f->cancelled ? JOB_CANCELLED : code < 0 ? JOB_FAILED : code == 0 ? JOB_DONE : JOB_FAILED;
 	char why[96] = "";
-	if (cancelled)
+	if (f->cancelled)
 		snprintf(why, sizeof why, "cancelled while running");
 	else if (code < 0)
 		snprintf(why, sizeof why, "adopted after a gpuctld restart and its exit status was not left");
@@ -492,11 +520,14 @@ static void ended(struct queue *q, int64_t id, int code, bool cancelled)
 		snprintf(why, sizeof why, "exit status %d", code);
 	if (store_finish(q->st, id, s, code < 0 ? 1 : code, why, now_ms()) != 1)
 		logf_("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
-	else
-		drop_status(q, id);
+	q->deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
 
-/* Start job j on GPUs g: fork, become the user, exec gpuctl run. 0, or -1 (the job failed). */
+/*
+ * Inside the round's transaction: start job j on GPUs g. Forks a child that
+ * becomes the user and execs gpuctl run once settle() says go. 0, or -1
+ * (the job failed, or stays queued when its start could not be recorded).
+ */
 static int launch(struct queue *q, const struct job *j, const bool *g, size_t ngpu)
 {
 	char gpus[256], name[80], log[4300], why[256] = "";
@@ -537,6 +568,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		store_start(q->st, j->id, 0, 0, gpus, now_ms());
 		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
 		logf_("job %lld failed to start: %s", (long long)j->id, why);
+		q->deps_dirty = true;
 		return -1;
 	}
 	size_t k = 0;
@@ -578,27 +610,13 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	}
 	env[m] = NULL;
 	/*
-	 * Exactly once, whenever gpuctld dies: the start is on disk (pid 0)
-	 * before the fork, and the child runs the job only after the parent has
-	 * recorded its pid. A child whose parent died first writes "0 0" (never
-	 * ran) to the status file and leaves, so a restart queues the job again;
-	 * a job recorded with a pid that is gone and left no status is lost.
+	 * Exactly once, whenever gpuctld dies: the child waits until the round
+	 * that records its start (with its pid) is committed; settle() then
+	 * says go. A child whose parent died first writes "0 0" (never ran) to
+	 * the status file and leaves: its start was not committed, or a
+	 * restart finds "never ran" and queues the job again. A job recorded
+	 * with a pid that is gone and left no status is lost.
 	 */
-	if (store_start(q->st, j->id, 0, 0, gpus, now_ms()) != 1) {
-		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
-		close(logfd);
-		if (sfd >= 0)
-			close(sfd);
-		close(go[0]);
-		close(go[1]);
-		for (size_t i = 0; env[i]; i++)
-			if (env[i] != idv && env[i] != simv)
-				free(env[i]);
-		free(env);
-		vec_free(cmd);
-		free(argv);
-		return -1;
-	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* async-signal-safe calls only from here on */
@@ -651,7 +669,16 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	if (pid < 0) {
 		close(go[1]);
 		snprintf(why, sizeof why, "cannot fork: %s", strerror(err));
+		store_start(q->st, j->id, 0, 0, gpus, now_ms());
 		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
+		logf_("job %lld failed to start: %s", (long long)j->id, why);
+		q->deps_dirty = true;
+		return -1;
+	}
+	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1) {
+		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
+		close(go[1]); /* the child leaves without running anything */
+		waitpid(pid, NULL, 0);
 		return -1;
 	}
 	struct running *r = &q->run[q->nrun++];
@@ -661,26 +688,29 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	r->child = true;
 	memcpy(r->gpus, g, ngpu * sizeof *g);
-	if (store_set_pid(q->st, j->id, pid, proc_start(pid)) != 1)
-		logf_("job %lld started but its pid could not be recorded: %s", (long long)j->id, store_errmsg(q->st));
-	(void)!write(go[1], "x", 1); /* go */
-	close(go[1]);
+	q->go[q->ngo++] = (struct go){.id = j->id, .pid = pid, .fd = go[1], .submitted_ms = j->submitted_ms};
 	return 0;
 }
 
-/* a running job's process has ended: record how */
-static void reap(struct queue *q, size_t i)
+/* run[i]'s process has ended (or has it?): move it to the round's ends */
+static void collect_end(struct queue *q, size_t i)
 {
 	struct running *r = &q->run[i];
-	int st = 0;
-	pid_t w = waitpid(r->pid, &st, WNOHANG);
-	if (w == 0)
-		return; /* not yet */
-	int code = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	ended(q, r->id, code, r->cancelled);
+	int code = -1;
+	if (r->child) {
+		int st = 0;
+		pid_t w = waitpid(r->pid, &st, WNOHANG);
+		if (w == 0)
+			return; /* not yet */
+		code = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	} else if (kill(r->pid, 0) == 0) {
+		return; /* adopted, not our child: its end is seen, its status is not */
+	}
+	q->fin[q->nfin++] = (struct fin){.id = r->id, .code = code, .cancelled = r->cancelled};
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	q->run[i] = q->run[--q->nrun];
+	q->dirty = true;
 }
 
 /* ---- dispatch ----------------------------------------------------------------- */
@@ -708,16 +738,24 @@ static bool deps_state(struct queue *q, const struct job *j, bool *failed)
 	return ready && !*failed;
 }
 
-/* the counts for /metrics, from the jobs dispatch has just looked at */
-static void render_metrics(struct queue *q, const struct job *v, size_t n)
+/* the counts for /metrics and the jobs for /api/v1/jobs, from the live jobs */
+static void render(struct queue *q)
 {
 	size_t queued = 0, running = 0;
 	int64_t oldest = 0;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
+	struct job *v;
+	size_t n;
+	q->rendered = mono_ms();
+	q->render_at = 0;
+	if (store_brief(q->st, STORE_LIVE, SIZE_MAX, &v, &n) < 0)
 		return;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		store_list_free(v, n);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].state == JOB_QUEUED) {
 			queued++;
@@ -756,6 +794,7 @@ static void render_metrics(struct queue *q, const struct job *v, size_t n)
 	}
 	if (fclose(f) != 0) {
 		free(buf);
+		store_list_free(v, n);
 		return;
 	}
 	json_t *a = json_array();
@@ -781,6 +820,16 @@ static void render_metrics(struct queue *q, const struct job *v, size_t n)
 	}
 	q->oldest_ms = oldest;
 	pthread_mutex_unlock(&q->mlock);
+	store_list_free(v, n);
+}
+
+/* something changed: render soon, but not more often than every RENDER_MS */
+static void render_later(struct queue *q)
+{
+	if (!q->render_at) {
+		long long now = mono_ms(), next = q->rendered + RENDER_MS;
+		q->render_at = next > now ? next : now;
+	}
 }
 
 char *queue_jobs_json(struct queue *q, size_t *len)
@@ -812,10 +861,26 @@ size_t queue_metrics(struct queue *q, char *buf, size_t len)
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
+/* jobs waiting --after one that failed, was cancelled or does not exist: cancelled */
+static void cancel_orphans(struct queue *q)
+{
+	struct job *v;
+	size_t n;
+	if (store_brief(q->st, STORE_WAITING, SIZE_MAX, &v, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		bool failed;
+		if (!deps_state(q, &v[i], &failed) && failed)
+			store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
+	}
+	store_list_free(v, n);
+}
+
+/* which queued jobs start now: inside the round's transaction, from the head of the queue */
 static void dispatch(struct queue *q)
 {
 	struct sampler_gpu gs[MAX_GPUS];
-	size_t ngpu = sampler_gpus(q->s, gs, MAX_GPUS);
+	size_t ngpu = sampler_gpus(q->s, gs, MAX_GPUS), nfree = 0;
 	bool is_free[MAX_GPUS];
 	if (!q->leases) {
 		char err[256];
@@ -824,68 +889,137 @@ static void dispatch(struct queue *q)
 			logf_("cannot open the lease directory: %s", err);
 		}
 	}
+	if (q->deps_dirty) {
+		cancel_orphans(q);
+		q->deps_dirty = false;
+	}
 	for (size_t g = 0; g < ngpu; g++)
 		is_free[g] = gs[g].uuid[0] && q->leases && lease_peek(q->leases, gs[g].uuid, NULL) == 0;
 	for (size_t i = 0; i < q->nrun; i++)
 		for (size_t g = 0; g < ngpu; g++)
 			if (q->run[i].gpus[g])
 				is_free[g] = false; /* between fork and gpuctl run's lease */
-	struct job *v;
-	size_t n;
-	if (store_list(q->st, false, false, 0, &v, &n) < 0)
+	for (size_t g = 0; g < ngpu; g++)
+		nfree += is_free[g];
+	if (!nfree)
 		return;
-	struct sched_job *sj = calloc(n ? n : 1, sizeof *sj);
-	bool *elig = calloc((n ? n : 1) * MAX_GPUS, sizeof *elig);
-	size_t ns = 0;
-	if (!elig) {
-		free(sj);
-		sj = NULL;
-	}
-	for (size_t i = 0; sj && i < n; i++) {
-		if (v[i].state != JOB_QUEUED)
-			continue;
-		bool failed;
-		if (!deps_state(q, &v[i], &failed)) {
-			if (failed)
-				store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
-			continue;
-		}
-		/* the job's filters: which GPUs it may ever use, and which have the memory free now */
-		json_t *rq = json_loads(v[i].request, 0, NULL);
-		const char *model = json_string_value(json_object_get(rq, "model"));
-		json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
-		bool *e = &elig[ns * MAX_GPUS];
-		for (size_t g = 0; g < ngpu; g++) {
-			/* as gpuctl run: not a GPU where another user's compute process runs */
-			bool mine = !gs[g].others;
-			for (unsigned o = 0; mine && o < gs[g].nowners; o++)
-				mine = gs[g].owners[o] == v[i].uid;
-			e[g] = mine && select_model_matches(model, gs[g].name[0] ? gs[g].name : NULL) &&
-			       (minfree <= 0 || (gs[g].mem_free != UINT64_MAX && gs[g].mem_free >= (uint64_t)minfree));
-		}
-		json_decref(rq);
-		sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
-					      .eligible = e};
-	}
+	/*
+	 * Plan the head of the queue; while GPUs are left over (every job read
+	 * could start or can never run), read further. sched_plan over a prefix
+	 * starts what it would start over the whole queue once none are left.
+	 */
+	struct job *v = NULL;
+	size_t n = 0, k = 0;
+	struct sched_job *sj = NULL;
+	bool *elig = NULL;
 	struct sched_start out[MAX_GPUS];
-	size_t k = sj ? sched_plan(sj, ns, is_free, ngpu, out, MAX_GPUS) : 0;
-	for (size_t s = 0; s < k && q->nrun < MAX_RUNNING; s++) {
+	for (size_t limit = HEAD_FIRST;; limit *= 8) {
+		store_list_free(v, n);
+		free(sj);
+		free(elig);
+		sj = NULL;
+		elig = NULL;
+		if (store_brief(q->st, STORE_HEAD, limit, &v, &n) < 0) {
+			v = NULL;
+			n = 0;
+			break;
+		}
+		sj = calloc(n ? n : 1, sizeof *sj);
+		elig = calloc((n ? n : 1) * MAX_GPUS, sizeof *elig);
+		if (!sj || !elig)
+			break;
+		size_t ns = 0, left = 0;
+		for (size_t i = 0; i < n; i++) {
+			bool failed;
+			if (!deps_state(q, &v[i], &failed)) {
+				if (failed)
+					store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
+				continue;
+			}
+			/* the job's filters: which GPUs it may ever use, and which have the memory free now */
+			json_t *rq = json_loads(v[i].request, 0, NULL);
+			const char *model = json_string_value(json_object_get(rq, "model"));
+			json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+			bool *e = &elig[ns * MAX_GPUS];
+			for (size_t g = 0; g < ngpu; g++) {
+				/* as gpuctl run: not a GPU where another user's compute process runs */
+				bool mine = !gs[g].others;
+				for (unsigned o = 0; mine && o < gs[g].nowners; o++)
+					mine = gs[g].owners[o] == v[i].uid;
+				e[g] = mine && select_model_matches(model, gs[g].name[0] ? gs[g].name : NULL) &&
+				       (minfree <= 0 ||
+					(gs[g].mem_free != UINT64_MAX && gs[g].mem_free >= (uint64_t)minfree));
+			}
+			json_decref(rq);
+			sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
+						      .eligible = e};
+		}
+		k = sched_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
+		if (left == 0 || n < limit)
+			break;
+		k = 0;
+	}
+	for (size_t s = 0; s < k && q->nrun < MAX_RUNNING && q->ngo < MAX_GPUS; s++) {
 		bool g[MAX_GPUS] = {false};
 		for (unsigned x = 0; x < out[s].n; x++)
 			g[out[s].gpus[x]] = true;
-		for (size_t i = 0; i < n; i++)
-			if (v[i].id == out[s].id && launch(q, &v[i], g, ngpu) == 0) {
-				v[i].state = JOB_RUNNING;
-				pthread_mutex_lock(&q->mlock);
-				q->started_total++;
-				q->wait_total += (now_ms() - v[i].submitted_ms) / 1000.0;
-				pthread_mutex_unlock(&q->mlock);
-			}
+		struct job j;
+		if (store_get(q->st, out[s].id, &j) == 1) {
+			launch(q, &j, g, ngpu);
+			job_release(&j);
+		}
 	}
 	free(sj);
 	free(elig);
-	render_metrics(q, v, n);
 	store_list_free(v, n);
+}
+
+/*
+ * One round: record the jobs that ended and start what dispatch chooses, in
+ * one transaction; then, once it is on disk, let the started ones go. When
+ * the commit fails, nothing of the
+ * round happened: the children leave without running, and the ends are
+ * recorded again at the next wake-up (within a second).
+ */
+static void settle(struct queue *q)
+{
+	if (store_begin(q->st) < 0) {
+		logf_("cannot begin a transaction: %s; trying again", store_errmsg(q->st));
+		return;
+	}
+	for (size_t i = 0; i < q->nfin; i++)
+		record_end(q, &q->fin[i]);
+	dispatch(q);
+	if (store_commit(q->st) < 0) {
+		logf_("cannot commit the queue's changes: %s; trying again", store_errmsg(q->st));
+		for (size_t i = 0; i < q->ngo; i++) {
+			close(q->go[i].fd);
+			waitpid(q->go[i].pid, NULL, 0);
+			for (size_t r = 0; r < q->nrun; r++)
+				if (q->run[r].pid == q->go[i].pid) {
+					if (q->run[r].pidfd >= 0)
+						close(q->run[r].pidfd);
+					q->run[r] = q->run[--q->nrun];
+					break;
+				}
+		}
+		q->ngo = 0;
+		q->deps_dirty = true;
+		return;
+	}
+	q->nfin = 0;
+	long long now = now_ms();
+	for (size_t i = 0; i < q->ngo; i++) {
+		(void)!write(q->go[i].fd, "x", 1); /* go */
+		close(q->go[i].fd);
+		pthread_mutex_lock(&q->mlock);
+		q->started_total++;
+		q->wait_total += (now - q->go[i].submitted_ms) / 1000.0;
+		pthread_mutex_unlock(&q->mlock);
+	}
+	q->ngo = 0;
+	q->dirty = false;
+	render_later(q);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -1012,14 +1146,12 @@ static void recover(struct queue *q)
 			int st = read_status(q, v[i].id, &ran, &code);
 			if ((st && !ran) || (!st && v[i].pid == 0)) {
 				/* it never ran: forked too late, or not at all */
-				if (store_requeue(q->st, v[i].id, "gpuctld stopped before it could start") == 1)
-					drop_status(q, v[i].id);
+				store_requeue(q->st, v[i].id, "gpuctld stopped before it could start");
 				logf_("job %lld never started before gpuctld stopped: queued again", (long long)v[i].id);
 			} else if (st) {
 				/* it ended while gpuctld was away and left its status */
-				if (store_finish(q->st, v[i].id, code == 0 ? JOB_DONE : JOB_FAILED, code,
-						 code ? "exit status left while gpuctld was away" : "", now_ms()) == 1)
-					drop_status(q, v[i].id);
+				store_finish(q->st, v[i].id, code == 0 ? JOB_DONE : JOB_FAILED, code,
+					     code ? "exit status left while gpuctld was away" : "", now_ms());
 			} else {
 				store_finish(q->st, v[i].id, JOB_LOST, 1, "its process was gone when gpuctld restarted",
 					     now_ms());
@@ -1034,7 +1166,10 @@ static void *loop(void *arg)
 {
 	struct queue *q = arg;
 	recover(q);
-	dispatch(q);
+	q->dirty = q->deps_dirty = true;
+	settle(q);
+	if (q->render_at)
+		render(q);
 	for (;;) {
 		struct pollfd p[3 + MAX_CLIENTS + MAX_RUNNING];
 		size_t np = 0;
@@ -1046,16 +1181,20 @@ static void *loop(void *arg)
 			p[np++] = (struct pollfd){.fd = q->cl[i].fd, .events = POLLIN};
 		for (size_t i = 0; i < q->nrun; i++)
 			p[np++] = (struct pollfd){.fd = q->run[i].pidfd, .events = POLLIN};
-		if (poll(p, np, 1000) < 0 && errno != EINTR)
+		int wait = 1000;
+		if (q->render_at) {
+			long long d = q->render_at - mono_ms();
+			wait = d < 0 ? 0 : d < wait ? (int)d : wait;
+		}
+		if (poll(p, np, wait) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;
 		if (p[1].revents & POLLIN)
 			accept_client(q);
-		bool changed = false;
 		if (wfd >= 0 && (p[2].revents & POLLIN)) {
 			lease_watch_drain(q->leases);
-			changed = true;
+			q->dirty = true;
 		}
 		/* clients and jobs, from the end so removal does not skip one */
 		size_t base = 3, ncl = q->ncl;
@@ -1067,23 +1206,13 @@ static void *loop(void *arg)
 		for (size_t i = q->ncl; i-- > 0;)
 			if (now > q->cl[i].deadline)
 				drop_client(q, i); /* too slow to send its request */
-		size_t nrun = q->nrun;
-		for (size_t i = nrun; i-- > 0;) {
-			if (p[base + i].revents || q->run[i].pidfd < 0) {
-				struct running *r = &q->run[i];
-				if (r->child)
-					reap(q, i);
-				else if (kill(r->pid, 0) < 0) {
-					ended(q, r->id, -1, r->cancelled);
-					if (r->pidfd >= 0)
-						close(r->pidfd);
-					q->run[i] = q->run[--q->nrun];
-				}
-				changed = true;
-			}
-		}
-		if (changed)
-			dispatch(q);
+		for (size_t i = q->nrun; i-- > 0;)
+			if (p[base + i].revents || q->run[i].pidfd < 0)
+				collect_end(q, i);
+		if (q->dirty || q->nfin)
+			settle(q);
+		if (q->render_at && mono_ms() >= q->render_at)
+			render(q);
 	}
 	return NULL;
 }

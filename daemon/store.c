@@ -5,6 +5,8 @@
  * so a daemon killed with SIGKILL (or a machine that loses power) comes
  * back with every job it acknowledged. Migrations are an append-only list;
  * each runs in its own transaction together with its user_version bump.
+ * The daemon groups the transitions of one round (the jobs that ended, the
+ * jobs dispatch starts) in one transaction: one fsync for all of them.
  */
 #include "store.h"
 #include "errbuf.h"
@@ -34,6 +36,10 @@ static const char *const migrations[] = {
 	" exit_code INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
 	" starts INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX jobs_state ON jobs(state, priority, id);",
+	/* 2: the queued jobs in dispatch order (priority first, then FIFO) straight from the index */
+	"DROP INDEX jobs_state;"
+	"CREATE INDEX jobs_order ON jobs(state, priority DESC, id);"
+	"CREATE INDEX jobs_waiting ON jobs(id) WHERE state = 'queued' AND after IS NOT NULL;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -315,6 +321,87 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out
 	return 0;
 }
 
+int store_begin(struct store *s)
+{
+	return exec(s, "BEGIN IMMEDIATE");
+}
+
+int store_commit(struct store *s)
+{
+	if (exec(s, "COMMIT") == 0)
+		return 0;
+	if (!sqlite3_get_autocommit(s->db))
+		exec(s, "ROLLBACK");
+	return -1;
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		exec(s, "ROLLBACK");
+}
+
+#define BRIEF "id, uid, gid, user, name, priority, ngpus, request, after, state, submitted_ms, started_ms, gpus"
+
+int store_brief(struct store *s, enum store_which which, size_t limit, struct job **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	static const char *const sql[] = {
+		[STORE_HEAD] = "SELECT " BRIEF " FROM jobs WHERE state = 'queued' ORDER BY priority DESC, id LIMIT ?",
+		[STORE_LIVE] = "SELECT " BRIEF " FROM jobs WHERE state IN ('queued','running') ORDER BY id LIMIT ?",
+		[STORE_WAITING] = "SELECT " BRIEF " FROM jobs WHERE state = 'queued' AND after IS NOT NULL"
+				  " ORDER BY id LIMIT ?",
+	};
+	if ((unsigned)which >= sizeof sql / sizeof sql[0])
+		return -1;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, sql[which], -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, limit > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct job *p = realloc(*out, cap * sizeof *p);
+			if (!p)
+				break;
+			*out = p;
+		}
+		if (*n == cap)
+			break;
+		struct job *j = &(*out)[*n];
+		memset(j, 0, sizeof *j);
+		j->id = sqlite3_column_int64(st, 0);
+		j->uid = (uid_t)sqlite3_column_int64(st, 1);
+		j->gid = (gid_t)sqlite3_column_int64(st, 2);
+		copy_col(st, 3, j->user, sizeof j->user);
+		copy_col(st, 4, j->name, sizeof j->name);
+		j->priority = sqlite3_column_int(st, 5);
+		j->ngpus = (unsigned)sqlite3_column_int(st, 6);
+		j->request = dup_col(st, 7);
+		j->after = dup_col(st, 8);
+		j->state = state_of((const char *)sqlite3_column_text(st, 9));
+		j->submitted_ms = sqlite3_column_int64(st, 10);
+		j->started_ms = sqlite3_column_int64(st, 11);
+		copy_col(st, 12, j->gpus, sizeof j->gpus);
+		if (!j->request || (sqlite3_column_type(st, 8) != SQLITE_NULL && !j->after)) {
+			job_release(j);
+			break;
+		}
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		store_list_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
 /* one conditional UPDATE: 1 when a row changed, 0 when none did, -1 on error */
 static int transition(struct store *s, sqlite3_stmt *st)
 {
@@ -365,18 +452,6 @@ int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms
 		return -1;
 	sqlite3_bind_text(st, 1, reason ? reason : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, now_ms);
-	sqlite3_bind_int64(st, 3, id);
-	return transition(s, st);
-}
-
-int store_set_pid(struct store *s, int64_t id, int pid, uint64_t pid_start)
-{
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET pid = ?, pid_start = ? WHERE id = ? AND state = 'running'",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int(st, 1, pid);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)pid_start);
 	sqlite3_bind_int64(st, 3, id);
 	return transition(s, st);
 }

@@ -1,7 +1,8 @@
 /*
  * store.h — the job queue's persistent state: SQLite in WAL mode, every
- * state change one transaction, the schema versioned (PRAGMA user_version)
- * with migrations applied in order at open.
+ * state change inside one transaction (several may share one, committed
+ * together), the schema versioned (PRAGMA user_version) with migrations
+ * applied in order at open.
  *
  * Transitions are conditional (UPDATE ... WHERE state = the expected one),
  * so after a crash and a restart a job is started at most once and ends at
@@ -69,6 +70,24 @@ int store_get(struct store *s, int64_t id, struct job *out);
  */
 int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out, size_t *n);
 void store_list_free(struct job *v, size_t n);
+
+/*
+ * Brief rows (argv, env and cwd left NULL; store_get has them), at most
+ * `limit`, freed with store_list_free:
+ *   HEAD     queued jobs in dispatch order: priority (higher first), then id
+ *   LIVE     queued and running jobs, by id
+ *   WAITING  queued jobs that wait for others (--after), by id
+ */
+enum store_which { STORE_HEAD, STORE_LIVE, STORE_WAITING };
+int store_brief(struct store *s, enum store_which which, size_t limit, struct job **out, size_t *n);
+
+/*
+ * One transaction around several transitions (BEGIN IMMEDIATE ... COMMIT):
+ * begin and commit 0 or -1; a failed commit is rolled back.
+ */
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+void store_rollback(struct store *s);
 void job_release(struct job *j);
 
 /*
@@ -83,8 +102,6 @@ void job_release(struct job *j);
 int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const char *gpus, int64_t now_ms);
 int store_finish(struct store *s, int64_t id, enum job_state st, int exit_code, const char *reason, int64_t now_ms);
 int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms);
-/* a running job's process, once forked (start records the intent with pid 0 first) */
-int store_set_pid(struct store *s, int64_t id, int pid, uint64_t pid_start);
 int store_requeue(struct store *s, int64_t id, const char *reason);
 
 /* PRAGMA integrity_check: 1 when the database is sound, 0 when not, -1 on error. */

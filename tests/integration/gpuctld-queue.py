@@ -236,8 +236,12 @@ try:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     held = int(root("submit", "--name", "on-page", "--", "sleep", "2").stdout.strip())
     wait_state(held, ("running",))
-    jobs = json.loads(opener.open(url + "/api/v1/jobs").read())
-    mine = [x for x in jobs["jobs"] if x["id"] == held]
+    for _ in range(40):  # the page is rendered at most every 0.2 s
+        jobs = json.loads(opener.open(url + "/api/v1/jobs").read())
+        mine = [x for x in jobs["jobs"] if x["id"] == held]
+        if mine and mine[0]["state"] == "running":
+            break
+        time.sleep(0.05)
     check("api", jobs["queue"] and mine and mine[0]["state"] == "running" and mine[0]["name"] == "on-page"
           and not any("argv" in x or "env" in x or "cwd" in x for x in jobs["jobs"]),
           f"/api/v1/jobs: {jobs}")

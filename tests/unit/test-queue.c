@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "dispatch.h"
 #include "store.h"
 #include "tmpdir.h"
@@ -48,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 1);
+	assert_int_equal(store_schema_version(s), 2);
 	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -221,6 +223,108 @@ static void test_store_sigkill(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* a database at schema 1 (as gpuctld 1 left it) is migrated, its jobs kept */
+static void test_store_migrates_v1(void **state)
+{
+	(void)state;
+	char dir[64], path[128], err[256];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+	snprintf(path, sizeof path, "%s/queue.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+		"PRAGMA journal_mode=WAL;"
+		"CREATE TABLE jobs ("
+		" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+		" uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT NOT NULL,"
+		" name TEXT NOT NULL DEFAULT '', priority INTEGER NOT NULL DEFAULT 0,"
+		" ngpus INTEGER NOT NULL, request TEXT NOT NULL DEFAULT '{}',"
+		" argv TEXT NOT NULL, env TEXT NOT NULL, cwd TEXT NOT NULL, after TEXT,"
+		" state TEXT NOT NULL CHECK (state IN ('queued','running','done','failed','cancelled','lost')),"
+		" submitted_ms INTEGER NOT NULL, started_ms INTEGER NOT NULL DEFAULT 0, ended_ms INTEGER NOT NULL DEFAULT 0,"
+		" pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0, gpus TEXT NOT NULL DEFAULT '',"
+		" exit_code INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
+		" starts INTEGER NOT NULL DEFAULT 0);"
+		"CREATE INDEX jobs_state ON jobs(state, priority, id);"
+		"INSERT INTO jobs (uid, gid, user, ngpus, argv, env, cwd, after, state, submitted_ms)"
+		" VALUES (1000, 1000, 'alice', 2, '[\"true\"]', '[]', '/', '7', 'queued', 5);"
+		"PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	struct store *s;
+	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	assert_int_equal(store_schema_version(s), 2);
+	struct job *v;
+	size_t n;
+	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].after, "7");
+	assert_int_equal(v[0].ngpus, 2);
+	assert_null(v[0].argv); /* brief */
+	store_list_free(v, n);
+	assert_int_equal(store_integrity(s), 1);
+	store_close(s);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
+/* brief lists: the head in dispatch order, a limit; one transaction around several transitions */
+static void test_store_head_and_rounds(void **state)
+{
+	(void)state;
+	char dir[64], path[128], err[256];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+	snprintf(path, sizeof path, "%s/queue.db", dir);
+	struct store *s;
+	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	int prio[] = {0, 5, 0, -3, 5, 0};
+	int64_t id[6];
+	for (int i = 0; i < 6; i++) {
+		struct job j = make("h", 1, prio[i]);
+		if (i == 2)
+			j.after = (char *)"1";
+		assert_int_equal(store_submit(s, &j, err, sizeof err), 0);
+		id[i] = j.id;
+	}
+	struct job *v;
+	size_t n;
+	assert_int_equal(store_brief(s, STORE_HEAD, SIZE_MAX, &v, &n), 0);
+	int64_t want[] = {id[1], id[4], id[0], id[2], id[5], id[3]};
+	assert_int_equal(n, 6);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i].id, want[i]);
+	assert_string_equal(v[3].after, "1");
+	assert_null(v[0].after);
+	store_list_free(v, n);
+	assert_int_equal(store_brief(s, STORE_HEAD, 2, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[1].id, id[4]);
+	store_list_free(v, n);
+	/* a round that is rolled back leaves nothing; a committed one all */
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_start(s, id[1], 11, 1, "0", 100), 1);
+	assert_int_equal(store_start(s, id[4], 12, 1, "1", 100), 1);
+	store_rollback(s);
+	assert_int_equal(store_brief(s, STORE_HEAD, SIZE_MAX, &v, &n), 0);
+	assert_int_equal(n, 6);
+	store_list_free(v, n);
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_start(s, id[1], 11, 1, "0", 100), 1);
+	assert_int_equal(store_start(s, id[4], 12, 1, "1", 100), 1);
+	assert_int_equal(store_finish(s, id[1], JOB_DONE, 0, "", 101), 1);
+	assert_int_equal(store_commit(s), 0);
+	assert_int_equal(store_brief(s, STORE_LIVE, SIZE_MAX, &v, &n), 0);
+	assert_int_equal(n, 5); /* id[1] done; id[4] running */
+	assert_int_equal(v[3].id, id[4]);
+	assert_int_equal(v[3].state, JOB_RUNNING);
+	assert_string_equal(v[3].gpus, "1");
+	store_list_free(v, n);
+	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].id, id[2]);
+	store_list_free(v, n);
+	store_close(s);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
 static void test_sched_order_and_filters(void **state)
 {
 	(void)state;
@@ -233,7 +337,7 @@ static void test_sched_order_and_filters(void **state)
 		{.id = 4, .priority = 0, .ngpus = 9},               /* never fits: ignored, blocks nothing */
 	};
 	struct sched_start out[8];
-	size_t k = sched_plan(jobs, 4, free, 8, out, 8);
+	size_t k = sched_plan(jobs, 4, free, 8, out, 8, NULL);
 	assert_int_equal(k, 3);
 	assert_int_equal(out[0].id, 2); /* priority first */
 	assert_int_equal(out[0].gpus[0], 0);
@@ -255,13 +359,66 @@ static void test_sched_order_and_filters(void **state)
 		{.id = 12, .ngpus = 1, .eligible = only67},
 		{.id = 13, .ngpus = 1},
 	};
-	k = sched_plan(blocked, 4, free2, 8, out, 8);
+	size_t left;
+	k = sched_plan(blocked, 4, free2, 8, out, 8, &left);
+	assert_int_equal(left, 0); /* 0 and 1 held for job 10, 6 and 7 taken */
 	assert_int_equal(k, 2);
 	assert_int_equal(out[0].id, 11);
 	assert_int_equal(out[0].gpus[0], 6);
 	assert_int_equal(out[1].id, 12);
 	assert_int_equal(out[1].gpus[0], 7);
-	assert_int_equal(sched_plan(blocked, 4, free2, 8, out, 0), 0);
+	assert_int_equal(sched_plan(blocked, 4, free2, 8, out, 0, NULL), 0);
+}
+
+static int by_order(const void *a, const void *b)
+{
+	const struct sched_job *x = a, *y = b;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * gpuctld plans only the head of its queue and reads further while GPUs are
+ * left: for random queues (priorities, 1-4 GPUs, filters) the growing
+ * prefixes give exactly the plan of the whole queue.
+ */
+static void test_sched_prefix(void **state)
+{
+	(void)state;
+	enum { NG = 8, NJ = 60 };
+	srand(11);
+	for (int round = 0; round < 500; round++) {
+		static bool elig[NJ][NG];
+		struct sched_job q[NJ];
+		bool free[NG];
+		for (int g = 0; g < NG; g++)
+			free[g] = rand() % 3 != 0;
+		for (int i = 0; i < NJ; i++) {
+			bool filtered = rand() % 4 == 0;
+			for (int g = 0; g < NG; g++)
+				elig[i][g] = rand() % 2;
+			q[i] = (struct sched_job){.id = i + 1, .priority = rand() % 3 - 1,
+						  .ngpus = 1 + (unsigned)(rand() % (rand() % 5 ? 2 : 9)),
+						  .eligible = filtered ? elig[i] : NULL};
+		}
+		qsort(q, NJ, sizeof q[0], by_order);
+		struct sched_start all[NG], part[NG];
+		size_t ka = sched_plan(q, NJ, free, NG, all, NG, NULL), kp = 0, left = 0;
+		for (size_t limit = 1;; limit *= 2) {
+			size_t m = limit < NJ ? limit : NJ;
+			kp = sched_plan(q, m, free, NG, part, NG, &left);
+			if (left == 0 || m == NJ)
+				break;
+		}
+		if (kp != ka)
+			fail_msg("round %d: %zu starts from the prefixes, %zu from the whole queue", round, kp, ka);
+		for (size_t s = 0; s < ka; s++) {
+			assert_int_equal(part[s].id, all[s].id);
+			assert_int_equal(part[s].n, all[s].n);
+			assert_memory_equal(part[s].gpus, all[s].gpus, all[s].n * sizeof all[s].gpus[0]);
+		}
+	}
 }
 
 /*
@@ -300,7 +457,7 @@ static void test_sched_no_starvation(void **state)
 			if (q[i].start < 0)
 				sj[ns++] = (struct sched_job){.id = q[i].id, .ngpus = q[i].ngpus};
 		struct sched_start out[NG];
-		size_t k = sched_plan(sj, ns, free, NG, out, NG);
+		size_t k = sched_plan(sj, ns, free, NG, out, NG, NULL);
 		for (size_t s = 0; s < k; s++)
 			for (size_t i = 0; i < nq; i++)
 				if (q[i].id == out[s].id) {
@@ -324,7 +481,10 @@ int main(void)
 		cmocka_unit_test(test_store_refuses_newer_schema),
 		cmocka_unit_test(test_store_concurrent_open),
 		cmocka_unit_test(test_store_sigkill),
+		cmocka_unit_test(test_store_migrates_v1),
+		cmocka_unit_test(test_store_head_and_rounds),
 		cmocka_unit_test(test_sched_order_and_filters),
+		cmocka_unit_test(test_sched_prefix),
 		cmocka_unit_test(test_sched_no_starvation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
