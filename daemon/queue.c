@@ -9,17 +9,18 @@
  *
  * A round (settle) records every job that ended and starts what dispatch
  * chose in ONE transaction: one fsync however many jobs it moves. The
- * started jobs' children are forked inside it and wait; they go only once
- * the commit is on disk, so a crash at any point runs no job twice.
+ * started jobs are spawned inside it and wait (gpuctl run --go-fd); they
+ * go once the commit is on disk, so a crash at any point runs no job twice.
  * Dispatch reads only the head of the queue (in priority, id order) as far
  * as free GPUs remain, so a round costs the same with 10 or 10 000 queued
  * jobs. The counts for /metrics and the jobs for /api/v1/jobs are rendered
  * at most every RENDER_MS.
  *
- * Jobs are forked here and exec `gpuctl run --gpus LIST` as their user:
- * everything the child needs (groups, argv, environment) is prepared before
- * fork, because the daemon has other threads and the child may only make
- * async-signal-safe calls.
+ * Jobs are spawned here (clone with CLONE_VM | CLONE_VFORK, as posix_spawn
+ * does: no copy of the daemon's page tables) and exec `gpuctl run --gpus
+ * LIST` as their user: everything the child needs (groups, argv,
+ * environment) is prepared before, and the child makes raw system calls
+ * only.
  */
 #include "queue.h"
 #include "dispatch.h"
@@ -32,6 +33,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -111,6 +113,8 @@ struct queue {
 	bool deps_dirty;             /* a job failed or was cancelled: look at the jobs waiting --after */
 	long long render_at;         /* monotonic ms when the metrics are due; 0: up to date */
 	long long rendered;          /* monotonic ms of the last render */
+	int nullfd;                  /* /dev/null, the jobs' stdin */
+	char stack[65536] __attribute__((aligned(16))); /* spawn_child's, while the queue thread waits */
 	pthread_t thread;
 	bool started;
 	/* for /metrics, read by the HTTP threads */
@@ -523,10 +527,67 @@ static void record_end(struct queue *q, struct fin *f)
 	q->deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
 
+/* what the spawned child needs: all of it made before clone, read-only there */
+struct spawn {
+	const char *path;
+	char **argv, **env;
+	const char *cwd;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	size_t ngroups;
+	int nullfd, logfd, gofd;
+};
+
+static void spawn_fail(const char *msg, size_t len, int code)
+{
+	syscall(SYS_write, 2, msg, len);
+	syscall(SYS_exit, code);
+}
+
 /*
- * Inside the round's transaction: start job j on GPUs g. Forks a child that
- * becomes the user and execs gpuctl run once settle() says go. 0, or -1
- * (the job failed, or stays queued when its start could not be recorded).
+ * The child of clone(CLONE_VM | CLONE_VFORK), as in posix_spawn: it runs on
+ * the daemon's memory until execve, while the calling thread waits, so it
+ * makes raw system calls only. glibc's set*id() would change the
+ * credentials of every thread of the daemon, and its wrappers may be
+ * intercepted by the sanitizers.
+ */
+__attribute__((no_sanitize("address", "undefined")))
+static int spawn_child(void *arg)
+{
+	const struct spawn *a = arg;
+	static const char e_id[] = "gpuctld: cannot become the job's user\n";
+	static const char e_fd[] = "gpuctld: cannot set up the job's files\n";
+	static const char e_cwd[] = "gpuctld: cannot enter the job's working directory\n";
+	static const char e_exec[] = "gpuctld: cannot run gpuctl\n";
+	/* every signal back to its default (SIGPIPE is ignored in the daemon), then none blocked */
+	struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } dfl = {0};
+	for (int sig = 1; sig < 65; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
+	uint64_t none = 0;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+	syscall(SYS_setsid);
+	/* the go pipe becomes fd 3 (dup2 onto itself would keep close-on-exec: cleared after) */
+	if (syscall(SYS_dup2, a->nullfd, 0) < 0 || syscall(SYS_dup2, a->logfd, 1) < 0 ||
+	    syscall(SYS_dup2, a->logfd, 2) < 0 || syscall(SYS_dup2, a->gofd, 3) < 0 ||
+	    syscall(SYS_fcntl, 3, F_SETFD, 0) < 0)
+		spawn_fail(e_fd, sizeof e_fd - 1, 126);
+	if (syscall(SYS_setgroups, a->ngroups, a->groups) < 0 || syscall(SYS_setresgid, a->gid, a->gid, a->gid) < 0 ||
+	    syscall(SYS_setresuid, a->uid, a->uid, a->uid) < 0 || (a->uid != 0 && syscall(SYS_setuid, 0) == 0))
+		spawn_fail(e_id, sizeof e_id - 1, 126);
+	if (syscall(SYS_chdir, a->cwd) < 0)
+		spawn_fail(e_cwd, sizeof e_cwd - 1, 126);
+	syscall(SYS_execve, a->path, a->argv, a->env);
+	spawn_fail(e_exec, sizeof e_exec - 1, 127);
+	return 127;
+}
+
+/*
+ * Inside the round's transaction: start job j on GPUs g. Spawns gpuctl run
+ * as the user with --go-fd 3: it waits for settle() to write one byte once
+ * the round is committed. 0, or -1 (the job failed, or stays queued when
+ * its start could not be recorded).
  */
 static int launch(struct queue *q, const struct job *j, const bool *g, size_t ngpu)
 {
@@ -534,19 +595,22 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	gpu_list(g, ngpu, gpus, sizeof gpus);
 	snprintf(name, sizeof name, "job-%lld%s%s", (long long)j->id, j->name[0] ? "-" : "", j->name);
 	log_path(q, j->id, log, sizeof log);
-	/* everything the child needs, made before fork */
+	/* everything the child needs, made before clone */
 	gid_t groups[256];
 	int ngroups = 256;
 	if (getgrouplist(j->user, j->gid, groups, &ngroups) < 0)
 		ngroups = 0;
 	size_t na, ne;
 	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
-	char **argv = calloc(na + 12, sizeof *argv);
+	char **argv = calloc(na + 14, sizeof *argv);
 	char status[4300];
 	status_path(q, j->id, status, sizeof status);
+	/* created here, owned by the user: gpuctl run writes how the job ended into it */
 	int sfd = open(status, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (sfd >= 0 && fchown(sfd, j->uid, j->gid) < 0)
-		logf_("cannot give %s to uid %u: %s", status, (unsigned)j->uid, strerror(errno));
+	if (sfd < 0 || fchown(sfd, j->uid, j->gid) < 0)
+		logf_("cannot create %s for uid %u: %s", status, (unsigned)j->uid, strerror(errno));
+	if (sfd >= 0)
+		close(sfd);
 	int go[2] = {-1, -1};
 	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (logfd < 0)
@@ -555,13 +619,13 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		snprintf(why, sizeof why, "cannot give the log %.120s to uid %u: %s", log, (unsigned)j->uid, strerror(errno));
 	else if (!cmd || !env || !argv)
 		snprintf(why, sizeof why, "out of memory");
+	else if (q->nullfd < 0)
+		snprintf(why, sizeof why, "cannot open /dev/null");
 	else if (pipe2(go, O_CLOEXEC) < 0)
 		snprintf(why, sizeof why, "cannot make a pipe: %s", strerror(errno));
 	if (why[0]) {
 		if (logfd >= 0)
 			close(logfd);
-		if (sfd >= 0)
-			close(sfd);
 		vec_free(cmd);
 		vec_free(env);
 		free(argv);
@@ -580,6 +644,8 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	argv[k++] = name;
 	argv[k++] = (char *)"--status-file";
 	argv[k++] = status;
+	argv[k++] = (char *)"--go-fd";
+	argv[k++] = (char *)"3";
 	argv[k++] = (char *)"--";
 	for (size_t i = 0; i < na; i++)
 		argv[k++] = cmd[i];
@@ -610,55 +676,23 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	}
 	env[m] = NULL;
 	/*
-	 * Exactly once, whenever gpuctld dies: the child waits until the round
-	 * that records its start (with its pid) is committed; settle() then
-	 * says go. A child whose parent died first writes "0 0" (never ran) to
-	 * the status file and leaves: its start was not committed, or a
-	 * restart finds "never ran" and queues the job again. A job recorded
-	 * with a pid that is gone and left no status is lost.
+	 * Exactly once, whenever gpuctld dies: gpuctl run waits on --go-fd
+	 * until the round that records this start (with its pid) is committed.
+	 * One whose parent died first writes "0 0" (never ran) to the status
+	 * file and leaves: its start was not committed, or a restart finds
+	 * "never ran" and queues the job again. A job recorded with a pid that
+	 * is gone and left no status is lost.
 	 */
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* async-signal-safe calls only from here on */
-		static const char e_id[] = "gpuctld: cannot become the job's user\n";
-		static const char e_cwd[] = "gpuctld: cannot enter the job's working directory\n";
-		static const char e_exec[] = "gpuctld: cannot run gpuctl\n";
-		static const char never[] = "0 0\n";
-		close(go[1]);
-		char ok;
-		if (read(go[0], &ok, 1) != 1) {
-			/* gpuctld died before recording us: the job did not run */
-			if (sfd >= 0)
-				(void)!write(sfd, never, sizeof never - 1);
-			_exit(0);
-		}
-		if (sfd >= 0)
-			close(sfd);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		setsid();
-		int nul = open("/dev/null", O_RDONLY);
-		dup2(nul, 0);
-		dup2(logfd, 1);
-		dup2(logfd, 2);
-		if (setgroups((size_t)ngroups, groups) < 0 || setgid(j->gid) < 0 || setuid(j->uid) < 0 ||
-		    (j->uid != 0 && setuid(0) == 0)) {
-			(void)!write(2, e_id, sizeof e_id - 1);
-			_exit(126);
-		}
-		if (chdir(j->cwd) < 0) {
-			(void)!write(2, e_cwd, sizeof e_cwd - 1);
-			_exit(126);
-		}
-		execve(q->o.gpuctl, argv, env);
-		(void)!write(2, e_exec, sizeof e_exec - 1);
-		_exit(127);
-	}
+	struct spawn sp = {.path = q->o.gpuctl, .argv = argv, .env = env, .cwd = j->cwd, .uid = j->uid,
+			   .gid = j->gid, .groups = groups, .ngroups = (size_t)ngroups, .nullfd = q->nullfd,
+			   .logfd = logfd, .gofd = go[0]};
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler may run in the child on our memory */
+	pid_t pid = clone(spawn_child, q->stack + sizeof q->stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	int err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(logfd);
-	if (sfd >= 0)
-		close(sfd);
 	close(go[0]);
 	for (size_t i = 0; env[i]; i++)
 		if (env[i] != idv && env[i] != simv)
@@ -668,7 +702,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	free(argv);
 	if (pid < 0) {
 		close(go[1]);
-		snprintf(why, sizeof why, "cannot fork: %s", strerror(err));
+		snprintf(why, sizeof why, "cannot start a process: %s", strerror(err));
 		store_start(q->st, j->id, 0, 0, gpus, now_ms());
 		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
 		logf_("job %lld failed to start: %s", (long long)j->id, why);
@@ -677,7 +711,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	}
 	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1) {
 		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
-		close(go[1]); /* the child leaves without running anything */
+		close(go[1]); /* it leaves without running anything */
 		waitpid(pid, NULL, 0);
 		return -1;
 	}
@@ -1229,6 +1263,11 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 	q->s = s;
 	q->lfd = q->stopfd = -1;
 	pthread_mutex_init(&q->mlock, NULL);
+	/* /dev/null for the jobs' stdin; fds 0-2 taken first if the daemon was started without them */
+	while ((q->nullfd = open("/dev/null", O_RDWR)) >= 0 && q->nullfd < 3)
+		;
+	if (q->nullfd >= 0)
+		fcntl(q->nullfd, F_SETFD, FD_CLOEXEC);
 	if (mkdir(o->log_dir, 0711) < 0 && errno != EEXIST) {
 		errbuf_set(err, errlen, "cannot create the job log directory '%s': %s", o->log_dir, strerror(errno));
 		goto fail;
@@ -1285,6 +1324,8 @@ void queue_stop(struct queue *q)
 	}
 	if (q->stopfd >= 0)
 		close(q->stopfd);
+	if (q->nullfd >= 0)
+		close(q->nullfd);
 	lease_dir_close(q->leases);
 	store_close(q->st);
 	free(q->mtext);

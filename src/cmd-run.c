@@ -28,6 +28,7 @@ static void usage(FILE *f)
 		"      --wait[=TIMEOUT]   wait in line for busy GPUs (first come, first served)\n"
 		"      --name=NAME        a name for the job, shown by gpuctl leases and ls\n"
 		"      --status-file=FILE at the end write \"RAN STATUS\" to FILE (RAN 0: CMD never started)\n"
+		"      --go-fd=FD         first read a byte from FD; at end of file run nothing (gpuctld)\n"
 		"\n"
 		"CMD gets CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUCTL_GPUS (indices),\n"
 		"GPUCTL_GPU_UUIDS and GPUCTL_NUM_GPUS. gpuctl exits with CMD's status, 128+N if a\n"

@@ -147,6 +147,7 @@ void runjob_init(struct runjob *j)
 	memset(j, 0, sizeof *j);
 	request_init(&j->r);
 	j->timeout_ms = -1;
+	j->go_fd = -1;
 	j->cloud_arg = "auto";
 	j->sv = (struct sv_opts){
 		.restart = SV_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
@@ -242,6 +243,17 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 	case 'O': j->sv.on_notice = arg; return EXIT_OK;
 	case 'A': j->ack = true; return EXIT_OK;
 	case 'F': j->status_file = arg; return EXIT_OK;
+	case 'Y': {
+		char *end;
+		errno = 0;
+		long fd = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || fd < 3 || fd > 1023 || fcntl((int)fd, F_GETFD) < 0) {
+			cli_err("invalid --go-fd '%s' (expected an open file descriptor from 3 to 1023)", arg);
+			return EXIT_USAGE;
+		}
+		j->go_fd = (int)fd;
+		return EXIT_OK;
+	}
 	default:
 		return -1;
 	}
@@ -314,17 +326,39 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
  * started (its GPUs were taken, it could not be found). gpuctld reads it for
  * a job it adopted after a restart, which is not its child.
  */
+static void write_status(const struct runjob *j, bool ran, int rc)
+{
+	if (!j->status_file)
+		return;
+	int fd = open(j->status_file, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || dprintf(fd, "%d %d\n", ran, rc) < 0)
+		cli_err("cannot write --status-file '%s': %s", j->status_file, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 {
-	int rc = exec_job(j, g, cmd);
-	if (j->status_file) {
-		int fd = open(j->status_file, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-		bool ran = j->ran && j->end != SV_END_EXEC_FAILED;
-		if (fd < 0 || dprintf(fd, "%d %d\n", ran, rc) < 0)
-			cli_err("cannot write --status-file '%s': %s", j->status_file, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (j->go_fd >= 0) {
+		/*
+		 * --go-fd: gpuctld starts us before it has committed this start and
+		 * writes one byte once it has. End of file means it died first: the
+		 * job never ran, and a restarted gpuctld queues it again.
+		 */
+		char c;
+		ssize_t n;
+		do
+			n = read(j->go_fd, &c, 1);
+		while (n < 0 && errno == EINTR);
+		close(j->go_fd);
+		j->go_fd = -1;
+		if (n != 1) {
+			write_status(j, false, EXIT_OK);
+			return EXIT_OK;
+		}
 	}
+	int rc = exec_job(j, g, cmd);
+	write_status(j, j->ran && j->end != SV_END_EXEC_FAILED, rc);
 	return rc;
 }
 

@@ -35,6 +35,7 @@ struct runjob {
 	 * set for the job and the command, run nothing */
 	bool dry_run;
 	const char *status_file;     /* --status-file: "RAN STATUS" written here at the end (gpuctld) */
+	int go_fd;                   /* --go-fd: read one byte before anything; EOF: never run (gpuctld); -1 */
 	bool ran;                    /* the command was supervised; end says how it ended */
 	enum sv_end end;
 	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
@@ -57,7 +58,8 @@ struct runjob {
 	{"hang-timeout", required_argument, NULL, 'T'},        \
 	{"on-notice", required_argument, NULL, 'O'},           \
 	{"ack", no_argument, NULL, 'A'},                      \
-	{"status-file", required_argument, NULL, 'F'}
+	{"status-file", required_argument, NULL, 'F'},         \
+	{"go-fd", required_argument, NULL, 'Y'}
 
 void runjob_init(struct runjob *j);
 /* One option ('n', the request options and the above): -1 when not ours, else an exit code. */

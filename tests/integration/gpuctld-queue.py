@@ -124,6 +124,23 @@ sh("usermod", "-a", "-G", GROUP, USERS[0])
 A, B = USERS
 daemon = start()
 try:
+    # ---- the handshake gpuctld starts gpuctl run with: --go-fd
+    for go, want_ran in ((b"", False), (b"x", True)):
+        r, w = os.pipe()
+        os.write(w, go)
+        os.close(w)
+        flag, status = os.path.join(work, f"ran-{want_ran}"), os.path.join(work, f"status-{want_ran}")
+        open(status, "w").close()
+        p = subprocess.run([GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--status-file", status, "--go-fd", str(r),
+                            "--", "touch", flag], env=base_env, capture_output=True, text=True, pass_fds=(r,),
+                           timeout=30)
+        os.close(r)
+        with open(status) as f:
+            left = f.read()
+        check("go-fd", p.returncode == 0 and os.path.exists(flag) == want_ran and left == ("1 0\n" if want_ran else "0 0\n"),
+              f"--go-fd with {go!r}: rc {p.returncode}, ran {os.path.exists(flag)}, status {left!r}, {p.stderr!r}")
+    print("go-fd: end of file runs nothing and leaves '0 0'; a byte runs the command")
+
     # ---- identity
     adir = os.path.join(work, "adir")
     os.makedirs(adir)
