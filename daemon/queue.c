@@ -200,6 +200,11 @@ static json_t *job_json(const struct job *j)
 	if (o && j->after)
 		json_object_set_new(o, "after", json_string(j->after));
 	json_t *rq = o ? json_loads(j->request, 0, NULL) : NULL;
+	json_t *run = json_object_get(rq, "run");
+	if (run) {
+		json_object_set(o, "run_options", run);
+		json_object_del(rq, "run");
+	}
 	if (rq && json_object_size(rq))
 		json_object_set_new(o, "filters", rq);
 	else
@@ -284,6 +289,29 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		return fail("--model must be a GPU name or glob of 1 to 95 bytes");
 	if (minfree && (!json_is_integer(minfree) || json_integer_value(minfree) < 0))
 		return fail("--min-free-mem must be a size in bytes");
+	/* gpuctl run's supervisor options, passed on: only these (never --gpus, --status-file, --go-fd) */
+	json_t *run = json_object_get(req, "run");
+	if (run && strings(run, 16) < 0)
+		return fail("run must be a list of at most 16 gpuctl run options");
+	size_t ri;
+	json_t *rv;
+	json_array_foreach(run, ri, rv) {
+		static const char *const flags[] = {"--spot", "--ack", NULL};
+		static const char *const valued[] = {"--cloud=", "--poll=", "--grace=", "--restart=", "--max-restarts=",
+						     "--backoff=", "--checkpoint-dir=", "--hang-timeout=", "--on-notice=",
+						     NULL};
+		const char *o = json_string_value(rv);
+		bool ok = json_string_length(rv) <= 4096;
+		bool known = false;
+		for (size_t f = 0; flags[f]; f++)
+			known |= strcmp(o, flags[f]) == 0;
+		for (size_t f = 0; valued[f]; f++)
+			known |= strncmp(o, valued[f], strlen(valued[f])) == 0;
+		if (!ok || !known)
+			return fail("'%.64s' is not a gpuctl run option a queued job may take (--spot, --cloud, --poll, "
+				    "--grace, --on-notice, --ack, --restart, --max-restarts, --backoff, --checkpoint-dir, "
+				    "--hang-timeout)", o);
+	}
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
 	struct sampler_gpu gs[MAX_GPUS];
 	size_t ng = sampler_gpus(q->s, gs, MAX_GPUS), fit = 0;
@@ -315,6 +343,8 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		json_object_set(rq, "model", model);
 	if (minfree)
 		json_object_set(rq, "min_free_mem", minfree);
+	if (json_array_size(run))
+		json_object_set(rq, "run", run);
 	j.request = json_dumps(rq, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(rq);
 	char err[256];
@@ -602,7 +632,8 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		ngroups = 0;
 	size_t na, ne;
 	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
-	char **argv = calloc(na + 14, sizeof *argv);
+	json_t *rq = json_loads(j->request, 0, NULL), *run = json_object_get(rq, "run");
+	char **argv = calloc(na + 14 + json_array_size(run), sizeof *argv);
 	char status[4300];
 	status_path(q, j->id, status, sizeof status);
 	/* created here, owned by the user: gpuctl run writes how the job ended into it */
@@ -629,6 +660,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		vec_free(cmd);
 		vec_free(env);
 		free(argv);
+		json_decref(rq);
 		store_start(q->st, j->id, 0, 0, gpus, now_ms());
 		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
 		logf_("job %lld failed to start: %s", (long long)j->id, why);
@@ -646,6 +678,8 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	argv[k++] = status;
 	argv[k++] = (char *)"--go-fd";
 	argv[k++] = (char *)"3";
+	for (size_t i = 0; i < json_array_size(run); i++)
+		argv[k++] = (char *)json_string_value(json_array_get(run, i)); /* rq lives until after the spawn */
 	argv[k++] = (char *)"--";
 	for (size_t i = 0; i < na; i++)
 		argv[k++] = cmd[i];
@@ -700,6 +734,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	free(env);
 	vec_free(cmd);
 	free(argv);
+	json_decref(rq);
 	if (pid < 0) {
 		close(go[1]);
 		snprintf(why, sizeof why, "cannot start a process: %s", strerror(err));

@@ -5,6 +5,8 @@
  * so nothing here can claim to be someone else.
  */
 #include "cli.h"
+#include "runjob.h"
+#include "spot.h"
 #include "units.h"
 
 #include <errno.h>
@@ -108,26 +110,54 @@ static int parse_id(const char *arg, long long *id)
 	return EXIT_OK;
 }
 
-int cmd_submit(const struct cli_global *g, int argc, char **argv)
+/* submit's body: rj checks the run options, runopts collects them (both the caller's) */
+static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 {
-	(void)g;
 	static const struct option opts[] = {
 		{"name", required_argument, NULL, 'N'},
 		{"priority", required_argument, NULL, 'p'},
 		{"after", required_argument, NULL, 'a'},
 		{"model", required_argument, NULL, 'm'},
 		{"min-free-mem", required_argument, NULL, 'M'},
+		/* gpuctl run's supervisor options, checked here and passed on (daemon/queue.c allows these) */
+		{"spot", no_argument, NULL, 'S'},
+		{"cloud", required_argument, NULL, 'C'},
+		{"poll", required_argument, NULL, 'P'},
+		{"grace", required_argument, NULL, 'G'},
+		{"restart", required_argument, NULL, 'R'},
+		{"max-restarts", required_argument, NULL, 'X'},
+		{"backoff", required_argument, NULL, 'B'},
+		{"checkpoint-dir", required_argument, NULL, 'K'},
+		{"hang-timeout", required_argument, NULL, 'T'},
+		{"on-notice", required_argument, NULL, 'O'},
+		{"ack", no_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	long n = 1, prio = 0;
+	int li = -1;
 	const char *name = NULL, *after = NULL, *model = NULL;
 	uint64_t minfree = 0;
 	char err[160];
 	int c, rc;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:n:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:h", opts, &li)) != -1) {
+		if (strchr("SCPGRXBKTOA", c) && c != 0) {
+			if ((rc = runjob_option(rj, c, optarg)) != EXIT_OK)
+				return rc;
+			char *o = NULL;
+			if (li < 0 || asprintf(&o, "--%s%s%s", opts[li].name, optarg ? "=" : "", optarg ? optarg : "") < 0 ||
+			    json_array_append_new(runopts, json_string(o)) < 0) {
+				free(o);
+				cli_err("option '%s' is not UTF-8 text, which the queue stores", li < 0 ? "?" : opts[li].name);
+				return EXIT_USAGE;
+			}
+			free(o);
+			li = -1;
+			continue;
+		}
+		li = -1;
 		switch (c) {
 		case 'n':
 			if ((rc = cli_parse_count("-n", optarg, &n)))
@@ -166,13 +196,21 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 			break;
 		case 'h':
 			printf("usage: gpuctl submit [-n N] [--model GLOB] [--min-free-mem SIZE] [--name NAME] [--priority P]\n"
-			       "                     [--after JOB[,JOB]] -- CMD [ARGS...]\n\n"
+			       "                     [--after JOB[,JOB]] [run options] -- CMD [ARGS...]\n\n"
 			       "Queue CMD with gpuctld; it runs as you, in this directory, with this environment,\n"
-			       "once N GPUs are free (and the --after jobs have succeeded). Prints the job id.\n");
+			       "once N GPUs are free (and the --after jobs have succeeded). Prints the job id.\n"
+			       "Run options, as for gpuctl run: --spot --cloud --poll --grace --on-notice --ack\n"
+			       "--restart --max-restarts --backoff --checkpoint-dir --hang-timeout.\n");
 			return EXIT_OK;
 		default:
 			return cli_bad_option("submit", c, argv);
 		}
+	}
+	enum spot_cloud cloud;
+	bool autodetect;
+	if (spot_parse_cloud(rj->cloud_arg, &cloud, &autodetect) < 0) {
+		cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", rj->cloud_arg);
+		return EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		cli_err("submit needs a command: gpuctl submit [options] -- CMD [ARGS...]");
@@ -203,6 +241,8 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 		json_object_set_new(req, "model", json_string(model));
 	if (minfree)
 		json_object_set_new(req, "min_free_mem", json_integer((json_int_t)minfree));
+	if (json_array_size(runopts))
+		json_object_set(req, "run", runopts);
 	json_t *ans = ask(req);
 	json_decref(req);
 	if (!ans)
@@ -210,6 +250,18 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 	printf("%lld\n", (long long)json_integer_value(json_object_get(ans, "id")));
 	json_decref(ans);
 	return EXIT_OK;
+}
+
+int cmd_submit(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	struct runjob rj;
+	runjob_init(&rj);
+	json_t *runopts = json_array();
+	int rc = runopts ? submit(argc, argv, &rj, runopts) : EXIT_FAIL;
+	json_decref(runopts);
+	runjob_release(&rj);
+	return rc;
 }
 
 static void print_job_line(json_t *j)

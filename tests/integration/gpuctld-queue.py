@@ -234,6 +234,31 @@ try:
     print(f"filters: --model and --min-free-mem choose the GPUs (ran on GPU {jr and jr['gpus']}); "
           f"{A}'s job kept off GPU 0 where root's process runs; impossible requests refused at submit")
 
+    # ---- gpuctl run's supervisor options, passed through submit
+    ck = os.path.join(work, "ck")
+    ro = int(root("submit", "--restart", "on-failure", "--max-restarts", "1", "--backoff", "0.1",
+                  "--checkpoint-dir", ck, "--", "sh", "-c",
+                  'echo "try=$GPUCTL_RESTART_COUNT ck=$GPUCTL_CHECKPOINT_DIR"; exit 3').stdout.strip())
+    jro = wait_state(ro, ("failed", "done"))
+    log = root("logs", str(ro)).stdout
+    check("run-options", jro and jro["state"] == "failed" and jro.get("exit_code") == 3 and "try=0" in log
+          and "try=1" in log and f"ck={ck}" in log and jro.get("run_options") == [
+              "--restart=on-failure", "--max-restarts=1", "--backoff=0.1", f"--checkpoint-dir={ck}"],
+          f"--restart/--checkpoint-dir through submit: {jro} log {log!r}")
+    p = root("submit", "--restart", "bogus", "--", "true")
+    check("run-options", p.returncode == 2 and "--restart" in p.stderr, f"submit --restart bogus: {p.stderr!r}")
+    p = root("submit", "--cloud", "mars", "--", "true")
+    check("run-options", p.returncode == 2 and "invalid --cloud 'mars'" in p.stderr, f"submit --cloud mars: {p.stderr!r}")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(json.dumps({"op": "submit", "gpus": 1, "argv": ["true"], "env": [], "cwd": "/",
+                          "run": ["--gpus=7"]}).encode() + b"\n")
+    ans = json.loads(s.makefile().readline())
+    s.close()
+    check("run-options", not ans["ok"] and "not a gpuctl run option" in ans["error"], f"run ['--gpus=7']: {ans}")
+    print("run options: --restart, --max-restarts, --backoff and --checkpoint-dir reach gpuctl run; "
+          "bad values refused at submit; other gpuctl run options refused by the daemon")
+
     # ---- bad input
     nx = int(root("submit", "--", "/nonexistent/cmd").stdout.strip())
     jj = wait_state(nx, ("failed", "done"))
