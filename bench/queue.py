@@ -23,10 +23,10 @@
         gpuctld only: splits each latency sample at the daemon's records
         (ms since the epoch in the jobs table) into the job's exit -> ended_ms
         of it (supervisor exit, pidfd wake-up, reap), ended_ms -> started_ms
-        of the next (the finish commit, dispatch: listing the live jobs), and
-        started_ms -> the next job's start (the start commit, fork, pid
-        commit, exec of gpuctl run, its start-up and lease, the job's exec).
-        Prints the three medians (ms; the records have ms resolution).
+        of the next (dispatch and the spawn of gpuctl run, in the same round),
+        and started_ms -> the next job's start (the round's commit, the go
+        byte, gpuctl run's start-up and lease, the job's spawn). Prints the
+        three medians (ms; the records have ms resolution).
     queue.py count DB
         Prints the number of jobs per state.
 

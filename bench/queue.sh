@@ -331,8 +331,8 @@ echo
 cat <<EOF
 1. Each system gets all its jobs queued behind a blocker that holds every slot
    ("queued in" is how long that took: gpuctld, one JSON request per job over
-   its socket from one python process, each committed with an fsync and
-   followed by a dispatch; tsp, one tsp process per job, $TSP_QUEUED queued and
+   its socket from one python process, each committed with an fsync before
+   it is answered; tsp, one tsp process per job, $TSP_QUEUED queued and
    the rest started as clients that block until the server takes them (it
    holds ~1000 connections); Slurm, sbatch --array of <= 1000 tasks). Then the
    blocker ends and the jobs drain: seconds = first job's start to last job's
@@ -341,10 +341,11 @@ cat <<EOF
 2. start(i+1) - end(i) of jobs that ran one at a time ($LAT_JOBS jobs; Slurm
    $LAT_JOBS_SLURM), all queued before the first started. It includes, after the
    job's last write: for gpuctld, the exit of the job and of its supervisor
-   (gpuctl run releasing the lease), the pidfd wake-up and reap, the finish
-   commit, the dispatch (listing the live jobs from SQLite), the start commit,
-   fork, the pid commit, exec of gpuctl run, its start-up (NVML open, state
-   dir) and lease, then fork/exec of the job; for tsp, the job's exit, its
+   (gpuctl run releasing the lease), the pidfd wake-up and reap, one round
+   (the end recorded, the dispatch reading the head of the queue, the spawn
+   of the next gpuctl run, its start recorded, one commit, the go byte), the
+   start-up of gpuctl run (NVML open, state dir) and its lease, then the
+   spawn of the job; for tsp, the job's exit, its
    client telling the server, the server telling the next client, and that
    client's fork/exec; for Slurm, slurmstepd's end of job, the epilog-complete
    message, slurmctld's scheduling pass, the launch RPC, slurmstepd and the

@@ -151,7 +151,11 @@ static void logf_(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* field 22 of /proc/PID/stat: when the process started, to tell it from a later one with its pid */
+/*
+ * field 22 of /proc/PID/stat: when the process started, to tell it from a
+ * later one with its pid; 0 when there is none, or only its zombie (a
+ * killed runner whose new parent has not reaped it yet is not running)
+ */
 static uint64_t proc_start(pid_t pid)
 {
 	char path[64], buf[1024];
@@ -166,8 +170,9 @@ static uint64_t proc_start(pid_t pid)
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
 	unsigned long long v = 0;
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			&v) == 1)
+	char st = 0;
+	if (p && sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			&st, &v) == 2 && st != 'Z' && st != 'X')
 		return v;
 	return 0;
 }
@@ -205,6 +210,9 @@ static json_t *job_json(const struct job *j)
 		json_object_set(o, "run_options", run);
 		json_object_del(rq, "run");
 	}
+	if (o)
+		json_object_set_new(o, "requeue", json_boolean(json_is_true(json_object_get(rq, "requeue"))));
+	json_object_del(rq, "requeue");
 	if (rq && json_object_size(rq))
 		json_object_set_new(o, "filters", rq);
 	else
@@ -289,6 +297,9 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		return fail("--model must be a GPU name or glob of 1 to 95 bytes");
 	if (minfree && (!json_is_integer(minfree) || json_integer_value(minfree) < 0))
 		return fail("--min-free-mem must be a size in bytes");
+	json_t *requeue = json_object_get(req, "requeue");
+	if (requeue && !json_is_boolean(requeue))
+		return fail("requeue must be true or false");
 	/* gpuctl run's supervisor options, passed on: only these (never --gpus, --status-file, --go-fd) */
 	json_t *run = json_object_get(req, "run");
 	if (run && strings(run, 16) < 0)
@@ -345,6 +356,8 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		json_object_set(rq, "min_free_mem", minfree);
 	if (json_array_size(run))
 		json_object_set(rq, "run", run);
+	if (json_is_true(requeue))
+		json_object_set_new(rq, "requeue", json_true());
 	j.request = json_dumps(rq, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(rq);
 	char err[256];
@@ -519,6 +532,34 @@ static int read_status(const struct queue *q, int64_t id, bool *ran, int *code)
 }
 
 /*
+ * A running job whose gpuctl run is gone without leaving a status (it was
+ * killed too, or the machine restarted): it may have run part way. Queued
+ * again when submitted with --requeue (at most 5 starts in all), else lost.
+ */
+static void lost(struct queue *q, int64_t id, const char *when)
+{
+	struct job j;
+	bool wants = false, again = false;
+	if (store_get(q->st, id, &j) == 1) {
+		json_t *rq = json_loads(j.request, 0, NULL);
+		wants = json_is_true(json_object_get(rq, "requeue"));
+		again = wants && j.starts < 5;
+		json_decref(rq);
+		job_release(&j);
+	}
+	char why[160];
+	snprintf(why, sizeof why, "lost %s (its gpuctl run was gone without an exit status)%s", when,
+		 again ? "; queued again: --requeue" : wants ? " after 5 starts" : "");
+	if (again && store_requeue(q->st, id, why) == 1) {
+		logf_("job %lld %s", (long long)id, why);
+		return;
+	}
+	store_finish(q->st, id, JOB_LOST, 1, why, now_ms());
+	logf_("job %lld %s", (long long)id, why);
+	q->deps_dirty = true;
+}
+
+/*
  * Inside the round's transaction: a job's supervisor ended with exit code
  * f->code (from waitpid, or -1 unknown).
  */
@@ -530,6 +571,10 @@ static void record_end(struct queue *q, struct fin *f)
 	int scode;
 	if (read_status(q, id, &ran, &scode))
 		code = scode;
+	else if (code < 0) {
+		lost(q, id, "after a gpuctld restart");
+		return;
+	}
 	if (!ran && !f->cancelled && code != 127 && code != 126) {
 		/*
 		 * Never started: another job took a GPU between our look and its
@@ -544,15 +589,13 @@ static void record_end(struct queue *q, struct fin *f)
 			return;
 		code = code ? code : 1;
 	}
-	enum job_state s = f->cancelled ? JOB_CANCELLED : code < 0 ? JOB_FAILED : code == 0 ? JOB_DONE : JOB_FAILED;
+	enum job_state s = f->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
 	char why[96] = "";
 	if (f->cancelled)
 		snprintf(why, sizeof why, "cancelled while running");
-	else if (code < 0)
-		snprintf(why, sizeof why, "adopted after a gpuctld restart and its exit status was not left");
 	else if (code)
 		snprintf(why, sizeof why, "exit status %d", code);
-	if (store_finish(q->st, id, s, code < 0 ? 1 : code, why, now_ms()) != 1)
+	if (store_finish(q->st, id, s, code, why, now_ms()) != 1)
 		logf_("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
 	q->deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
@@ -1190,7 +1233,8 @@ static void recover(struct queue *q)
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].state != JOB_RUNNING)
 			continue;
-		bool alive = v[i].pid > 0 && kill(v[i].pid, 0) == 0 && proc_start(v[i].pid) == v[i].pid_start;
+		uint64_t ps = v[i].pid > 0 ? proc_start(v[i].pid) : 0;
+		bool alive = ps != 0 && ps == v[i].pid_start;
 		if (alive) {
 			/* not our child: its end is seen, its status is not */
 			if (q->nrun < MAX_RUNNING) {
@@ -1222,9 +1266,7 @@ static void recover(struct queue *q)
 				store_finish(q->st, v[i].id, code == 0 ? JOB_DONE : JOB_FAILED, code,
 					     code ? "exit status left while gpuctld was away" : "", now_ms());
 			} else {
-				store_finish(q->st, v[i].id, JOB_LOST, 1, "its process was gone when gpuctld restarted",
-					     now_ms());
-				logf_("job %lld was running when gpuctld stopped and is gone: lost", (long long)v[i].id);
+				lost(q, v[i].id, "while gpuctld was away");
 			}
 		}
 	}

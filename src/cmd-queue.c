@@ -131,10 +131,12 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		{"hang-timeout", required_argument, NULL, 'T'},
 		{"on-notice", required_argument, NULL, 'O'},
 		{"ack", no_argument, NULL, 'A'},
+		{"requeue", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	long n = 1, prio = 0;
+	bool requeue = false;
 	int li = -1;
 	const char *name = NULL, *after = NULL, *model = NULL;
 	uint64_t minfree = 0;
@@ -164,6 +166,7 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 				return rc;
 			break;
 		case 'N': name = optarg; break;
+		case 'q': requeue = true; break;
 		case 'p': {
 			char *end;
 			errno = 0;
@@ -196,9 +199,10 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 			break;
 		case 'h':
 			printf("usage: gpuctl submit [-n N] [--model GLOB] [--min-free-mem SIZE] [--name NAME] [--priority P]\n"
-			       "                     [--after JOB[,JOB]] [run options] -- CMD [ARGS...]\n\n"
+			       "                     [--after JOB[,JOB]] [--requeue] [run options] -- CMD [ARGS...]\n\n"
 			       "Queue CMD with gpuctld; it runs as you, in this directory, with this environment,\n"
 			       "once N GPUs are free (and the --after jobs have succeeded). Prints the job id.\n"
+			       "--requeue: if its gpuctl run is found gone after a gpuctld restart, queue it again.\n"
 			       "Run options, as for gpuctl run: --spot --cloud --poll --grace --on-notice --ack\n"
 			       "--restart --max-restarts --backoff --checkpoint-dir --hang-timeout.\n");
 			return EXIT_OK;
@@ -243,6 +247,8 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		json_object_set_new(req, "min_free_mem", json_integer((json_int_t)minfree));
 	if (json_array_size(runopts))
 		json_object_set(req, "run", runopts);
+	if (requeue)
+		json_object_set_new(req, "requeue", json_true());
 	json_t *ans = ask(req);
 	json_decref(req);
 	if (!ans)

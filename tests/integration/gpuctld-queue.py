@@ -343,6 +343,27 @@ try:
           f"the adopted job (its status comes from gpuctl run --status-file): {ends[0]}")
     print(f"restart: after SIGKILL, {len(waiting)} queued jobs each ran once; the running one was adopted "
           f"and ended ({ends[0] and ends[0]['state']}: {ends[0] and ends[0]['reason']})")
+
+    # ---- lost: gpuctld and the job's gpuctl run both SIGKILLed; --requeue queues it again
+    runs = os.path.join(work, "requeue-runs")
+    rq = int(root("submit", "--requeue", "--", "sh", "-c", f"echo run >> {runs}; sleep 2").stdout.strip())
+    lo = int(root("submit", "--", "sleep", "2").stdout.strip())
+    wait_state(rq, ("running",))
+    wait_state(lo, ("running",))
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    for j in (rq, lo):
+        subprocess.run(["pkill", "-KILL", "-f", f"job-{j} --status-file"], check=False)
+    daemon = start()
+    jrq = wait_state(rq, ("done", "failed", "lost"), 30)
+    jlo = wait_state(lo, ("done", "failed", "lost"), 30)
+    with open(runs) as f:
+        nruns = f.read().count("run")
+    check("lost", jrq and jrq["state"] == "done" and jrq["starts"] == 2 and jrq["requeue"] and nruns == 2,
+          f"--requeue job after its runner was killed: {jrq}, ran {nruns} times")
+    check("lost", jlo and jlo["state"] == "lost" and jlo["starts"] == 1 and not jlo["requeue"],
+          f"job without --requeue after its runner was killed: {jlo}")
+    print("lost: with gpuctld and the runners SIGKILLed, the --requeue job ran again (2 starts), the other is lost")
 finally:
     if daemon.poll() is None:
         daemon.terminate()
