@@ -1089,9 +1089,9 @@ static void dispatch(struct queue *q)
 /*
  * One round: record the jobs that ended and start what dispatch chooses, in
  * one transaction; then, once it is on disk, let the started ones go. When
- * the commit fails, nothing of the
- * round happened: the children leave without running, and the ends are
- * recorded again at the next wake-up (within a second).
+ * the commit fails, nothing of the round happened: the spawned gpuctl runs
+ * leave without running anything, and the ends are recorded again at the
+ * next wake-up (within a second).
  */
 static void settle(struct queue *q)
 {
