@@ -656,6 +656,16 @@ static int spawn_child(void *arg)
 	return 127;
 }
 
+/* inside the round's transaction: job id could not be started on gpus, and why; -1 */
+static int start_failed(struct queue *q, int64_t id, const char *gpus, const char *why)
+{
+	store_start(q->st, id, 0, 0, gpus, now_ms());
+	store_finish(q->st, id, JOB_FAILED, 1, why, now_ms());
+	logf_("job %lld failed to start: %s", (long long)id, why);
+	q->deps_dirty = true;
+	return -1;
+}
+
 /*
  * Inside the round's transaction: start job j on GPUs g. Spawns gpuctl run
  * as the user with --go-fd 3: it waits for settle() to write one byte once
@@ -704,11 +714,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 		vec_free(env);
 		free(argv);
 		json_decref(rq);
-		store_start(q->st, j->id, 0, 0, gpus, now_ms());
-		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
-		logf_("job %lld failed to start: %s", (long long)j->id, why);
-		q->deps_dirty = true;
-		return -1;
+		return start_failed(q, j->id, gpus, why);
 	}
 	size_t k = 0;
 	argv[k++] = (char *)"gpuctl";
@@ -781,11 +787,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	if (pid < 0) {
 		close(go[1]);
 		snprintf(why, sizeof why, "cannot start a process: %s", strerror(err));
-		store_start(q->st, j->id, 0, 0, gpus, now_ms());
-		store_finish(q->st, j->id, JOB_FAILED, 1, why, now_ms());
-		logf_("job %lld failed to start: %s", (long long)j->id, why);
-		q->deps_dirty = true;
-		return -1;
+		return start_failed(q, j->id, gpus, why);
 	}
 	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1) {
 		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));

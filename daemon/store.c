@@ -284,6 +284,33 @@ void store_list_free(struct job *v, size_t n)
 	free(v);
 }
 
+/* every row of st (finalized here) through fill into *out[*n]: 0, or -1 with nothing kept */
+static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), struct job **out, size_t *n)
+{
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct job *p = realloc(*out, cap * sizeof *p);
+			if (!p)
+				break;
+			*out = p;
+		}
+		if (*n == cap || fill(st, &(*out)[*n]) < 0)
+			break;
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		store_list_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
 int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out, size_t *n)
 {
 	*out = NULL;
@@ -297,28 +324,7 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out
 		return -1;
 	sqlite3_bind_int(st, 1, mine);
 	sqlite3_bind_int64(st, 2, uid);
-	size_t cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct job *p = realloc(*out, cap * sizeof *p);
-			if (!p)
-				break;
-			*out = p;
-		}
-		if (*n == cap || row(st, &(*out)[*n]) < 0)
-			break;
-		(*n)++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		store_list_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-		return -1;
-	}
-	return 0;
+	return collect(st, row, out, n);
 }
 
 int store_begin(struct store *s)
@@ -343,6 +349,30 @@ void store_rollback(struct store *s)
 
 #define BRIEF "id, uid, gid, user, name, priority, ngpus, request, after, state, submitted_ms, started_ms, gpus"
 
+/* a row of BRIEF (argv, env and cwd left NULL); -1 when out of memory */
+static int brief_row(sqlite3_stmt *st, struct job *j)
+{
+	memset(j, 0, sizeof *j);
+	j->id = sqlite3_column_int64(st, 0);
+	j->uid = (uid_t)sqlite3_column_int64(st, 1);
+	j->gid = (gid_t)sqlite3_column_int64(st, 2);
+	copy_col(st, 3, j->user, sizeof j->user);
+	copy_col(st, 4, j->name, sizeof j->name);
+	j->priority = sqlite3_column_int(st, 5);
+	j->ngpus = (unsigned)sqlite3_column_int(st, 6);
+	j->request = dup_col(st, 7);
+	j->after = dup_col(st, 8);
+	j->state = state_of((const char *)sqlite3_column_text(st, 9));
+	j->submitted_ms = sqlite3_column_int64(st, 10);
+	j->started_ms = sqlite3_column_int64(st, 11);
+	copy_col(st, 12, j->gpus, sizeof j->gpus);
+	if (!j->request || (sqlite3_column_type(st, 8) != SQLITE_NULL && !j->after)) {
+		job_release(j);
+		return -1;
+	}
+	return 0;
+}
+
 int store_brief(struct store *s, enum store_which which, size_t limit, struct job **out, size_t *n)
 {
 	*out = NULL;
@@ -359,47 +389,7 @@ int store_brief(struct store *s, enum store_which which, size_t limit, struct jo
 	if (sqlite3_prepare_v2(s->db, sql[which], -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(st, 1, limit > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
-	size_t cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct job *p = realloc(*out, cap * sizeof *p);
-			if (!p)
-				break;
-			*out = p;
-		}
-		if (*n == cap)
-			break;
-		struct job *j = &(*out)[*n];
-		memset(j, 0, sizeof *j);
-		j->id = sqlite3_column_int64(st, 0);
-		j->uid = (uid_t)sqlite3_column_int64(st, 1);
-		j->gid = (gid_t)sqlite3_column_int64(st, 2);
-		copy_col(st, 3, j->user, sizeof j->user);
-		copy_col(st, 4, j->name, sizeof j->name);
-		j->priority = sqlite3_column_int(st, 5);
-		j->ngpus = (unsigned)sqlite3_column_int(st, 6);
-		j->request = dup_col(st, 7);
-		j->after = dup_col(st, 8);
-		j->state = state_of((const char *)sqlite3_column_text(st, 9));
-		j->submitted_ms = sqlite3_column_int64(st, 10);
-		j->started_ms = sqlite3_column_int64(st, 11);
-		copy_col(st, 12, j->gpus, sizeof j->gpus);
-		if (!j->request || (sqlite3_column_type(st, 8) != SQLITE_NULL && !j->after)) {
-			job_release(j);
-			break;
-		}
-		(*n)++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		store_list_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-		return -1;
-	}
-	return 0;
+	return collect(st, brief_row, out, n);
 }
 
 /* one conditional UPDATE: 1 when a row changed, 0 when none did, -1 on error */
