@@ -18,9 +18,42 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* the statements, prepared once and reset after each use */
+enum stmt_key {
+	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, NSTMT
+};
+
 struct store {
 	sqlite3 *db;
+	sqlite3_stmt *st[NSTMT];
 };
+
+/* statement k (always the same sql for a k), prepared on first use; NULL on error */
+static sqlite3_stmt *stmt(struct store *s, enum stmt_key k, const char *sql)
+{
+	if (!s->st[k] && sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[k], NULL) != SQLITE_OK)
+		return NULL;
+	return s->st[k];
+}
+
+/* after the last step: no read left open, no binding left pointing at the caller's memory */
+static void done(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+/* BEGIN IMMEDIATE, COMMIT, ROLLBACK: 0, or -1 */
+static int run(struct store *s, enum stmt_key k, const char *sql)
+{
+	sqlite3_stmt *st = stmt(s, k, sql);
+	if (!st)
+		return -1;
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
 
 static const char *const migrations[] = {
 	/* 1: the jobs */
@@ -128,6 +161,9 @@ int store_open(struct store **out, const char *path, char *err, size_t errlen)
 		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
+	/* no allocation statistics: a global mutex less on every allocation (only before SQLite
+	 * initialises, which the first open does; the daemon opens one store, before its threads) */
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		errbuf_set(err, errlen, "cannot open the queue database '%s': %s", path,
@@ -165,6 +201,8 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
+	for (int k = 0; k < NSTMT; k++)
+		sqlite3_finalize(s->st[k]);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -175,10 +213,10 @@ int store_submit(struct store *s, struct job *j, char *err, size_t errlen)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	j->submitted_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	j->state = JOB_QUEUED;
-	sqlite3_stmt *st;
 	const char *sql = "INSERT INTO jobs (uid, gid, user, name, priority, ngpus, request, argv, env, cwd, after,"
 			  " state, submitted_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,'queued',?)";
-	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+	sqlite3_stmt *st = stmt(s, ST_SUBMIT, sql);
+	if (!st) {
 		errbuf_set(err, errlen, "cannot queue the job: %s", store_errmsg(s));
 		return -1;
 	}
@@ -198,7 +236,7 @@ int store_submit(struct store *s, struct job *j, char *err, size_t errlen)
 		sqlite3_bind_null(st, 11);
 	sqlite3_bind_int64(st, 12, j->submitted_ms);
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	done(st);
 	if (rc != SQLITE_DONE) {
 		errbuf_set(err, errlen, "cannot queue the job: %s", store_errmsg(s));
 		return -1;
@@ -267,13 +305,13 @@ void job_release(struct job *j)
 
 int store_get(struct store *s, int64_t id, struct job *out)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "SELECT " COLUMNS " FROM jobs WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+	sqlite3_stmt *st = stmt(s, ST_GET, "SELECT " COLUMNS " FROM jobs WHERE id = ?");
+	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, id);
 	int rc = sqlite3_step(st);
 	int found = rc == SQLITE_ROW ? (row(st, out) == 0 ? 1 : -1) : rc == SQLITE_DONE ? 0 : -1;
-	sqlite3_finalize(st);
+	done(st);
 	return found;
 }
 
@@ -284,7 +322,7 @@ void store_list_free(struct job *v, size_t n)
 	free(v);
 }
 
-/* every row of st (finalized here) through fill into *out[*n]: 0, or -1 with nothing kept */
+/* every row of st (reset here) through fill into *out[*n]: 0, or -1 with nothing kept */
 static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), struct job **out, size_t *n)
 {
 	size_t cap = 0;
@@ -301,7 +339,7 @@ static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j
 			break;
 		(*n)++;
 	}
-	sqlite3_finalize(st);
+	done(st);
 	if (rc != SQLITE_DONE) {
 		store_list_free(*out, *n);
 		*out = NULL;
@@ -318,9 +356,8 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out
 	static const char every[] = "SELECT " COLUMNS " FROM jobs WHERE (? = 0 OR uid = ?) ORDER BY id";
 	static const char live[] = "SELECT " COLUMNS " FROM jobs WHERE state IN ('queued','running')"
 				   " AND (? = 0 OR uid = ?) ORDER BY id";
-	const char *sql = all ? every : live;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+	sqlite3_stmt *st = all ? stmt(s, ST_LIST_ALL, every) : stmt(s, ST_LIST_LIVE, live);
+	if (!st)
 		return -1;
 	sqlite3_bind_int(st, 1, mine);
 	sqlite3_bind_int64(st, 2, uid);
@@ -329,22 +366,21 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out
 
 int store_begin(struct store *s)
 {
-	return exec(s, "BEGIN IMMEDIATE");
-}
-
-int store_commit(struct store *s)
-{
-	if (exec(s, "COMMIT") == 0)
-		return 0;
-	if (!sqlite3_get_autocommit(s->db))
-		exec(s, "ROLLBACK");
-	return -1;
+	return run(s, ST_BEGIN, "BEGIN IMMEDIATE");
 }
 
 void store_rollback(struct store *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
-		exec(s, "ROLLBACK");
+		run(s, ST_ROLLBACK, "ROLLBACK");
+}
+
+int store_commit(struct store *s)
+{
+	if (run(s, ST_COMMIT, "COMMIT") == 0)
+		return 0;
+	store_rollback(s);
+	return -1;
 }
 
 #define BRIEF "id, uid, gid, user, name, priority, ngpus, request, after, state, submitted_ms, started_ms, gpus"
@@ -385,8 +421,8 @@ int store_brief(struct store *s, enum store_which which, size_t limit, struct jo
 	};
 	if ((unsigned)which >= sizeof sql / sizeof sql[0])
 		return -1;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, sql[which], -1, &st, NULL) != SQLITE_OK)
+	sqlite3_stmt *st = stmt(s, (enum stmt_key)(ST_HEAD + which), sql[which]);
+	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, limit > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
 	return collect(st, brief_row, out, n);
@@ -396,7 +432,7 @@ int store_brief(struct store *s, enum store_which which, size_t limit, struct jo
 static int transition(struct store *s, sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	done(st);
 	if (rc != SQLITE_DONE)
 		return -1;
 	return sqlite3_changes(s->db) > 0 ? 1 : 0;
@@ -404,10 +440,10 @@ static int transition(struct store *s, sqlite3_stmt *st)
 
 int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const char *gpus, int64_t now_ms)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = 'running', pid = ?, pid_start = ?, gpus = ?,"
-			       " started_ms = ?, starts = starts + 1, reason = '' WHERE id = ? AND state = 'queued'",
-			       -1, &st, NULL) != SQLITE_OK)
+	static const char sql[] = "UPDATE jobs SET state = 'running', pid = ?, pid_start = ?, gpus = ?,"
+		" started_ms = ?, starts = starts + 1, reason = '' WHERE id = ? AND state = 'queued'";
+	sqlite3_stmt *st = stmt(s, ST_START, sql);
+	if (!st)
 		return -1;
 	sqlite3_bind_int(st, 1, pid);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)pid_start);
@@ -422,9 +458,10 @@ int store_finish(struct store *s, int64_t id, enum job_state state, int exit_cod
 {
 	if (!job_state_final(state))
 		return -1;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = ?, exit_code = ?, reason = ?, ended_ms = ?, pid = 0"
-			       " WHERE id = ? AND state = 'running'", -1, &st, NULL) != SQLITE_OK)
+	static const char sql[] = "UPDATE jobs SET state = ?, exit_code = ?, reason = ?, ended_ms = ?, pid = 0"
+		" WHERE id = ? AND state = 'running'";
+	sqlite3_stmt *st = stmt(s, ST_FINISH, sql);
+	if (!st)
 		return -1;
 	sqlite3_bind_text(st, 1, job_state_name(state), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, exit_code);
@@ -436,9 +473,10 @@ int store_finish(struct store *s, int64_t id, enum job_state state, int exit_cod
 
 int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = 'cancelled', reason = ?, ended_ms = ?"
-			       " WHERE id = ? AND state = 'queued'", -1, &st, NULL) != SQLITE_OK)
+	static const char sql[] = "UPDATE jobs SET state = 'cancelled', reason = ?, ended_ms = ?"
+		" WHERE id = ? AND state = 'queued'";
+	sqlite3_stmt *st = stmt(s, ST_CANCEL, sql);
+	if (!st)
 		return -1;
 	sqlite3_bind_text(st, 1, reason ? reason : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, now_ms);
@@ -448,9 +486,10 @@ int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms
 
 int store_requeue(struct store *s, int64_t id, const char *reason)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = 'queued', pid = 0, pid_start = 0, gpus = '',"
-			       " reason = ? WHERE id = ? AND state = 'running'", -1, &st, NULL) != SQLITE_OK)
+	static const char sql[] = "UPDATE jobs SET state = 'queued', pid = 0, pid_start = 0, gpus = '',"
+		" reason = ? WHERE id = ? AND state = 'running'";
+	sqlite3_stmt *st = stmt(s, ST_REQUEUE, sql);
+	if (!st)
 		return -1;
 	sqlite3_bind_text(st, 1, reason ? reason : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, id);
