@@ -16,12 +16,15 @@
  * jobs. The counts for /metrics and the jobs for /api/v1/jobs are rendered
  * at most every RENDER_MS.
  *
- * Jobs are spawned here (clone with CLONE_VM | CLONE_VFORK, as posix_spawn
- * does: no copy of the daemon's page tables) and exec `gpuctl run --gpus
- * LIST` as their user: everything the child needs (groups, argv,
- * environment) is prepared before, and the child makes raw system calls
- * only.
+ * Jobs are started by the job runner, `gpuctl --runner 3`: one gpuctl
+ * process this thread spawns and talks to over a socket pair
+ * (lib/spawnreq.h). For each job it forks a child that becomes the user
+ * and runs `gpuctl run --placed INDEX=UUID,… …` in-process, so no job pays
+ * for an exec of gpuctl. The runner says which pid it forked and, later, how it
+ * ended. If the runner dies, its children are adopted like the jobs of an
+ * earlier gpuctld, and the next start spawns a new runner.
  */
+#include "config.h"
 #include "queue.h"
 #include "dispatch.h"
 #include "store.h"
@@ -33,8 +36,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,8 @@
 #include "gpuctl/gpuctl.h"
 #include "lease.h"
 #include "select.h"
+#include "jobstatus.h"
+#include "spawnreq.h"
 
 #define MAX_GPUS 64
 #define MAX_CLIENTS 64
@@ -59,6 +64,7 @@
 #define CLIENT_TIMEOUT_MS 10000
 #define MAX_RUNNING 256
 #define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
+#define RUNNER_TIMEOUT_MS 5000      /* the runner answers a request within this, or is replaced */
 #define HEAD_FIRST 64               /* queued jobs dispatch reads first; more only while GPUs are left */
 
 struct client {
@@ -73,17 +79,19 @@ struct client {
 
 struct running {
 	int64_t id;
+	uid_t uid;
 	pid_t pid;
 	int pidfd;
 	bool gpus[MAX_GPUS];
 	bool cancelled;
-	bool child;              /* started by this gpuctld (else adopted: its status cannot be had) */
+	bool child;              /* the runner's child: its end comes as an EXITED record (else adopted) */
 };
 
 /* a job whose process ended, to record in the round's transaction */
 struct fin {
 	int64_t id;
-	int code;                /* from waitpid; -1: unknown (adopted) */
+	uid_t uid;               /* whose status file has its record */
+	int code;                /* from the runner's EXITED record; -1: unknown (adopted) */
 	bool cancelled;
 };
 
@@ -114,7 +122,10 @@ struct queue {
 	long long render_at;         /* monotonic ms when the metrics are due; 0: up to date */
 	long long rendered;          /* monotonic ms of the last render */
 	int nullfd;                  /* /dev/null, the jobs' stdin */
-	char stack[65536] __attribute__((aligned(16))); /* spawn_child's, while the queue thread waits */
+	pid_t rpid;                  /* the job runner (gpuctl --runner); 0: none */
+	int rfd;                     /* its socket, non-blocking; -1: none */
+	char *rbuf;                  /* records read from it and not yet handled */
+	size_t rlen, rcap;
 	pthread_t thread;
 	bool started;
 	/* for /metrics, read by the HTTP threads */
@@ -177,15 +188,15 @@ static uint64_t proc_start(pid_t pid)
 	return 0;
 }
 
-/* a job's files in --log-dir: its output, and what gpuctl run --status-file leaves */
+/* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobstatus.h) */
 static void log_path(const struct queue *q, int64_t id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%lld.log", q->o.log_dir, (long long)id);
 }
 
-static void status_path(const struct queue *q, int64_t id, char *buf, size_t len)
+static void status_path(const struct queue *q, uid_t uid, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%lld.status", q->o.log_dir, (long long)id);
+	snprintf(buf, len, "%s/user-%u.status", q->o.log_dir, (unsigned)uid);
 }
 
 /* ---- answers ------------------------------------------------------------------ */
@@ -202,6 +213,8 @@ static json_t *job_json(const struct job *j)
 			      "starts", (int)j->starts);
 	if (o && job_state_final(j->state) && j->state != JOB_CANCELLED)
 		json_object_set_new(o, "exit_code", json_integer(j->exit_code));
+	if (o && j->state == JOB_RUNNING && j->pid > 0)
+		json_object_set_new(o, "pid", json_integer(j->pid)); /* its gpuctl run */
 	if (o && j->after)
 		json_object_set_new(o, "after", json_string(j->after));
 	json_t *rq = o ? json_loads(j->request, 0, NULL) : NULL;
@@ -511,24 +524,16 @@ static void vec_free(char **v)
 	free(v);
 }
 
-/* what gpuctl run --status-file left: 1 with *ran and *code, 0 when nothing was written */
-static int read_status(const struct queue *q, int64_t id, bool *ran, int *code)
+/* what job id's gpuctl run --status-slot left: 1 with *ran and *code, 0 when nothing was written */
+static int read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code)
 {
-	char path[4300], buf[64];
-	status_path(q, id, path, sizeof path);
+	char path[4300];
+	status_path(q, uid, path, sizeof path);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	int r = fd >= 0 ? jobstatus_read(fd, id, ran, code) : 0;
 	if (fd >= 0)
 		close(fd);
-	int r, c;
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%d %d", &r, &c) != 2 || c < 0 || c > 255)
-		return 0;
-	*ran = r != 0;
-	*code = c;
-	return 1;
+	return r > 0;
 }
 
 /*
@@ -569,7 +574,7 @@ static void record_end(struct queue *q, struct fin *f)
 	int code = f->code;
 	bool ran = true;
 	int scode;
-	if (read_status(q, id, &ran, &scode))
+	if (read_status(q, f->uid, id, &ran, &scode))
 		code = scode;
 	else if (code < 0) {
 		lost(q, id, "after a gpuctld restart");
@@ -600,60 +605,194 @@ static void record_end(struct queue *q, struct fin *f)
 	q->deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
 
-/* what the spawned child needs: all of it made before clone, read-only there */
-struct spawn {
-	const char *path;
-	char **argv, **env;
-	const char *cwd;
-	uid_t uid;
-	gid_t gid;
-	const gid_t *groups;
-	size_t ngroups;
-	int nullfd, logfd, gofd;
-};
+/* ---- the job runner ----------------------------------------------------------- */
 
-static void spawn_fail(const char *msg, size_t len, int code)
+/* read what the runner sent into rbuf: 0, or -1 when it is gone */
+static int runner_read(struct queue *q)
 {
-	syscall(SYS_write, 2, msg, len);
-	syscall(SYS_exit, code);
+	for (;;) {
+		if (q->rcap - q->rlen < 4096) {
+			size_t cap = q->rcap ? q->rcap * 2 : 8192;
+			char *b = realloc(q->rbuf, cap);
+			if (!b)
+				return 0; /* read later */
+			q->rbuf = b;
+			q->rcap = cap;
+		}
+		ssize_t n = read(q->rfd, q->rbuf + q->rlen, q->rcap - q->rlen);
+		if (n > 0) {
+			q->rlen += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno == EAGAIN ? 0 : -1;
+	}
+}
+
+/* take the first record of this kind out of rbuf: 1, or 0 when none is there yet */
+static int runner_take(struct queue *q, int kind, struct spawnrec *out)
+{
+	for (size_t off = 0; off + sizeof *out <= q->rlen; off += sizeof *out) {
+		memcpy(out, q->rbuf + off, sizeof *out);
+		if (out->kind == kind) {
+			memmove(q->rbuf + off, q->rbuf + off + sizeof *out, q->rlen - off - sizeof *out);
+			q->rlen -= sizeof *out;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* wait (at most RUNNER_TIMEOUT_MS) for the runner's next record of this kind: 0, or -1 */
+static int runner_wait(struct queue *q, int kind, struct spawnrec *out)
+{
+	long long deadline = mono_ms() + RUNNER_TIMEOUT_MS;
+	while (!runner_take(q, kind, out)) {
+		long long left = deadline - mono_ms();
+		struct pollfd p = {.fd = q->rfd, .events = POLLIN};
+		if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR) || runner_read(q) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /*
- * The child of clone(CLONE_VM | CLONE_VFORK), as in posix_spawn: it runs on
- * the daemon's memory until execve, while the calling thread waits, so it
- * makes raw system calls only. glibc's set*id() would change the
- * credentials of every thread of the daemon, and its wrappers may be
- * intercepted by the sanitizers.
+ * The runner is gone, or no longer to be trusted: kill it (its children run
+ * on) and adopt its children, whose ends are then seen through their pidfds.
  */
-__attribute__((no_sanitize("address", "undefined")))
-static int spawn_child(void *arg)
+static void runner_down(struct queue *q, const char *why)
 {
-	const struct spawn *a = arg;
-	static const char e_id[] = "gpuctld: cannot become the job's user\n";
-	static const char e_fd[] = "gpuctld: cannot set up the job's files\n";
-	static const char e_cwd[] = "gpuctld: cannot enter the job's working directory\n";
-	static const char e_exec[] = "gpuctld: cannot run gpuctl\n";
-	/* every signal back to its default (SIGPIPE is ignored in the daemon), then none blocked */
-	struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } dfl = {0};
-	for (int sig = 1; sig < 65; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
-	uint64_t none = 0;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
-	syscall(SYS_setsid);
-	/* the go pipe becomes fd 3 (dup2 onto itself would keep close-on-exec: cleared after) */
-	if (syscall(SYS_dup2, a->nullfd, 0) < 0 || syscall(SYS_dup2, a->logfd, 1) < 0 ||
-	    syscall(SYS_dup2, a->logfd, 2) < 0 || syscall(SYS_dup2, a->gofd, 3) < 0 ||
-	    syscall(SYS_fcntl, 3, F_SETFD, 0) < 0)
-		spawn_fail(e_fd, sizeof e_fd - 1, 126);
-	if (syscall(SYS_setgroups, a->ngroups, a->groups) < 0 || syscall(SYS_setresgid, a->gid, a->gid, a->gid) < 0 ||
-	    syscall(SYS_setresuid, a->uid, a->uid, a->uid) < 0 || (a->uid != 0 && syscall(SYS_setuid, 0) == 0))
-		spawn_fail(e_id, sizeof e_id - 1, 126);
-	if (syscall(SYS_chdir, a->cwd) < 0)
-		spawn_fail(e_cwd, sizeof e_cwd - 1, 126);
-	syscall(SYS_execve, a->path, a->argv, a->env);
-	spawn_fail(e_exec, sizeof e_exec - 1, 127);
-	return 127;
+	if (q->rfd < 0)
+		return;
+	close(q->rfd);
+	q->rfd = -1;
+	kill(q->rpid, SIGKILL);
+	int st;
+	while (waitpid(q->rpid, &st, 0) < 0 && errno == EINTR)
+		;
+	q->rpid = 0;
+	q->rlen = 0;
+	for (size_t i = 0; i < q->nrun; i++)
+		q->run[i].child = false;
+	if (why)
+		logf_("job runner stopped: %s", why);
+}
+
+/* start the runner unless it runs: 0, or -1 with why */
+static int runner_up(struct queue *q, char *why, size_t len)
+{
+	if (q->rfd >= 0)
+		return 0;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		snprintf(why, len, "cannot make a socket pair for the job runner: %s", strerror(errno));
+		return -1;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, q->nullfd, 0);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+	posix_spawnattr_init(&at);
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here; not in jobs */
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+	char *argv[] = {(char *)"gpuctl", (char *)"--runner", (char *)"3", NULL};
+	extern char **environ;
+	int e = posix_spawn(&q->rpid, q->o.gpuctl, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(sv[1]);
+	if (e) {
+		close(sv[0]);
+		q->rpid = 0;
+		snprintf(why, len, "cannot start the job runner '%s --runner': %s", q->o.gpuctl, strerror(e));
+		return -1;
+	}
+	q->rfd = sv[0];
+	fcntl(q->rfd, F_SETFL, fcntl(q->rfd, F_GETFL) | O_NONBLOCK);
+	q->rlen = 0;
+	struct spawnrec hello;
+	if (runner_wait(q, SPAWNREC_HELLO, &hello) < 0 || hello.value != (int32_t)SPAWNREQ_MAGIC) {
+		runner_down(q, NULL);
+		snprintf(why, len, "the job runner '%s --runner' did not answer (is it gpuctld's version, %s?)",
+			 q->o.gpuctl, GPUCTL_VERSION);
+		return -1;
+	}
+	return 0;
+}
+
+/* send all of buf, the fds with its first byte: 0, or -1 */
+static int runner_send(struct queue *q, const char *buf, size_t len, const int *fds)
+{
+	union {
+		char b[CMSG_SPACE(SPAWNREQ_NFDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	long long deadline = mono_ms() + RUNNER_TIMEOUT_MS;
+	size_t off = 0;
+	while (off < len) {
+		struct iovec iov = {.iov_base = (char *)buf + off, .iov_len = len - off};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+		if (off == 0) {
+			m.msg_control = u.b;
+			m.msg_controllen = sizeof u.b;
+			struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(SPAWNREQ_NFDS * sizeof(int));
+			memcpy(CMSG_DATA(c), fds, SPAWNREQ_NFDS * sizeof(int));
+		}
+		ssize_t n = sendmsg(q->rfd, &m, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		long long left = deadline - mono_ms();
+		struct pollfd p = {.fd = q->rfd, .events = POLLOUT};
+		if (n == 0 || errno != EAGAIN || left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Have the runner fork a child for r with fds (stdin, log, go pipe):
+ * its pid, or -1 with why. A runner that fails is replaced once.
+ */
+static pid_t runner_spawn(struct queue *q, const struct spawnreq *r, const int *fds, char *why, size_t len)
+{
+	char *buf;
+	size_t n;
+	if (spawnreq_encode(r, &buf, &n) < 0) {
+		snprintf(why, len, "the job's command line and environment are larger than %u bytes", SPAWNREQ_MAX);
+		return -1;
+	}
+	pid_t pid = -1;
+	for (int attempt = 0; attempt < 2 && pid < 0; attempt++) {
+		if (runner_up(q, why, len) < 0)
+			break;
+		struct spawnrec rec;
+		if (runner_send(q, buf, n, fds) < 0 || runner_wait(q, SPAWNREC_SPAWNED, &rec) < 0) {
+			snprintf(why, len, "the job runner went away");
+			runner_down(q, "it did not take a job; starting a new one");
+			continue;
+		}
+		if (rec.pid > 0)
+			pid = rec.pid;
+		else
+			snprintf(why, len, "cannot start a process: %s", strerror(rec.value));
+		break;
+	}
+	free(buf);
+	return pid;
 }
 
 /* inside the round's transaction: job id could not be started on gpus, and why; -1 */
@@ -667,18 +806,25 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 }
 
 /*
- * Inside the round's transaction: start job j on GPUs g. Spawns gpuctl run
- * as the user with --go-fd 3: it waits for settle() to write one byte once
- * the round is committed. 0, or -1 (the job failed, or stays queued when
- * its start could not be recorded).
+ * Inside the round's transaction: start job j on GPUs g (gs: their UUIDs).
+ * Has the runner fork gpuctl run as the user with --go-fd 3: it waits for
+ * settle() to write one byte once the round is committed. The GPUs go as
+ * --placed INDEX=UUID: dispatch chose them from the sampler's view, so
+ * gpuctl run only leases them and opens no NVML of its own. 0, or -1 (the
+ * job failed, or stays queued when its start could not be recorded).
  */
-static int launch(struct queue *q, const struct job *j, const bool *g, size_t ngpu)
+static int launch(struct queue *q, const struct job *j, const bool *g, const struct sampler_gpu *gs, size_t ngpu)
 {
-	char gpus[256], name[80], log[4300], why[256] = "";
+	char gpus[256], placed[MAX_GPUS * 100], name[80], log[4300], why[256] = "";
 	gpu_list(g, ngpu, gpus, sizeof gpus);
+	size_t off = 0;
+	placed[0] = '\0';
+	for (size_t i = 0; i < ngpu && off < sizeof placed; i++)
+		if (g[i])
+			off += (size_t)snprintf(placed + off, sizeof placed - off, "%s%zu=%s", off ? "," : "", i, gs[i].uuid);
 	snprintf(name, sizeof name, "job-%lld%s%s", (long long)j->id, j->name[0] ? "-" : "", j->name);
 	log_path(q, j->id, log, sizeof log);
-	/* everything the child needs, made before clone */
+	/* everything the runner's child needs, sent in one request */
 	gid_t groups[256];
 	int ngroups = 256;
 	if (getgrouplist(j->user, j->gid, groups, &ngroups) < 0)
@@ -686,13 +832,14 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	size_t na, ne;
 	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
 	json_t *rq = json_loads(j->request, 0, NULL), *run = json_object_get(rq, "run");
-	char **argv = calloc(na + 14 + json_array_size(run), sizeof *argv);
-	char status[4300];
-	status_path(q, j->id, status, sizeof status);
-	/* created here, owned by the user: gpuctl run writes how the job ended into it */
-	int sfd = open(status, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (sfd < 0 || fchown(sfd, j->uid, j->gid) < 0)
-		logf_("cannot create %s for uid %u: %s", status, (unsigned)j->uid, strerror(errno));
+	char **argv = calloc(na + 16 + json_array_size(run), sizeof *argv);
+	char status[4300], slot[24];
+	status_path(q, j->uid, status, sizeof status);
+	snprintf(slot, sizeof slot, "%lld", (long long)j->id);
+	/* owned by the user, whose gpuctl runs write their records into it; this job's emptied */
+	int sfd = open(status, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (sfd < 0 || fchown(sfd, j->uid, j->gid) < 0 || jobstatus_clear(sfd, j->id) < 0)
+		logf_("cannot prepare %s for job %lld: %s", status, (long long)j->id, strerror(errno));
 	if (sfd >= 0)
 		close(sfd);
 	int go[2] = {-1, -1};
@@ -719,12 +866,14 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	size_t k = 0;
 	argv[k++] = (char *)"gpuctl";
 	argv[k++] = (char *)"run";
-	argv[k++] = (char *)"--gpus";
-	argv[k++] = gpus;
+	argv[k++] = (char *)"--placed";
+	argv[k++] = placed;
 	argv[k++] = (char *)"--name";
 	argv[k++] = name;
 	argv[k++] = (char *)"--status-file";
 	argv[k++] = status;
+	argv[k++] = (char *)"--status-slot";
+	argv[k++] = slot;
 	argv[k++] = (char *)"--go-fd";
 	argv[k++] = (char *)"3";
 	for (size_t i = 0; i < json_array_size(run); i++)
@@ -766,15 +915,10 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	 * "never ran" and queues the job again. A job recorded with a pid that
 	 * is gone and left no status is lost.
 	 */
-	struct spawn sp = {.path = q->o.gpuctl, .argv = argv, .env = env, .cwd = j->cwd, .uid = j->uid,
-			   .gid = j->gid, .groups = groups, .ngroups = (size_t)ngroups, .nullfd = q->nullfd,
-			   .logfd = logfd, .gofd = go[0]};
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler may run in the child on our memory */
-	pid_t pid = clone(spawn_child, q->stack + sizeof q->stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
-	int err = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	struct spawnreq sr = {.uid = j->uid, .gid = j->gid, .ngroups = (size_t)ngroups, .groups = groups,
+			      .cwd = j->cwd, .argc = k, .argv = argv, .envc = m, .env = env};
+	int fds[SPAWNREQ_NFDS] = {q->nullfd, logfd, go[0]};
+	pid_t pid = runner_spawn(q, &sr, fds, why, sizeof why);
 	close(logfd);
 	close(go[0]);
 	for (size_t i = 0; env[i]; i++)
@@ -786,18 +930,17 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	json_decref(rq);
 	if (pid < 0) {
 		close(go[1]);
-		snprintf(why, sizeof why, "cannot start a process: %s", strerror(err));
 		return start_failed(q, j->id, gpus, why);
 	}
 	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1) {
 		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
-		close(go[1]); /* it leaves without running anything */
-		waitpid(pid, NULL, 0);
+		close(go[1]); /* it leaves without running anything; the runner reaps it */
 		return -1;
 	}
 	struct running *r = &q->run[q->nrun++];
 	memset(r, 0, sizeof *r);
 	r->id = j->id;
+	r->uid = j->uid;
 	r->pid = pid;
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	r->child = true;
@@ -806,25 +949,41 @@ static int launch(struct queue *q, const struct job *j, const bool *g, size_t ng
 	return 0;
 }
 
-/* run[i]'s process has ended (or has it?): move it to the round's ends */
-static void collect_end(struct queue *q, size_t i)
+/* run[i] has ended with exit code `code` (-1: unknown): move it to the round's ends */
+static void end_run(struct queue *q, size_t i, int code)
 {
 	struct running *r = &q->run[i];
-	int code = -1;
-	if (r->child) {
-		int st = 0;
-		pid_t w = waitpid(r->pid, &st, WNOHANG);
-		if (w == 0)
-			return; /* not yet */
-		code = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	} else if (kill(r->pid, 0) == 0) {
-		return; /* adopted, not our child: its end is seen, its status is not */
-	}
-	q->fin[q->nfin++] = (struct fin){.id = r->id, .code = code, .cancelled = r->cancelled};
+	q->fin[q->nfin++] = (struct fin){.id = r->id, .uid = r->uid, .code = code, .cancelled = r->cancelled};
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	q->run[i] = q->run[--q->nrun];
 	q->dirty = true;
+}
+
+/* an adopted job's pidfd is readable (or it has none): has it ended? */
+static void collect_end(struct queue *q, size_t i)
+{
+	if (!q->run[i].child && kill(q->run[i].pid, 0) < 0)
+		end_run(q, i, -1); /* its end is seen, its exit code is not: its status file has it */
+}
+
+/* the runner's EXITED records: the jobs they name have ended */
+static void runner_exits(struct queue *q)
+{
+	struct spawnrec rec;
+	while (runner_take(q, SPAWNREC_EXITED, &rec))
+		for (size_t i = 0; i < q->nrun; i++)
+			if (q->run[i].child && q->run[i].pid == rec.pid) {
+				int st = rec.value;
+				end_run(q, i, WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1);
+				break;
+			}
+	/* no other record is due between requests: drop any, keep a partial one */
+	size_t whole = q->rlen - q->rlen % sizeof rec;
+	if (whole) {
+		memmove(q->rbuf, q->rbuf + whole, q->rlen - whole);
+		q->rlen -= whole;
+	}
 }
 
 /* ---- dispatch ----------------------------------------------------------------- */
@@ -1079,7 +1238,7 @@ static void dispatch(struct queue *q)
 			g[out[s].gpus[x]] = true;
 		struct job j;
 		if (store_get(q->st, out[s].id, &j) == 1) {
-			launch(q, &j, g, ngpu);
+			launch(q, &j, g, gs, ngpu);
 			job_release(&j);
 		}
 	}
@@ -1107,8 +1266,7 @@ static void settle(struct queue *q)
 	if (store_commit(q->st) < 0) {
 		logf_("cannot commit the queue's changes: %s; trying again", store_errmsg(q->st));
 		for (size_t i = 0; i < q->ngo; i++) {
-			close(q->go[i].fd);
-			waitpid(q->go[i].pid, NULL, 0);
+			close(q->go[i].fd); /* it leaves without running anything; the runner reaps it */
 			for (size_t r = 0; r < q->nrun; r++)
 				if (q->run[r].pid == q->go[i].pid) {
 					if (q->run[r].pidfd >= 0)
@@ -1243,6 +1401,7 @@ static void recover(struct queue *q)
 				struct running *r = &q->run[q->nrun++];
 				memset(r, 0, sizeof *r);
 				r->id = v[i].id;
+				r->uid = v[i].uid;
 				r->pid = v[i].pid;
 				r->pidfd = (int)syscall(SYS_pidfd_open, v[i].pid, 0);
 				for (const char *p = v[i].gpus; *p;) {
@@ -1258,7 +1417,7 @@ static void recover(struct queue *q)
 		} else {
 			bool ran;
 			int code;
-			int st = read_status(q, v[i].id, &ran, &code);
+			int st = read_status(q, v[i].uid, v[i].id, &ran, &code);
 			if ((st && !ran) || (!st && v[i].pid == 0)) {
 				/* it never ran: forked too late, or not at all */
 				store_requeue(q->st, v[i].id, "gpuctld stopped before it could start");
@@ -1284,16 +1443,18 @@ static void *loop(void *arg)
 	if (q->render_at)
 		render(q);
 	for (;;) {
-		struct pollfd p[3 + MAX_CLIENTS + MAX_RUNNING];
+		struct pollfd p[4 + MAX_CLIENTS + MAX_RUNNING];
 		size_t np = 0;
 		p[np++] = (struct pollfd){.fd = q->stopfd, .events = POLLIN};
 		p[np++] = (struct pollfd){.fd = q->lfd, .events = POLLIN};
 		int wfd = q->leases ? lease_watch_fd(q->leases) : -1;
 		p[np++] = (struct pollfd){.fd = wfd, .events = POLLIN};
+		p[np++] = (struct pollfd){.fd = q->rfd, .events = POLLIN};
 		for (size_t i = 0; i < q->ncl; i++)
 			p[np++] = (struct pollfd){.fd = q->cl[i].fd, .events = POLLIN};
+		/* the runner's children end through its records; adopted jobs through their pidfds */
 		for (size_t i = 0; i < q->nrun; i++)
-			p[np++] = (struct pollfd){.fd = q->run[i].pidfd, .events = POLLIN};
+			p[np++] = (struct pollfd){.fd = q->run[i].child ? -1 : q->run[i].pidfd, .events = POLLIN};
 		int wait = 1000;
 		if (q->render_at) {
 			long long d = q->render_at - mono_ms();
@@ -1310,7 +1471,7 @@ static void *loop(void *arg)
 			q->dirty = true;
 		}
 		/* clients and jobs, from the end so removal does not skip one */
-		size_t base = 3, ncl = q->ncl;
+		size_t base = 4, ncl = q->ncl;
 		for (size_t i = ncl; i-- > 0;)
 			if (p[base + i].revents)
 				serve_client(q, i);
@@ -1320,8 +1481,12 @@ static void *loop(void *arg)
 			if (now > q->cl[i].deadline)
 				drop_client(q, i); /* too slow to send its request */
 		for (size_t i = q->nrun; i-- > 0;)
-			if (p[base + i].revents || q->run[i].pidfd < 0)
+			if (p[base + i].revents || (!q->run[i].child && q->run[i].pidfd < 0))
 				collect_end(q, i);
+		/* after the loop above: ends reorder run[], which p[] follows */
+		if (q->rfd >= 0 && p[3].revents && runner_read(q) < 0)
+			runner_down(q, "it went away; its jobs are adopted");
+		runner_exits(q);
 		if (q->dirty || q->nfin)
 			settle(q);
 		if (q->render_at && mono_ms() >= q->render_at)
@@ -1340,7 +1505,7 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 	}
 	q->o = *o;
 	q->s = s;
-	q->lfd = q->stopfd = -1;
+	q->lfd = q->stopfd = q->rfd = -1;
 	pthread_mutex_init(&q->mlock, NULL);
 	/* /dev/null for the jobs' stdin; fds 0-2 taken first if the daemon was started without them */
 	while ((q->nullfd = open("/dev/null", O_RDWR)) >= 0 && q->nullfd < 3)
@@ -1394,6 +1559,8 @@ void queue_stop(struct queue *q)
 	}
 	while (q->ncl)
 		drop_client(q, 0);
+	runner_down(q, NULL); /* the jobs it started run on */
+	free(q->rbuf);
 	for (size_t i = 0; i < q->nrun; i++)
 		if (q->run[i].pidfd >= 0)
 			close(q->run[i].pidfd);

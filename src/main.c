@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "runner.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ static void usage(FILE *f)
 		   "\n'gpuctl <command> --help' describes a command; see gpuctl(1).\n");
 }
 
-int main(int argc, char **argv)
+static int gpuctl_main(int argc, char **argv)
 {
 	struct cli_global g = {.sim = NULL, .prog = "gpuctl"};
 	const char *env = getenv("GPUCTL_SIM");
@@ -66,6 +67,13 @@ int main(int argc, char **argv)
 			g.sim = argv[++i];
 		} else if (strncmp(a, "--sim=", 6) == 0) {
 			g.sim = a + 6;
+		} else if (strcmp(a, "--runner") == 0) {
+			/* internal: gpuctld's job runner, which runs each job's argv through this function */
+			if (i + 1 >= argc) {
+				cli_err("option '--runner' needs the socket gpuctld passes (it is gpuctld's, not for use by hand)");
+				return EXIT_USAGE;
+			}
+			return runner_serve(argv, argv[i + 1], gpuctl_main);
 		} else if (strcmp(a, "--version") == 0) {
 			printf("gpuctl %s\n", GPUCTL_VERSION);
 			return EXIT_OK;
@@ -90,4 +98,9 @@ int main(int argc, char **argv)
 			return commands[c].fn(&g, argc - i, argv + i);
 	cli_err("unknown command '%s' (try 'gpuctl --help')", argv[i]);
 	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	return gpuctl_main(argc, argv);
 }

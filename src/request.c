@@ -4,6 +4,7 @@
 #include "request.h"
 #include "units.h"
 
+#include <ctype.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,29 +43,32 @@ int request_option(struct request *r, int c, const char *arg)
 			return EXIT_USAGE;
 		}
 		r->sel.n = (unsigned)n;
-		r->n_given = true;
+		r->n_given = r->choice_given = true;
 		return EXIT_OK;
-	case 'g': r->gpus_spec = arg; return EXIT_OK;
-	case 'x': r->exclude_spec = arg; return EXIT_OK;
+	case 'g': r->gpus_spec = arg; r->choice_given = true; return EXIT_OK;
+	case 'x': r->exclude_spec = arg; r->choice_given = true; return EXIT_OK;
 	case 'm':
 		if (!*arg) {
 			cli_err("empty --model (expected a GPU name or glob, e.g. A100 or '*H100*')");
 			return EXIT_USAGE;
 		}
 		r->sel.model = arg;
+		r->choice_given = true;
 		return EXIT_OK;
-	case 's': r->sel.shared = true; return EXIT_OK;
+	case 's': r->sel.shared = r->choice_given = true; return EXIT_OK;
 	case 'M':
 		if (units_parse_size(arg, &r->sel.min_free_mem, err, sizeof err) < 0) {
 			cli_err("invalid --min-free-mem '%s': %s", arg, err);
 			return EXIT_USAGE;
 		}
+		r->choice_given = true;
 		return EXIT_OK;
 	case 'U':
 		if (units_parse_percent(arg, &r->sel.max_util, err, sizeof err) < 0) {
 			cli_err("invalid --max-util '%s': %s", arg, err);
 			return EXIT_USAGE;
 		}
+		r->choice_given = true;
 		return EXIT_OK;
 	case 'I':
 		if (strcmp(arg, "uuid") == 0)
@@ -85,9 +89,21 @@ int request_option(struct request *r, int c, const char *arg)
 	GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_FREE) | GC_BIT(GC_V_UTIL_GPU) | \
 	GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS))
 
+/* what names a GPU in --gpus, --exclude and CUDA_VISIBLE_DEVICES */
+#define NAMES_MASK (GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI))
+
 int request_resample(struct request *r)
 {
-	int rc = gc_ctx_sample(r->ctx, &r->snap, REQUEST_MASK, NULL, r->sel.n > 1);
+	if (r->placed_spec)
+		return EXIT_OK; /* gpuctld looked: nothing to look at again */
+	/*
+	 * --gpus: the first sample only names every GPU; once the list is
+	 * parsed, only its GPUs are looked at (the others cannot matter),
+	 * and no topology is needed to choose among them.
+	 */
+	const bool *which = r->gpus_spec && r->wanted_known ? r->wanted : NULL;
+	uint64_t mask = r->gpus_spec && !r->wanted_known ? NAMES_MASK : REQUEST_MASK;
+	int rc = gc_ctx_sample(r->ctx, &r->snap, mask, which, !r->gpus_spec && r->sel.n > 1);
 	if (rc != GC_OK) {
 		cli_err("cannot sample GPUs: %s", gc_ctx_errmsg(r->ctx));
 		return cli_exit_code(rc) == EXIT_OK ? EXIT_FAIL : cli_exit_code(rc);
@@ -106,6 +122,63 @@ static void index_list(const bool *set, size_t n, char *buf, size_t len)
 			off += (size_t)snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
 }
 
+#define PLACED_MAX 1024     /* GPU indices --placed accepts */
+#define PLACED_UUID_MAX 95  /* as NVML writes them, letters, digits and dashes */
+
+/* the GPUs in --placed "0=GPU-…,3=GPU-…": 1 + the largest index, or 0 (printed) */
+static size_t placed_count(const char *spec)
+{
+	size_t n = 0;
+	for (const char *p = spec; *p;) {
+		char *end;
+		long i = strtol(p, &end, 10);
+		size_t ulen = *end == '=' ? strcspn(end + 1, ",") : 0;
+		static const char uuid_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-";
+		if (end == p || !isdigit((unsigned char)*p) || i >= PLACED_MAX || ulen == 0 || ulen > PLACED_UUID_MAX ||
+		    strspn(end + 1, uuid_chars) < ulen) {
+			cli_err("invalid --placed '%s' (expected INDEX=UUID[,INDEX=UUID...], as gpuctld passes)", spec);
+			return 0;
+		}
+		if ((size_t)i + 1 > n)
+			n = (size_t)i + 1;
+		p = end + 1 + ulen;
+		if (*p == ',')
+			p++;
+	}
+	if (!n)
+		cli_err("invalid --placed '%s' (expected INDEX=UUID[,INDEX=UUID...], as gpuctld passes)", spec);
+	return n;
+}
+
+/* --placed into wanted and uuids (checked by placed_count) */
+static int placed_parse(struct request *r)
+{
+	if (!(r->placed_buf = strdup(r->placed_spec))) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	unsigned cnt = 0;
+	for (char *tok = strtok(r->placed_buf, ","); tok; tok = strtok(NULL, ",")) {
+		char *eq = strchr(tok, '=');
+		size_t i = (size_t)strtol(tok, NULL, 10);
+		if (r->wanted[i]) {
+			cli_err("invalid --placed '%s' (GPU %zu twice)", r->placed_spec, i);
+			return EXIT_USAGE;
+		}
+		r->wanted[i] = r->allowed[i] = true;
+		r->uuids[i] = eq + 1;
+		cnt++;
+	}
+	r->sel.n = cnt;
+	r->wanted_known = true;
+	return EXIT_OK;
+}
+
+int request_open(struct request *r)
+{
+	return r->ctx ? EXIT_OK : cli_open(r->g, &r->ctx);
+}
+
 int request_prepare(struct request *r, const struct cli_global *g)
 {
 	int rc;
@@ -113,9 +186,19 @@ int request_prepare(struct request *r, const struct cli_global *g)
 		cli_err("give either -n or --gpus, not both");
 		return EXIT_USAGE;
 	}
-	if ((rc = cli_open(g, &r->ctx)))
-		return rc;
-	r->ngpus = gc_ctx_count(r->ctx);
+	if (r->placed_spec && r->choice_given) {
+		cli_err("--placed is gpuctld's choice of GPUs: give no -n, --gpus, --exclude or filter with it");
+		return EXIT_USAGE;
+	}
+	r->g = g;
+	if (r->placed_spec) {
+		if (!(r->ngpus = placed_count(r->placed_spec)))
+			return EXIT_USAGE;
+	} else {
+		if ((rc = cli_open(g, &r->ctx)))
+			return rc;
+		r->ngpus = gc_ctx_count(r->ctx);
+	}
 	size_t n = r->ngpus ? r->ngpus : 1;
 	r->uuids = calloc(n, sizeof *r->uuids);
 	r->allowed = calloc(n, sizeof *r->allowed);
@@ -127,6 +210,8 @@ int request_prepare(struct request *r, const struct cli_global *g)
 		cli_err("out of memory");
 		return EXIT_FAIL;
 	}
+	if (r->placed_spec)
+		return placed_parse(r); /* our own CUDA_VISIBLE_DEVICES is gpuctld's to decide: it drops it */
 	if ((rc = request_resample(r)))
 		return rc;
 	/* we may only hand out what our own CUDA_VISIBLE_DEVICES lets us see */
@@ -171,7 +256,8 @@ int request_prepare(struct request *r, const struct cli_global *g)
 			}
 		}
 		r->sel.n = cnt;
-		return EXIT_OK;
+		r->wanted_known = true;
+		return request_resample(r);
 	}
 	char err[512];
 	if (select_possible(&r->snap, &r->sel, err, sizeof err) < 0) {
@@ -201,7 +287,7 @@ static void reasons(struct request *r, struct lease_dir *d, char *buf, size_t le
 	size_t off = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < r->ngpus && off + 1 < len; i++) {
-		bool relevant = r->gpus_spec ? r->wanted[i]
+		bool relevant = r->gpus_spec || r->placed_spec ? r->wanted[i]
 					     : r->why[i] != SELECT_OK && r->why[i] != SELECT_NOT_VISIBLE &&
 					       r->why[i] != SELECT_EXCLUDED && r->why[i] != SELECT_MODEL;
 		if (!relevant || r->why[i] == SELECT_OK)
@@ -225,12 +311,26 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 		struct lease **out, unsigned *chosen, char *why, size_t whylen)
 {
 	r->raced = false;
+	bool exact = r->gpus_spec || r->placed_spec;
 	for (size_t i = 0; i < r->ngpus; i++) {
-		int held = d && r->uuids[i] ? lease_peek(d, r->uuids[i], NULL) : 0;
+		/* with --gpus only its GPUs' leases matter (the others have no UUID sampled) */
+		int held = d && r->uuids[i] && (!exact || r->wanted[i]) ? lease_peek(d, r->uuids[i], NULL) : 0;
 		r->leased[i] = held == 1;
 	}
 	bool ok;
-	if (r->gpus_spec) {
+	if (r->placed_spec) {
+		/* gpuctld checked them against the job's filters: only a lease can stop us */
+		ok = true;
+		size_t k = 0;
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (r->wanted[i] && r->leased[i]) {
+				ok = false;
+				r->why[i] = SELECT_LEASED;
+			}
+			if (r->wanted[i])
+				chosen[k++] = (unsigned)i;
+		}
+	} else if (r->gpus_spec) {
 		/* exactly these GPUs: each must pass the filters now */
 		select_eligible(&r->snap, &r->sel, r->leased, r->why);
 		ok = true;
@@ -293,7 +393,7 @@ int request_render(const struct request *r, const unsigned *chosen, char *buf, s
 
 void request_describe(const struct request *r, char *buf, size_t len)
 {
-	if (r->gpus_spec) {
+	if (r->gpus_spec || r->placed_spec) {
 		char list[256];
 		index_list(r->wanted, r->ngpus, list, sizeof list);
 		snprintf(buf, len, "GPU%s %s", r->sel.n > 1 ? "s" : "", list);
@@ -330,6 +430,7 @@ void request_release(struct request *r)
 {
 	gc_snapshot_release(&r->snap);
 	gc_ctx_free(r->ctx);
+	free(r->placed_buf);
 	free(r->uuids);
 	free(r->allowed);
 	free(r->exclude);

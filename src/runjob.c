@@ -8,6 +8,7 @@
  * stay leased for exactly as long as any process of the job lives.
  */
 #include "runjob.h"
+#include "jobstatus.h"
 #include "shquote.h"
 
 #include <errno.h>
@@ -103,7 +104,8 @@ static int job_gpu_util(void *arg, int *pct)
 {
 	struct job *j = arg;
 	struct request *r = j->r;
-	if (gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
+	/* --placed opened nothing: the first look at the load opens NVML */
+	if (request_open(r) != EXIT_OK || gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
 		return -1;
 	int max = 0;
 	for (unsigned k = 0; k < r->sel.n; k++) {
@@ -148,6 +150,7 @@ void runjob_init(struct runjob *j)
 	request_init(&j->r);
 	j->timeout_ms = -1;
 	j->go_fd = -1;
+	j->status_slot = -1;
 	j->cloud_arg = "auto";
 	j->sv = (struct sv_opts){
 		.restart = SV_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
@@ -243,6 +246,18 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 	case 'O': j->sv.on_notice = arg; return EXIT_OK;
 	case 'A': j->ack = true; return EXIT_OK;
 	case 'F': j->status_file = arg; return EXIT_OK;
+	case 'Q': j->r.placed_spec = arg; return EXIT_OK;
+	case 'Z': {
+		char *end;
+		errno = 0;
+		long long id = strtoll(arg, &end, 10);
+		if (errno || end == arg || *end || id < 1) {
+			cli_err("invalid --status-slot '%s' (expected a job id, 1 or more)", arg);
+			return EXIT_USAGE;
+		}
+		j->status_slot = id;
+		return EXIT_OK;
+	}
 	case 'Y': {
 		char *end;
 		errno = 0;
@@ -324,14 +339,17 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
 /*
  * --status-file: "1 STATUS" when the command ran, "0 STATUS" when it never
  * started (its GPUs were taken, it could not be found). gpuctld reads it for
- * a job it adopted after a restart, which is not its child.
+ * a job it adopted after a restart, which is not its child. With
+ * --status-slot ID the file is one user's record file (jobstatus.h) and
+ * only job ID's record in it is written.
  */
 static void write_status(const struct runjob *j, bool ran, int rc)
 {
 	if (!j->status_file)
 		return;
-	int fd = open(j->status_file, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || dprintf(fd, "%d %d\n", ran, rc) < 0)
+	bool slot = j->status_slot > 0;
+	int fd = open(j->status_file, O_WRONLY | (slot ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || (slot ? jobstatus_write(fd, j->status_slot, ran, rc) : dprintf(fd, "%d %d\n", ran, rc)) < 0)
 		cli_err("cannot write --status-file '%s': %s", j->status_file, strerror(errno));
 	if (fd >= 0)
 		close(fd);
@@ -339,6 +357,10 @@ static void write_status(const struct runjob *j, bool ran, int rc)
 
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 {
+	if (j->status_slot > 0 && !j->status_file) {
+		cli_err("--status-slot needs --status-file (the file the record goes into)");
+		return EXIT_USAGE;
+	}
 	if (j->go_fd >= 0) {
 		/*
 		 * --go-fd: gpuctld starts us before it has committed this start and

@@ -35,6 +35,7 @@ struct runjob {
 	 * set for the job and the command, run nothing */
 	bool dry_run;
 	const char *status_file;     /* --status-file: "RAN STATUS" written here at the end (gpuctld) */
+	long long status_slot;       /* --status-slot ID: a record in a shared file (jobstatus.h); -1 */
 	int go_fd;                   /* --go-fd: read one byte before anything; EOF: never run (gpuctld); -1 */
 	bool ran;                    /* the command was supervised; end says how it ended */
 	enum sv_end end;
@@ -59,6 +60,8 @@ struct runjob {
 	{"on-notice", required_argument, NULL, 'O'},           \
 	{"ack", no_argument, NULL, 'A'},                      \
 	{"status-file", required_argument, NULL, 'F'},         \
+	{"status-slot", required_argument, NULL, 'Z'},         \
+	{"placed", required_argument, NULL, 'Q'},              \
 	{"go-fd", required_argument, NULL, 'Y'}
 
 void runjob_init(struct runjob *j);

@@ -11,6 +11,8 @@ removed at the end (issue 9):
   bad input: a command that does not exist fails the job (127) and the
              daemon lives; a huge environment is refused; a client that
              disconnects mid-request is dropped; unknown job ids;
+  runner:    the job runner (gpuctl --runner) killed while a job runs: the
+             job is adopted and ends done; the next job gets a new runner;
   restart:   gpuctld killed with SIGKILL while a job runs and others wait:
              after a restart nothing queued is lost, the running job is
              adopted, and every job ends exactly once.
@@ -27,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -68,6 +71,9 @@ def cleanup_users():
     sh("groupdel", GROUP)
 
 
+daemon_log = []  # gpuctld's stderr after its start-up lines
+
+
 def start():
     d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
                           "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL],
@@ -79,6 +85,8 @@ def start():
         if m:
             url = m.group(1)
         if "queue on" in line:
+            # keep reading what it logs, so that a full pipe never blocks it
+            threading.Thread(target=lambda: daemon_log.extend(iter(d.stderr.readline, "")), daemon=True).start()
             return d
     d.kill()
     raise SystemExit(f"FAIL: gpuctld did not start its queue: {line!r}")
@@ -293,6 +301,26 @@ try:
           f"queue metrics: {started and started.group(0)}")
     print("bad input: failed cleanly (127), huge env refused, half a request dropped, unknown ids; daemon alive")
 
+    # ---- the runner killed: its running job is adopted, the next one gets a new runner
+    def runners():
+        return sh("pgrep", "-P", str(daemon.pid), "-f", "--", "--runner").stdout.split()
+    held = int(root("submit", "--", "sleep", "1.5").stdout.strip())
+    wait_state(held, ("running",))
+    first = runners()
+    check("runner", len(first) == 1, f"gpuctld's runner processes: {first}")
+    os.kill(int(first[0]), signal.SIGKILL)
+    nxt = int(root("submit", "--", "true").stdout.strip())
+    e_held = wait_state(held, ("done", "failed", "cancelled", "lost"), 30)
+    e_nxt = wait_state(nxt, ("done", "failed", "cancelled", "lost"), 30)
+    check("runner", e_held and e_held["state"] == "done" and e_held["starts"] == 1,
+          f"the job whose runner was killed (adopted; its status from its record): {e_held}")
+    check("runner", e_nxt and e_nxt["state"] == "done", f"the job after the runner was killed: {e_nxt}")
+    second = runners()
+    check("runner", len(second) == 1 and second != first, f"runner before {first}, after {second}")
+    check("runner", any("job runner stopped" in line for line in daemon_log),
+          f"gpuctld did not log the runner's end: {daemon_log[-5:]}")
+    print("runner: killed while a job ran; the job was adopted and ended done, the next job got a new runner")
+
     # ---- a full disk for the logs: a second gpuctld whose --log-dir is a 64 KiB tmpfs
     tfs = os.path.join(work, "tfs")
     os.makedirs(tfs)
@@ -363,7 +391,7 @@ try:
           f"--requeue job after its runner was killed: {jrq}, ran {nruns} times")
     check("lost", jlo and jlo["state"] == "lost" and jlo["starts"] == 1 and not jlo["requeue"],
           f"job without --requeue after its runner was killed: {jlo}")
-    print("lost: with gpuctld and the runners SIGKILLed, the --requeue job ran again (2 starts), the other is lost")
+    print("lost: with gpuctld and the jobs' gpuctl runs SIGKILLed, the --requeue job ran again (2 starts), the other is lost")
 finally:
     if daemon.poll() is None:
         daemon.terminate()

@@ -1,0 +1,281 @@
+/*
+ * runner.c — `gpuctl --runner FD`, gpuctld's job runner (see runner.h).
+ *
+ * gpuctld starts it once (and again if it dies). It is single-threaded and
+ * has loaded no GPU library when it forks: each child opens NVML (or the
+ * simulator) itself, exactly as an exec'd `gpuctl run` would. A child
+ * becomes the job's user with setgroups/setresgid/setresuid — safe here,
+ * where no other thread shares its credentials — enters the job's
+ * directory, takes the job's environment and runs main_fn. When gpuctld
+ * goes away (end of file) the runner leaves; its children run on.
+ */
+#include "runner.h"
+
+#include "cli.h"
+#include "spawnreq.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* all len bytes sent (out) or read: 0, or -1 at an error or end of file */
+static int full(int fd, char *buf, size_t len, bool out)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = out ? send(fd, buf + off, len - off, MSG_NOSIGNAL) : read(fd, buf + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static int send_rec(int fd, int kind, pid_t pid, int value)
+{
+	struct spawnrec r = {.kind = kind, .pid = pid, .value = value};
+	return full(fd, (char *)&r, sizeof r, true);
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* one request: *payload (caller frees) and its fds. 1, 0 at end of file, -1 broken */
+static int recv_req(int sock, char **payload, size_t *len, int fds[SPAWNREQ_NFDS])
+{
+	struct spawnreq_hdr h;
+	union {
+		char buf[CMSG_SPACE(SPAWNREQ_NFDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = &h, .iov_len = sizeof h};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return 0; /* gone (a reset: it left our records unread) */
+	size_t nf = 0;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+			if (nf < SPAWNREQ_NFDS)
+				fds[nf++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (n != (ssize_t)sizeof h || (m.msg_flags & MSG_CTRUNC) || nf != SPAWNREQ_NFDS || h.magic != SPAWNREQ_MAGIC ||
+	    h.len > SPAWNREQ_MAX) {
+		close_fds(fds, nf);
+		return -1;
+	}
+	*len = h.len;
+	if (!(*payload = malloc(h.len ? h.len : 1)) || full(sock, *payload, h.len, false) < 0) {
+		free(*payload);
+		*payload = NULL;
+		close_fds(fds, nf);
+		return -1;
+	}
+	return 1;
+}
+
+/* the argv and environment strings the runner was started with: each child's title */
+static char *title_at;
+static size_t title_len;
+
+static void title_area(char **argv)
+{
+	char *end = argv[0];
+	for (size_t i = 0; argv[i]; i++)
+		if (argv[i] == end)
+			end += strlen(end) + 1;
+	for (size_t i = 0; environ[i]; i++)
+		if (environ[i] == end)
+			end += strlen(end) + 1;
+	title_at = argv[0];
+	title_len = (size_t)(end - argv[0]);
+}
+
+/*
+ * What ps and pkill -f show for the child: its argv joined with spaces,
+ * written over the runner's own argv and environment strings (no longer
+ * in use: environ points at the request), cut to their length. Past the
+ * end of the original argv the kernel reads on up to the first NUL.
+ */
+static void set_title(char *const *argv)
+{
+	if (title_len < 2)
+		return;
+	size_t off = 0;
+	for (size_t i = 0; argv[i] && off < title_len - 1; i++) {
+		if (i)
+			title_at[off++] = ' ';
+		size_t n = strlen(argv[i]);
+		if (n > title_len - 1 - off)
+			n = title_len - 1 - off;
+		memcpy(title_at + off, argv[i], n);
+		off += n;
+	}
+	memset(title_at + off, 0, title_len - off);
+}
+
+/* the forked child: becomes the job's user and runs gpuctl run in-process */
+__attribute__((noreturn)) static void child(const struct spawnreq *r, const int fds[SPAWNREQ_NFDS],
+					    int (*main_fn)(int, char **))
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	/* the go pipe becomes fd 3, where --go-fd 3 reads it */
+	if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0 || dup2(fds[2], 3) < 0) {
+		cli_err("runner: cannot set up the job's files: %s", strerror(errno));
+		_exit(126);
+	}
+	close_range(4, ~0u, 0); /* the received fds, the socket, the signalfd */
+	if (setgroups(r->ngroups, r->groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
+	    setresuid(r->uid, r->uid, r->uid) < 0 || (r->uid != 0 && setuid(0) == 0)) {
+		cli_err("runner: cannot become the job's user (uid %u, gid %u): %s", (unsigned)r->uid, (unsigned)r->gid,
+			strerror(errno));
+		_exit(126);
+	}
+	if (chdir(r->cwd) < 0) {
+		cli_err("runner: cannot enter the job's working directory '%s': %s", r->cwd, strerror(errno));
+		_exit(126);
+	}
+	environ = r->env;
+	set_title(r->argv);
+	exit(main_fn((int)r->argc, r->argv));
+}
+
+/*
+ * Look a user up in the runner, so that its children inherit what the
+ * C library learnt: nsswitch.conf read, and no nscd here (glibc then
+ * leaves nscd alone for 100 s). Each child's own lookup is then a read of
+ * /etc/passwd, not two failed connects first. Again every minute.
+ */
+static void warm_nss(void)
+{
+	static time_t last;
+	time_t now = time(NULL);
+	if (last && now - last < 60)
+		return;
+	last = now;
+	struct passwd pw, *res;
+	char buf[2048];
+	(void)getpwuid_r(getuid(), &pw, buf, sizeof buf, &res);
+}
+
+/* one request: fork its child and say so. 0, or -1 when the socket is broken */
+static int serve_one(int sock, int sfd, int (*main_fn)(int, char **), int *eof)
+{
+	char *payload = NULL;
+	size_t len = 0;
+	int fds[SPAWNREQ_NFDS] = {-1, -1, -1};
+	int got = recv_req(sock, &payload, &len, fds);
+	if (got <= 0) {
+		*eof = got == 0;
+		return got;
+	}
+	struct spawnreq r;
+	pid_t pid = 0;
+	int err = EINVAL;
+	if (spawnreq_decode(payload, len, &r) == 0) {
+		warm_nss();
+		pid = fork();
+		err = errno;
+		if (pid == 0) {
+			close(sock);
+			close(sfd);
+			child(&r, fds, main_fn);
+		}
+		spawnreq_release(&r);
+	}
+	free(payload);
+	close_fds(fds, SPAWNREQ_NFDS);
+	return send_rec(sock, SPAWNREC_SPAWNED, pid > 0 ? pid : 0, pid > 0 ? 0 : err);
+}
+
+static void reap(int sock)
+{
+	int st;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+		(void)send_rec(sock, SPAWNREC_EXITED, pid, st); /* gpuctld gone: it reads the status files */
+}
+
+int runner_serve(char **argv, const char *arg, int (*main_fn)(int argc, char **argv))
+{
+	char *end;
+	errno = 0;
+	long fd = strtol(arg, &end, 10);
+	struct stat st;
+	if (!*arg || *end || errno || fd < 0 || fd > 1023 || fstat((int)fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		cli_err("invalid --runner '%s' (expected the socket gpuctld passes, as a file descriptor from 0 to 1023)",
+			arg);
+		return EXIT_USAGE;
+	}
+	int sock = (int)fd;
+	title_area(argv);
+	{ const char *e = getenv("GPUCTL_SIM_LIBDIR"); char pth[4096]; if (e && getenv("PRELOAD")) { snprintf(pth, sizeof pth, "%s/libnvidia-ml-sim.so", e); if (!dlopen(pth, RTLD_NOW|RTLD_LOCAL)) fprintf(stderr, "preload failed\n"); } }
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || send_rec(sock, SPAWNREC_HELLO, 0, (int)SPAWNREQ_MAGIC) < 0) {
+		cli_err("runner: cannot start: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	for (;;) {
+		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			cli_err("runner: poll: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				;
+			reap(sock);
+		}
+		if (p[0].revents) {
+			int eof = 0;
+			if (serve_one(sock, sfd, main_fn, &eof) < 0) {
+				cli_err("runner: gpuctld sent a broken request or went away mid-request");
+				return EXIT_FAIL;
+			}
+			if (eof)
+				return EXIT_OK; /* gpuctld is gone: the children run on without us */
+		}
+	}
+}
