@@ -30,7 +30,7 @@ static void usage(FILE *f)
 		"      --status-file=FILE at the end write \"RAN STATUS\" to FILE (RAN 0: CMD never started)\n"
 		"      --status-slot=ID   write it as job ID's record in FILE, shared by one user's jobs (gpuctld)\n"
 		"      --placed=I=UUID,.. exactly these GPUs, chosen and checked by gpuctld: lease them, open no NVML\n"
-		"      --go-fd=FD         first read a byte from FD; at end of file run nothing (gpuctld)\n"
+		"      --go-fd=FD         once the GPUs are leased, read a byte from FD; at end of file run nothing (gpuctld)\n"
 		"\n"
 		"CMD gets CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUCTL_GPUS (indices),\n"
 		"GPUCTL_GPU_UUIDS and GPUCTL_NUM_GPUS. gpuctl exits with CMD's status, 128+N if a\n"

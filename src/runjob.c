@@ -337,6 +337,27 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
 
 /*
+ * --go-fd: gpuctld starts us before it has committed this start, and
+ * writes one byte once it has. We take the GPUs meanwhile, so the job
+ * starts as soon as the byte comes. End of file means gpuctld died first:
+ * the job must not run (a restarted gpuctld queues it again). true: go.
+ */
+static bool wait_go(struct runjob *j)
+{
+	if (j->go_fd < 0)
+		return true;
+	char c;
+	ssize_t n;
+	do
+		n = read(j->go_fd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	close(j->go_fd);
+	j->go_fd = -1;
+	j->no_go = n != 1;
+	return !j->no_go;
+}
+
+/*
  * --status-file: "1 STATUS" when the command ran, "0 STATUS" when it never
  * started (its GPUs were taken, it could not be found). gpuctld reads it for
  * a job it adopted after a restart, which is not its child. With
@@ -361,25 +382,9 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 		cli_err("--status-slot needs --status-file (the file the record goes into)");
 		return EXIT_USAGE;
 	}
-	if (j->go_fd >= 0) {
-		/*
-		 * --go-fd: gpuctld starts us before it has committed this start and
-		 * writes one byte once it has. End of file means it died first: the
-		 * job never ran, and a restarted gpuctld queues it again.
-		 */
-		char c;
-		ssize_t n;
-		do
-			n = read(j->go_fd, &c, 1);
-		while (n < 0 && errno == EINTR);
-		close(j->go_fd);
-		j->go_fd = -1;
-		if (n != 1) {
-			write_status(j, false, EXIT_OK);
-			return EXIT_OK;
-		}
-	}
 	int rc = exec_job(j, g, cmd);
+	if (j->no_go)
+		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
 	write_status(j, j->ran && j->end != SV_END_EXEC_FAILED, rc);
 	return rc;
 }
@@ -514,6 +519,8 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 			cli_err("cannot pass the lease to '%s': %s", j->sv.argv[0], strerror(errno));
 			rc = EXIT_FAIL;
 		}
+		if (rc == EXIT_OK && !wait_go(j))
+			rc = EXIT_FAIL; /* not run; runjob_exec reports it as never ran */
 		if (rc == EXIT_OK && cloud != SPOT_NONE &&
 		    spot_watch_start(&watcher, cloud, &j->so, err, sizeof err) != GC_OK) {
 			cli_err("--spot: %s", err);

@@ -36,7 +36,8 @@ struct runjob {
 	bool dry_run;
 	const char *status_file;     /* --status-file: "RAN STATUS" written here at the end (gpuctld) */
 	long long status_slot;       /* --status-slot ID: a record in a shared file (jobstatus.h); -1 */
-	int go_fd;                   /* --go-fd: read one byte before anything; EOF: never run (gpuctld); -1 */
+	int go_fd;                   /* --go-fd: one byte read once the GPUs are leased; EOF: never run (gpuctld); -1 */
+	bool no_go;                  /* --go-fd gave end of file: nothing ran */
 	bool ran;                    /* the command was supervised; end says how it ended */
 	enum sv_end end;
 	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
