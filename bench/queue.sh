@@ -129,6 +129,11 @@ QJOB=$TMP/qjob
 
 # the blocker: says it runs (file READY), then holds its slots until GO exists
 blocker() { echo "touch '$1'; while [ ! -e '$2' ]; do sleep 0.02; done"; }
+# busy: the machine's CPU ticks spent so far (user, nice, system, irq, softirq, steal)
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+HZ=$(getconf CLK_TCK)
+# cpu_per_job TICKS0 COUNT: ms of CPU (all cores) per job since TICKS0
+cpu_per_job() { awk -v a="$1" -v b="$(busy)" -v n="$2" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) * 1000 / hz / n }'; }
 wait_file() { # FILE WHAT
 	i=0
 	until [ -e "$1" ]; do
@@ -155,8 +160,10 @@ gpuctld_part() {
 	wait_file "$d/ready" "gpuctld's blocker ($1)"
 	QUEUED_S=$($Q submit "$d/q.sock" "$4" 1 "$QJOB" "$d/stamps" GPUCTL_JOB_ID) ||
 		die "gpuctld ($1): submit failed"
+	b0=$(busy)
 	touch "$d/GO"
 	$Q wait "$d/stamps" "$4" "$TIMEOUT" || die "gpuctld ($1): jobs missing: $($Q count "$d/q.db")"
+	CPU_MS=$(cpu_per_job "$b0" "$4")
 	# the last job's end is recorded just after it wrote its stamp
 	i=0
 	while [ "$($Q count "$d/q.db")" != "done=$(($4 + 1))" ]; do
@@ -194,8 +201,10 @@ tsp_part() {
 	done
 	[ "$q" = "$3" ] || sleep 1 # the blocked clients reach their connect()
 	QUEUED_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	b0=$(busy)
 	touch "$d/GO"
 	$Q wait "$d/stamps" "$3" "$TIMEOUT" || die "tsp ($1): jobs missing"
+	CPU_MS=$(cpu_per_job "$b0" "$3")
 	TS_SOCKET=$d/sock "$TSP" -K >/dev/null 2>&1 || :
 }
 # tspc SLOTS_NEEDED CMD...: queue CMD on the server of $TSD with $TSN slots; its
@@ -224,8 +233,10 @@ slurm_part() {
 		left=$((left - n))
 	done
 	QUEUED_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	b0=$(busy)
 	touch "$d/GO"
 	$Q wait "$d/stamps" "$3" "$TIMEOUT" || die "Slurm ($1): jobs missing"
+	CPU_MS=$(cpu_per_job "$b0" "$3")
 	i=0
 	while [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do # the next part wants an empty node
 		[ $i -lt 300 ] || die "Slurm ($1): jobs still listed 30 s after the last ended"
@@ -245,10 +256,10 @@ echo "temp dir (gpuctld's SQLite, synchronous=FULL): $TMP ($fs); task-spooler $t
 # ---- runs ----------------------------------------------------------------------------
 python3 bench/queue.py node1 "$NODE8" "$TMP/node1.json"
 gpuctld_part g8 "$NODE8" 8 "$JOBS"
-G_QUEUED=$QUEUED_S
+G_QUEUED=$QUEUED_S G_CPU=$CPU_MS
 gpuctld_part g1 "$TMP/node1.json" 1 "$LAT_JOBS"
 tsp_part t8 "$SLOTS" "$JOBS"
-T_QUEUED=$QUEUED_S
+T_QUEUED=$QUEUED_S T_CPU=$CPU_MS
 tsp_part t1 1 "$LAT_JOBS"
 SLURM_WHY=""
 if [ "$SLURM" = 0 ]; then
@@ -262,7 +273,7 @@ else
 		slv=$(sinfo --version 2>/dev/null | sed 's/^slurm //')
 		echo "Slurm ${slv:-?}: one node, 8 CPUs, gpu:4, sched/backfill (tests/slurm/slurm-up.sh)"
 		slurm_part s8 1 "$JOBS_SLURM"
-		S_QUEUED=$QUEUED_S
+		S_QUEUED=$QUEUED_S S_CPU=$CPU_MS
 		slurm_part s1 8 "$LAT_JOBS_SLURM"
 	else
 		[ $? = 77 ] || die "slurm-up.sh failed: $(cat "$TMP/slurm-up.err")"
@@ -275,20 +286,21 @@ echo
 # ---- 1. throughput --------------------------------------------------------------------
 T8=$($Q throughput "$TMP/t8/stamps" "$JOBS") || die "task-spooler: bad stamps"
 RATE_T=$(echo "$T8" | cut -d' ' -f3)
-printf '%-38s %6s %9s %9s %8s %10s\n' "1. throughput, $SLOTS at a time" jobs seconds "jobs/s" "vs tsp" "queued in"
-trow() { # LABEL RESULT QUEUED
+printf '%-38s %6s %9s %9s %8s %10s %8s\n' "1. throughput, $SLOTS at a time" jobs seconds "jobs/s" "vs tsp" "queued in" \
+	"cpu/job"
+trow() { # LABEL RESULT QUEUED CPU
 	# shellcheck disable=SC2086 # three numbers
-	set -- "$1" $2 "$3"
-	printf '%-38s %6s %9s %9s %8s %9ss\n' "$1" "$2" "$3" "$4" \
-		"$(awk -v a="$4" -v b="$RATE_T" 'BEGIN { printf "%.2fx", a / b }')" "$5"
+	set -- "$1" $2 "$3" "$4"
+	printf '%-38s %6s %9s %9s %8s %9ss %5s ms\n' "$1" "$2" "$3" "$4" \
+		"$(awk -v a="$4" -v b="$RATE_T" 'BEGIN { printf "%.2fx", a / b }')" "$5" "$6"
 }
 G8=$($Q throughput "$TMP/g8/stamps" "$JOBS") || die "gpuctld: bad stamps"
 RATE_G=$(echo "$G8" | cut -d' ' -f3)
-trow "gpuctld (8 GPUs, 1 each)" "$G8" "$G_QUEUED"
-trow "task-spooler (-S 8, baseline)" "$T8" "$T_QUEUED"
+trow "gpuctld (8 GPUs, 1 each)" "$G8" "$G_QUEUED" "$G_CPU"
+trow "task-spooler (-S 8, baseline)" "$T8" "$T_QUEUED" "$T_CPU"
 if [ -z "$SLURM_WHY" ]; then
 	S8=$($Q throughput "$TMP/s8/stamps" "$JOBS_SLURM") || die "Slurm: bad stamps"
-	trow "Slurm (-c1 of 8 CPUs, arrays)" "$S8" "$S_QUEUED"
+	trow "Slurm (-c1 of 8 CPUs, arrays)" "$S8" "$S_QUEUED" "$S_CPU"
 else
 	printf '%-38s %s\n' "Slurm" "$SLURM_WHY"
 fi
@@ -337,15 +349,18 @@ cat <<EOF
    holds ~1000 connections); Slurm, sbatch --array of <= 1000 tasks). Then the
    blocker ends and the jobs drain: seconds = first job's start to last job's
    end. Slurm ran $JOBS_SLURM jobs. All three share this machine's $(nproc) cores
-   with their jobs.
+   with their jobs. cpu/job: the machine's busy CPU time (all cores, from
+   /proc/stat: the system, its jobs, the waiting python) from the release to
+   the last stamp, over the jobs; near $(nproc) x seconds / jobs, the drain
+   was bound by CPU.
 2. start(i+1) - end(i) of jobs that ran one at a time ($LAT_JOBS jobs; Slurm
    $LAT_JOBS_SLURM), all queued before the first started. It includes, after the
    job's last write: for gpuctld, the exit of the job and of its supervisor
-   (gpuctl run releasing the lease), the pidfd wake-up and reap, one round
-   (the end recorded, the dispatch reading the head of the queue, the spawn
-   of the next gpuctl run, its start recorded, one commit, the go byte), the
-   start-up of gpuctl run (NVML open, state dir) and its lease, then the
-   spawn of the job; for tsp, the job's exit, its
+   (gpuctl run releasing the lease), the runner's reap and its record, one
+   round (the end recorded, the dispatch reading the head of the queue, the
+   runner's fork of the next gpuctl run, its start recorded, one commit, the
+   go byte), gpuctl run's NVML open and lease, then the spawn of the job;
+   for tsp, the job's exit, its
    client telling the server, the server telling the next client, and that
    client's fork/exec; for Slurm, slurmstepd's end of job, the epilog-complete
    message, slurmctld's scheduling pass, the launch RPC, slurmstepd and the
