@@ -574,7 +574,8 @@ static void record_end(struct queue *q, struct fin *f)
 	int code = f->code;
 	bool ran = true;
 	int scode;
-	if (read_status(q, f->uid, id, &ran, &scode))
+	bool record = read_status(q, f->uid, id, &ran, &scode);
+	if (record)
 		code = scode;
 	else if (code < 0) {
 		lost(q, id, "after a gpuctld restart");
@@ -595,9 +596,14 @@ static void record_end(struct queue *q, struct fin *f)
 		code = code ? code : 1;
 	}
 	enum job_state s = f->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
-	char why[96] = "";
+	char why[96] = "", log[4300];
+	log_path(q, id, log, sizeof log);
+	struct stat ls;
 	if (f->cancelled)
 		snprintf(why, sizeof why, "cancelled while running");
+	else if (!record && code == 126 && (lstat(log, &ls) < 0 || !S_ISREG(ls.st_mode)))
+		/* the runner's child could not create it (it said why on our stderr) */
+		snprintf(why, sizeof why, "its log could not be created (exit status 126; gpuctld's log says why)");
 	else if (code)
 		snprintf(why, sizeof why, "exit status %d", code);
 	if (store_finish(q->st, id, s, code, why, now_ms()) != 1)
@@ -764,7 +770,7 @@ static int runner_send(struct queue *q, const char *buf, size_t len, const int *
 }
 
 /*
- * Have the runner fork a child for r with fds (stdin, log, go pipe):
+ * Have the runner fork a child for r with fds (stdin, go pipe):
  * its pid, or -1 with why. A runner that fails is replaced once.
  */
 static pid_t runner_spawn(struct queue *q, const struct spawnreq *r, const int *fds, char *why, size_t len)
@@ -843,20 +849,13 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const str
 	if (sfd >= 0)
 		close(sfd);
 	int go[2] = {-1, -1};
-	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (logfd < 0)
-		snprintf(why, sizeof why, "cannot create the log %.120s: %s", log, strerror(errno));
-	else if (fchown(logfd, j->uid, j->gid) < 0)
-		snprintf(why, sizeof why, "cannot give the log %.120s to uid %u: %s", log, (unsigned)j->uid, strerror(errno));
-	else if (!cmd || !env || !argv)
+	if (!cmd || !env || !argv)
 		snprintf(why, sizeof why, "out of memory");
 	else if (q->nullfd < 0)
 		snprintf(why, sizeof why, "cannot open /dev/null");
 	else if (pipe2(go, O_CLOEXEC) < 0)
 		snprintf(why, sizeof why, "cannot make a pipe: %s", strerror(errno));
 	if (why[0]) {
-		if (logfd >= 0)
-			close(logfd);
 		vec_free(cmd);
 		vec_free(env);
 		free(argv);
@@ -916,10 +915,9 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const str
 	 * is gone and left no status is lost.
 	 */
 	struct spawnreq sr = {.uid = j->uid, .gid = j->gid, .ngroups = (size_t)ngroups, .groups = groups,
-			      .cwd = j->cwd, .argc = k, .argv = argv, .envc = m, .env = env};
-	int fds[SPAWNREQ_NFDS] = {q->nullfd, logfd, go[0]};
+			      .cwd = j->cwd, .log = log, .argc = k, .argv = argv, .envc = m, .env = env};
+	int fds[SPAWNREQ_NFDS] = {q->nullfd, go[0]};
 	pid_t pid = runner_spawn(q, &sr, fds, why, sizeof why);
-	close(logfd);
 	close(go[0]);
 	for (size_t i = 0; env[i]; i++)
 		if (env[i] != idv && env[i] != simv)

@@ -3,8 +3,8 @@
  *
  * Payload: five uint32 in host byte order (uid, gid, ngroups, argc,
  * envc), ngroups uint32 group ids, then NUL-terminated strings: the
- * working directory, argc arguments, envc environment entries, and nothing
- * after the last one. Both ends run on one host from one build, so host
+ * working directory, the log, argc arguments, envc environment entries,
+ * and nothing after the last one. Both ends run on one host from one build, so host
  * byte order is fine; the magic in the header catches a stray peer.
  */
 #include "spawnreq.h"
@@ -51,7 +51,7 @@ int spawnreq_encode(const struct spawnreq *r, char **out, size_t *len)
 	*len = 0;
 	if (r->argc == 0 || r->ngroups > SPAWNREQ_MAX_GROUPS)
 		return GC_EINVAL;
-	size_t payload = FIXED + r->ngroups * sizeof(uint32_t) + strlen(r->cwd) + 1 + strings_size(r->argv, r->argc) +
+	size_t payload = FIXED + r->ngroups * sizeof(uint32_t) + strlen(r->cwd) + 1 + strlen(r->log) + 1 + strings_size(r->argv, r->argc) +
 			 strings_size(r->env, r->envc);
 	if (payload > SPAWNREQ_MAX)
 		return GC_EINVAL;
@@ -69,6 +69,7 @@ int spawnreq_encode(const struct spawnreq *r, char **out, size_t *len)
 	for (size_t i = 0; i < r->ngroups; i++)
 		put32(&p, (uint32_t)r->groups[i]);
 	put_str(&p, r->cwd);
+	put_str(&p, r->log);
 	for (size_t i = 0; i < r->argc; i++)
 		put_str(&p, r->argv[i]);
 	for (size_t i = 0; i < r->envc; i++)
@@ -99,9 +100,9 @@ int spawnreq_decode(char *payload, size_t len, struct spawnreq *r)
 		return GC_EINVAL;
 	const char *q = payload, *end = payload + len;
 	uint32_t uid = get32(&q), gid = get32(&q), ngroups = get32(&q), argc = get32(&q), envc = get32(&q);
-	/* every string takes at least its NUL: counts beyond the size are lies */
+	/* every string takes at least its NUL (cwd and log too): counts beyond the size are lies */
 	if (ngroups > SPAWNREQ_MAX_GROUPS || argc == 0 || (size_t)ngroups * sizeof(uint32_t) > (size_t)(end - q) ||
-	    (size_t)argc + envc + 1 > (size_t)(end - q) - (size_t)ngroups * sizeof(uint32_t))
+	    (size_t)argc + envc + 2 > (size_t)(end - q) - (size_t)ngroups * sizeof(uint32_t))
 		return GC_EINVAL;
 	r->uid = (uid_t)uid;
 	r->gid = (gid_t)gid;
@@ -117,13 +118,14 @@ int spawnreq_decode(char *payload, size_t len, struct spawnreq *r)
 	}
 	for (size_t i = 0; i < ngroups; i++)
 		r->groups[i] = (gid_t)get32(&q);
-	char *p = payload + (q - payload), *cwd[2];
-	if (get_strs(&p, end, cwd, 1) < 0 || get_strs(&p, end, r->argv, argc) < 0 ||
+	char *p = payload + (q - payload), *cwd[2], *log[2];
+	if (get_strs(&p, end, cwd, 1) < 0 || get_strs(&p, end, log, 1) < 0 || get_strs(&p, end, r->argv, argc) < 0 ||
 	    get_strs(&p, end, r->env, envc) < 0 || p != end) {
 		spawnreq_release(r);
 		return GC_EINVAL;
 	}
 	r->cwd = cwd[0];
+	r->log = log[0];
 	return 0;
 }
 

@@ -2,8 +2,9 @@
  * spawnreq.h — what gpuctld and its job runner (`gpuctl --runner FD`) say
  * to each other over a Unix stream socket. gpuctld sends one request per
  * job: a header, then a payload holding the user (uid, gid, groups), the
- * working directory, the argv of `gpuctl run …` and the environment; the
- * job's stdin, log and go pipe travel with the header as SCM_RIGHTS. The
+ * working directory, the job's log (which the runner's child creates, as
+ * root, for the user), the argv of `gpuctl run …` and the environment; the
+ * job's stdin and go pipe travel with the header as SCM_RIGHTS. The
  * runner answers with fixed-size records: HELLO once, SPAWNED for each
  * request (in order), EXITED whenever one of its children ends.
  *
@@ -17,10 +18,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPAWNREQ_MAGIC 0x67707231u     /* "gpr1": bumped when the layout changes */
+#define SPAWNREQ_MAGIC 0x67707232u     /* "gpr2": bumped when the layout changes */
 #define SPAWNREQ_MAX (4u << 20)        /* a payload, environment included */
 #define SPAWNREQ_MAX_GROUPS 65536u     /* NGROUPS_MAX on Linux */
-#define SPAWNREQ_NFDS 3                /* stdin, stdout+stderr (the log), the go pipe (fd 3) */
+#define SPAWNREQ_NFDS 2                /* stdin, the go pipe (fd 3) */
 
 struct spawnreq_hdr {
 	uint32_t magic;
@@ -34,6 +35,7 @@ struct spawnreq {
 	size_t ngroups;
 	gid_t *groups;                  /* ngroups supplementary groups */
 	const char *cwd;
+	const char *log;                /* stdout and stderr: created if missing, owned by uid */
 	size_t argc;
 	char **argv;                    /* argc strings, NULL-terminated */
 	size_t envc;

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -154,8 +155,19 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
-	/* the go pipe becomes fd 3, where --go-fd 3 reads it */
-	if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0 || dup2(fds[2], 3) < 0) {
+	/*
+	 * The job's log, created here as root and given to the user: not in
+	 * gpuctld's one thread, where creating a file can cost more than the
+	 * rest of a job's start. No log: this goes to gpuctld's stderr, and
+	 * gpuctld records that the job's log could not be created.
+	 */
+	int log = open(r->log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (log < 0 || fchown(log, r->uid, r->gid) < 0) {
+		cli_err("runner: cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
+		_exit(126);
+	}
+	/* the go pipe becomes fd 3, where --go-fd 3 reads it (the log is on 1 and 2 before) */
+	if (dup2(fds[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(fds[1], 3) < 0) {
 		cli_err("runner: cannot set up the job's files: %s", strerror(errno));
 		_exit(126);
 	}
@@ -198,7 +210,7 @@ static int serve_one(int sock, int sfd, int (*main_fn)(int, char **), int *eof)
 {
 	char *payload = NULL;
 	size_t len = 0;
-	int fds[SPAWNREQ_NFDS] = {-1, -1, -1};
+	int fds[SPAWNREQ_NFDS] = {-1, -1};
 	int got = recv_req(sock, &payload, &len, fds);
 	if (got <= 0) {
 		*eof = got == 0;

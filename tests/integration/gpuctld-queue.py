@@ -299,7 +299,16 @@ try:
     started = re.search(r"^gpuctl_queue_started_total (\d+)$", text, re.M)
     check("metrics", started and int(started.group(1)) >= 10 and 'gpuctl_queue_jobs{state="queued"}' in text,
           f"queue metrics: {started and started.group(0)}")
-    print("bad input: failed cleanly (127), huge env refused, half a request dropped, unknown ids; daemon alive")
+    # a log that cannot be created (a directory in its place): the job fails with that reason
+    first = int(root("submit", "--", "sleep", "0.5").stdout.strip())
+    nolog = int(root("submit", "--after", str(first), "--", "true").stdout.strip())
+    os.mkdir(os.path.join(work, "logs", f"{nolog}.log"))
+    e = wait_state(nolog, ("done", "failed", "cancelled", "lost"), 30)
+    check("bad input", e and e["state"] == "failed" and "log could not be created" in e["reason"],
+          f"a job whose log cannot be created: {e}")
+    check("bad input", root("queue").returncode == 0, "gpuctld died after a job's log could not be created")
+    print("bad input: failed cleanly (127), huge env refused, half a request dropped, unknown ids, "
+          "a log that cannot be created; daemon alive")
 
     # ---- the runner killed: its running job is adopted, the next one gets a new runner
     def runners():

@@ -30,6 +30,7 @@ static gid_t groups_[] = {27, 1001, 4294967294u};
 static struct spawnreq sample(void)
 {
 	return (struct spawnreq){.uid = 1001, .gid = 1001, .ngroups = 3, .groups = groups_, .cwd = "/home/a/w",
+				 .log = "/var/lib/gpuctl/logs/12.log",
 				 .argc = 8, .argv = argv_, .envc = 2, .env = env_};
 }
 
@@ -63,6 +64,7 @@ static void test_round_trip(void **state)
 	for (size_t i = 0; i < 3; i++)
 		assert_int_equal(out.groups[i], groups_[i]);
 	assert_string_equal(out.cwd, "/home/a/w");
+	assert_string_equal(out.log, "/var/lib/gpuctl/logs/12.log");
 	assert_int_equal(out.argc, 8);
 	for (size_t i = 0; i < 8; i++)
 		assert_string_equal(out.argv[i], argv_[i]);
