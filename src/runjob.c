@@ -350,7 +350,7 @@ static bool wait_go(struct runjob *j)
 	ssize_t n;
 	do
 		n = read(j->go_fd, &c, 1);
-	while (n < 0 && errno == EINTR);
+	while (n < 0 && errno == EINTR && !got_signal);
 	close(j->go_fd);
 	j->go_fd = -1;
 	j->no_go = n != 1;
@@ -383,7 +383,7 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 		return EXIT_USAGE;
 	}
 	int rc = exec_job(j, g, cmd);
-	if (j->no_go)
+	if (j->no_go && !got_signal)
 		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
 	write_status(j, j->ran && j->end != SV_END_EXEC_FAILED, rc);
 	return rc;
@@ -520,7 +520,9 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 			rc = EXIT_FAIL;
 		}
 		if (rc == EXIT_OK && !wait_go(j))
-			rc = EXIT_FAIL; /* not run; runjob_exec reports it as never ran */
+			rc = got_signal ? 128 + got_signal : EXIT_FAIL; /* not run: reported as never ran */
+		else if (rc == EXIT_OK && got_signal)
+			rc = 128 + got_signal; /* cancelled (SIGTERM) while it leased: the command never starts */
 		if (rc == EXIT_OK && cloud != SPOT_NONE &&
 		    spot_watch_start(&watcher, cloud, &j->so, err, sizeof err) != GC_OK) {
 			cli_err("--spot: %s", err);

@@ -147,7 +147,34 @@ try:
             left = f.read()
         check("go-fd", p.returncode == 0 and os.path.exists(flag) == want_ran and left == ("1 0\n" if want_ran else "0 0\n"),
               f"--go-fd with {go!r}: rc {p.returncode}, ran {os.path.exists(flag)}, status {left!r}, {p.stderr!r}")
-    print("go-fd: end of file runs nothing and leaves '0 0'; a byte runs the command")
+    # SIGTERM (a cancel) while it holds its GPUs and waits for the byte: the command never starts
+    r, w = os.pipe()
+    flag, status = os.path.join(work, "ran-term"), os.path.join(work, "status-term")
+    open(status, "w").close()
+    p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--status-file", status, "--go-fd", str(r),
+                          "--", "touch", flag], env=base_env, stderr=subprocess.PIPE, text=True, pass_fds=(r,))
+    os.close(r)
+    leased = False
+    for _ in range(200):  # until its lease is taken
+        leased = flag in root("leases").stdout
+        if leased:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    try:
+        os.write(w, b"x")  # too late: it has gone (the pipe may be closed)
+    except BrokenPipeError:
+        pass
+    os.close(w)
+    rc = p.wait(timeout=30)
+    with open(status) as f:
+        left = f.read()
+    check("go-fd", leased and rc == 143 and not os.path.exists(flag) and left == "0 143\n",
+          f"SIGTERM before the byte: leased {leased}, rc {rc}, ran {os.path.exists(flag)}, status {left!r}, "
+          f"{p.stderr.read()!r}")
+    print("go-fd: end of file runs nothing and leaves '0 0'; a byte runs the command; "
+          "SIGTERM while it waits runs nothing")
 
     # ---- identity
     adir = os.path.join(work, "adir")
