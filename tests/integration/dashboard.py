@@ -2,17 +2,21 @@
 """gpuctld's dashboard in a real browser: starts the daemon on the simulated
 8×H100 node, drives headless Chromium through chromedriver's W3C WebDriver
 HTTP API (standard library only, no selenium), and checks that the page shows
-one card per GPU, logs nothing at WARNING or SEVERE, and follows a change of
-the node (a gpuctl-sim-hold process taking 30 GiB on an idle GPU) within 3 s.
+one card per GPU, logs nothing at WARNING or SEVERE, follows a change of
+the node (a gpuctl-sim-hold process taking 30 GiB on an idle GPU) within 3 s,
+and (as root, which gpuctld needs to run jobs as their users) lists the job
+queue: a running and a queued job, with their ids, users, states and GPUs,
+and no command line.
 Installs Debian's chromium and chromium-driver when missing and root; exit 77
 (skip) when they cannot be had.
 Env: GPUCTL_SIM_LIBDIR (set by meson), DASHBOARD_SCREENSHOT=PATH saves a PNG
 (after DASHBOARD_SCREENSHOT_AFTER seconds, default 1).
-Usage: dashboard.py GPUCTLD SRCDIR
+Usage: dashboard.py GPUCTLD SRCDIR [GPUCTL]
 """
 import base64
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -26,6 +30,7 @@ import urllib.error
 import urllib.request
 
 GPUCTLD, SRC = sys.argv[1], sys.argv[2]
+GPUCTL = sys.argv[3] if len(sys.argv) > 3 else None  # with it (and root): the queue too
 NODE = os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 NGPUS = 8
@@ -138,8 +143,15 @@ def start_chromedriver():
 
 
 # ---- the daemon ----
+def queue_args():
+    if not GPUCTL or os.geteuid() != 0:
+        return ["--no-queue"]
+    return ["--queue-db", os.path.join(tmp, "q.db"), "--queue-socket", os.path.join(tmp, "q.sock"),
+            "--log-dir", os.path.join(tmp, "logs"), "--gpuctl", GPUCTL]
+
+
 def start_daemon(env):
-    p = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.5s", "--no-queue"],
+    p = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.5s", *queue_args()],
                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     procs.append(("gpuctld", p))
@@ -185,6 +197,48 @@ return Array.from(document.querySelectorAll('.gpu-card')).map(c => ({
 
 def cards_by_index(wd):
     return {c["index"]: c for c in wd.js(READ_CARDS)}
+
+
+READ_JOBS = """
+const sec = document.getElementById('jobs');
+return {hidden: !sec || sec.hidden, text: sec ? sec.textContent : '',
+        rows: Array.from(document.querySelectorAll('#jobs-body tr.job')).map(
+          tr => Array.from(tr.cells).map(td => td.textContent))};
+"""
+
+
+def check_jobs(wd, env):
+    """the queue's table: a running job and a queued one, no command lines"""
+    if "--no-queue" in queue_args():
+        print("   queue table: not checked (needs root and the gpuctl binary)", flush=True)
+        return
+    qenv = dict(env, GPUCTL_QUEUE_SOCKET=os.path.join(tmp, "q.sock"))
+
+    def submit(*args):
+        p = subprocess.run([GPUCTL, "submit", *args], env=qenv, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0, f"gpuctl submit {' '.join(args)}", p.stderr.strip())
+        return p.stdout.strip()
+    run_id = submit("--name", "on-the-page", "--", "sleep", "60")
+    # every GPU with another user's process is kept from jobs on this node: 8 never fit, it waits
+    wait_id = submit("-n", "8", "--", "sleep", "61")
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    t0, doc, want = time.monotonic(), {}, None
+    while time.monotonic() - t0 < 10:
+        doc = wd.js(READ_JOBS)
+        rows = {r[0]: r for r in doc["rows"]}
+        if run_id in rows and rows[run_id][2] == "running" and wait_id in rows:
+            want = (rows[run_id], rows[wait_id])
+            break
+        time.sleep(0.2)
+    check(want is not None and not doc["hidden"], "#jobs lists the running and the queued job",
+          f"after {time.monotonic() - t0:.1f} s: {doc}")
+    if want:
+        r, w = want
+        check(r[1] == user and r[3] != "" and r[4] == "on-the-page" and w[1:5] == [user, "queued", "(8)", "-"],
+              "job rows: id, user, state, GPUs, name", f"{r} / {w}")
+        check("sleep" not in doc["text"], "no command line on the page", doc["text"])
+    p = subprocess.run([GPUCTL, "cancel", run_id, wait_id], env=qenv, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, "both jobs cancelled", p.stderr.strip())
 
 
 def parse_gib(text):
@@ -263,6 +317,8 @@ def run():
         if latency is not None:
             print(f"update latency: {latency * 1000:.0f} ms (daemon interval 0.5 s, page polls every 1 s)",
                   flush=True)
+
+        check_jobs(wd, env)
 
         shot = os.environ.get("DASHBOARD_SCREENSHOT")
         if shot:
