@@ -14,15 +14,13 @@
 #include "cli.h"
 #include "spawnreq.h"
 
-#include <dlfcn.h>
-#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <stdbool.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -256,7 +254,6 @@ int runner_serve(char **argv, const char *arg, int (*main_fn)(int argc, char **a
 	}
 	int sock = (int)fd;
 	title_area(argv);
-	{ const char *e = getenv("GPUCTL_SIM_LIBDIR"); char pth[4096]; if (e && getenv("PRELOAD")) { snprintf(pth, sizeof pth, "%s/libnvidia-ml-sim.so", e); if (!dlopen(pth, RTLD_NOW|RTLD_LOCAL)) fprintf(stderr, "preload failed\n"); } }
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
