@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -268,6 +270,45 @@ static void on_notice(struct sv_opts *o, struct attempt *a, const struct spot_ev
 	stop_job(o, a, SV_END_PREEMPTED, ev->deadline_ms);
 }
 
+/*
+ * A command the kernel will not exec (no #! line, no ELF header) runs as a
+ * shell script, as execvp and a shell run it: /bin/sh FILE ARGS, FILE
+ * found on $PATH as posix_spawnp found it. The posix_spawn error.
+ */
+static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *at)
+{
+	char found[PATH_MAX];
+	const char *file = argv[0];
+	if (!strchr(file, '/')) {
+		const char *path = getenv("PATH");
+		file = NULL;
+		for (const char *p = path && *path ? path : "/bin:/usr/bin"; p && !file;) {
+			size_t n = strcspn(p, ":");
+			int w = snprintf(found, sizeof found, "%.*s%s%s", (int)n, n ? p : ".", "/", argv[0]);
+			struct stat st;
+			if (w > 0 && (size_t)w < sizeof found && stat(found, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(found, X_OK) == 0)
+				file = found;
+			p = p[n] ? p + n + 1 : NULL;
+		}
+		if (!file)
+			return ENOEXEC;
+	}
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	char **sh = calloc(n + 2, sizeof *sh);
+	if (!sh)
+		return ENOMEM;
+	sh[0] = (char *)"/bin/sh";
+	sh[1] = (char *)file;
+	for (size_t i = 1; i < n; i++)
+		sh[i + 1] = argv[i];
+	int e = posix_spawn(pid, "/bin/sh", NULL, at, sh, environ);
+	free(sh);
+	return e;
+}
+
 /* hang watchdog: no GPU utilization and no CPU time for hang_timeout_ms */
 static void check_hang(struct sv_opts *o, struct attempt *a, int64_t now)
 {
@@ -324,6 +365,8 @@ static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigne
 		e = posix_spawnattr_setsigmask(&at, orig);
 	if (!e)
 		e = posix_spawnp(&pid, o->argv[0], NULL, &at, o->argv, environ);
+	if (e == ENOEXEC)
+		e = spawn_script(&pid, o->argv, &at);
 	posix_spawnattr_destroy(&at);
 	if (e) {
 		if (pid > 0)
