@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
 		"               [--history DUR] [--max-connections N] [--timeout DUR] [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
-		"               --log-dir DIR --gpuctl PATH --admin-group GROUP]\n"
+		"               --log-dir DIR --log-keep DUR --gpuctl PATH --admin-group GROUP]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -49,6 +49,7 @@ static void usage(FILE *f)
 		"  --queue-db FILE       the queue (default /var/lib/gpuctl/queue.db)\n"
 		"  --queue-socket PATH   where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)\n"
 		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
+		"  --log-keep DUR        remove a job's log this long after it ended (default 30d; 0: never)\n"
 		"  --gpuctl PATH         the gpuctl that runs jobs (default: beside gpuctld, else on PATH)\n"
 		"  --admin-group GROUP   members may see and cancel every job (root always may)\n");
 }
@@ -76,6 +77,7 @@ int main(int argc, char **argv)
 		{"queue-db", required_argument, NULL, 'D'},
 		{"queue-socket", required_argument, NULL, 'S'},
 		{"log-dir", required_argument, NULL, 'O'},
+		{"log-keep", required_argument, NULL, 'K'},
 		{"gpuctl", required_argument, NULL, 'g'},
 		{"admin-group", required_argument, NULL, 'a'},
 		{"version", no_argument, NULL, 'V'},
@@ -92,7 +94,7 @@ int main(int argc, char **argv)
 	};
 	struct queue_opts qo = {
 		.db = "/var/lib/gpuctl/queue.db", .socket = "/run/gpuctl/gpuctld.sock",
-		.log_dir = "/var/lib/gpuctl/logs", .gpuctl = NULL, .admin_gid = (gid_t)-1,
+		.log_dir = "/var/lib/gpuctl/logs", .log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1,
 	};
 	bool queue_on = true;
 	long long ms;
@@ -159,6 +161,12 @@ int main(int argc, char **argv)
 		case 'D': qo.db = optarg; break;
 		case 'S': qo.socket = optarg; break;
 		case 'O': qo.log_dir = optarg; break;
+		case 'K':
+			if (strcmp(optarg, "0") == 0)
+				qo.log_keep_ms = 0;
+			else if ((rc = cli_parse_duration("--log-keep", optarg, &qo.log_keep_ms)))
+				return rc;
+			break;
 		case 'g': qo.gpuctl = optarg; break;
 		case 'a': {
 			struct group gr, *res = NULL;

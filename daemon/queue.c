@@ -126,6 +126,8 @@ struct queue {
 	int rfd;                     /* its socket, non-blocking; -1: none */
 	char *rbuf;                  /* records read from it and not yet handled */
 	size_t rlen, rcap;
+	long long prune_at;          /* monotonic ms of the next look for logs to remove; 0: never */
+	int64_t pruned_until;        /* logs of jobs that ended up to then are gone */
 	pthread_t thread;
 	bool started;
 	/* for /metrics, read by the HTTP threads */
@@ -1292,6 +1294,38 @@ static void settle(struct queue *q)
 	render_later(q);
 }
 
+/* ---- log retention ------------------------------------------------------------- */
+
+/*
+ * --log-keep: remove the logs of jobs that ended longer ago than that,
+ * looking again every half of it (at most every hour). The jobs' records
+ * stay; gpuctl logs says the log is gone.
+ */
+static void prune_logs(struct queue *q)
+{
+	long long keep = q->o.log_keep_ms;
+	q->prune_at = mono_ms() + (keep / 2 < 3600000 ? (keep / 2 > 100 ? keep / 2 : 100) : 3600000);
+	int64_t cut = now_ms() - keep, *ids;
+	size_t n;
+	if (store_ended(q->st, q->pruned_until, cut, &ids, &n) < 0) {
+		logf_("cannot list the jobs whose logs are due for removal: %s", store_errmsg(q->st));
+		return;
+	}
+	size_t gone = 0;
+	for (size_t i = 0; i < n; i++) {
+		char log[4300];
+		log_path(q, ids[i], log, sizeof log);
+		if (unlink(log) == 0)
+			gone++;
+		else if (errno != ENOENT)
+			logf_("cannot remove %s: %s", log, strerror(errno));
+	}
+	free(ids);
+	q->pruned_until = cut;
+	if (gone)
+		logf_("removed %zu job log%s older than --log-keep", gone, gone == 1 ? "" : "s");
+}
+
 /* ---- the loop ------------------------------------------------------------------ */
 
 static void drop_client(struct queue *q, size_t i)
@@ -1432,10 +1466,21 @@ static void recover(struct queue *q)
 	store_list_free(v, n);
 }
 
+/* poll's timeout: wait ms, or less to be back by monotonic ms `at` (0: no such time) */
+static int sooner(int wait, long long at)
+{
+	if (!at)
+		return wait;
+	long long d = at - mono_ms();
+	return d < 0 ? 0 : d < wait ? (int)d : wait;
+}
+
 static void *loop(void *arg)
 {
 	struct queue *q = arg;
 	recover(q);
+	if (q->o.log_keep_ms > 0)
+		q->prune_at = mono_ms(); /* at once, then every half --log-keep */
 	q->dirty = q->deps_dirty = true;
 	settle(q);
 	if (q->render_at)
@@ -1453,12 +1498,7 @@ static void *loop(void *arg)
 		/* the runner's children end through its records; adopted jobs through their pidfds */
 		for (size_t i = 0; i < q->nrun; i++)
 			p[np++] = (struct pollfd){.fd = q->run[i].child ? -1 : q->run[i].pidfd, .events = POLLIN};
-		int wait = 1000;
-		if (q->render_at) {
-			long long d = q->render_at - mono_ms();
-			wait = d < 0 ? 0 : d < wait ? (int)d : wait;
-		}
-		if (poll(p, np, wait) < 0 && errno != EINTR)
+		if (poll(p, np, sooner(sooner(1000, q->render_at), q->prune_at)) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;
@@ -1489,6 +1529,8 @@ static void *loop(void *arg)
 			settle(q);
 		if (q->render_at && mono_ms() >= q->render_at)
 			render(q);
+		if (q->prune_at && mono_ms() >= q->prune_at)
+			prune_logs(q);
 	}
 	return NULL;
 }

@@ -18,6 +18,7 @@ struct queue_opts {
 	const char *db;          /* the SQLite file */
 	const char *socket;      /* the Unix socket path */
 	const char *log_dir;     /* per-job logs: LOG_DIR/ID.log, owned by the job's user */
+	long long log_keep_ms;   /* a log is removed this long after its job ended; 0: kept */
 	const char *gpuctl;      /* the gpuctl binary jobs run under */
 	const char *sim;         /* the simulated node, passed on to jobs; NULL for the driver */
 	gid_t admin_gid;         /* members may act on every job; (gid_t)-1: none */

@@ -21,7 +21,7 @@
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
-	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, NSTMT
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, NSTMT
 };
 
 struct store {
@@ -494,6 +494,39 @@ int store_requeue(struct store *s, int64_t id, const char *reason)
 	sqlite3_bind_text(st, 1, reason ? reason : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, id);
 	return transition(s, st);
+}
+
+int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, int64_t **ids, size_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	static const char sql[] = "SELECT id FROM jobs WHERE state IN ('done','failed','cancelled','lost')"
+		" AND ended_ms > ? AND ended_ms <= ? ORDER BY id";
+	sqlite3_stmt *st = stmt(s, ST_ENDED, sql);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, from_ms);
+	sqlite3_bind_int64(st, 2, to_ms);
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			int64_t *p = realloc(*ids, cap * sizeof *p);
+			if (!p)
+				break;
+			*ids = p;
+		}
+		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+	}
+	done(st);
+	if (rc != SQLITE_DONE) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
 }
 
 int store_integrity(struct store *s)

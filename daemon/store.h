@@ -104,6 +104,12 @@ int store_finish(struct store *s, int64_t id, enum job_state st, int exit_code, 
 int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms);
 int store_requeue(struct store *s, int64_t id, const char *reason);
 
+/*
+ * The ids of jobs that ended (done, failed, cancelled, lost) after from_ms
+ * and at or before to_ms, in *ids[*n] (caller frees with free()). 0, or -1.
+ */
+int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, int64_t **ids, size_t *n);
+
 /* PRAGMA integrity_check: 1 when the database is sound, 0 when not, -1 on error. */
 int store_integrity(struct store *s);
 

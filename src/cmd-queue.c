@@ -554,9 +554,13 @@ int cmd_logs(const struct cli_global *g, int argc, char **argv)
 		done = final_state(json_string_value(json_object_get(j, "state")));
 		json_decref(j);
 	}
-	if (f)
+	if (f) {
 		fclose(f);
-	else if (!follow) {
+	} else if (done) {
+		cli_err("job %lld has no log: it ended, and gpuctld removed its log (--log-keep) or could not create it",
+			id);
+		return EXIT_FAIL;
+	} else if (!follow) {
 		cli_err("job %lld has no log yet (it has not started)", id);
 		return EXIT_FAIL;
 	}

@@ -393,6 +393,38 @@ try:
             d2.wait(timeout=10)
             sh("umount", tfs)
 
+    # ---- --log-keep: a third gpuctld that removes logs 1 s after their job ended
+    sock3, logs3 = os.path.join(work, "q3.sock"), os.path.join(work, "logs3")
+    d3 = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q3.db"),
+                           "--queue-socket", sock3, "--log-dir", logs3, "--log-keep", "1s", "--gpuctl", GPUCTL],
+                          env=base_env, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock3):
+                break
+            time.sleep(0.02)
+        e3 = {"GPUCTL_QUEUE_SOCKET": sock3}
+        kept = int(root("submit", "--", "echo", "kept a while", env=e3).stdout.strip())
+        w = root("wait", str(kept), env=e3)
+        log3 = os.path.join(logs3, f"{kept}.log")
+        first = root("logs", str(kept), env=e3)
+        check("log-keep", w.returncode == 0 and first.returncode == 0 and first.stdout == "kept a while\n",
+              f"the log right after the job: {first.returncode} {first.stdout!r} {first.stderr!r}")
+        for _ in range(60):
+            if not os.path.exists(log3):
+                break
+            time.sleep(0.1)
+        later = root("logs", str(kept), env=e3)
+        check("log-keep", not os.path.exists(log3) and later.returncode == 1 and "removed its log" in later.stderr
+              and root("show", str(kept), env=e3).returncode == 0,
+              f"the log 1 s after: exists {os.path.exists(log3)}, logs {later.returncode} {later.stderr!r}")
+        bad = subprocess.run([GPUCTLD, "--log-keep", "soon"], capture_output=True, text=True, timeout=10)
+        check("log-keep", bad.returncode == 2 and "--log-keep" in bad.stderr, f"--log-keep soon: {bad.stderr!r}")
+        print("log-keep: a log is removed once its job has ended --log-keep ago; logs says so, show still works")
+    finally:
+        d3.terminate()
+        d3.wait(timeout=10)
+
     # ---- SIGKILL and restart
     running = int(root("submit", "-n", "8", "--", "sleep", "2").stdout.strip())
     wait_state(running, ("running",))
