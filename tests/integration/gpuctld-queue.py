@@ -19,6 +19,7 @@ removed at the end (issue 9):
 Skips (77) unless run as root with useradd (it must create the users).
 Usage: gpuctld-queue.py GPUCTLD GPUCTL SRCDIR
 """
+import fcntl
 import json
 import os
 import pwd
@@ -42,6 +43,11 @@ errors = []
 if os.geteuid() != 0 or not shutil.which("useradd"):
     print("SKIP: the queue test creates two users: it needs root and useradd")
     sys.exit(77)
+
+# the users' names are fixed: a second run of this test on the machine (another build
+# directory, another clone) waits for the first instead of deleting its users mid-run
+users_lock = open("/tmp/gpuctl-queue-test-users.lock", "w")
+fcntl.flock(users_lock, fcntl.LOCK_EX)
 
 work = tempfile.mkdtemp(prefix="gpuctl-queue-")
 os.chmod(work, 0o755)
