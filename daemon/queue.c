@@ -496,16 +496,6 @@ static json_t *answer(struct queue *q, const struct client *c, const char *line)
 
 /* ---- running jobs ------------------------------------------------------------- */
 
-/* "0,3" for the GPUs set in g */
-static void gpu_list(const bool *g, size_t n, char *buf, size_t len)
-{
-	size_t off = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && off < len; i++)
-		if (g[i])
-			off += (size_t)snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
-}
-
 /* strings of a JSON array, NULL-terminated, plus room for `extra` more; NULL on error */
 static char **vec(const char *text, size_t extra, size_t *n)
 {
@@ -824,7 +814,7 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 static int launch(struct queue *q, const struct job *j, const bool *g, const struct sampler_gpu *gs, size_t ngpu)
 {
 	char gpus[256], placed[MAX_GPUS * 100], name[80], log[4300], why[256] = "";
-	gpu_list(g, ngpu, gpus, sizeof gpus);
+	select_index_list(g, ngpu, gpus, sizeof gpus);
 	size_t off = 0;
 	placed[0] = '\0';
 	for (size_t i = 0; i < ngpu && off < sizeof placed; i++)

@@ -5,6 +5,7 @@
  */
 #include "doctor.h"
 #include "explain.h"
+#include "select.h"
 #include "visible.h"
 
 #include <jansson.h>
@@ -48,16 +49,6 @@ static void say(char *dst, size_t len, const char *fmt, ...)
 
 #define FOUND(c, ...) say((c)->found, sizeof (c)->found, __VA_ARGS__)
 #define FIX(c, ...) say((c)->fix, sizeof (c)->fix, __VA_ARGS__)
-
-/* "0,3" of the GPUs whose flag is set */
-static void gpu_list(const bool *set, size_t n, char *buf, size_t len)
-{
-	size_t off = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && off + 8 < len; i++)
-		if (set[i])
-			off += (size_t)snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
-}
 
 static void check_driver(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r)
 {
@@ -205,7 +196,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		known |= s->gpus[i].st[GC_V_PERSISTENCE] == GC_ST_OK;
 		any |= flag[i];
 	}
-	gpu_list(flag, n, list, sizeof list);
+	select_index_list(flag, n, list, sizeof list);
 	if ((c = add(r, "health.persistence", !known ? DR_SKIP : any ? DR_WARN : DR_OK))) {
 		if (any) {
 			FOUND(c, "persistence mode is off on GPU %s: each new CUDA process waits for the driver to "
@@ -228,7 +219,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 			worst = g->ecc_uncorr_vol;
 		any |= flag[i];
 	}
-	gpu_list(flag, n, list, sizeof list);
+	select_index_list(flag, n, list, sizeof list);
 	if ((c = add(r, "health.ecc", !known ? DR_SKIP : any ? DR_FAIL : DR_OK))) {
 		if (any) {
 			FOUND(c, "uncorrectable ECC errors since the driver loaded on GPU %s (up to %llu)", list,
@@ -268,12 +259,12 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 	}
 	if ((c = add(r, "health.remapped_rows", !known ? DR_SKIP : any_failed ? DR_FAIL : any ? DR_WARN : DR_OK))) {
 		if (any_failed) {
-			gpu_list(failed, n, list, sizeof list);
+			select_index_list(failed, n, list, sizeof list);
 			FOUND(c, "a memory row remapping has failed on GPU %s (%u rows remapped for uncorrectable "
 				 "errors): its memory can no longer be repaired", list, rows);
 			FIX(c, "drain the GPU (gpuctl run --exclude %s) and have it serviced", list);
 		} else if (any) {
-			gpu_list(flag, n, list, sizeof list);
+			select_index_list(flag, n, list, sizeof list);
 			FOUND(c, "GPU %s %s memory repairs pending (remapped rows or retired pages): they take effect "
 				 "at the next GPU reset",
 			      list, strchr(list, ',') ? "have" : "has");
@@ -295,7 +286,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 						     GC_REASON_HW_SLOWDOWN | GC_REASON_HW_POWER_BRAKE));
 		any |= flag[i];
 	}
-	gpu_list(flag, n, list, sizeof list);
+	select_index_list(flag, n, list, sizeof list);
 	if ((c = add(r, "health.throttling", any ? DR_WARN : DR_OK))) {
 		if (any) {
 			FOUND(c, "GPU %s %s slowed down right now (%s)", list, strchr(list, ',') ? "are" : "is",
@@ -324,7 +315,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 				 g->pcie_width, g->pcie_gen_max, g->pcie_width_max);
 		any |= flag[i];
 	}
-	gpu_list(flag, n, list, sizeof list);
+	select_index_list(flag, n, list, sizeof list);
 	if ((c = add(r, "health.pcie", any ? DR_WARN : DR_OK))) {
 		if (any) {
 			FOUND(c, "PCIe link below its best while busy on GPU %s (%s)", list, detail);
@@ -345,7 +336,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 			leaked = g->mem_used;
 		any |= flag[i];
 	}
-	gpu_list(flag, n, list, sizeof list);
+	select_index_list(flag, n, list, sizeof list);
 	if ((c = add(r, "health.leaked_memory", any ? DR_WARN : DR_OK))) {
 		if (any) {
 			FOUND(c, "GPU %s hold%s memory (up to %llu MiB) with no process attached", list,

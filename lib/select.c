@@ -103,6 +103,22 @@ static bool gpu_lost(const gc_gpu *g)
 	return false;
 }
 
+void select_index_list(const bool *set, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (!set[i])
+			continue;
+		int w = snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
+		if (w < 0 || (size_t)w >= len - off) {
+			buf[off] = '\0'; /* no part of a number */
+			return;
+		}
+		off += (size_t)w;
+	}
+}
+
 bool select_model_matches(const char *model, const char *gpu_name)
 {
 	if (!model || !*model)

@@ -56,6 +56,13 @@ enum select_why {
  * substring; NULL or "" matches every GPU, a NULL name none. */
 bool select_model_matches(const char *model, const char *gpu_name);
 
+/*
+ * "0,3": the indices set in set[n], comma-separated, written into buf (len
+ * bytes; "" when none is set). An index that would not fit whole is left
+ * out, with those after it.
+ */
+void select_index_list(const bool *set, size_t n, char *buf, size_t len);
+
 /* Short static words for a reason: "leased", "not enough free memory", ... */
 const char *select_why_text(enum select_why w);
 

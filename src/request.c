@@ -113,15 +113,6 @@ int request_resample(struct request *r)
 	return EXIT_OK;
 }
 
-static void index_list(const bool *set, size_t n, char *buf, size_t len)
-{
-	size_t off = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && off < len; i++)
-		if (set[i])
-			off += (size_t)snprintf(buf + off, len - off, "%s%zu", off ? "," : "", i);
-}
-
 #define PLACED_MAX 1024     /* GPU indices --placed accepts */
 #define PLACED_UUID_MAX 95  /* as NVML writes them, letters, digits and dashes */
 
@@ -395,7 +386,7 @@ void request_describe(const struct request *r, char *buf, size_t len)
 {
 	if (r->gpus_spec || r->placed_spec) {
 		char list[256];
-		index_list(r->wanted, r->ngpus, list, sizeof list);
+		select_index_list(r->wanted, r->ngpus, list, sizeof list);
 		snprintf(buf, len, "GPU%s %s", r->sel.n > 1 ? "s" : "", list);
 	} else if (r->n_auto) {
 		snprintf(buf, len, "every free GPU");

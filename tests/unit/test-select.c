@@ -538,9 +538,27 @@ static void test_256_gpus(void **state)
 	node_free(s);
 }
 
+/* "0,3" lists: none, some, and a buffer too short for the last number whole */
+static void test_index_list(void **state)
+{
+	(void)state;
+	bool set[12] = {false};
+	char buf[64];
+	select_index_list(set, 12, buf, sizeof buf);
+	assert_string_equal(buf, "");
+	set[0] = set[3] = set[11] = true;
+	select_index_list(set, 12, buf, sizeof buf);
+	assert_string_equal(buf, "0,3,11");
+	select_index_list(set, 12, buf, 6); /* "0,3,1" would cut 11 */
+	assert_string_equal(buf, "0,3");
+	select_index_list(set, 12, buf, 1);
+	assert_string_equal(buf, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_index_list),
 		cmocka_unit_test(test_every_reason),
 		cmocka_unit_test(test_unknown_values),
 		cmocka_unit_test(test_processes),
