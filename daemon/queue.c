@@ -1291,29 +1291,35 @@ static void settle(struct queue *q)
  * looking again every half of it (at most every hour). The jobs' records
  * stay; gpuctl logs says the log is gone.
  */
+struct prune {
+	struct queue *q;
+	size_t gone;
+};
+
+static void prune_log(void *arg, int64_t id)
+{
+	struct prune *p = arg;
+	char log[4300];
+	log_path(p->q, id, log, sizeof log);
+	if (unlink(log) == 0)
+		p->gone++;
+	else if (errno != ENOENT)
+		logf_("cannot remove %s: %s", log, strerror(errno));
+}
+
 static void prune_logs(struct queue *q)
 {
 	long long keep = q->o.log_keep_ms;
 	q->prune_at = mono_ms() + (keep / 2 < 3600000 ? (keep / 2 > 100 ? keep / 2 : 100) : 3600000);
-	int64_t cut = now_ms() - keep, *ids;
-	size_t n;
-	if (store_ended(q->st, q->pruned_until, cut, &ids, &n) < 0) {
+	int64_t cut = now_ms() - keep;
+	struct prune p = {.q = q};
+	if (store_ended(q->st, q->pruned_until, cut, prune_log, &p) < 0) {
 		logf_("cannot list the jobs whose logs are due for removal: %s", store_errmsg(q->st));
-		return;
+		return; /* the same window again next time: the removals are repeatable */
 	}
-	size_t gone = 0;
-	for (size_t i = 0; i < n; i++) {
-		char log[4300];
-		log_path(q, ids[i], log, sizeof log);
-		if (unlink(log) == 0)
-			gone++;
-		else if (errno != ENOENT)
-			logf_("cannot remove %s: %s", log, strerror(errno));
-	}
-	free(ids);
 	q->pruned_until = cut;
-	if (gone)
-		logf_("removed %zu job log%s older than --log-keep", gone, gone == 1 ? "" : "s");
+	if (p.gone)
+		logf_("removed %zu job log%s older than --log-keep", p.gone, p.gone == 1 ? "" : "s");
 }
 
 /* ---- the loop ------------------------------------------------------------------ */

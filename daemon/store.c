@@ -496,10 +496,8 @@ int store_requeue(struct store *s, int64_t id, const char *reason)
 	return transition(s, st);
 }
 
-int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, int64_t **ids, size_t *n)
+int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, void (*fn)(void *arg, int64_t id), void *arg)
 {
-	*ids = NULL;
-	*n = 0;
 	static const char sql[] = "SELECT id FROM jobs WHERE state IN ('done','failed','cancelled','lost')"
 		" AND ended_ms > ? AND ended_ms <= ? ORDER BY id";
 	sqlite3_stmt *st = stmt(s, ST_ENDED, sql);
@@ -507,26 +505,11 @@ int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, int64_t **ids, 
 		return -1;
 	sqlite3_bind_int64(st, 1, from_ms);
 	sqlite3_bind_int64(st, 2, to_ms);
-	size_t cap = 0;
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			int64_t *p = realloc(*ids, cap * sizeof *p);
-			if (!p)
-				break;
-			*ids = p;
-		}
-		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fn(arg, sqlite3_column_int64(st, 0));
 	done(st);
-	if (rc != SQLITE_DONE) {
-		free(*ids);
-		*ids = NULL;
-		*n = 0;
-		return -1;
-	}
-	return 0;
+	return rc == SQLITE_DONE ? 0 : -1;
 }
 
 int store_integrity(struct store *s)

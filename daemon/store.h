@@ -105,10 +105,11 @@ int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms
 int store_requeue(struct store *s, int64_t id, const char *reason);
 
 /*
- * The ids of jobs that ended (done, failed, cancelled, lost) after from_ms
- * and at or before to_ms, in *ids[*n] (caller frees with free()). 0, or -1.
+ * fn(arg, id) for each job that ended (done, failed, cancelled, lost) after
+ * from_ms and at or before to_ms, in id order; fn must not use the store.
+ * 0, or -1 (fn may have been called for some).
  */
-int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, int64_t **ids, size_t *n);
+int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, void (*fn)(void *arg, int64_t id), void *arg);
 
 /* PRAGMA integrity_check: 1 when the database is sound, 0 when not, -1 on error. */
 int store_integrity(struct store *s);
