@@ -41,6 +41,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from gpuctld_proc import queue_request  # noqa: E402 (the path first)
+
 
 def pct(v, p):
     s = sorted(v)
@@ -54,21 +57,6 @@ def stamps(path):
             a, b, i = line.split()
             out.append((int(a), int(b), i))
     return sorted(out)
-
-
-def request(sock, obj):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(30)
-    s.connect(sock)
-    s.sendall(json.dumps(obj).encode() + b"\n")
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return json.loads(data)
 
 
 def main():
@@ -96,7 +84,7 @@ def main():
         req = {"op": "submit", "gpus": gpus, "argv": argv, "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "cwd": "/"}
         t = time.perf_counter()
         for _ in range(count):
-            ans = request(sock, req)
+            ans = queue_request(sock, req)
             if not ans.get("ok"):
                 print(f"submit refused: {ans}", file=sys.stderr)
                 return 1

@@ -10,7 +10,6 @@ never got going is queued again, not run twice); the database is sound.
 Usage: gpuctld-queue-crash.py GPUCTLD GPUCTL SRCDIR [JOBS]
 """
 import collections
-import json
 import os
 import random
 import re
@@ -22,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import gpuctld_proc
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 JOBS = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
@@ -55,18 +56,7 @@ def start():
 
 
 def request(obj):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(10)
-    s.connect(sock)
-    s.sendall(json.dumps(obj).encode() + b"\n")
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return json.loads(data)
+    return gpuctld_proc.queue_request(sock, obj, timeout=10)
 
 
 def states():

@@ -34,6 +34,8 @@ import threading
 import time
 import urllib.request
 
+import gpuctld_proc
+
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 USERS = ("gpuctlqa", "gpuctlqb")
@@ -395,8 +397,7 @@ try:
                   f"gpuctld died with a full log disk (job {nxt})")
             print(f"disk full: the job failed cleanly ({jj and jj['reason']}); gpuctld lives")
         finally:
-            d2.terminate()
-            d2.wait(timeout=10)
+            gpuctld_proc.stop(d2)
             sh("umount", tfs)
 
     # ---- --log-keep: a third gpuctld that removes logs 1 s after their job ended
@@ -428,8 +429,7 @@ try:
         check("log-keep", bad.returncode == 2 and "--log-keep" in bad.stderr, f"--log-keep soon: {bad.stderr!r}")
         print("log-keep: a log is removed once its job has ended --log-keep ago; logs says so, show still works")
     finally:
-        d3.terminate()
-        d3.wait(timeout=10)
+        gpuctld_proc.stop(d3)
 
     # ---- SIGKILL and restart
     running = int(root("submit", "-n", "8", "--", "sleep", "2").stdout.strip())
@@ -467,9 +467,7 @@ try:
           f"job without --requeue after its runner was killed: {jlo}")
     print("lost: with gpuctld and the jobs' gpuctl runs SIGKILLed, the --requeue job ran again (2 starts), the other is lost")
 finally:
-    if daemon.poll() is None:
-        daemon.terminate()
-        daemon.wait(timeout=10)
+    gpuctld_proc.stop(daemon)
     subprocess.run(["pkill", "-u", A], capture_output=True)
     subprocess.run(["pkill", "-u", B], capture_output=True)
     cleanup_users()

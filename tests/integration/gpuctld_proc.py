@@ -1,6 +1,10 @@
 """Start and stop gpuctld for the integration tests: start() returns the
-process and its base URL once it has printed its "listening on" line."""
+process and its base URL once it has printed its "listening on" line;
+queue_request() is one request over its queue socket. bench/queue.py uses
+queue_request() too."""
+import json
 import re
+import socket
 import subprocess
 
 
@@ -24,3 +28,19 @@ def stop(p):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def queue_request(sock, obj, timeout=30):
+    """one JSON request line to gpuctld's queue socket, its one JSON answer line"""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(sock)
+    s.sendall(json.dumps(obj).encode() + b"\n")
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return json.loads(data)
