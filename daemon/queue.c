@@ -196,6 +196,15 @@ static void log_path(const struct queue *q, int64_t id, char *buf, size_t len)
 	snprintf(buf, len, "%s/%lld.log", q->o.log_dir, (long long)id);
 }
 
+/* is job id's log there, a file? (the runner's child creates it) */
+static bool log_made(const struct queue *q, int64_t id)
+{
+	char log[4300];
+	log_path(q, id, log, sizeof log);
+	struct stat st;
+	return lstat(log, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static void status_path(const struct queue *q, uid_t uid, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/user-%u.status", q->o.log_dir, (unsigned)uid);
@@ -588,12 +597,10 @@ static void record_end(struct queue *q, struct fin *f)
 		code = code ? code : 1;
 	}
 	enum job_state s = f->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
-	char why[96] = "", log[4300];
-	log_path(q, id, log, sizeof log);
-	struct stat ls;
+	char why[96] = "";
 	if (f->cancelled)
 		snprintf(why, sizeof why, "cancelled while running");
-	else if (!record && code == 126 && (lstat(log, &ls) < 0 || !S_ISREG(ls.st_mode)))
+	else if (!record && code == 126 && !log_made(q, id))
 		/* the runner's child could not create it (it said why on our stderr) */
 		snprintf(why, sizeof why, "its log could not be created (exit status 126; gpuctld's log says why)");
 	else if (code)
