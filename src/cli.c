@@ -30,18 +30,38 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* "try 'gpuctl ls --help'", or "try 'gpuctld --help'" for a program's own options */
+static void help_hint(char *buf, size_t len, const char *cmd)
+{
+	if (strcmp(cmd, cli_prog) == 0)
+		snprintf(buf, len, "try '%s --help'", cmd);
+	else
+		snprintf(buf, len, "try 'gpuctl %s --help'", cmd);
+}
+
 int cli_bad_option(const char *cmd, int c, char *const argv[])
 {
-	if (c == ':')
-		cli_err("option '%s' needs a value (try 'gpuctl %s --help')", argv[optind - 1], cmd);
+	char hint[96], opt[64];
+	help_hint(hint, sizeof hint, cmd);
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	/* an unknown short option sets optopt, and optind may not have moved past its word
+	 * ("-Zi 0", "-1"); an unknown long option sets it to 0; keep only "--name" of "--name=v" */
+	if (c != ':' && optopt > 0 && optopt < 128)
+		snprintf(opt, sizeof opt, "-%c", optopt);
 	else
-		cli_err("unknown option '%s' for %s (try 'gpuctl %s --help')", argv[optind - 1], cmd, cmd);
+		snprintf(opt, sizeof opt, "%.*s", (int)strcspn(arg, "="), arg);
+	if (c == ':')
+		cli_err("option '%s' needs a value (%s)", opt, hint);
+	else
+		cli_err("unknown option '%s' for %s (%s)", opt, cmd, hint);
 	return EXIT_USAGE;
 }
 
 int cli_extra_arg(const char *cmd, const char *arg)
 {
-	cli_err("unexpected argument '%s' for %s (try 'gpuctl %s --help')", arg, cmd, cmd);
+	char hint[96];
+	help_hint(hint, sizeof hint, cmd);
+	cli_err("unexpected argument '%s' for %s (%s)", arg, cmd, hint);
 	return EXIT_USAGE;
 }
 

@@ -98,6 +98,20 @@ static json_t *ask(json_t *req)
 	return ans;
 }
 
+static int parse_id(const char *arg, long long *id);
+
+/* a word of show/logs that starts with '-': a job id that cannot be, or an unknown option */
+static int bad_word(const char *verb, const char *arg)
+{
+	long long id;
+	if (arg[1] >= '0' && arg[1] <= '9')
+		return parse_id(arg, &id);
+	char hint[64];
+	snprintf(hint, sizeof hint, "try 'gpuctl %s --help'", verb);
+	cli_err("unknown option '%.*s' for %s (%s)", (int)strcspn(arg, "="), arg, verb, hint);
+	return EXIT_USAGE;
+}
+
 static int parse_id(const char *arg, long long *id)
 {
 	char *end;
@@ -354,7 +368,7 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 			printf("usage: gpuctl show JOB [--json]\n");
 			return EXIT_OK;
 		} else if (argv[i][0] == '-')
-			return cli_bad_option("show", '?', argv);
+			return bad_word("show", argv[i]);
 		else if (id_arg)
 			return cli_extra_arg("show", argv[i]);
 		else
@@ -505,7 +519,7 @@ int cmd_logs(const struct cli_global *g, int argc, char **argv)
 			printf("usage: gpuctl logs [-f] JOB\n\nA job's output; -f follows it until the job ends.\n");
 			return EXIT_OK;
 		} else if (argv[i][0] == '-')
-			return cli_bad_option("logs", '?', argv);
+			return bad_word("logs", argv[i]);
 		else if (id_arg)
 			return cli_extra_arg("logs", argv[i]);
 		else

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "runner.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,49 @@ static void usage(FILE *f)
 		   "  --version    print the version and exit\n"
 		   "  -h, --help   print this help and exit\n"
 		   "\n'gpuctl <command> --help' describes a command; see gpuctl(1).\n");
+}
+
+/*
+ * `gpuctl ls --sim FILE`: the global --sim after the verb too. It is taken out of the
+ * verb's words (argv[0] is the verb), up to "--". A verb that runs a command (run,
+ * launch, submit) passes its words after "--", or its first word that is not an
+ * option, to the command untouched, so there --sim is taken only before either.
+ */
+static int take_sim_after_verb(struct cli_global *g, int *argc, char **argv)
+{
+	static const char *const with_command[] = {"run", "launch", "submit", "spot", NULL};
+	bool runs = false, dashdash = false;
+	for (size_t k = 0; with_command[k]; k++)
+		runs |= strcmp(argv[0], with_command[k]) == 0;
+	for (int k = 1; k < *argc; k++)
+		dashdash |= strcmp(argv[k], "--") == 0;
+	int out = 1;
+	for (int k = 1; k < *argc; k++) {
+		const char *a = argv[k];
+		bool stop = strcmp(a, "--") == 0 || (runs && !dashdash && a[0] != '-');
+		if (stop) {
+			while (k < *argc)
+				argv[out++] = argv[k++];
+			break;
+		}
+		if (strcmp(a, "--sim") == 0) {
+			if (k + 1 >= *argc || !*argv[k + 1]) {
+				cli_err("option '--sim' needs a node file (see examples/nodes/)");
+				return EXIT_USAGE;
+			}
+			g->sim = argv[++k];
+		} else if (strncmp(a, "--sim=", 6) == 0) {
+			if (!a[6]) {
+				cli_err("option '--sim' needs a node file (see examples/nodes/)");
+				return EXIT_USAGE;
+			}
+			g->sim = a + 6;
+		} else
+			argv[out++] = argv[k];
+	}
+	argv[out] = NULL;
+	*argc = out;
+	return EXIT_OK;
 }
 
 static int gpuctl_main(int argc, char **argv)
@@ -94,8 +138,10 @@ static int gpuctl_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
-		if (strcmp(argv[i], commands[c].name) == 0)
-			return commands[c].fn(&g, argc - i, argv + i);
+		if (strcmp(argv[i], commands[c].name) == 0) {
+			int n = argc - i, rc = take_sim_after_verb(&g, &n, argv + i);
+			return rc ? rc : commands[c].fn(&g, n, argv + i);
+		}
 	cli_err("unknown command '%s' (try 'gpuctl --help')", argv[i]);
 	return EXIT_USAGE;
 }
