@@ -54,6 +54,41 @@ static void usage(FILE *f)
 		"  --admin-group GROUP   members may see and cancel every job (root always may)\n");
 }
 
+#define DEFAULT_DB_DIR "/var/lib/gpuctl"
+#define DEFAULT_DB DEFAULT_DB_DIR "/queue.db"
+#define DEFAULT_SOCKET_DIR "/run/gpuctl"
+#define DEFAULT_SOCKET DEFAULT_SOCKET_DIR "/gpuctld.sock"
+
+/* EXIT_OK when the directory that would hold PATH exists, else one line and EXIT_USAGE:
+ * gpuctld never makes the parents of a path it was given */
+static int parent_dir_exists(const char *opt, const char *path)
+{
+	char dir[PATH_MAX];
+	if (!*path || snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
+		cli_err("invalid %s '%s' (expected a path)", opt, path);
+		return EXIT_USAGE;
+	}
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		dir[--n] = '\0';
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	struct stat st;
+	const char *why = stat(dir, &st) < 0 ? (errno == ENOENT ? "does not exist" : strerror(errno))
+			  : !S_ISDIR(st.st_mode) ? "is not a directory"
+						 : NULL;
+	if (why) {
+		cli_err("invalid %s '%s': its directory '%s' %s", opt, path, dir, why);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
 static volatile sig_atomic_t stop_sig;
 
 static void on_stop(int sig)
@@ -93,8 +128,8 @@ int main(int argc, char **argv)
 		.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
 	};
 	struct queue_opts qo = {
-		.db = "/var/lib/gpuctl/queue.db", .socket = "/run/gpuctl/gpuctld.sock",
-		.log_dir = "/var/lib/gpuctl/logs", .log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1,
+		.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
+		.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1,
 	};
 	bool queue_on = true;
 	long long ms;
@@ -234,19 +269,16 @@ int main(int argc, char **argv)
 	}
 	struct queue *q = NULL;
 	if (queue_on) {
-		/* the default places: /var/lib/gpuctl for the database and logs, /run/gpuctl for the socket */
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof dir, "%s", qo.db);
-		char *slash = strrchr(dir, '/');
-		if (slash && slash != dir) {
-			*slash = '\0';
-			(void)mkdir(dir, 0711);
-		}
-		snprintf(dir, sizeof dir, "%s", qo.socket);
-		if ((slash = strrchr(dir, '/')) && slash != dir) {
-			*slash = '\0';
-			if (mkdir(dir, 0700) == 0)
-				(void)chmod(dir, 01777); /* shared with gpuctl's leases, like /tmp */
+		/* the default places, /var/lib/gpuctl for the database and logs and /run/gpuctl for the
+		 * socket, are made when missing; a directory named on the command line must exist */
+		if (strcmp(qo.db, DEFAULT_DB) == 0)
+			(void)mkdir(DEFAULT_DB_DIR, 0711);
+		if (strcmp(qo.socket, DEFAULT_SOCKET) == 0 && mkdir(DEFAULT_SOCKET_DIR, 0700) == 0)
+			(void)chmod(DEFAULT_SOCKET_DIR, 01777); /* shared with gpuctl's leases, like /tmp */
+		if ((rc = parent_dir_exists("--queue-db", qo.db)) || (rc = parent_dir_exists("--queue-socket", qo.socket)) ||
+		    (rc = parent_dir_exists("--log-dir", qo.log_dir))) {
+			sampler_stop(s);
+			return rc;
 		}
 		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
 			cli_err("%s", err);

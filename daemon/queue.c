@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -54,6 +55,7 @@
 #include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 #include "lease.h"
+#include "pidlock.h"
 #include "select.h"
 #include "jobstatus.h"
 #include "spawnreq.h"
@@ -108,6 +110,7 @@ struct queue {
 	struct sampler *s;
 	struct store *st;
 	int lfd, stopfd;
+	int dblock, socklock;        /* pidlocks beside the database and the socket; -1: not held */
 	struct lease_dir *leases;
 	struct client cl[MAX_CLIENTS];
 	size_t ncl;
@@ -1538,6 +1541,25 @@ static void *loop(void *arg)
 	return NULL;
 }
 
+/* the pidlock PATH.lock into *fd; when another gpuctld holds it, "WHAT 'PATH' is served by pid N" */
+static int take_lock(int *fd, const char *path, const char *what, char *err, size_t errlen)
+{
+	char lock[PATH_MAX];
+	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock) {
+		errbuf_set(err, errlen, "the path '%s' is too long", path);
+		return -1;
+	}
+	pid_t holder;
+	*fd = pidlock_take(lock, geteuid(), &holder, err, errlen);
+	if (*fd == -EWOULDBLOCK) {
+		if (holder > 0)
+			errbuf_set(err, errlen, "%s '%s' is served by pid %ld", what, path, (long)holder);
+		else
+			errbuf_set(err, errlen, "%s '%s' is served by another gpuctld (it holds '%s')", what, path, lock);
+	}
+	return *fd < 0 ? -1 : 0;
+}
+
 int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -1548,21 +1570,37 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 	}
 	q->o = *o;
 	q->s = s;
-	q->lfd = q->stopfd = q->rfd = -1;
+	q->lfd = q->stopfd = q->rfd = q->dblock = q->socklock = -1;
 	pthread_mutex_init(&q->mlock, NULL);
 	/* /dev/null for the jobs' stdin; fds 0-2 taken first if the daemon was started without them */
 	while ((q->nullfd = open("/dev/null", O_RDWR)) >= 0 && q->nullfd < 3)
 		;
 	if (q->nullfd >= 0)
 		fcntl(q->nullfd, F_SETFD, FD_CLOEXEC);
+	struct stat st;
 	if (mkdir(o->log_dir, 0711) < 0 && errno != EEXIST) {
 		errbuf_set(err, errlen, "cannot create the job log directory '%s': %s", o->log_dir, strerror(errno));
 		goto fail;
 	}
-	if (access(o->gpuctl, X_OK) < 0) {
-		errbuf_set(err, errlen, "cannot run '%s' for jobs: %s (give --gpuctl PATH)", o->gpuctl, strerror(errno));
+	if (stat(o->log_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		errbuf_set(err, errlen, "invalid --log-dir '%s': not a directory", o->log_dir);
 		goto fail;
 	}
+	const char *why = stat(o->gpuctl, &st) < 0 || access(o->gpuctl, X_OK) < 0 ? strerror(errno)
+			  : !S_ISREG(st.st_mode)				      ? "not a regular file"
+										      : NULL;
+	if (why) {
+		errbuf_set(err, errlen, "cannot run '%s' for jobs: %s (give --gpuctl PATH)", o->gpuctl, why);
+		goto fail;
+	}
+	if (stat(o->db, &st) == 0 && !S_ISREG(st.st_mode)) {
+		errbuf_set(err, errlen, "invalid --queue-db '%s': not a regular file", o->db);
+		goto fail;
+	}
+	/* one gpuctld per database and per socket: the second refuses, naming the first */
+	if (take_lock(&q->dblock, o->db, "the queue at", err, errlen) < 0 ||
+	    take_lock(&q->socklock, o->socket, "the queue socket", err, errlen) < 0)
+		goto fail;
 	if (store_open(&q->st, o->db, err, errlen) < 0)
 		goto fail;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -1609,8 +1647,12 @@ void queue_stop(struct queue *q)
 			close(q->run[i].pidfd);
 	if (q->lfd >= 0) {
 		close(q->lfd);
-		unlink(q->o.socket);
+		unlink(q->o.socket); /* ours: socklock is held until here */
 	}
+	if (q->socklock >= 0)
+		close(q->socklock);
+	if (q->dblock >= 0)
+		close(q->dblock);
 	if (q->stopfd >= 0)
 		close(q->stopfd);
 	if (q->nullfd >= 0)

@@ -157,7 +157,7 @@ for args, code, frag in [
     (["--labels", "camel"], 2, "invalid --labels 'camel'"),
     (["--max-connections", "0"], 2, "invalid --max-connections"),
     (["--history", "30d", "--interval", "1s"], 2, "at most 100000 samples"),
-    (["--bogus"], 2, "unknown option"),
+    (["--bogus"], 2, "unknown option '--bogus' for gpuctld (try 'gpuctld --help')"),
 ]:
     p = subprocess.run([GPUCTLD, "--sim", NODE, "--no-queue", *args], env=env, capture_output=True, text=True, timeout=20)
     lines = p.stderr.strip().splitlines()
@@ -172,6 +172,32 @@ d2.wait(timeout=10)
 p = subprocess.run([GPUCTLD, "--sim", "/nonexistent.json", "--no-queue"], env=env, capture_output=True, text=True, timeout=20)
 check("cmdline", p.returncode != 0 and "nonexistent.json" in p.stderr, f"missing node: {p.returncode} {p.stderr!r}")
 print("cmdline: non-loopback refused without --allow-remote; bad values exit 2 with one line")
+
+# ---- a queue configuration that cannot work is refused at start-up, creating nothing (issue 16, item 9)
+qdir = os.path.join(work, "q")
+os.makedirs(qdir)
+afile = os.path.join(qdir, "afile")
+open(afile, "w").close()
+good = {"--queue-db": os.path.join(qdir, "q.db"), "--queue-socket": os.path.join(qdir, "q.sock"),
+        "--log-dir": os.path.join(qdir, "logs"), "--gpuctl": "/bin/true"}
+for over, code, frag in [
+    ({"--log-dir": afile}, 1, f"invalid --log-dir '{afile}': not a directory"),
+    ({"--gpuctl": qdir}, 1, f"cannot run '{qdir}' for jobs: not a regular file"),
+    ({"--gpuctl": afile}, 1, f"cannot run '{afile}' for jobs: Permission denied"),
+    ({"--queue-db": os.path.join(qdir, "no", "such", "q.db")}, 2,
+     f"invalid --queue-db '{qdir}/no/such/q.db': its directory '{qdir}/no/such' does not exist"),
+    ({"--queue-db": qdir}, 1, f"invalid --queue-db '{qdir}': not a regular file"),
+    ({"--queue-socket": os.path.join(afile, "s")}, 2, "is not a directory"),
+    ({"--log-dir": os.path.join(qdir, "no", "logs")}, 2, f"its directory '{qdir}/no' does not exist"),
+]:
+    args = [a for k, v in dict(good, **over).items() for a in (k, v)]
+    p = subprocess.run([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", *args], env=env, capture_output=True,
+                       text=True, timeout=20)
+    lines = p.stderr.strip().splitlines()
+    check("config", p.returncode == code and len(lines) == 1 and frag in lines[0],
+          f"{over}: exit {p.returncode}, {p.stderr!r}")
+check("config", not os.path.exists(os.path.join(qdir, "no")), "a parent directory was created")
+print("config: an unusable --log-dir, --gpuctl, --queue-db or --queue-socket is refused at start with one line")
 
 if errors:
     print("FAIL")

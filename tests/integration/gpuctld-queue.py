@@ -19,7 +19,6 @@ removed at the end (issue 9):
 Skips (77) unless run as root with useradd (it must create the users).
 Usage: gpuctld-queue.py GPUCTLD GPUCTL SRCDIR
 """
-import fcntl
 import json
 import os
 import pwd
@@ -35,21 +34,13 @@ import time
 import urllib.request
 
 import gpuctld_proc
+import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-USERS = ("gpuctlqa", "gpuctlqb")
-GROUP = "gpuctlqx"
+GROUP = testusers.GROUP
 errors = []
-
-if os.geteuid() != 0 or not shutil.which("useradd"):
-    print("SKIP: the queue test creates two users: it needs root and useradd")
-    sys.exit(77)
-
-# the users' names are fixed: a second run of this test on the machine (another build
-# directory, another clone) waits for the first instead of deleting its users mid-run
-users_lock = open("/tmp/gpuctl-queue-test-users.lock", "w")
-fcntl.flock(users_lock, fcntl.LOCK_EX)
+A, B = testusers.create("the queue test creates two users")
 
 work = tempfile.mkdtemp(prefix="gpuctl-queue-")
 os.chmod(work, 0o755)
@@ -71,12 +62,6 @@ def check(name, cond, detail):
 
 def sh(*cmd, **kw):
     return subprocess.run(list(cmd), capture_output=True, text=True, **kw)
-
-
-def cleanup_users():
-    for u in USERS:
-        sh("userdel", "-f", u)
-    sh("groupdel", GROUP)
 
 
 daemon_log = []  # gpuctld's stderr after its start-up lines
@@ -102,8 +87,7 @@ def start():
 
 def as_user(user, *args, env=None, cwd=None):
     e = dict(base_env, **(env or {}))
-    cmd = ["setpriv", "--reuid", user, "--regid", pwd.getpwnam(user).pw_gid, "--init-groups", "--", GPUCTL, *args]
-    cmd = [str(c) for c in cmd]
+    cmd = testusers.as_user_cmd(user, GPUCTL, *args)
     return subprocess.run(cmd, env=e, capture_output=True, text=True, cwd=cwd or work, timeout=30)
 
 
@@ -128,16 +112,6 @@ def wait_state(job, states, secs=20):
     return j
 
 
-cleanup_users()
-sh("groupadd", GROUP)
-for u in USERS:
-    p = sh("useradd", "-M", "-N", "-s", "/bin/sh", "-d", "/nonexistent", u)
-    if p.returncode != 0:
-        cleanup_users()
-        print(f"SKIP: cannot create user {u}: {p.stderr.strip()}")
-        sys.exit(77)
-sh("usermod", "-a", "-G", GROUP, USERS[0])
-A, B = USERS
 daemon = start()
 try:
     # ---- the handshake gpuctld starts gpuctl run with: --go-fd
@@ -470,7 +444,7 @@ finally:
     gpuctld_proc.stop(daemon)
     subprocess.run(["pkill", "-u", A], capture_output=True)
     subprocess.run(["pkill", "-u", B], capture_output=True)
-    cleanup_users()
+    testusers.cleanup()
 
 if errors:
     print("FAIL")
