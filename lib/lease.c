@@ -27,6 +27,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +364,106 @@ int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 	int rc = peek_locked(d, name, info);
 	mutex_unlock(d);
 	return rc;
+}
+
+/* the parent of pid from /proc/PID/stat (the field after the command, which may hold ')'); 0 if gone */
+static pid_t parent_of(pid_t pid)
+{
+	char path[48], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	int ppid = 0;
+	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+static bool is_ancestor(pid_t pid)
+{
+	if (pid <= 1)
+		return false;
+	pid_t p = getppid();
+	for (int depth = 0; p > 1 && depth < 256; depth++, p = parent_of(p))
+		if (p == pid)
+			return true;
+	return false;
+}
+
+/* does process pid, of our uid, have the file (dev, ino) open? */
+static bool holds_open(pid_t pid, dev_t dev, ino_t ino)
+{
+	if (pid <= 0)
+		return false;
+	char path[48];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	struct stat st;
+	if (stat(path, &st) < 0 || st.st_uid != getuid())
+		return false;
+	DIR *dir = opendir(path);
+	if (!dir)
+		return false;
+	bool found = false;
+	int dfd = dirfd(dir);
+	for (struct dirent *e; !found && (e = readdir(dir));)
+		found = e->d_name[0] != '.' && fstatat(dfd, e->d_name, &st, 0) == 0 && st.st_dev == dev &&
+			st.st_ino == ino;
+	closedir(dir);
+	return found;
+}
+
+int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info)
+{
+	if (!valid_uuid(uuid))
+		return GC_EINVAL;
+	char name[LEASE_UUID_MAX + 8];
+	file_name(name, sizeof name, uuid);
+	struct lease_info me;
+	mutex_lock(d);
+	int rc = peek_locked(d, name, &me);
+	struct stat st;
+	bool have = rc == 1 && fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	mutex_unlock(d);
+	if (rc != 1)
+		return rc;
+	if (info)
+		*info = me;
+	/* the record is the holder's word: believe it only where the kernel agrees */
+	if (!have || me.uid != getuid() || !(is_ancestor(me.pid) || is_ancestor(me.supervisor)))
+		return 0;
+	return holds_open(me.pid, st.st_dev, st.st_ino) || holds_open(me.supervisor, st.st_dev, st.st_ino);
+}
+
+int lease_drop_ours(struct lease_dir *d, const char *uuid)
+{
+	struct lease_info info;
+	int rc = lease_ours(d, uuid, &info);
+	if (rc != 1)
+		return rc;
+	/* only a holder that is not one of our ancestors (pick --lease's): an outer gpuctl run
+	 * lets its GPUs go when its job ends, not before */
+	char name[LEASE_UUID_MAX + 8];
+	file_name(name, sizeof name, uuid);
+	struct stat st;
+	if (is_ancestor(info.supervisor) || fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !holds_open(info.supervisor, st.st_dev, st.st_ino))
+		return GC_EBUSY;
+	if (kill(info.supervisor, SIGTERM) < 0)
+		return errno == ESRCH ? 1 : GC_EIO;
+	/* its death drops the lock: wait for that, up to 2 s */
+	for (int i = 0; i < 200; i++) {
+		if (lease_peek(d, uuid, NULL) != 1)
+			return 1;
+		nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+	}
+	return GC_ETIMEDOUT;
 }
 
 static void close_all(int *fds, size_t n)

@@ -52,6 +52,23 @@ const char *lease_dir_path(const struct lease_dir *d);
 int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info);
 
 /*
+ * Is the GPU leased by an ancestor of this process (the shell of a `gpuctl pick
+ * --lease`, an outer `gpuctl run`)? 1 when it is held, its record names our uid
+ * and, as its job or its holder, an ancestor of ours, and that process or its
+ * holder (of our uid) has the lease file open: a record alone proves nothing.
+ * 0 when free or held by someone else (info filled when held and non-NULL),
+ * <0 GC_E*. A job inside its own lease uses those GPUs without leasing them.
+ */
+int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info);
+/*
+ * Let go of such a lease early: its holder (`gpuctl pick --lease`'s, never an ancestor
+ * of ours) is stopped with SIGTERM, and its death drops the lock. 1 released, 0 not
+ * ours, GC_EBUSY held by an ancestor (an outer `gpuctl run` keeps its GPUs until its
+ * job ends), GC_ETIMEDOUT the holder did not go within 2 s, other GC_E*.
+ */
+int lease_drop_ours(struct lease_dir *d, const char *uuid);
+
+/*
  * Take every GPU of uuids[n] now, or none: 0 with *out set; GC_EBUSY with
  * *busy = the index (into uuids) of a GPU someone holds; other GC_E* on
  * error (message in err). `me` is recorded in each lease file.

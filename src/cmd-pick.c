@@ -45,6 +45,67 @@ static void hold_for(pid_t shell)
 	_exit(0);
 }
 
+/* pick --release: every GPU this shell leased with pick --lease, let go now */
+static int release_own(void)
+{
+	struct lease_dir *d = NULL;
+	char err[512];
+	int rc = lease_dir_open(&d, NULL, false, err, sizeof err);
+	if (rc == GC_ENOTFOUND) {
+		cli_err("no GPU is leased by this shell (nothing is leased on this machine)");
+		return EXIT_FAIL;
+	}
+	if (rc != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_FAIL;
+	}
+	struct lease_entry *held = NULL;
+	size_t n = 0, released = 0, kept = 0;
+	if (lease_list(d, &held, &n) != GC_OK) {
+		cli_err("cannot read the leases in '%s'", lease_dir_path(d));
+		lease_dir_close(d);
+		return EXIT_FAIL;
+	}
+	rc = EXIT_OK;
+	/* which are ours first: one holder may keep several, and its death frees them all */
+	bool *ours = calloc(n ? n : 1, sizeof *ours);
+	if (!ours) {
+		free(held);
+		lease_dir_close(d);
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < n; i++)
+		ours[i] = lease_ours(d, held[i].uuid, NULL) == 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!ours[i])
+			continue;
+		int dr = lease_drop_ours(d, held[i].uuid);
+		if (dr >= 0)
+			released++;
+		else if (dr == GC_EBUSY)
+			kept++;
+		else if (dr < 0) {
+			cli_err("cannot release %s: %s", held[i].uuid, gc_strerror(dr));
+			rc = EXIT_FAIL;
+		}
+	}
+	free(ours);
+	free(held);
+	lease_dir_close(d);
+	if (rc == EXIT_OK && !released) {
+		if (kept)
+			cli_err("the GPUs this runs on are leased by an outer gpuctl run: they are let go when its job ends");
+		else
+			cli_err("no GPU is leased by this shell (gpuctl pick --lease leases for the shell it runs in)");
+		return EXIT_FAIL;
+	}
+	if (rc == EXIT_OK)
+		fprintf(stderr, "gpuctl: released %zu GPU%s; unset CUDA_VISIBLE_DEVICES before picking again\n", released,
+			released == 1 ? "" : "s");
+	return rc;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -56,6 +117,7 @@ static void usage(FILE *f)
 		"      --format=value     print the value alone (default)\n"
 		"      --format=env       print export lines for a shell (with CUDA_DEVICE_ORDER=PCI_BUS_ID)\n"
 		"      --lease            keep the GPUs leased until the calling shell exits\n"
+		"      --release          let go now of the GPUs this shell leased with --lease\n"
 		"      --name=NAME        the lease's job name (with --lease)\n");
 }
 
@@ -65,13 +127,14 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		REQUEST_LONG_OPTIONS,
 		{"format", required_argument, NULL, 'f'},
 		{"lease", no_argument, NULL, 'L'},
+		{"release", no_argument, NULL, 'R'},
 		{"name", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct request r;
 	request_init(&r);
-	bool env = false, lease = false;
+	bool env = false, lease = false, release = false;
 	const char *name = NULL;
 	int c, rc;
 	optind = 1;
@@ -94,6 +157,7 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 			}
 			break;
 		case 'L': lease = true; break;
+		case 'R': release = true; break;
 		case 'N': name = optarg; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default:
@@ -102,6 +166,13 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_extra_arg("pick", argv[optind]);
+	if (release) {
+		if (lease || r.choice_given || r.n_given || name || env) {
+			cli_err("--release takes no other option");
+			return EXIT_USAGE;
+		}
+		return release_own();
+	}
 	if ((rc = request_prepare(&r, g)))
 		goto out;
 	struct lease_dir *d = NULL;

@@ -196,8 +196,9 @@ int request_prepare(struct request *r, const struct cli_global *g)
 	r->exclude = calloc(n, sizeof *r->exclude);
 	r->wanted = calloc(n, sizeof *r->wanted);
 	r->leased = calloc(n, sizeof *r->leased);
+	r->own = calloc(n, sizeof *r->own);
 	r->why = calloc(n, sizeof *r->why);
-	if (!r->uuids || !r->allowed || !r->exclude || !r->wanted || !r->leased || !r->why) {
+	if (!r->uuids || !r->allowed || !r->exclude || !r->wanted || !r->leased || !r->own || !r->why) {
 		cli_err("out of memory");
 		return EXIT_FAIL;
 	}
@@ -298,9 +299,50 @@ static void reasons(struct request *r, struct lease_dir *d, char *buf, size_t le
 	}
 }
 
+/*
+ * The GPUs an ancestor of ours leased (a shell's `gpuctl pick --lease`, an outer gpuctl
+ * run) are ours to use and only they: the rest become not allowed. 0, or GC_EINVAL
+ * (printed) when the request asks for more than, or other GPUs than, that lease holds.
+ */
+static int inside_own_lease(struct request *r, struct lease_dir *d)
+{
+	r->nown = 0;
+	struct lease_info holder = {0};
+	for (size_t i = 0; i < r->ngpus; i++) {
+		r->own[i] = r->leased[i] && lease_ours(d, r->uuids[i], &holder) == 1;
+		if (r->own[i]) {
+			r->leased[i] = false;
+			r->nown++;
+		}
+	}
+	if (!r->nown)
+		return 0;
+	char list[256], who[300], desc[300];
+	select_index_list(r->own, r->ngpus, list, sizeof list);
+	lease_holder_text(&holder, who, sizeof who);
+	request_describe(r, desc, sizeof desc);
+	for (size_t i = 0; i < r->ngpus; i++) {
+		if ((r->gpus_spec && r->wanted[i] && !r->own[i])) {
+			cli_err("GPU %zu is not in the lease this runs inside (GPU%s %s, leased by %s): ask for those, "
+				"or release them first (gpuctl release)", i, r->nown > 1 ? "s" : "", list, who);
+			return GC_EINVAL;
+		}
+		r->allowed[i] = r->allowed[i] && r->own[i];
+	}
+	if (!r->gpus_spec && !r->n_given)
+		r->sel.n = (unsigned)r->nown; /* like srun inside salloc: the whole lease */
+	if (!r->gpus_spec && !r->n_auto && r->sel.n > r->nown) {
+		cli_err("%s asked inside a lease of %zu (GPU%s %s, leased by %s): ask for at most %zu, or release "
+			"them first (gpuctl release)", desc, r->nown, r->nown > 1 ? "s" : "", list, who, r->nown);
+		return GC_EINVAL;
+	}
+	return 0;
+}
+
 int request_try(struct request *r, struct lease_dir *d, const struct lease_info *me,
 		struct lease **out, unsigned *chosen, char *why, size_t whylen)
 {
+	int rc;
 	r->raced = false;
 	bool exact = r->gpus_spec || r->placed_spec;
 	for (size_t i = 0; i < r->ngpus; i++) {
@@ -308,6 +350,8 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 		int held = d && r->uuids[i] && (!exact || r->wanted[i]) ? lease_peek(d, r->uuids[i], NULL) : 0;
 		r->leased[i] = held == 1;
 	}
+	if (d && !r->placed_spec && (rc = inside_own_lease(r, d)))
+		return rc;
 	bool ok;
 	if (r->placed_spec) {
 		/* gpuctld checked them against the job's filters: only a lease can stop us */
@@ -350,17 +394,28 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 		cli_err("out of memory");
 		return GC_ENOMEM;
 	}
+	/* the GPUs an ancestor leased stay its: not leased again, so not released at our end */
+	unsigned nu = 0, *at = calloc(r->sel.n ? r->sel.n : 1, sizeof *at);
+	if (!at) {
+		free(uu);
+		cli_err("out of memory");
+		return GC_ENOMEM;
+	}
 	for (unsigned k = 0; k < r->sel.n; k++) {
-		uu[k] = r->uuids[chosen[k]];
-		if (!uu[k]) {
+		if (r->own[chosen[k]])
+			continue;
+		at[nu] = chosen[k];
+		uu[nu] = r->uuids[chosen[k]];
+		if (!uu[nu++]) {
 			cli_err("GPU %u has no UUID to lease it by", chosen[k]);
 			free(uu);
+			free(at);
 			return GC_EINVAL;
 		}
 	}
 	size_t busy = 0;
 	char err[512];
-	int rc = lease_try(d, uu, r->sel.n, me, out, &busy, err, sizeof err);
+	rc = lease_try(d, uu, nu, me, out, &busy, err, sizeof err);
 	if (rc == GC_EBUSY) {
 		/* taken between our look and our try: say by whom */
 		r->raced = true;
@@ -368,11 +423,12 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 		char who[300] = "someone";
 		if (lease_peek(d, uu[busy], &info) == 1)
 			lease_holder_text(&info, who, sizeof who);
-		snprintf(why, whylen, "GPU %u is leased by %s", chosen[busy], who);
+		snprintf(why, whylen, "GPU %u is leased by %s", at[busy], who);
 	} else if (rc != GC_OK) {
 		cli_err("%s", err);
 	}
 	free(uu);
+	free(at);
 	return rc;
 }
 
@@ -427,5 +483,6 @@ void request_release(struct request *r)
 	free(r->exclude);
 	free(r->wanted);
 	free(r->leased);
+	free(r->own);
 	free(r->why);
 }

@@ -33,6 +33,8 @@ struct request {
 	size_t ngpus;
 	const char **uuids;          /* [ngpus], into snap */
 	bool *allowed, *exclude, *wanted, *leased;
+	bool *own;                   /* leased by an ancestor of ours (lease_ours): used, never leased */
+	size_t nown;                 /* how many, as of the last request_try */
 	bool wanted_known;           /* --gpus is parsed into wanted: later samples take only those */
 	enum select_why *why;
 	struct visible parent;       /* our own CUDA_VISIBLE_DEVICES */
@@ -62,7 +64,11 @@ int request_resample(struct request *r);
 /* ctx, opened now if --placed left it closed. An exit code (printed). */
 int request_open(struct request *r);
 /*
- * One attempt: choose GPUs and, when d is non-NULL, lease them. 0 with
+ * One attempt: choose GPUs and, when d is non-NULL, lease them. Inside a lease
+ * of an ancestor (`gpuctl pick --lease` in this shell, an outer `gpuctl run`),
+ * only that lease's GPUs are chosen and none is leased again: *out then holds
+ * no GPU, and releasing it leaves the ancestor's lease alone; a request that
+ * does not fit in it is GC_EINVAL (printed). 0 with
  * chosen[sel.n] (and *out when leasing); GC_EBUSY when not now, with the
  * reason in `why` ("GPU 0 leased by alice (pid 41, since 10:02); ...");
  * another GC_E* on error (printed).

@@ -9,6 +9,12 @@ between daemons, with two real unprivileged users created here.
              lock file another user left in a shared socket directory does
              not keep root's gpuctld from starting; after the first dies by
              SIGKILL the next one starts.
+  own lease: in a shell that ran `eval "$(gpuctl pick --lease --format
+             env)"`, gpuctl run and gpuctl launch use those GPUs and only
+             those, without leasing them again, and the lease outlives them;
+             -n beyond the lease is refused; pick --release gives it back.
+             Another user's lease is never taken for one's own, not even
+             with a forged record that names one's shell.
 Skips (77) unless run as root with useradd (it must create the users).
 Usage: seams.py GPUCTLD GPUCTL SRCDIR
 """
@@ -20,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import pwd
 
 import gpuctld_proc
 import testusers
@@ -76,6 +84,10 @@ def refused(cmd, user=None):
     return p.returncode, p.stderr.strip()
 
 
+def pwd_uid(user):
+    return pwd.getpwnam(user).pw_uid
+
+
 def queue_ok(sock):
     p = subprocess.run([GPUCTL, "queue"], env=dict(env, GPUCTL_QUEUE_SOCKET=sock), capture_output=True, text=True,
                        timeout=30)
@@ -126,6 +138,63 @@ try:
     gpuctld_proc.stop(again)
     check("daemons", not os.path.exists(sock), "a stopped gpuctld left its socket")
     print("daemons: a user's held lock file does not block root; after SIGKILL the next gpuctld starts")
+
+    # ---- own lease: a run inside the shell's pick --lease (item 3)
+    script = r"""
+set -u
+eval "$(gpuctl pick -n 2 --lease --format env)" || exit 9
+echo "picked=$CUDA_VISIBLE_DEVICES"
+gpuctl run -- sh -c 'echo "run=$CUDA_VISIBLE_DEVICES"'; echo "run_rc=$?"
+gpuctl run -n 1 -- sh -c 'echo "one=$CUDA_VISIBLE_DEVICES"'; echo "one_rc=$?"
+gpuctl launch --dry-run -- train.py | grep '^export CUDA_VISIBLE_DEVICES='; echo "launch_rc=$?"
+gpuctl run -n 3 -- true 2>/dev/null; echo "three_rc=$?"
+gpuctl leases --json | /usr/bin/python3 -c 'import json,sys; print("held_after=%d" % len(json.load(sys.stdin)["leases"]))'
+gpuctl pick --release 2>/dev/null; echo "release_rc=$?"
+gpuctl leases --json | /usr/bin/python3 -c 'import json,sys; print("held_released=%d" % len(json.load(sys.stdin)["leases"]))'
+"""
+    p = subprocess.run(testusers.as_user_cmd(A, "bash", "-c", script), env=dict(env, PATH=os.path.dirname(GPUCTL) + ":" + os.environ["PATH"], GPUCTL_SIM=NODE),
+                       capture_output=True, text=True, timeout=60, cwd=work)
+    got = dict(line.split("=", 1) for line in p.stdout.split() if "=" in line)
+    picked = got.get("picked")
+    want = {"run": picked, "run_rc": "0", "one_rc": "0", "launch_rc": "0", "three_rc": "2", "held_after": "2",
+            "release_rc": "0", "held_released": "0"}
+    for k, v in want.items():
+        check("own lease", got.get(k) == v, f"{k}={got.get(k)!r}, expected {v!r} (stdout {p.stdout!r}, stderr {p.stderr!r})")
+    check("own lease", got.get("one") in (picked or "").split(","), f"-n 1 ran on {got.get('one')!r}, not in {picked!r}")
+    check("own lease", "CUDA_VISIBLE_DEVICES=" + str(picked) in p.stdout, f"launch used other GPUs: {p.stdout!r}")
+    print(f"own lease: run and launch used the shell's GPUs {picked}, the lease outlived them, --release freed it")
+
+    # another user's lease, with a record forged to name A's shell, is not A's
+    uuid = subprocess.run([GPUCTL, "--sim", NODE, "query", "--query-gpu=uuid", "--format=csv,noheader", "-i", "3"],
+                          env=env, capture_output=True, text=True).stdout.strip()
+    sync = os.path.join(work, "sync")
+    os.makedirs(sync)
+    os.chmod(sync, 0o1777)
+    victim = subprocess.Popen(testusers.as_user_cmd(A, "bash", "-c", f"""
+echo $$ > {sync}/shell; while [ ! -e {sync}/ready ]; do sleep 0.05; done
+CUDA_VISIBLE_DEVICES=3 GPUCTL_SIM={NODE} {GPUCTL} run -- true; echo "rc=$?"
+"""), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if os.path.exists(f"{sync}/shell") and open(f"{sync}/shell").read().strip():
+            break
+        time.sleep(0.05)
+    shell = int(open(f"{sync}/shell").read())
+    forge = f"""
+import fcntl, json, os, time
+fd = os.open("{shared}/gpu-{uuid}", os.O_RDWR | os.O_CREAT, 0o666)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, json.dumps({{"pid": {shell}, "supervisor": {shell}, "uid": {pwd_uid(A)}, "user": "{A}", "since": 1,
+                        "name": "", "command": "forged", "request": ""}}).encode())
+open("{sync}/ready", "w").close()
+time.sleep(30)
+"""
+    forger = subprocess.Popen(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", forge), env=env,
+                              start_new_session=True)
+    out, err = victim.communicate(timeout=30)
+    os.killpg(forger.pid, signal.SIGKILL)
+    forger.wait()
+    check("own lease", "rc=1" in out and "GPU 3 is leased by" in err, f"forged record: {out!r} {err!r}")
+    print("own lease: a record forged by another user to name the shell does not make its GPU the shell's")
 finally:
     for d in daemons:
         gpuctld_proc.stop(d)
