@@ -18,14 +18,52 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* the length of the valid UTF-8 sequence at s (n bytes left), 0 if it is not one */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	if (!len || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* overlong forms, surrogates and code points past U+10FFFF */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
+	    (s[0] == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return len;
+}
+
 void proc_sanitize(char *dst, size_t dstlen, const char *src, size_t srclen)
 {
 	size_t o = 0;
 	if (dstlen == 0)
 		return;
-	for (size_t i = 0; i < srclen && o + 1 < dstlen; i++) {
-		unsigned char c = (unsigned char)src[i];
-		dst[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	const unsigned char *s = (const unsigned char *)src;
+	for (size_t i = 0; i < srclen && s[i] && o + 1 < dstlen;) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c != 0x7f && c < 0x80) {
+			dst[o++] = (char)c;
+			i++;
+			continue;
+		}
+		size_t len = c >= 0x80 ? utf8_len(s + i, srclen - i) : 0;
+		/* C1 controls (U+0080-U+009F: CSI is U+009B) act like ESC on some terminals */
+		if (len == 2 && c == 0xc2 && s[i + 1] < 0xa0) {
+			dst[o++] = '?';
+			i += 2;
+			continue;
+		}
+		if (len && o + len < dstlen) {
+			memcpy(dst + o, s + i, len);
+			o += len;
+			i += len;
+		} else if (len) {
+			break; /* a character that does not fit whole is left out */
+		} else {
+			dst[o++] = '?';
+			i++;
+		}
 	}
 	dst[o] = '\0';
 }

@@ -19,7 +19,12 @@ struct uid_cache {
  */
 void proc_describe(gc_proc *p, const char *procfs, struct uid_cache *cache);
 
-/* Copy at most dstlen-1 bytes, replacing control bytes with '?'. */
+/*
+ * Copy at most dstlen-1 bytes of text that came from another user or process,
+ * safe for a terminal: control characters (C0, DEL, the C1 range U+0080-U+009F)
+ * and bytes that are not valid UTF-8 become '?'; valid UTF-8 is kept whole.
+ * Stops at a NUL.
+ */
 void proc_sanitize(char *dst, size_t dstlen, const char *src, size_t srclen);
 
 #endif

@@ -80,6 +80,16 @@ bool cli_use_color(enum cli_color c, FILE *f);
  * getopt_long's answer (':' for an option missing its value, run with
  * opterr = 0); cli_extra_arg an operand CMD does not take.
  */
+/*
+ * Text that came from another user or process (names, commands, users, paths),
+ * made safe for a terminal into buf (len bytes): control characters and bytes
+ * that are not UTF-8 become '?'. Returns buf; NULL s gives "".
+ */
+const char *cli_safe(char *buf, size_t len, const char *s);
+/* The same for every text field of a lease record, in place. */
+struct lease_info;
+void cli_safe_lease(struct lease_info *i);
+
 int cli_bad_option(const char *cmd, int c, char *const argv[]);
 int cli_extra_arg(const char *cmd, const char *arg);
 

@@ -124,7 +124,7 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 			json_array_append_new(q, o2);
 		}
 		json_object_set_new(root, "queue", q);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 		json_decref(root);
 		if (!s) {
 			cli_err("out of memory");
@@ -140,7 +140,8 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 	else
 		printf("%-4s %-10s %8s  %-8s  %-12s %s\n", "GPU", "USER", "PID", "SINCE", "JOB", "COMMAND");
 	for (size_t i = 0; i < nh; i++) {
-		const struct lease_info *in = &held[i].info;
+		struct lease_info safe = held[i].info, *in = &safe;
+		cli_safe_lease(in);
 		char since[32], gpu[16];
 		short_time(in->since, since, sizeof since);
 		int idx = index_of(have_snap ? &snap : NULL, held[i].uuid);
@@ -155,7 +156,8 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 		printf("\nwaiting, first come first served:\n");
 		printf("%-4s %-10s %8s  %-8s  %-12s %s\n", "#", "USER", "PID", "SINCE", "WANTS", "COMMAND");
 		for (size_t i = 0; i < nw; i++) {
-			const struct lease_info *in = &waiting[i].info;
+			struct lease_info safe = waiting[i].info, *in = &safe;
+			cli_safe_lease(in);
 			char since[32];
 			short_time(in->since, since, sizeof since);
 			printf("%-4zu %-10s %8d  %-8s  %-12s %s\n", i + 1, in->user, (int)in->pid, since,

@@ -91,7 +91,8 @@ static json_t *ask(json_t *req)
 	}
 	if (!json_is_true(json_object_get(ans, "ok"))) {
 		const char *e = json_string_value(json_object_get(ans, "error"));
-		cli_err("%s", e ? e : "gpuctld refused the request");
+		char safe[1024];
+		cli_err("%s", e ? cli_safe(safe, sizeof safe, e) : "gpuctld refused the request");
 		json_decref(ans);
 		return NULL;
 	}
@@ -295,12 +296,15 @@ static void print_job_line(json_t *j)
 		if (off >= sizeof cmd)
 			break;
 	}
+	/* root sees every user's jobs: what they named them never reaches the terminal raw */
+	char safe_cmd[sizeof cmd], user[64], name[128];
+	const char *nm = json_string_value(json_object_get(j, "name"));
 	const char *gpus = json_string_value(json_object_get(j, "gpus"));
 	printf("%-6lld %-12s %-9s %-6lld %-8s %-14s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
-	       json_string_value(json_object_get(j, "user")), json_string_value(json_object_get(j, "state")),
+	       cli_safe(user, sizeof user, json_string_value(json_object_get(j, "user"))),
+	       json_string_value(json_object_get(j, "state")),
 	       (long long)json_integer_value(json_object_get(j, "gpus_requested")), gpus && *gpus ? gpus : "-",
-	       *json_string_value(json_object_get(j, "name")) ? json_string_value(json_object_get(j, "name")) : "-",
-	       cmd);
+	       nm && *nm ? cli_safe(name, sizeof name, nm) : "-", cli_safe(safe_cmd, sizeof safe_cmd, cmd));
 }
 
 int cmd_queue(const struct cli_global *g, int argc, char **argv)
@@ -338,7 +342,7 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	json_t *jobs = json_object_get(ans, "jobs");
 	if (json) {
 		json_t *out = json_pack("{s:s, s:O}", "schema", "gpuctl.queue/1", "jobs", jobs);
-		char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 		if (s)
 			puts(s);
 		free(s);
@@ -388,7 +392,7 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 	if (!ans)
 		return EXIT_FAIL;
 	if (json) {
-		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 		if (s)
 			puts(s);
 		free(s);
@@ -396,12 +400,13 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 		json_t *j = json_object_get(ans, "job");
 		const char *k;
 		json_t *v;
+		char safe[8192];
 		json_object_foreach(j, k, v) {
 			char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-			printf("%-14s %s\n", k, t ? t : json_string_value(v));
+			printf("%-14s %s\n", k, cli_safe(safe, sizeof safe, t ? t : json_string_value(v)));
 			free(t);
 		}
-		printf("%-14s %s\n", "log", json_string_value(json_object_get(ans, "log")));
+		printf("%-14s %s\n", "log", cli_safe(safe, sizeof safe, json_string_value(json_object_get(ans, "log"))));
 	}
 	json_decref(ans);
 	return EXIT_OK;

@@ -259,8 +259,10 @@ int request_prepare(struct request *r, const struct cli_global *g)
 	return EXIT_OK;
 }
 
-void lease_holder_text(const struct lease_info *i, char *buf, size_t len)
+void lease_holder_text(const struct lease_info *raw, char *buf, size_t len)
 {
+	struct lease_info safe = *raw, *i = &safe;
+	cli_safe_lease(i);
 	char when[32] = "?";
 	time_t t = (time_t)i->since;
 	struct tm tm;
@@ -323,8 +325,8 @@ static int inside_own_lease(struct request *r, struct lease_dir *d)
 	request_describe(r, desc, sizeof desc);
 	for (size_t i = 0; i < r->ngpus; i++) {
 		if ((r->gpus_spec && r->wanted[i] && !r->own[i])) {
-			cli_err("GPU %zu is not in the lease this runs inside (GPU%s %s, leased by %s): ask for those, "
-				"or release them first (gpuctl release)", i, r->nown > 1 ? "s" : "", list, who);
+			cli_err("GPU %zu is not in the lease this runs inside (GPU%s %s, leased by %s): ask for those",
+				i, r->nown > 1 ? "s" : "", list, who);
 			return GC_EINVAL;
 		}
 		r->allowed[i] = r->allowed[i] && r->own[i];
@@ -332,8 +334,8 @@ static int inside_own_lease(struct request *r, struct lease_dir *d)
 	if (!r->gpus_spec && !r->n_given)
 		r->sel.n = (unsigned)r->nown; /* like srun inside salloc: the whole lease */
 	if (!r->gpus_spec && !r->n_auto && r->sel.n > r->nown) {
-		cli_err("%s asked inside a lease of %zu (GPU%s %s, leased by %s): ask for at most %zu, or release "
-			"them first (gpuctl release)", desc, r->nown, r->nown > 1 ? "s" : "", list, who, r->nown);
+		cli_err("%s asked for inside a lease of %zu (GPU%s %s, leased by %s): ask for at most %zu", desc,
+			r->nown, r->nown > 1 ? "s" : "", list, who, r->nown);
 		return GC_EINVAL;
 	}
 	return 0;

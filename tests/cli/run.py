@@ -6,6 +6,10 @@ A case file (tests/cli/cases/*.case) holds, in this order:
     # comment lines (what the case checks)
     args: --sim {nodes}/l4-2x.json query --query-gpu=index --format=csv
     env: NAME=VALUE            (optional, repeatable; {placeholders} expand)
+    hold: GPUCTL ARGS          (optional) a gpuctl command started first, in the
+                               background, e.g. `--sim F run --gpus 0 -- sleep 30`;
+                               the case runs once it holds a lease, and it is
+                               killed after: a holder that is not an ancestor
     exit: 0
     stdout:                    exact expected output, line by line
     ...
@@ -22,13 +26,15 @@ so nothing leaks between cases.
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def parse(path):
-    case = {"args": None, "env": [], "exit": None, "stdout": None, "stderr": None,
+    case = {"args": None, "env": [], "hold": None, "exit": None, "stdout": None, "stderr": None,
             "stdout_re": False, "stderr_re": False}
     section = None
     with open(path, encoding="utf-8") as f:
@@ -45,6 +51,8 @@ def parse(path):
                 case["args"] = val.strip()
             elif key == "env":
                 case["env"].append(val.strip())
+            elif key == "hold":
+                case["hold"] = val.strip()
             elif key == "exit":
                 case["exit"] = int(val)
             elif key in ("stdout", "stdout-re", "stderr", "stderr-re"):
@@ -107,7 +115,22 @@ def main():
             k, _, v = expand(e).partition("=")
             env[k] = v
         argv = [gpuctl] + shlex.split(expand(case["args"]))
-        p = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+        holder = None
+        if case["hold"]:
+            holder = subprocess.Popen([gpuctl] + shlex.split(expand(case["hold"])), env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            state = env["GPUCTL_STATE_DIR"]
+            for _ in range(500):
+                if os.path.isdir(state) and any(n.startswith("gpu-") for n in os.listdir(state)):
+                    time.sleep(0.05)  # the record follows the lock
+                    break
+                time.sleep(0.01)
+        try:
+            p = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+        finally:
+            if holder:
+                os.killpg(holder.pid, signal.SIGKILL)
+                holder.wait()
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
     errs = []

@@ -15,10 +15,15 @@ between daemons, with two real unprivileged users created here.
              -n beyond the lease is refused; pick --release gives it back.
              Another user's lease is never taken for one's own, not even
              with a forged record that names one's shell.
+  control:   job names with newlines and escape codes, given by one user to
+             gpuctl run and gpuctl submit, reach root's terminal through
+             leases, ls, queue and show with every control character
+             replaced; the JSON outputs keep the exact string, escaped.
 Skips (77) unless run as root with useradd (it must create the users).
 Usage: seams.py GPUCTLD GPUCTL SRCDIR
 """
 import fcntl
+import json
 import os
 import re
 import signal
@@ -195,6 +200,45 @@ time.sleep(30)
     forger.wait()
     check("own lease", "rc=1" in out and "GPU 3 is leased by" in err, f"forged record: {out!r} {err!r}")
     print("own lease: a record forged by another user to name the shell does not make its GPU the shell's")
+
+    # ---- control: other users' names never reach a terminal raw (item 7)
+    evil = "evil\nname\x1b[31mRED\x9b"
+    holder = subprocess.Popen(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--gpus", "5", "--name",
+                                                    evil, "--", "sleep", "30"),
+                              env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    qd = start(db, sock)
+    qenv = dict(env, GPUCTL_QUEUE_SOCKET=sock)
+    p = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "-n", "8", "--name", "q\x1b[2Jx\ny", "--",
+                                             "echo", "\x1b]0;title\x07"),
+                       env=qenv, capture_output=True, text=True, timeout=30, cwd="/")
+    job = p.stdout.strip()
+    check("control", p.returncode == 0 and job.isdigit(), f"submit: {p.returncode} {p.stderr!r}")
+    for _ in range(100):
+        if subprocess.run([GPUCTL, "--sim", NODE, "leases", "--json"], env=env, capture_output=True,
+                          text=True).stdout.count('"gpu": 5'):
+            break
+        time.sleep(0.05)
+    views = {}
+    for args in (["leases"], ["ls"], ["queue"], ["show", job]):
+        r = subprocess.run([GPUCTL, "--sim", NODE, *args], env=qenv, capture_output=True, timeout=30)
+        views[" ".join(args)] = r.stdout
+        bad = [c for c in r.stdout.decode("utf-8", "replace") if ord(c) < 0x20 and c != "\n" or 0x7f <= ord(c) < 0xa0]
+        check("control", r.returncode == 0 and not bad, f"{args}: exit {r.returncode}, control characters {bad!r}")
+    check("control", b"evil?name?[31mRED?" in views["leases"] and b"evil?name?[31mRED?" in views["ls"],
+          f"the name is not shown replaced: {views['leases']!r} {views['ls']!r}")
+    check("control", b"q?[2Jx?y" in views["queue"] and b"q?[2Jx?y" in views[f"show {job}"],
+          f"the job name is not shown replaced: {views['queue']!r}")
+    lj = json.loads(subprocess.run([GPUCTL, "--sim", NODE, "leases", "--json"], env=env, capture_output=True,
+                                   text=True).stdout)
+    check("control", any(le["name"] == evil for le in lj["leases"]),
+          f"leases --json lost the exact name: {lj['leases']!r}")
+    sj = json.loads(subprocess.run([GPUCTL, "show", job, "--json"], env=qenv, capture_output=True,
+                                   text=True).stdout)
+    check("control", sj["job"]["name"] == "q\x1b[2Jx\ny", f"show --json lost the exact name: {sj['job']!r}")
+    os.killpg(holder.pid, signal.SIGKILL)
+    holder.wait()
+    gpuctld_proc.stop(qd)
+    print("control: leases, ls, queue and show print other users' names with control characters replaced")
 finally:
     for d in daemons:
         gpuctld_proc.stop(d)

@@ -20,6 +20,7 @@ def _sh(*cmd):
 
 def cleanup():
     for u in USERS:
+        _sh("pkill", "-KILL", "-u", u)  # what a test left running as them
         _sh("userdel", "-f", u)
     _sh("groupdel", GROUP)
 

@@ -28,6 +28,19 @@ static void test_sanitize_replaces_control_bytes(void **state)
 	assert_string_equal(out, "a?[2Jb??");
 }
 
+static void test_sanitize_utf8(void **state)
+{
+	(void)state;
+	char out[32];
+	/* kept: é, 日; replaced: CSI as U+009B, a lone 0x9b byte, a cut sequence, an overlong '/' */
+	proc_sanitize(out, sizeof out, "\xc3\xa9\xe6\x97\xa5\xc2\x9b" "1m\x9b" "2J\xe6\x97\xc0\xaf", 18);
+	assert_string_equal(out, "\xc3\xa9\xe6\x97\xa5?1m?2J????");
+	/* a character that does not fit whole is left out, not cut */
+	char small[4];
+	proc_sanitize(small, sizeof small, "ab\xc3\xa9", 4);
+	assert_string_equal(small, "ab");
+}
+
 static void test_sanitize_truncates(void **state)
 {
 	(void)state;
@@ -136,6 +149,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sanitize_replaces_control_bytes),
 		cmocka_unit_test(test_sanitize_truncates),
+		cmocka_unit_test(test_sanitize_utf8),
 		cmocka_unit_test(test_describe_self),
 		cmocka_unit_test(test_describe_arguments_joined),
 		cmocka_unit_test(test_describe_missing_pid_not_visible),
