@@ -62,6 +62,49 @@ static void fmt_money(char *buf, size_t len, double v)
 		snprintf(buf, len, "$%.0f", v);
 }
 
+/* a count as people write it: 1B, 100M, 115M, 1.5T */
+static void fmt_count(char *buf, size_t len, double v)
+{
+	static const struct {
+		double unit;
+		const char *suffix;
+	} u[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
+	for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+		/* 999.96M prints as 1B, not as 1e+03M */
+		if (v >= u[i].unit * 0.9995) {
+			snprintf(buf, len, "%.3g%s", v / u[i].unit, u[i].suffix);
+			return;
+		}
+	}
+	snprintf(buf, len, "%.3g", v);
+}
+
+/*
+ * The work the time and cost are for, as the header states it: "1B training
+ * tokens", "10M generated tokens, 256 per request after a 3840-token prompt".
+ * given: whether --tokens set it (else it is the task's default).
+ */
+static void work_text(const adv_req *r, bool given, char *buf, size_t len)
+{
+	char n[32];
+	fmt_count(n, sizeof n, r->tokens);
+	const mm_job *j = &r->job;
+	const char *how = given ? "--tokens" : "default; --tokens sets it";
+	if (r->model.kind == MM_CNN) {
+		snprintf(buf, len, "%s images (%s%s)", n, given ? "" : "90 ImageNet-1k epochs, ", how);
+	} else if (j->task == MM_INFER) {
+		unsigned out = r->output_len ? r->output_len : 1;
+		unsigned seq = j->seq ? j->seq : r->model.seq;
+		if (seq > out)
+			snprintf(buf, len, "%s generated tokens, %u per request after a %u-token prompt (%s)", n, out,
+				 seq - out, how);
+		else
+			snprintf(buf, len, "%s generated tokens, %u per request (%s)", n, out, how);
+	} else {
+		snprintf(buf, len, "%s %s tokens (%s)", n, j->task == MM_EMBED ? "embedded" : "training", how);
+	}
+}
+
 static void plan_text(const adv_plan *p, bool train, char *buf, size_t len)
 {
 	if (!train)
@@ -524,6 +567,12 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 					 r.model.params, "tokens", r.tokens, "precision", mm_prec_name(j->prec),
 					 "prices_date", date, "mfu", r.mfu > 0 ? r.mfu : adv_default_mfu(&r),
 					 "single_gpu_memory", mem_json(&single), "plans", a, "feasible", (json_int_t)np);
+		/* which plan field the order follows, and what "tokens" counts */
+		json_object_set_new(root, "ranked_by", json_string(r.spot ? "spot_cost" : "cost"));
+		json_object_set_new(root, "work_unit",
+				    json_string(r.model.kind == MM_CNN ? "images"
+						: j->task == MM_INFER ? "generated tokens"
+						: j->task == MM_EMBED ? "embedded tokens" : "training tokens"));
 		if (!np && need.gpu)
 			json_object_set_new(root, "smallest_feasible",
 					    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o}", "gpu", need.gpu->name, "gpus",
@@ -548,15 +597,21 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			       "below may not fit (add --layers --hidden --heads, or --model)\n");
 		else if (train && r.model.kind != MM_CNN)
 			printf("  (on one GPU, no sharding; activations with attention recomputed, as FlashAttention does)\n");
-		printf("prices: snapshot of %s%s; time: %s at MFU %.2f (docs/advise.md)\n\n", date,
-		       r.spot ? ", spot" : ", on-demand", train ? "training FLOPs" : "roofline",
-		       r.mfu > 0 ? r.mfu : adv_default_mfu(&r));
+		char work[160];
+		work_text(&r, tokens != NULL, work, sizeof work);
+		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work,
+		       train ? "training FLOPs" : "roofline", r.mfu > 0 ? r.mfu : adv_default_mfu(&r));
+		/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
+		printf("prices: snapshot of %s; ranked by %s\n\n", date,
+		       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
+			      : "TOTAL, the job at on-demand prices");
 		if (np) {
-			printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %9s %9s %9s\n", "CLOUD", "INSTANCE", "REGION",
-			       "GPUS", "PLAN", "MEM/GPU", "TIME", "$/HOUR", "TOTAL", "SPOT");
+			printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", "CLOUD", "INSTANCE", "REGION",
+			       "GPUS", "PLAN", "MEM/GPU", "TIME", r.spot ? "SPOT $/HOUR" : "$/HOUR",
+			       r.spot ? "SPOT TOTAL" : "TOTAL", r.spot ? "ON-DEMAND TOTAL" : "SPOT TOTAL");
 			for (size_t i = 0; i < show; i++) {
 				const adv_plan *p = &plans[i];
-				char gpusb[48], planb[64], memb[32], use[360], tb[32], ph[32], tot[32], sp[32];
+				char gpusb[48], planb[64], memb[32], use[360], tb[32], ph[32], tot[32], other[32];
 				if (p->nodes > 1)
 					snprintf(gpusb, sizeof gpusb, "%ux(%ux %s)", p->nodes, p->row->count, p->gpu->name);
 				else
@@ -566,10 +621,10 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				snprintf(use, sizeof use, "%s/%.0f", memb, p->gpu->mem / GB);
 				fmt_hours(tb, sizeof tb, p->hours);
 				fmt_money(ph, sizeof ph, r.spot ? p->spot_h : p->price_h);
-				fmt_money(tot, sizeof tot, p->cost);
-				fmt_money(sp, sizeof sp, p->spot_cost);
-				printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %9s %9s %9s\n", p->row->cloud,
-				       p->row->instance, p->row->region, gpusb, planb, use, tb, ph, tot, sp);
+				fmt_money(tot, sizeof tot, r.spot ? p->spot_cost : p->cost);
+				fmt_money(other, sizeof other, r.spot ? p->cost : p->spot_cost);
+				printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", p->row->cloud,
+				       p->row->instance, p->row->region, gpusb, planb, use, tb, ph, tot, other);
 			}
 			if (np > show)
 				printf("(%zu more; --top N shows more)\n", np - show);
