@@ -98,10 +98,12 @@ static bool is_training(const adv_req *r)
 
 /*
  * The fastest plan on `gpus` GPUs of g with at most `per_node` in one node
- * (tensor parallelism stays inside a node). Returns false when nothing fits.
+ * (tensor parallelism stays inside a node). An offload plan must also fit
+ * `host`, the host memory of one node in bytes (0: unknown, so none does).
+ * Returns false when nothing fits.
  */
 static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, bool allow_offload,
-		      adv_plan *best)
+		      double host, adv_plan *best)
 {
 	bool found = false;
 	double usable = g->mem * (1 - r->headroom);
@@ -134,6 +136,11 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 					mm_mem m;
 					if (mm_estimate(&r->model, &j, &m, NULL, 0) != 0 || m.total > usable)
 						continue;
+					/* every GPU of a node offloads its own share to the node's memory */
+					double host_need = off ? m.cpu * (gpus < per_node ? gpus : per_node) * ADV_HOST_BUFFER
+							       : 0;
+					if (off && !(host_need <= host))
+						continue;
 					int cp;
 					double h = adv_hours(r, g, gpus, tp, rc, &m, &cp);
 					if (!isfinite(h))
@@ -157,6 +164,7 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 					best->compute_prec = cp;
 					best->mem = m;
 					best->usable = usable;
+					best->host_need = host_need;
 					best->hours = h;
 				}
 			}
@@ -165,19 +173,30 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 	return found;
 }
 
-/* plans are the same for every row with the same GPU model and count: cache them */
+/* plans are the same for every row with the same GPU model, count and host memory: cache them */
 struct cache_ent {
 	const spec_gpu *g;
 	unsigned count;
+	double host;
 	bool ok;
+	int why;
 	adv_plan plan;
 	unsigned nodes;
 };
 
-static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, adv_plan *p, unsigned *nodes)
+enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL };
+
+/*
+ * The plan for instances of `count` GPUs g with `host` bytes of memory each
+ * (0: unknown): the fewest nodes that fit without offload, else with it.
+ * When none fits, *why says whether only offload was missing host memory.
+ */
+static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double host, adv_plan *p,
+		     unsigned *nodes, int *why)
 {
 	bool train = is_training(r);
 	unsigned max_nodes = train ? (r->max_gpus >= count ? r->max_gpus / count : 0) : (r->max_gpus >= count);
+	*why = WHY_NOFIT;
 	for (int pass = 0; pass < 2; pass++) {
 		bool off = pass == 1;
 		if (off && r->offload == 0)
@@ -185,12 +204,12 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, adv_pl
 		if (!off && r->offload == 1)
 			continue;
 		for (unsigned k = 1; k <= max_nodes; k++) {
-			if (!best_plan(r, g, k * count, count, off || r->offload == 1, p))
+			if (!best_plan(r, g, k * count, count, off || r->offload == 1, host, p))
 				continue;
 			/* more nodes only when the deadline asks for them */
 			while (r->deadline_h > 0 && p->hours > r->deadline_h && k < max_nodes) {
 				adv_plan q;
-				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, &q))
+				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, &q))
 					break;
 				*p = q;
 				k++;
@@ -198,6 +217,15 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, adv_pl
 			*nodes = k;
 			return true;
 		}
+	}
+	/* would offload have fitted with memory enough on the host? */
+	if (train && r->offload != 0 && max_nodes) {
+		adv_plan q;
+		for (unsigned k = 1; k <= max_nodes; k++)
+			if (best_plan(r, g, k * count, count, true, INFINITY, &q) && q.offload) {
+				*why = host > 0 ? WHY_HOST_SMALL : WHY_NO_HOST;
+				break;
+			}
 	}
 	return false;
 }
@@ -220,7 +248,8 @@ static void smallest_need(const adv_req *r, const spec_gpu *gpus, size_t ngpus, 
 	for (size_t i = 0; i < ngpus; i++) {
 		for (unsigned n = 1; n <= 4096; n *= 2) {
 			adv_plan p;
-			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, &p))
+			/* no instance here: the host memory is what the plan needs */
+			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, &p))
 				continue;
 			double total = n * gpus[i].mem;
 			if (total < best) {
@@ -232,6 +261,7 @@ static void smallest_need(const adv_req *r, const spec_gpu *gpus, size_t ngpus, 
 				need->recompute = p.recompute;
 				need->tp = p.tp;
 				need->offload = p.offload;
+				need->host_need = p.host_need;
 			}
 			break;
 		}
@@ -239,11 +269,11 @@ static void smallest_need(const adv_req *r, const spec_gpu *gpus, size_t ngpus, 
 }
 
 int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog *cat, adv_plan **out,
-	     size_t *n, adv_need *need, size_t *unknown, char *err, size_t errlen)
+	     size_t *n, adv_need *need, adv_skipped *skipped, char *err, size_t errlen)
 {
 	*out = NULL;
 	*n = 0;
-	*unknown = 0;
+	memset(skipped, 0, sizeof *skipped);
 	memset(need, 0, sizeof *need);
 	mm_mem probe;
 	mm_job j = r->job;
@@ -267,14 +297,16 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 			continue;
 		const spec_gpu *g = specs_gpu_for(gpus, ngpus, row->acc);
 		if (!g) {
-			(*unknown)++;
+			skipped->unknown_gpus++;
 			continue;
 		}
 		if (row->count > r->max_gpus)
 			continue;
+		/* MemoryGiB is GiB (SkyPilot's catalogs); 0: the row does not say */
+		double host = row->mem_gib * 1024.0 * 1024 * 1024;
 		struct cache_ent *ce = NULL;
 		for (size_t k = 0; k < ncache; k++)
-			if (cache[k].g == g && cache[k].count == row->count)
+			if (cache[k].g == g && cache[k].count == row->count && cache[k].host == host)
 				ce = &cache[k];
 		if (!ce) {
 			struct cache_ent *nc = realloc(cache, (ncache + 1) * sizeof *nc);
@@ -285,10 +317,16 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 			memset(ce, 0, sizeof *ce);
 			ce->g = g;
 			ce->count = row->count;
-			ce->ok = plan_for(r, g, row->count, &ce->plan, &ce->nodes);
+			ce->host = host;
+			ce->ok = plan_for(r, g, row->count, host, &ce->plan, &ce->nodes, &ce->why);
 		}
-		if (!ce->ok)
+		if (!ce->ok) {
+			if (ce->why == WHY_NO_HOST)
+				skipped->no_host_mem++;
+			else if (ce->why == WHY_HOST_SMALL)
+				skipped->host_too_small++;
 			continue;
+		}
 		adv_plan p = ce->plan;
 		p.row = row;
 		p.nodes = ce->nodes;

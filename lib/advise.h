@@ -34,6 +34,15 @@
 #define ADV_MFU_EMBED 0.40
 #define ADV_MFU_CNN 0.30
 
+/*
+ * Host memory an offload plan needs per node: the offloaded states of the
+ * node's GPUs times this factor, DeepSpeed's additional_buffer_factor in
+ * estimate_zero2/zero3_model_states_mem_needs (pinned staging buffers, the
+ * fp32 copies in flight). A plan fits when that is at most the instance's
+ * MemoryGiB; a catalog row without MemoryGiB gets no offload plan.
+ */
+#define ADV_HOST_BUFFER 1.5
+
 typedef struct adv_req {
 	mm_model model;
 	mm_job job;             /* task, precisions, optimizer, seq, batch, LoRA; dp/tp/zero filled per plan */
@@ -62,6 +71,7 @@ typedef struct adv_plan {
 	int compute_prec;       /* the precision the time was computed at (fp16 where bf16 is missing) */
 	mm_mem mem;             /* per GPU */
 	double usable;          /* bytes per GPU after headroom */
+	double host_need;       /* offload: host bytes per node (ADV_HOST_BUFFER included); else 0 */
 	double hours;
 	double price_h, spot_h; /* whole plan ($/hour); < 0 unknown */
 	double cost, spot_cost; /* whole job; < 0 unknown */
@@ -76,16 +86,24 @@ typedef struct adv_need {
 	int zero, recompute;
 	unsigned tp;
 	bool offload;
+	double host_need;       /* offload: host bytes per node of min(gpus, 8) GPUs; else 0 */
 } adv_need;
+
+/* catalog rows adv_rank left out for a reason the output should name */
+typedef struct adv_skipped {
+	size_t unknown_gpus;    /* the accelerator is not in the GPU table */
+	size_t no_host_mem;     /* only CPU offload fits, and the row gives no MemoryGiB */
+	size_t host_too_small;  /* only CPU offload fits, and the offloaded states exceed MemoryGiB */
+} adv_skipped;
 
 /*
  * Rank the catalog's instances for req. *out (freed with free()) holds the
  * feasible plans, cheapest first; *n their count (0 when nothing fits, then
- * *need says what would). *unknown_gpus counts catalog rows whose
- * accelerator is not in the GPU table. Returns 0, or -1 with a reason in err.
+ * *need says what would). *skipped counts the rows left out for reasons
+ * other than "does not fit". Returns 0, or -1 with a reason in err.
  */
 int adv_rank(const adv_req *req, const spec_gpu *gpus, size_t ngpus, const catalog *cat, adv_plan **out,
-	     size_t *n, adv_need *need, size_t *unknown_gpus, char *err, size_t errlen);
+	     size_t *n, adv_need *need, adv_skipped *skipped, char *err, size_t errlen);
 
 /* the task's default MFU */
 double adv_default_mfu(const adv_req *req);

@@ -530,9 +530,10 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	if ((rc = check_filter("--clouds", r.clouds, &cat, false)) || (rc = check_filter("--regions", r.regions, &cat, true)))
 		goto out;
 	adv_plan *plans = NULL;
-	size_t np = 0, unknown = 0;
+	size_t np = 0;
 	adv_need need;
-	if (adv_rank(&r, gpus, ngpus, &cat, &plans, &np, &need, &unknown, err, sizeof err)) {
+	adv_skipped skipped;
+	if (adv_rank(&r, gpus, ngpus, &cat, &plans, &np, &need, &skipped, err, sizeof err)) {
 		cli_err("advise: %s", err);
 		rc = EXIT_USAGE;
 		goto out;
@@ -561,6 +562,10 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				mm_prec_name(p->compute_prec), "memory_per_gpu", mem_json(&p->mem), "usable_per_gpu",
 				p->usable, "hours", p->hours, "price_per_hour", money(p->price_h), "spot_price_per_hour",
 				money(p->spot_h), "cost", money(p->cost), "spot_cost", money(p->spot_cost)));
+			json_t *pj = json_array_get(a, json_array_size(a) - 1);
+			json_object_set_new(pj, "host_memory_needed", json_real(p->host_need));
+			json_object_set_new(pj, "host_memory",
+					    p->row->mem_gib > 0 ? json_real(p->row->mem_gib * 1024.0 * 1024 * 1024) : json_null());
 		}
 		json_t *root = json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:s, s:f, s:o, s:o, s:I}", "schema",
 					 "gpuctl.advise/1", "model", r.model.name, "task", mm_task_name(j->task), "params",
@@ -573,12 +578,17 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				    json_string(r.model.kind == MM_CNN ? "images"
 						: j->task == MM_INFER ? "generated tokens"
 						: j->task == MM_EMBED ? "embedded tokens" : "training tokens"));
+		json_object_set_new(root, "left_out",
+				    json_pack("{s:I, s:I, s:I}", "unknown_gpus", (json_int_t)skipped.unknown_gpus,
+					      "no_host_memory", (json_int_t)skipped.no_host_mem, "host_memory_too_small",
+					      (json_int_t)skipped.host_too_small));
 		if (!np && need.gpu)
 			json_object_set_new(root, "smallest_feasible",
-					    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o}", "gpu", need.gpu->name, "gpus",
+					    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o, s:f}", "gpu", need.gpu->name, "gpus",
 						      (int)need.gpus, "tp", (int)need.tp, "zero", need.zero, "recompute",
 						      mm_recompute_name(need.recompute), "offload", need.offload,
-						      "memory_per_gpu", mem_json(&need.mem)));
+						      "memory_per_gpu", mem_json(&need.mem), "host_memory_needed",
+						      need.host_need));
 		char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 		json_decref(root);
 		if (s)
@@ -630,6 +640,13 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				printf("(%zu more; --top N shows more)\n", np - show);
 			printf("\n");
 			breakdown("cheapest plan's memory", &plans[0].mem, plans[0].gpus);
+			if (plans[0].offload) {
+				char hn[32], hm[32];
+				fmt_gb(hn, sizeof hn, plans[0].host_need);
+				fmt_gb(hm, sizeof hm, plans[0].row->mem_gib * 1024 * 1024 * 1024);
+				printf("  host memory for them: %s per node (x%.1f for buffers, as DeepSpeed estimates), of the "
+				       "instance's %s (%.0f GiB)\n", hn, ADV_HOST_BUFFER, hm, plans[0].row->mem_gib);
+			}
 			if (plans[0].nodes > 1)
 				printf("  %u nodes: no network model, multi-node efficiency is assumed equal to one node's\n",
 				       plans[0].nodes);
@@ -640,17 +657,31 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			if (need.gpu) {
 				char t[32];
 				fmt_gb(t, sizeof t, need.mem.total);
+				char hn[64] = "";
+				if (need.offload) {
+					char h[32];
+					fmt_gb(h, sizeof h, need.host_need);
+					snprintf(hn, sizeof hn, ", %s of host memory per node", h);
+				}
 				printf("smallest feasible: %u x %s (%.0f GB each) with tp%u, ZeRO stage %d, recompute %s%s: "
-				       "%s per GPU\n", need.gpus, need.gpu->name, need.gpu->mem / GB, need.tp, need.zero,
-				       mm_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t);
+				       "%s per GPU%s\n", need.gpus, need.gpu->name, need.gpu->mem / GB, need.tp, need.zero,
+				       mm_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t, hn);
 				if (need.gpus > r.max_gpus)
 					printf("that is more than --max-gpus %u\n", r.max_gpus);
 			} else {
 				printf("no GPU in the table fits it even 4096 at a time\n");
 			}
 		}
-		if (unknown)
-			printf("(%zu catalog rows name GPUs not in gpus.csv and were left out)\n", unknown);
+		if (skipped.unknown_gpus)
+			printf("(%zu catalog rows name GPUs not in gpus.csv and were left out)\n", skipped.unknown_gpus);
+		if (skipped.no_host_mem)
+			printf("(%zu catalog row%s fit%s only with CPU offload but give%s no host memory (MemoryGiB) to check "
+			       "it against: left out)\n", skipped.no_host_mem, skipped.no_host_mem > 1 ? "s" : "",
+			       skipped.no_host_mem > 1 ? "" : "s", skipped.no_host_mem > 1 ? "" : "s");
+		if (skipped.host_too_small)
+			printf("(%zu catalog row%s fit%s only with CPU offload, and the offloaded states exceed %s host "
+			       "memory: left out)\n", skipped.host_too_small, skipped.host_too_small > 1 ? "s" : "",
+			       skipped.host_too_small > 1 ? "" : "s", skipped.host_too_small > 1 ? "their" : "its");
 	}
 	rc = np ? EXIT_OK : EXIT_FAILURE;
 	free(plans);

@@ -1,0 +1,147 @@
+/*
+ * test-advise.c — lib/advise.c's planner on small in-memory catalogs: a
+ * CPU-offload plan must fit the instance's host memory (MemoryGiB, with
+ * DeepSpeed's 1.5x buffer factor), and rows that differ only in host
+ * memory are planned apart.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise.h"
+#include "catalog.h"
+#include "specs.h"
+
+static spec_gpu *gpus;
+static size_t ngpus;
+static mm_model *models;
+static size_t nmodels;
+
+static int setup(void **state)
+{
+	(void)state;
+	char path[4096], err[512];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(path, sizeof path, "%s/data/gpus.csv", src ? src : ".");
+	if (specs_load_gpus(path, &gpus, &ngpus, err, sizeof err))
+		fail_msg("%s", err);
+	snprintf(path, sizeof path, "%s/data/models.csv", src ? src : ".");
+	if (specs_load_models(path, &models, &nmodels, err, sizeof err))
+		fail_msg("%s", err);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(gpus);
+	free(models);
+	return 0;
+}
+
+/* a request as gpuctl advise builds it: the task's defaults, everything else chosen */
+static adv_req request(const char *model, int task)
+{
+	adv_req r;
+	memset(&r, 0, sizeof r);
+	const mm_model *m = specs_model_find(models, nmodels, model);
+	assert_non_null(m);
+	r.model = *m;
+	r.job = (mm_job){.task = task, .prec = MM_BF16, .kv_prec = MM_BF16, .optim = MM_ADAMW, .dp = 1, .tp = 1,
+			 .seq = 4096, .batch = 1, .lora_rank = 16, .lora_targets = MM_LT_ALL};
+	r.tokens = 1e9;
+	r.output_len = 256;
+	r.max_gpus = 64;
+	r.headroom = 0.10;
+	r.zero = -1;
+	r.recompute = -1;
+	r.offload = -1;
+	return r;
+}
+
+static void test_offload_fits_host(void **state)
+{
+	(void)state;
+	/* a 13B full fine-tune on one 80 GB GPU fits only with its optimizer and gradients offloaded
+	   (182 GB, 273 GB with the buffers): 64 GiB is too little, 1024 GiB enough, no MemoryGiB unknown */
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+			"small-host,A100-80GB,1,64,3.00,r1\n"
+			"big-host,A100-80GB,1,1024,4.00,r1\n"
+			"no-host,A100-80GB,1,,2.00,r1\n"
+			"mid-host,A100-80GB,1,200,3.50,r1\n";
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
+	adv_req r = request("llama-2-13b", MM_TRAIN);
+	r.max_gpus = 1;
+	adv_plan *p = NULL;
+	size_t n = 0;
+	adv_need need;
+	adv_skipped sk;
+	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(p[0].row->instance, "big-host");
+	assert_true(p[0].offload);
+	/* what the node needs: every GPU's offloaded share, x1.5 */
+	assert_true(fabs(p[0].host_need - p[0].mem.cpu * 1 * ADV_HOST_BUFFER) < 1);
+	assert_true(p[0].host_need <= 1024.0 * 1024 * 1024 * 1024);
+	assert_true(p[0].host_need > 200.0 * 1024 * 1024 * 1024);
+	assert_int_equal(sk.no_host_mem, 1);
+	assert_int_equal(sk.host_too_small, 2);
+	assert_int_equal(sk.unknown_gpus, 0);
+	free(p);
+
+	/* --no-offload: nothing fits, and no row is blamed on its host memory */
+	r.offload = 0;
+	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(sk.no_host_mem + sk.host_too_small, 0);
+	free(p);
+	catalog_free(&c);
+}
+
+static void test_offload_per_node(void **state)
+{
+	(void)state;
+	/* eight GPUs in a node offload eight shares into one host: a host big enough for one GPU's
+	   share is not enough for the node's */
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+			"eight,A100-80GB,8,400,30.00,r1\n"
+			"eight-big,A100-80GB,8,4000,40.00,r1\n";
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
+	adv_req r = request("llama-2-70b", MM_TRAIN);
+	r.max_gpus = 8;
+	r.offload = 1;
+	adv_plan *p = NULL;
+	size_t n = 0;
+	adv_need need;
+	adv_skipped sk;
+	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(p[i].offload);
+		double host = p[i].row->mem_gib * 1024 * 1024 * 1024;
+		assert_true(p[i].mem.cpu * p[i].row->count * ADV_HOST_BUFFER <= host);
+	}
+	assert_int_equal(n, 1);
+	assert_string_equal(p[0].row->instance, "eight-big");
+	free(p);
+	catalog_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_offload_fits_host),
+		cmocka_unit_test(test_offload_per_node),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
