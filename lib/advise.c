@@ -100,10 +100,11 @@ static bool is_training(const adv_req *r)
  * The fastest plan on `gpus` GPUs of g with at most `per_node` in one node
  * (tensor parallelism stays inside a node). An offload plan must also fit
  * `host`, the host memory of one node in bytes (0: unknown, so none does).
+ * ZeRO-3 spans nodes only with `fabric`, a GPU network between them.
  * Returns false when nothing fits.
  */
 static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, bool allow_offload,
-		      double host, adv_plan *best)
+		      double host, bool fabric, adv_plan *best)
 {
 	bool found = false;
 	double usable = g->mem * (1 - r->headroom);
@@ -118,6 +119,9 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 			continue;
 		for (int zero = 0; zero <= (train ? 3 : 0); zero++) {
 			if (r->zero >= 0 && train && zero != r->zero)
+				continue;
+			/* parameters gathered over the network in every micro-batch: not over plain Ethernet */
+			if (zero == 3 && gpus > per_node && !fabric)
 				continue;
 			for (int rc = 0; rc <= (train ? 2 : 0); rc++) {
 				if (r->recompute >= 0 && train && rc != r->recompute)
@@ -178,21 +182,23 @@ struct cache_ent {
 	const spec_gpu *g;
 	unsigned count;
 	double host;
+	bool fabric;
 	bool ok;
 	int why;
 	adv_plan plan;
 	unsigned nodes;
 };
 
-enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL };
+enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL, WHY_NO_FABRIC };
 
 /*
  * The plan for instances of `count` GPUs g with `host` bytes of memory each
- * (0: unknown): the fewest nodes that fit without offload, else with it.
- * When none fits, *why says whether only offload was missing host memory.
+ * (0: unknown) and, if `fabric`, a GPU network between them: the fewest
+ * nodes that fit without offload, else with it. When none fits, *why says
+ * whether only the network or the host memory was missing.
  */
-static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double host, adv_plan *p,
-		     unsigned *nodes, int *why)
+static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double host, bool fabric,
+		     adv_plan *p, unsigned *nodes, int *why)
 {
 	bool train = is_training(r);
 	unsigned max_nodes = train ? (r->max_gpus >= count ? r->max_gpus / count : 0) : (r->max_gpus >= count);
@@ -204,12 +210,12 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double
 		if (!off && r->offload == 1)
 			continue;
 		for (unsigned k = 1; k <= max_nodes; k++) {
-			if (!best_plan(r, g, k * count, count, off || r->offload == 1, host, p))
+			if (!best_plan(r, g, k * count, count, off || r->offload == 1, host, fabric, p))
 				continue;
 			/* more nodes only when the deadline asks for them */
 			while (r->deadline_h > 0 && p->hours > r->deadline_h && k < max_nodes) {
 				adv_plan q;
-				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, &q))
+				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, fabric, &q))
 					break;
 				*p = q;
 				k++;
@@ -218,15 +224,14 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double
 			return true;
 		}
 	}
-	/* would offload have fitted with memory enough on the host? */
-	if (train && r->offload != 0 && max_nodes) {
-		adv_plan q;
-		for (unsigned k = 1; k <= max_nodes; k++)
-			if (best_plan(r, g, k * count, count, true, INFINITY, &q) && q.offload) {
-				*why = host > 0 ? WHY_HOST_SMALL : WHY_NO_HOST;
-				break;
-			}
-	}
+	/* what was missing: a GPU network between the nodes, or memory enough on the host? */
+	adv_plan q;
+	for (unsigned k = 2; train && !fabric && k <= max_nodes && *why == WHY_NOFIT; k++)
+		if (best_plan(r, g, k * count, count, r->offload != 0, host, true, &q))
+			*why = WHY_NO_FABRIC;
+	for (unsigned k = 1; train && r->offload != 0 && k <= max_nodes && *why == WHY_NOFIT; k++)
+		if (best_plan(r, g, k * count, count, true, INFINITY, fabric, &q) && q.offload)
+			*why = host > 0 ? WHY_HOST_SMALL : WHY_NO_HOST;
 	return false;
 }
 
@@ -249,7 +254,7 @@ static void smallest_need(const adv_req *r, const spec_gpu *gpus, size_t ngpus, 
 		for (unsigned n = 1; n <= 4096; n *= 2) {
 			adv_plan p;
 			/* no instance here: the host memory is what the plan needs */
-			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, &p))
+			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, true, &p))
 				continue;
 			double total = n * gpus[i].mem;
 			if (total < best) {
@@ -304,9 +309,11 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 			continue;
 		/* MemoryGiB is GiB (SkyPilot's catalogs); 0: the row does not say */
 		double host = row->mem_gib * 1024.0 * 1024 * 1024;
+		const spec_fabric *fab = specs_fabric_for(r->fabrics, r->nfabrics, row->instance);
 		struct cache_ent *ce = NULL;
 		for (size_t k = 0; k < ncache; k++)
-			if (cache[k].g == g && cache[k].count == row->count && cache[k].host == host)
+			if (cache[k].g == g && cache[k].count == row->count && cache[k].host == host &&
+			    cache[k].fabric == (fab != NULL))
 				ce = &cache[k];
 		if (!ce) {
 			struct cache_ent *nc = realloc(cache, (ncache + 1) * sizeof *nc);
@@ -318,17 +325,21 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 			ce->g = g;
 			ce->count = row->count;
 			ce->host = host;
-			ce->ok = plan_for(r, g, row->count, host, &ce->plan, &ce->nodes, &ce->why);
+			ce->fabric = fab != NULL;
+			ce->ok = plan_for(r, g, row->count, host, fab != NULL, &ce->plan, &ce->nodes, &ce->why);
 		}
 		if (!ce->ok) {
 			if (ce->why == WHY_NO_HOST)
 				skipped->no_host_mem++;
 			else if (ce->why == WHY_HOST_SMALL)
 				skipped->host_too_small++;
+			else if (ce->why == WHY_NO_FABRIC)
+				skipped->no_fabric++;
 			continue;
 		}
 		adv_plan p = ce->plan;
 		p.row = row;
+		p.fabric = fab;
 		p.nodes = ce->nodes;
 		p.price_h = row->price >= 0 ? row->price * p.nodes : -1;
 		p.spot_h = row->spot >= 0 ? row->spot * p.nodes : -1;

@@ -14,6 +14,9 @@
  *    (memory-bound at MBU) or computes 2·N per sequence, whichever is slower.
  *  - embed: 2·N per token at MFU.
  * No network model: multi-node plans assume the same efficiency as one node.
+ * So ZeRO-3 (parameters gathered over the network in every micro-batch) is
+ * planned across instances only for types with a GPU-to-GPU network between
+ * them (data/fabrics.csv); other types get it inside one instance only.
  */
 #ifndef GPUCTL_LIB_ADVISE_H
 #define GPUCTL_LIB_ADVISE_H
@@ -60,11 +63,14 @@ typedef struct adv_req {
 	int recompute;          /* -1: choose */
 	unsigned tp;            /* 0: choose */
 	int offload;            /* -1: only when nothing else fits; 0 never; 1 always */
+	const spec_fabric *fabrics; /* borrowed: instance types with a GPU network between instances */
+	size_t nfabrics;
 } adv_req;
 
 typedef struct adv_plan {
 	const cat_row *row;     /* borrowed from the catalog */
 	const spec_gpu *gpu;    /* borrowed from the GPU table */
+	const spec_fabric *fabric; /* borrowed from req->fabrics; NULL: none known between instances */
 	unsigned nodes, gpus, tp, dp;
 	int zero, recompute;
 	bool offload;
@@ -94,6 +100,7 @@ typedef struct adv_skipped {
 	size_t unknown_gpus;    /* the accelerator is not in the GPU table */
 	size_t no_host_mem;     /* only CPU offload fits, and the row gives no MemoryGiB */
 	size_t host_too_small;  /* only CPU offload fits, and the offloaded states exceed MemoryGiB */
+	size_t no_fabric;       /* only ZeRO-3 across instances fits, and they have no GPU network */
 } adv_skipped;
 
 /*

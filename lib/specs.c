@@ -1,7 +1,8 @@
 /*
- * specs.c — loads data/gpus.csv and data/models.csv (see specs.h). Bad rows
- * are errors naming the file, line and column: these tables feed numbers
- * people spend money on, so a typo must not turn into a silent 0.
+ * specs.c — loads data/gpus.csv, data/models.csv and data/fabrics.csv (see
+ * specs.h). Bad rows are errors naming the file, line and column: these
+ * tables feed numbers people spend money on, so a typo must not turn into a
+ * silent 0.
  */
 #include "specs.h"
 #include "csv.h"
@@ -249,6 +250,62 @@ out:
 		*n = cnt;
 	}
 	return rc;
+}
+
+int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	static const char *const cols[] = {"cloud", "instance", "fabric", "gbps", "source"};
+	enum { NCOL = sizeof cols / sizeof cols[0] };
+	int idx[NCOL];
+	char *data;
+	char why[256];
+	struct csv c;
+	/* instance and fabric are required */
+	int rc = open_table(path, &data, &c, cols, NCOL, 1ul << 1 | 1ul << 2, idx, err, errlen);
+	if (rc)
+		return rc;
+	spec_fabric *f = NULL;
+	size_t cnt = 0;
+	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
+		spec_fabric *nv = grow(f, cnt, sizeof *f, err, errlen);
+		if (!nv) {
+			rc = GC_ENOMEM;
+			goto out;
+		}
+		f = nv;
+		spec_fabric *x = &f[cnt];
+		copy(x->cloud, sizeof x->cloud, field(&c, idx[0]));
+		copy(x->instance, sizeof x->instance, field(&c, idx[1]));
+		copy(x->fabric, sizeof x->fabric, field(&c, idx[2]));
+		if (!x->instance[0] || !x->fabric[0] || num(field(&c, idx[3]), true, &x->gbps) < 0) {
+			errbuf_set(err, errlen, "%s: line %zu: a row needs an instance, a fabric and gbps as a "
+						"non-negative number or empty (gbps '%s')", path, c.line, field(&c, idx[3]));
+			rc = GC_EINVAL;
+			goto out;
+		}
+		cnt++;
+	}
+	if (rc < 0) {
+		errbuf_set(err, errlen, "%s: %s", path, why);
+		rc = GC_EINVAL;
+	}
+out:
+	rc = close_table(rc, &c, data, f);
+	if (!rc) {
+		*out = f;
+		*n = cnt;
+	}
+	return rc;
+}
+
+const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *instance)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp(f[i].instance, instance) == 0)
+			return &f[i];
+	return NULL;
 }
 
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc)

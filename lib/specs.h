@@ -1,8 +1,9 @@
 /*
  * specs.h — the fact tables gpuctl advise reasons with: GPU models
- * (data/gpus.csv: memory, bandwidth, dense peaks, interconnect, source) and
- * model presets (data/models.csv: architecture and parameter counts). Both
- * are read by header name, so columns may be reordered or added.
+ * (data/gpus.csv: memory, bandwidth, dense peaks, interconnect, source),
+ * model presets (data/models.csv: architecture and parameter counts) and
+ * instance types with a GPU network between instances (data/fabrics.csv).
+ * All are read by header name, so columns may be reordered or added.
  */
 #ifndef GPUCTL_LIB_SPECS_H
 #define GPUCTL_LIB_SPECS_H
@@ -23,13 +24,26 @@ typedef struct spec_gpu {
 	char notes[256];
 } spec_gpu;
 
+/* an instance type with a GPU-to-GPU network between instances (data/fabrics.csv) */
+typedef struct spec_fabric {
+	char cloud[16];
+	char instance[48];
+	char fabric[48];        /* "EFA", "InfiniBand HDR with GPUDirect RDMA", "GPUDirect-TCPX" ... */
+	double gbps;            /* network bandwidth per instance, Gbit/s; 0: not given */
+} spec_fabric;
+
 /* Load data/gpus.csv (or a file like it). *out is freed with free(). */
 int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size_t errlen);
 /* Load data/models.csv. *out is freed with free(). */
 int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, size_t errlen);
 
+/* Load data/fabrics.csv. *out is freed with free(). */
+int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err, size_t errlen);
+
 /* the GPU a catalog's accelerator name ("A100-80GB") stands for, or NULL */
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc);
+/* the fabric of a catalog's instance type (case-insensitive; any cloud), or NULL */
+const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *instance);
 /* a preset by name or alias (case-insensitive), or NULL */
 const mm_model *specs_model_find(const mm_model *m, size_t n, const char *name);
 /*

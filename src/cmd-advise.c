@@ -23,6 +23,18 @@
 
 #define GB 1e9
 
+static int load_fabrics(spec_fabric **f, size_t *n)
+{
+	char path[4096], err[512];
+	if (cli_data_file("fabrics.csv", path, sizeof path))
+		return EXIT_FAILURE;
+	if (specs_load_fabrics(path, f, n, err, sizeof err)) {
+		cli_err("%s", err);
+		return EXIT_FAILURE;
+	}
+	return 0;
+}
+
 static int load_gpus(spec_gpu **g, size_t *n)
 {
 	char path[4096], err[512];
@@ -497,6 +509,12 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	size_t ngpus = 0;
 	if ((rc = load_gpus(&gpus, &ngpus)))
 		return rc;
+	spec_fabric *fabrics = NULL;
+	if ((rc = load_fabrics(&fabrics, &r.nfabrics))) {
+		free(gpus);
+		return rc;
+	}
+	r.fabrics = fabrics;
 	catalog cat = {0};
 	if (o.ncat == 0) {
 		static const char *const clouds[] = {"aws", "gcp", "azure"};
@@ -564,6 +582,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				money(p->spot_h), "cost", money(p->cost), "spot_cost", money(p->spot_cost)));
 			json_t *pj = json_array_get(a, json_array_size(a) - 1);
 			json_object_set_new(pj, "host_memory_needed", json_real(p->host_need));
+			json_object_set_new(pj, "fabric", p->fabric ? json_string(p->fabric->fabric) : json_null());
 			json_object_set_new(pj, "host_memory",
 					    p->row->mem_gib > 0 ? json_real(p->row->mem_gib * 1024.0 * 1024 * 1024) : json_null());
 		}
@@ -579,9 +598,9 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 						: j->task == MM_INFER ? "generated tokens"
 						: j->task == MM_EMBED ? "embedded tokens" : "training tokens"));
 		json_object_set_new(root, "left_out",
-				    json_pack("{s:I, s:I, s:I}", "unknown_gpus", (json_int_t)skipped.unknown_gpus,
+				    json_pack("{s:I, s:I, s:I, s:I}", "unknown_gpus", (json_int_t)skipped.unknown_gpus,
 					      "no_host_memory", (json_int_t)skipped.no_host_mem, "host_memory_too_small",
-					      (json_int_t)skipped.host_too_small));
+					      (json_int_t)skipped.host_too_small, "no_fabric", (json_int_t)skipped.no_fabric));
 		if (!np && need.gpu)
 			json_object_set_new(root, "smallest_feasible",
 					    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o, s:f}", "gpu", need.gpu->name, "gpus",
@@ -647,9 +666,17 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				printf("  host memory for them: %s per node (x%.1f for buffers, as DeepSpeed estimates), of the "
 				       "instance's %s (%.0f GiB)\n", hn, ADV_HOST_BUFFER, hm, plans[0].row->mem_gib);
 			}
-			if (plans[0].nodes > 1)
-				printf("  %u nodes: no network model, multi-node efficiency is assumed equal to one node's\n",
-				       plans[0].nodes);
+			const adv_plan *cp = &plans[0];
+			if (cp->nodes > 1 && cp->fabric && cp->fabric->gbps > 0)
+				printf("  %u nodes over %s (%.0f Gbps per node): no network model, multi-node efficiency is "
+				       "assumed equal to one node's\n", cp->nodes, cp->fabric->fabric, cp->fabric->gbps);
+			else if (cp->nodes > 1 && cp->fabric)
+				printf("  %u nodes over %s: no network model, multi-node efficiency is assumed equal to one "
+				       "node's\n", cp->nodes, cp->fabric->fabric);
+			else if (cp->nodes > 1)
+				printf("  %u nodes with no GPU network between them (data/fabrics.csv): ZeRO-3 across them is "
+				       "not proposed; no network model, multi-node efficiency is assumed equal to one node's\n",
+				       cp->nodes);
 		} else {
 			printf("no setup in the catalog fits%s%s%s.\n", r.budget > 0 ? " the budget" : "",
 			       r.deadline_h > 0 ? (r.budget > 0 ? " and the deadline" : " the deadline") : "",
@@ -666,6 +693,9 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				printf("smallest feasible: %u x %s (%.0f GB each) with tp%u, ZeRO stage %d, recompute %s%s: "
 				       "%s per GPU%s\n", need.gpus, need.gpu->name, need.gpu->mem / GB, need.tp, need.zero,
 				       mm_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t, hn);
+				if (need.gpus > 8 && need.zero == 3)
+					printf("(ZeRO-3 across nodes: needs a GPU network between them, as data/fabrics.csv "
+					       "lists)\n");
 				if (need.gpus > r.max_gpus)
 					printf("that is more than --max-gpus %u\n", r.max_gpus);
 			} else {
@@ -678,6 +708,11 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			printf("(%zu catalog row%s fit%s only with CPU offload but give%s no host memory (MemoryGiB) to check "
 			       "it against: left out)\n", skipped.no_host_mem, skipped.no_host_mem > 1 ? "s" : "",
 			       skipped.no_host_mem > 1 ? "" : "s", skipped.no_host_mem > 1 ? "" : "s");
+		if (skipped.no_fabric)
+			printf("(%zu catalog row%s fit%s only with ZeRO-3 across instances, which %s no GPU network "
+			       "between them (data/fabrics.csv): left out)\n", skipped.no_fabric,
+			       skipped.no_fabric > 1 ? "s" : "", skipped.no_fabric > 1 ? "" : "s",
+			       skipped.no_fabric > 1 ? "have" : "has");
 		if (skipped.host_too_small)
 			printf("(%zu catalog row%s fit%s only with CPU offload, and the offloaded states exceed %s host "
 			       "memory: left out)\n", skipped.host_too_small, skipped.host_too_small > 1 ? "s" : "",
@@ -687,6 +722,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	free(plans);
 out:
 	catalog_free(&cat);
+	free(fabrics);
 	free(gpus);
 	return rc;
 }

@@ -2,7 +2,8 @@
  * test-advise.c — lib/advise.c's planner on small in-memory catalogs: a
  * CPU-offload plan must fit the instance's host memory (MemoryGiB, with
  * DeepSpeed's 1.5x buffer factor), and rows that differ only in host
- * memory are planned apart.
+ * memory are planned apart; ZeRO-3 spans instances only over a GPU network
+ * between them (data/fabrics.csv).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "advise.h"
 #include "catalog.h"
 #include "specs.h"
+#include "tmpdir.h"
 
 static spec_gpu *gpus;
 static size_t ngpus;
@@ -137,11 +139,91 @@ static void test_offload_per_node(void **state)
 	catalog_free(&c);
 }
 
+static void test_zero3_needs_fabric(void **state)
+{
+	(void)state;
+	spec_fabric fab[] = {{.cloud = "aws", .instance = "p5.48xlarge", .fabric = "EFA", .gbps = 3200}};
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+			"P5.48XLARGE,H100,8,2048,55.04,r1\n"
+			"h100-ethernet,H100,8,2048,54.00,r1\n";
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
+	adv_req r = request("llama-2-70b", MM_TRAIN);
+	r.fabrics = fab;
+	r.nfabrics = 1;
+	adv_plan *p = NULL;
+	size_t n = 0;
+	adv_need need;
+	adv_skipped sk;
+	/* chosen freely: both rows get a plan, and no plan shards parameters over plain Ethernet */
+	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		bool ethernet = strcmp(p[i].row->instance, "h100-ethernet") == 0;
+		assert_true(ethernet ? p[i].fabric == NULL : p[i].fabric == &fab[0]); /* matched ignoring case */
+		if (ethernet)
+			assert_false(p[i].nodes > 1 && p[i].zero == 3);
+	}
+	free(p);
+	/* ZeRO-3 without offload needs more than one node of 80 GB GPUs: only the fabric row */
+	r.zero = 3;
+	r.offload = 0;
+	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(p[0].row->instance, "P5.48XLARGE");
+	assert_true(p[0].nodes > 1 && p[0].zero == 3);
+	assert_int_equal(sk.no_fabric, 1);
+	free(p);
+	/* with no fabric known at all, nothing fits, and both rows are counted for it */
+	r.nfabrics = 0;
+	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(sk.no_fabric, 2);
+	free(p);
+	catalog_free(&c);
+}
+
+static void test_fabrics_file(void **state)
+{
+	(void)state;
+	char path[4096], err[512];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(path, sizeof path, "%s/data/fabrics.csv", src ? src : ".");
+	spec_fabric *f = NULL;
+	size_t n = 0;
+	if (specs_load_fabrics(path, &f, &n, err, sizeof err))
+		fail_msg("%s", err);
+	assert_true(n >= 7);
+	const spec_fabric *x = specs_fabric_for(f, n, "P5.48xlarge");
+	assert_non_null(x);
+	assert_true(x->gbps == 3200);
+	assert_non_null(specs_fabric_for(f, n, "Standard_ND96asr_v4"));
+	assert_null(specs_fabric_for(f, n, "g5.48xlarge"));
+	for (size_t i = 0; i < n; i++)
+		assert_true(f[i].instance[0] && f[i].fabric[0] && f[i].gbps > 0);
+	free(f);
+	/* a bad row names the file and line */
+	char dir[64];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "advise"), 0);
+	snprintf(path, sizeof path, "%s/fabrics.csv", dir);
+	FILE *tf = fopen(path, "w");
+	assert_non_null(tf);
+	fputs("cloud,instance,fabric,gbps,source\naws,x,EFA,fast,s\n", tf);
+	fclose(tf);
+	assert_true(specs_load_fabrics(path, &f, &n, err, sizeof err) < 0);
+	assert_non_null(strstr(err, "fabrics.csv: line 2: "));
+	assert_non_null(strstr(err, "'fast'"));
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offload_fits_host),
 		cmocka_unit_test(test_offload_per_node),
+		cmocka_unit_test(test_zero3_needs_fabric),
+		cmocka_unit_test(test_fabrics_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
