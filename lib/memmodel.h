@@ -48,6 +48,7 @@ typedef struct mm_model {
 	unsigned seq;           /* default sequence length (ViT: patches + 1) */
 	double act_per_sample;  /* CNN: activation bytes per sample in training (16-bit) */
 	double flops_per_sample;/* CNN: forward FLOPs per sample */
+	bool default_shape;     /* a preset whose shape stands in for --params without an architecture */
 } mm_model;
 
 typedef struct mm_job {

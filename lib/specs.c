@@ -167,7 +167,7 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 	*n = 0;
 	static const char *const cols[] = {"name", "aliases", "kind", "mlp", "params", "active_params", "layers",
 					   "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_active",
-					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample"};
+					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample", "default_shape"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
 	char *data;
@@ -201,6 +201,7 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 		}
 		x->gated = strcasecmp(field(&c, idx[3]), "plain") != 0 && x->kind == MM_DECODER;
 		x->tied = strcasecmp(field(&c, idx[14]), "yes") == 0;
+		x->default_shape = strcasecmp(field(&c, idx[18]), "yes") == 0 && x->kind == MM_DECODER;
 		if (mm_parse_count(field(&c, idx[4]), &x->params, why, sizeof why) < 0 ||
 		    (*field(&c, idx[5]) && mm_parse_count(field(&c, idx[5]), &x->active_params, why, sizeof why) < 0)) {
 			errbuf_set(err, errlen, "%s: line %zu: %s", path, c.line, why);
@@ -306,6 +307,23 @@ const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *
 		if (strcasecmp(f[i].instance, instance) == 0)
 			return &f[i];
 	return NULL;
+}
+
+const mm_model *specs_model_shape_for(const mm_model *m, size_t n, double params)
+{
+	const mm_model *best = NULL;
+	double dist = INFINITY;
+	for (size_t i = 0; i < n && params > 0; i++) {
+		if (!m[i].default_shape || m[i].params <= 0)
+			continue;
+		/* a ratio, not a difference: 1.2B is nearer 1B than 3B */
+		double d = fabs(log(params / m[i].params));
+		if (d < dist) {
+			dist = d;
+			best = &m[i];
+		}
+	}
+	return best;
 }
 
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc)

@@ -44,6 +44,12 @@ int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc);
 /* the fabric of a catalog's instance type (case-insensitive; any cloud), or NULL */
 const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *instance);
+/*
+ * The shape to assume for a decoder of `params` parameters given without an
+ * architecture: the default_shape preset (data/models.csv) nearest in the
+ * ratio of parameter counts, or NULL when the table marks none.
+ */
+const mm_model *specs_model_shape_for(const mm_model *m, size_t n, double params);
 /* a preset by name or alias (case-insensitive), or NULL */
 const mm_model *specs_model_find(const mm_model *m, size_t n, const char *name);
 /*

@@ -4,7 +4,8 @@
  * 31.4 / 16.6 / 1.9 GB), EleutherAI's 16–18 bytes per parameter for
  * mixed-precision Adam, Llama-2-7B's fp16 KV cache of 0.5 MiB per token,
  * Korthikanti et al.'s per-layer activation bytes, QLoRA's 4.127 bits per
- * parameter, and every preset's architecture against its stated size.
+ * parameter, every preset's architecture against its stated size, and the
+ * shape assumed for a bare parameter count.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,6 +238,24 @@ static void test_presets(void **state)
 			fail_msg("%s: architecture gives %.4g parameters, the table says %.4g", m[i].name, arch,
 				 m[i].params);
 	}
+	/* --params alone: the nearest default_shape preset, by the ratio of parameter counts */
+	static const struct {
+		double params;
+		const char *shape;
+	} want[] = {{1e9, "Llama-3.2-1B"},   {3e9, "Llama-3.2-3B"},  {7e9, "Llama-2-7B"},
+		    {8e9, "Llama-3-8B"},     {13e9, "Llama-2-13B"},  {34e9, "CodeLlama-34B"},
+		    {69e9, "Llama-2-70B"},   {70e9, "Llama-3-70B"},  {405e9, "Llama-3.1-405B"},
+		    {350e6, "Llama-3.2-1B"}, {2e9, "Llama-3.2-3B"},  {20e9, "Llama-2-13B"}};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		const mm_model *s = specs_model_shape_for(m, n, want[i].params);
+		assert_non_null(s);
+		if (strcmp(s->name, want[i].shape) != 0)
+			fail_msg("%.3g parameters: shape %s, expected %s", want[i].params, s->name, want[i].shape);
+		assert_true(s->kind == MM_DECODER && s->default_shape && s->experts <= 1);
+	}
+	/* Mistral-7B is not a default shape, even where it is nearer (7.24B against 7.2B) */
+	assert_string_equal(specs_model_shape_for(m, n, 7.2e9)->name, "Llama-2-7B");
+	assert_null(specs_model_shape_for(m, n, 0));
 	const mm_model *x = specs_model_find(m, n, "mixtral");
 	assert_non_null(x);
 	assert_string_equal(x->name, "Mixtral-8x7B");
