@@ -484,6 +484,34 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		if (!o.params && !o.model)
 			r.model.params = r.model.active_params = mm_arch_params(&r.model);
 	}
+	/*
+	 * --params alone: activations, the KV cache and LoRA adapters need a
+	 * shape, so assume the usual decoder shape for that size (the nearest
+	 * default_shape preset) and say so; the parameter count stays the user's
+	 */
+	mm_model shape = {.name = ""};
+	if (!o.model && !r.model.layers) {
+		if (cli_data_file("models.csv", path, sizeof path))
+			return EXIT_FAILURE;
+		if (specs_load_models(path, &presets, &npresets, err, sizeof err)) {
+			cli_err("%s", err);
+			return EXIT_FAILURE;
+		}
+		const mm_model *sh = specs_model_shape_for(presets, npresets, r.model.params);
+		if (sh) {
+			shape = *sh;
+			r.model.layers = sh->layers;
+			r.model.hidden = sh->hidden;
+			r.model.heads = sh->heads;
+			r.model.kv_heads = sh->kv_heads;
+			r.model.vocab = sh->vocab;
+			r.model.ffn = sh->ffn;
+			r.model.tied = sh->tied;
+			r.model.gated = sh->gated;
+		}
+		free(presets);
+		presets = NULL;
+	}
 
 	/* defaults by task */
 	mm_job *j = &r.job;
@@ -591,6 +619,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 					 r.model.params, "tokens", r.tokens, "precision", mm_prec_name(j->prec),
 					 "prices_date", date, "mfu", r.mfu > 0 ? r.mfu : adv_default_mfu(&r),
 					 "single_gpu_memory", mem_json(&single), "plans", a, "feasible", (json_int_t)np);
+		json_object_set_new(root, "assumed_shape", shape.name[0] ? json_string(shape.name) : json_null());
 		/* which plan field the order follows, and what "tokens" counts */
 		json_object_set_new(root, "ranked_by", json_string(r.spot ? "spot_cost" : "cost"));
 		json_object_set_new(root, "work_unit",
@@ -621,6 +650,20 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			snprintf(title, sizeof title, "%s, %s in %s, batch %u", r.model.name, mm_task_name(j->task),
 				 mm_prec_name(j->prec), j->batch);
 		breakdown(title, &single, 1);
+		if (shape.name[0]) {
+			char n[32];
+			fmt_count(n, sizeof n, r.model.params);
+			printf("  shape assumed: %s's, the preset nearest %s parameters (%u layers, hidden %u, %u heads, %u KV "
+			       "heads, FFN %u, vocabulary %u); --layers --hidden --heads give another\n", shape.name, n,
+			       shape.layers, shape.hidden, shape.heads, shape.kv_heads ? shape.kv_heads : shape.heads,
+			       shape.ffn, shape.vocab);
+			double ratio = r.model.params / shape.params;
+			if (ratio > 1.5 || ratio < 1 / 1.5) {
+				fmt_count(n, sizeof n, shape.params);
+				printf("  (%s has %s: far from that size, its activations and KV cache are a rough guess; give "
+				       "the architecture)\n", shape.name, n);
+			}
+		}
 		if (single.partial)
 			printf("  warning: without the architecture, activations and the KV cache are not counted: the plans "
 			       "below may not fit (add --layers --hidden --heads, or --model)\n");
