@@ -177,7 +177,7 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 	return found;
 }
 
-/* plans are the same for every row with the same GPU model, count and host memory: cache them */
+/* plans are the same for every row with the same GPU model, count, host memory and fabric: cache them */
 struct cache_ent {
 	const spec_gpu *g;
 	unsigned count;
