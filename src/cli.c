@@ -32,6 +32,16 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+char *cli_optional_next(char *arg, int argc, char **argv)
+{
+	if (arg || optind >= argc)
+		return arg;
+	const char *w = argv[optind];
+	if ((w[0] >= '0' && w[0] <= '9') || (w[0] == '.' && w[1] >= '0' && w[1] <= '9'))
+		return argv[optind++];
+	return NULL;
+}
+
 const char *cli_safe(char *buf, size_t len, const char *s)
 {
 	proc_sanitize(buf, len, s ? s : "", s ? strlen(s) : 0);

@@ -90,6 +90,14 @@ const char *cli_safe(char *buf, size_t len, const char *s);
 struct lease_info;
 void cli_safe_lease(struct lease_info *i);
 
+/*
+ * The value of an option with an optional value (--wait[=DUR]) given as the next
+ * word instead ("--wait 5m"): a next word that starts like a number (a digit or
+ * '.') is taken, moving optind past it, so a duration word is never the command;
+ * whether it parses is the option's check. Anything else is left for the caller.
+ */
+char *cli_optional_next(char *arg, int argc, char **argv);
+
 int cli_bad_option(const char *cmd, int c, char *const argv[]);
 int cli_extra_arg(const char *cmd, const char *arg);
 

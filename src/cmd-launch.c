@@ -572,6 +572,8 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 			refused = opts[idx].name;
 		if (c > 0 && c < 256 && memchr(step_pass, c, sizeof step_pass) && idx >= 0 && (rc = step_opt(&s, opts[idx].name, optarg)))
 			goto out;
+		if (c == 'w')
+			optarg = cli_optional_next(optarg, argc, argv); /* --wait 5m */
 		if ((rc = runjob_option(&j, c, optarg)) >= 0) {
 			if (rc)
 				goto out;

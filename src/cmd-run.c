@@ -25,7 +25,8 @@ static void usage(FILE *f)
 		"      --exclude=LIST     never these GPUs\n"
 		"      --shared           allow GPUs where other users' processes run\n"
 		"      --ids=index|uuid   how CUDA_VISIBLE_DEVICES names the GPUs (default: index)\n"
-		"      --wait[=TIMEOUT]   wait in line for busy GPUs (first come, first served)\n"
+		"      --wait [TIMEOUT]   wait in line for busy GPUs (first come, first served), at most\n"
+		"                         TIMEOUT (90, 30s, 5m, 2h; also --wait=5m)\n"
 		"      --name=NAME        a name for the job, shown by gpuctl leases and ls\n"
 		"      --status-file=FILE at the end write \"RAN STATUS\" to FILE (RAN 0: CMD never started)\n"
 		"      --status-slot=ID   write it as job ID's record in FILE, shared by one user's jobs (gpuctld)\n"
@@ -51,6 +52,8 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 	opterr = 0;
 	/* '+': stop at the command, whose own options are not ours */
 	while ((c = getopt_long(argc, argv, "+:n:h", opts, NULL)) != -1) {
+		if (c == 'w')
+			optarg = cli_optional_next(optarg, argc, argv); /* --wait 5m */
 		if ((rc = runjob_option(&j, c, optarg)) >= 0) {
 			if (rc)
 				goto out;
