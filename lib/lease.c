@@ -354,6 +354,68 @@ static int peek_locked(struct lease_dir *d, const char *name, struct lease_info 
 	return rc;
 }
 
+/* a zombie has ended: it holds no file, whoever has yet to reap it */
+static bool alive(pid_t pid)
+{
+	if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
+		return false;
+	char path[48], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return true; /* no /proc to ask: kill() said it exists */
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+/* a process other than us that has the file (dev, ino) open, 0 if none can be seen (the
+ * fds of other users' processes are readable by root only); a bounded scan of /proc */
+static pid_t opener_of(dev_t dev, ino_t ino)
+{
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	pid_t found = 0, self = getpid();
+	int seen = 0;
+	for (struct dirent *e; !found && seen < 65536 && (e = readdir(proc)); seen++) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		char path[48];
+		snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+		DIR *fds = opendir(path);
+		if (!fds)
+			continue;
+		struct stat st;
+		for (struct dirent *f; !found && (f = readdir(fds));)
+			if (f->d_name[0] != '.' && fstatat(dirfd(fds), f->d_name, &st, 0) == 0 && st.st_dev == dev &&
+			    st.st_ino == ino)
+				found = (pid_t)pid;
+		closedir(fds);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* the record names a job and a supervisor that are both gone, yet the lock is held: by an
+ * orphan of the job. Name it when it can be seen. Outside the mutex: /proc is slow. */
+static void note_orphan(struct lease_dir *d, const char *name, struct lease_info *info)
+{
+	info->orphan = false;
+	info->live = 0;
+	if (info->pid <= 0 || alive(info->pid) || alive(info->supervisor))
+		return;
+	info->orphan = true;
+	struct stat st;
+	if (fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		info->live = opener_of(st.st_dev, st.st_ino);
+}
+
 int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 {
 	if (!valid_uuid(uuid))
@@ -363,6 +425,8 @@ int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 	mutex_lock(d);
 	int rc = peek_locked(d, name, info);
 	mutex_unlock(d);
+	if (rc == 1 && info)
+		note_orphan(d, name, info);
 	return rc;
 }
 
@@ -803,6 +867,7 @@ int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)
 		mutex_unlock(d);
 		if (held != 1)
 			continue;
+		note_orphan(d, e->d_name, &info);
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 8;
 			struct lease_entry *p = realloc(*out, cap * sizeof *p);

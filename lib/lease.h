@@ -30,6 +30,10 @@ struct lease_info {
 	char name[64];      /* --name, or "" */
 	char command[256];  /* the command line, truncated */
 	char request[128];  /* queue tickets: what is asked for ("2 GPUs") */
+	/* set by readers (lease_peek, lease_list), not stored: the job and its supervisor have
+	 * exited but the lease is still held, by a process the job left behind */
+	bool orphan;
+	pid_t live;         /* with orphan: a process that holds it now; 0 when none can be seen */
 };
 
 struct lease_dir;

@@ -30,9 +30,15 @@ static json_t *info_json(const struct lease_info *i)
 {
 	char since[32];
 	iso_time(i->since, since, sizeof since);
-	return json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:s}", "user", i->user, "uid", (json_int_t)i->uid,
-			 "pid", (json_int_t)i->pid, "supervisor", (json_int_t)i->supervisor, "since", since,
-			 "name", i->name, "command", i->command);
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:s}", "user", i->user, "uid", (json_int_t)i->uid,
+			      "pid", (json_int_t)i->pid, "supervisor", (json_int_t)i->supervisor, "since", since,
+			      "name", i->name, "command", i->command);
+	/* the job and its supervisor are gone; an orphan of the job holds the lease */
+	if (o && i->orphan) {
+		json_object_set_new(o, "orphan", json_true());
+		json_object_set_new(o, "holder_pid", i->live > 0 ? json_integer(i->live) : json_null());
+	}
+	return o;
 }
 
 /* NVML index of a UUID, or -1 */
@@ -149,8 +155,12 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 			snprintf(gpu, sizeof gpu, "%d", idx);
 		else
 			snprintf(gpu, sizeof gpu, "?");
-		printf("%-4s %-10s %8d  %-8s  %-12s %s%s%s\n", gpu, in->user, (int)in->pid, since,
-		       in->name[0] ? in->name : "-", in->command, idx < 0 ? "  " : "", idx < 0 ? held[i].uuid : "");
+		char orphan[64] = "";
+		if (in->orphan)
+			snprintf(orphan, sizeof orphan, "(orphan of pid %d) ", (int)in->pid);
+		printf("%-4s %-10s %8d  %-8s  %-12s %s%s%s%s\n", gpu, in->user, (int)(in->orphan ? in->live : in->pid),
+		       since, in->name[0] ? in->name : "-", orphan, in->command, idx < 0 ? "  " : "",
+		       idx < 0 ? held[i].uuid : "");
 	}
 	if (nw) {
 		printf("\nwaiting, first come first served:\n");

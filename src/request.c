@@ -268,7 +268,15 @@ void lease_holder_text(const struct lease_info *raw, char *buf, size_t len)
 	struct tm tm;
 	if (i->since > 0 && localtime_r(&t, &tm))
 		strftime(when, sizeof when, time(NULL) - t < 86400 ? "%H:%M" : "%Y-%m-%d %H:%M", &tm);
-	int w = snprintf(buf, len, "%s (pid %d, since %s", i->user[0] ? i->user : "?", (int)i->pid, when);
+	int w;
+	if (i->orphan && i->live > 0)
+		w = snprintf(buf, len, "%s (pid %d, an orphan of pid %d, which has exited; since %s", i->user[0] ? i->user : "?",
+			     (int)i->live, (int)i->pid, when);
+	else if (i->orphan)
+		w = snprintf(buf, len, "%s (an orphan of pid %d, which has exited; since %s", i->user[0] ? i->user : "?",
+			     (int)i->pid, when);
+	else
+		w = snprintf(buf, len, "%s (pid %d, since %s", i->user[0] ? i->user : "?", (int)i->pid, when);
 	if (w > 0 && (size_t)w < len && i->name[0])
 		w += snprintf(buf + w, len - (size_t)w, ", job '%s'", i->name);
 	if (w > 0 && (size_t)w < len)

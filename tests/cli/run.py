@@ -129,7 +129,10 @@ def main():
             p = subprocess.run(argv, env=env, capture_output=True, timeout=60)
         finally:
             if holder:
-                os.killpg(holder.pid, signal.SIGKILL)
+                try:
+                    os.killpg(holder.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # it has ended (and may have left an orphan, on purpose)
                 holder.wait()
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
