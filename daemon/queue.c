@@ -215,15 +215,30 @@ static void status_path(const struct queue *q, uid_t uid, char *buf, size_t len)
 
 /* ---- answers ------------------------------------------------------------------ */
 
+/* "0,3" (as the store keeps a job's GPUs) as [0, 3]: numbers in JSON, not a string */
+static json_t *gpu_list_json(const char *gpus)
+{
+	json_t *a = json_array();
+	for (const char *p = gpus ? gpus : ""; a && *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		json_array_append_new(a, json_integer(v));
+		p = *end == ',' ? end + 1 : end;
+	}
+	return a;
+}
+
 static json_t *job_json(const struct job *j)
 {
 	json_t *argv = json_loads(j->argv, 0, NULL);
-	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:i, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:s, s:i}",
+	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:i, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:o, s:s, s:i}",
 			      "id", (json_int_t)j->id, "user", j->user, "uid", (json_int_t)j->uid, "name", j->name,
 			      "priority", j->priority, "gpus_requested", (int)j->ngpus,
 			      "state", job_state_name(j->state), "argv", argv ? argv : json_array(), "cwd", j->cwd,
 			      "submitted_ms", (json_int_t)j->submitted_ms, "started_ms", (json_int_t)j->started_ms,
-			      "ended_ms", (json_int_t)j->ended_ms, "gpus", j->gpus, "reason", j->reason,
+			      "ended_ms", (json_int_t)j->ended_ms, "gpus", gpu_list_json(j->gpus), "reason", j->reason,
 			      "starts", (int)j->starts);
 	if (o && job_state_final(j->state) && j->state != JOB_CANCELLED)
 		json_object_set_new(o, "exit_code", json_integer(j->exit_code));
@@ -294,6 +309,85 @@ static int strings(json_t *a, size_t max)
 	return 0;
 }
 
+/* ---- why a queued job waits ------------------------------------------------------- */
+
+static bool deps_state(struct queue *q, const struct job *j, bool *failed);
+
+/* the GPUs as the dispatch round sees them: which are free now (no lease, no job starting) */
+struct gpus_now {
+	struct sampler_gpu gs[MAX_GPUS];
+	size_t n;
+	bool is_free[MAX_GPUS];
+};
+
+static void gpus_now(struct queue *q, struct gpus_now *g)
+{
+	g->n = sampler_gpus(q->s, g->gs, MAX_GPUS);
+	for (size_t i = 0; i < g->n; i++)
+		g->is_free[i] = g->gs[i].uuid[0] && q->leases && lease_peek(q->leases, g->gs[i].uuid, NULL) == 0;
+	for (size_t r = 0; r < q->nrun; r++)
+		for (size_t i = 0; i < g->n; i++)
+			if (q->run[r].gpus[i])
+				g->is_free[i] = false; /* between fork and gpuctl run's lease */
+}
+
+/*
+ * May job j (of uid, with --model and --min-free-mem) run on GPU g: as gpuctl run,
+ * not where another user's compute process runs; with `now`, the memory free now,
+ * else whether it could ever (the GPU's total)
+ */
+static bool gpu_fits(const struct sampler_gpu *g, uid_t uid, const char *model, long long minfree, bool now)
+{
+	if (!g->uuid[0] || !select_model_matches(model, g->name[0] ? g->name : NULL))
+		return false;
+	if (!now)
+		return minfree <= 0 || g->mem_total == UINT64_MAX || g->mem_total >= (uint64_t)minfree;
+	bool mine = !g->others;
+	for (unsigned o = 0; mine && o < g->nowners; o++)
+		mine = g->owners[o] == uid;
+	return mine && (minfree <= 0 || (g->mem_free != UINT64_MAX && g->mem_free >= (uint64_t)minfree));
+}
+
+/* a queued job's reason, as Slurm's squeue REASON column: "pending" (one word) and "pending_reason" */
+static void add_pending_reason(struct queue *q, const struct gpus_now *now, const struct job *j, json_t *o)
+{
+	if (!o || j->state != JOB_QUEUED)
+		return;
+	char why[300];
+	const char *word;
+	bool failed;
+	if (!deps_state(q, j, &failed)) {
+		word = failed ? "DependencyNeverSatisfied" : "Dependency";
+		snprintf(why, sizeof why, failed ? "a job it runs --after (%s) did not succeed: it will be cancelled"
+						 : "waits for job %s to succeed (--after)", j->after);
+	} else {
+		json_t *rq = json_loads(j->request, 0, NULL);
+		const char *model = json_string_value(json_object_get(rq, "model"));
+		long long minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+		size_t ever = 0, fit = 0;
+		for (size_t g = 0; g < now->n; g++) {
+			ever += gpu_fits(&now->gs[g], j->uid, model, minfree, false);
+			fit += now->is_free[g] && gpu_fits(&now->gs[g], j->uid, model, minfree, true);
+		}
+		json_decref(rq);
+		const char *s = j->ngpus == 1 ? "" : "s";
+		if (ever < j->ngpus) {
+			word = "NeverFits";
+			snprintf(why, sizeof why, "%u GPU%s requested, but only %zu of this machine's %zu GPUs could ever match it",
+				 j->ngpus, s, ever, now->n);
+		} else if (fit < j->ngpus) {
+			word = "Resources";
+			snprintf(why, sizeof why, "%u GPU%s requested, %zu free now that it may use (%zu could match)",
+				 j->ngpus, s, fit, ever);
+		} else {
+			word = "Priority";
+			snprintf(why, sizeof why, "behind earlier or higher-priority jobs (first come, first served)");
+		}
+	}
+	json_object_set_new(o, "pending", json_string(word));
+	json_object_set_new(o, "pending_reason", json_string(why));
+}
+
 static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 {
 	json_t *argv = json_object_get(req, "argv"), *env = json_object_get(req, "env");
@@ -319,6 +413,22 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		return fail("only root or the admin group may give a priority above 0");
 	if (after && (strspn(after, "0123456789,") != strlen(after) || !*after))
 		return fail("--after takes job ids separated by commas");
+	/* each job it waits for must exist and be the submitter's to see (else "no job N", as show says) */
+	for (const char *p = after; p && *p;) {
+		long long id = strtoll(p, NULL, 10);
+		struct job d;
+		int r = id > 0 ? store_get(q->st, id, &d) : 0;
+		bool visible = r == 1 && (d.uid == c->uid || is_admin(q, c->uid, c->gid));
+		if (r == 1)
+			job_release(&d);
+		if (r < 0)
+			return fail("cannot read the queue: %s", store_errmsg(q->st));
+		if (!visible)
+			return fail("--after %s: no job %lld (gpuctl queue lists yours)", after, id);
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
 	json_t *model = json_object_get(req, "model"), *minfree = json_object_get(req, "min_free_mem");
 	if (model && (!json_is_string(model) || !*json_string_value(model) || json_string_length(model) > 95))
 		return fail("--model must be a GPU name or glob of 1 to 95 bytes");
@@ -412,8 +522,13 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 	if (store_list(q->st, all, !admin, c->uid, &v, &n) < 0)
 		return fail("cannot read the queue: %s", store_errmsg(q->st));
 	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, job_json(&v[i]));
+	struct gpus_now now;
+	gpus_now(q, &now);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = job_json(&v[i]);
+		add_pending_reason(q, &now, &v[i], o);
+		json_array_append_new(a, o);
+	}
 	store_list_free(v, n);
 	return json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
 }
@@ -445,7 +560,11 @@ static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
 		return ans;
 	char log[4300];
 	log_path(q, j.id, log, sizeof log);
-	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", job_json(&j), "log", log);
+	json_t *o = job_json(&j);
+	struct gpus_now now;
+	gpus_now(q, &now);
+	add_pending_reason(q, &now, &j, o);
+	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", o, "log", log);
 	job_release(&j);
 	return ans;
 }
@@ -1152,9 +1271,8 @@ static void cancel_orphans(struct queue *q)
 /* which queued jobs start now: inside the round's transaction, from the head of the queue */
 static void dispatch(struct queue *q)
 {
-	struct sampler_gpu gs[MAX_GPUS];
-	size_t ngpu = sampler_gpus(q->s, gs, MAX_GPUS), nfree = 0;
-	bool is_free[MAX_GPUS];
+	struct gpus_now now;
+	size_t nfree = 0;
 	if (!q->leases) {
 		char err[256];
 		if (lease_dir_open(&q->leases, NULL, true, err, sizeof err) != GC_OK) {
@@ -1166,12 +1284,10 @@ static void dispatch(struct queue *q)
 		cancel_orphans(q);
 		q->deps_dirty = false;
 	}
-	for (size_t g = 0; g < ngpu; g++)
-		is_free[g] = gs[g].uuid[0] && q->leases && lease_peek(q->leases, gs[g].uuid, NULL) == 0;
-	for (size_t i = 0; i < q->nrun; i++)
-		for (size_t g = 0; g < ngpu; g++)
-			if (q->run[i].gpus[g])
-				is_free[g] = false; /* between fork and gpuctl run's lease */
+	gpus_now(q, &now);
+	const struct sampler_gpu *gs = now.gs;
+	const bool *is_free = now.is_free;
+	size_t ngpu = now.n;
 	for (size_t g = 0; g < ngpu; g++)
 		nfree += is_free[g];
 	if (!nfree)
@@ -1214,15 +1330,8 @@ static void dispatch(struct queue *q)
 			const char *model = json_string_value(json_object_get(rq, "model"));
 			json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
 			bool *e = &elig[ns * MAX_GPUS];
-			for (size_t g = 0; g < ngpu; g++) {
-				/* as gpuctl run: not a GPU where another user's compute process runs */
-				bool mine = !gs[g].others;
-				for (unsigned o = 0; mine && o < gs[g].nowners; o++)
-					mine = gs[g].owners[o] == v[i].uid;
-				e[g] = mine && select_model_matches(model, gs[g].name[0] ? gs[g].name : NULL) &&
-				       (minfree <= 0 ||
-					(gs[g].mem_free != UINT64_MAX && gs[g].mem_free >= (uint64_t)minfree));
-			}
+			for (size_t g = 0; g < ngpu; g++)
+				e[g] = gpu_fits(&gs[g], v[i].uid, model, minfree, true);
 			json_decref(rq);
 			sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
 						      .eligible = e};

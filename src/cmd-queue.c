@@ -285,6 +285,71 @@ int cmd_submit(const struct cli_global *g, int argc, char **argv)
 	return rc;
 }
 
+/* "10:02:11" today, else "2026-11-23 10:02:11", local time */
+static void local_time(long long ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000), now = time(NULL);
+	struct tm tm, today;
+	localtime_r(&t, &tm);
+	localtime_r(&now, &today);
+	bool same_day = tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday;
+	strftime(buf, len, same_day ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+/* "45s", "3m12s", "2h05m", "3d04h" */
+static void duration_text(long long ms, char *buf, size_t len)
+{
+	long long s = ms < 0 ? 0 : (ms + 500) / 1000;
+	if (s < 60)
+		snprintf(buf, len, "%llds", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%lldm%02llds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, len, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+}
+
+/* show's times: when it was submitted, started and ended, and how long it waited and ran */
+static void print_times(json_t *j)
+{
+	long long sub = json_integer_value(json_object_get(j, "submitted_ms"));
+	long long start = json_integer_value(json_object_get(j, "started_ms"));
+	long long end = json_integer_value(json_object_get(j, "ended_ms"));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	char when[40], dur[32];
+	if (sub > 0) {
+		local_time(sub, when, sizeof when);
+		duration_text((start > 0 ? start : end > 0 ? end : now) - sub, dur, sizeof dur);
+		printf("%-14s %s, waited %s%s\n", "submitted", when, dur, start > 0 || end > 0 ? "" : " so far");
+	}
+	if (start > 0) {
+		local_time(start, when, sizeof when);
+		duration_text((end > 0 ? end : now) - start, dur, sizeof dur);
+		printf("%-14s %s, ran %s%s\n", "started", when, dur, end > 0 ? "" : " so far");
+	}
+	if (end > 0) {
+		local_time(end, when, sizeof when);
+		printf("%-14s %s\n", "ended", when);
+	}
+}
+
+/* [0, 3] as "0,3" */
+static void gpu_list_text(json_t *a, char *buf, size_t len)
+{
+	size_t i, off = 0;
+	json_t *v;
+	buf[0] = '\0';
+	json_array_foreach(a, i, v) {
+		int w = snprintf(buf + off, len - off, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
+		if (w < 0 || (size_t)w >= len - off)
+			break;
+		off += (size_t)w;
+	}
+}
+
 static void print_job_line(json_t *j)
 {
 	char cmd[61] = "";
@@ -299,11 +364,17 @@ static void print_job_line(json_t *j)
 	/* root sees every user's jobs: what they named them never reaches the terminal raw */
 	char safe_cmd[sizeof cmd], user[64], name[128];
 	const char *nm = json_string_value(json_object_get(j, "name"));
-	const char *gpus = json_string_value(json_object_get(j, "gpus"));
-	printf("%-6lld %-12s %-9s %-6lld %-8s %-14s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
+	/* the GPUs it runs on, or (as squeue's NODELIST(REASON)) why it waits */
+	char gpus[64] = "";
+	const char *pending = json_string_value(json_object_get(j, "pending"));
+	if (pending)
+		snprintf(gpus, sizeof gpus, "(%s)", pending);
+	else
+		gpu_list_text(json_object_get(j, "gpus"), gpus, sizeof gpus);
+	printf("%-6lld %-12s %-9s %-6lld %-12s %-14s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
 	       cli_safe(user, sizeof user, json_string_value(json_object_get(j, "user"))),
 	       json_string_value(json_object_get(j, "state")),
-	       (long long)json_integer_value(json_object_get(j, "gpus_requested")), gpus && *gpus ? gpus : "-",
+	       (long long)json_integer_value(json_object_get(j, "gpus_requested")), *gpus ? gpus : "-",
 	       nm && *nm ? cli_safe(name, sizeof name, nm) : "-", cli_safe(safe_cmd, sizeof safe_cmd, cmd));
 }
 
@@ -350,7 +421,8 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	} else if (json_array_size(jobs) == 0) {
 		printf("no job %s\n", all ? "in the queue's history" : "queued or running");
 	} else {
-		printf("%-6s %-12s %-9s %-6s %-8s %-14s %s\n", "ID", "USER", "STATE", "NGPU", "GPUS", "NAME", "COMMAND");
+		printf("%-6s %-12s %-9s %-6s %-12s %-14s %s\n", "ID", "USER", "STATE", "NGPU", "GPUS(REASON)", "NAME",
+		       "COMMAND");
 		size_t i;
 		json_t *j;
 		json_array_foreach(jobs, i, j)
@@ -402,10 +474,23 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 		json_t *v;
 		char safe[8192];
 		json_object_foreach(j, k, v) {
-			char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+			size_t kl = strlen(k);
+			if (kl > 3 && strcmp(k + kl - 3, "_ms") == 0)
+				continue; /* the times, in words below */
+			if (strcmp(k, "pending") == 0)
+				continue; /* pending_reason says it in full */
+			char *t = NULL;
+			if (strcmp(k, "gpus") == 0) {
+				gpu_list_text(v, safe, sizeof safe);
+				printf("%-14s %s\n", k, *safe ? safe : "-");
+				continue;
+			}
+			if (!json_is_string(v))
+				t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 			printf("%-14s %s\n", k, cli_safe(safe, sizeof safe, t ? t : json_string_value(v)));
 			free(t);
 		}
+		print_times(j);
 		printf("%-14s %s\n", "log", cli_safe(safe, sizeof safe, json_string_value(json_object_get(ans, "log"))));
 	}
 	json_decref(ans);

@@ -211,7 +211,23 @@ try:
     time.sleep(0.5)
     check("fifo", state(small)["state"] == "queued" and state(big)["state"] == "queued",
           "a 1-GPU job jumped ahead of the waiting 8-GPU job")
+    # why they wait, as squeue's REASON column (issue 16, item 10)
+    sb, ss = state(big), state(small)
+    check("reason", sb.get("pending") == "Resources" and "8 GPUs requested" in sb.get("pending_reason", "") and
+          ss.get("pending") == "Priority", f"pending reasons: {sb.get('pending_reason')!r} {ss.get('pending_reason')!r}")
+    qtext = root("queue").stdout
+    check("reason", re.search(rf"^{big} .*\(Resources\)", qtext, re.M), f"queue shows no reason: {qtext!r}")
+    stext = root("show", str(big)).stdout
+    check("reason", re.search(r"^submitted +\d\d:\d\d:\d\d, waited \d+s so far$", stext, re.M) and
+          "_ms" not in stext and "pending_reason 8 GPUs requested" in stext,
+          f"show: {stext!r}")
+    # --after a job that does not exist, or that another user's is: refused at submit
+    p = root("submit", "--after", "999999", "--", "true")
+    check("after", p.returncode == 1 and "no job 999999" in p.stderr and not p.stdout, f"--after 999999: {p.stderr!r}")
+    p = as_user(B, "submit", "--after", str(big), "--", "true")
+    check("after", p.returncode == 1 and f"no job {big}" in p.stderr, f"{B} --after root's job: {p.stderr!r}")
     dep_ok = int(root("submit", "--after", str(big), "--", "true").stdout.strip())
+    check("reason", state(dep_ok).get("pending") == "Dependency", f"--after job: {state(dep_ok)}")
     failing = int(root("submit", "--", "sh", "-c", "exit 5").stdout.strip())
     dep_bad = int(root("submit", "--after", str(failing), "--", "true").stdout.strip())
     queued = int(root("submit", "-n", "8", "--", "true").stdout.strip())
@@ -240,11 +256,11 @@ try:
     check("filters", p.returncode == 2 and "invalid --min-free-mem 'abc'" in p.stderr, f"{p.stderr!r}")
     roomy = int(root("submit", "--model", "*H100*", "--min-free-mem", "60G", "--", "true").stdout.strip())
     jr = wait_state(roomy, ("done", "failed"))
-    check("filters", jr and jr["state"] == "done" and jr["gpus"] != "0" and jr.get("filters", {}).get("model") == "*H100*",
+    check("filters", jr and jr["state"] == "done" and jr["gpus"] and 0 not in jr["gpus"] and jr.get("filters", {}).get("model") == "*H100*",
           f"a job asking for 60 GiB free ran on GPU {jr and jr['gpus']} (GPU 0 has 30 GiB taken): {jr}")
     other = int(as_user(A, "submit", "--", "true").stdout.strip())
     jo = wait_state(other, ("done", "failed"))
-    check("filters", jo and jo["state"] == "done" and jo["gpus"] != "0",
+    check("filters", jo and jo["state"] == "done" and jo["gpus"] and 0 not in jo["gpus"],
           f"{A}'s job ran on GPU {jo and jo['gpus']}, where root's process runs: {jo}")
     hold.terminate()
     hold.wait()
