@@ -313,7 +313,7 @@ int cli_parse_interval(const char *opt, const char *arg, double *out)
 	errno = 0;
 	double v = strtod(arg, &end);
 	if (errno || end == arg || *end || !(v > 0 && v <= 86400)) { /* also refuses NaN */
-		cli_err("invalid %s value '%s' (expected seconds between 0 and 86400, e.g. 1 or 0.5)",
+		cli_err("invalid %s value '%s' (expected seconds, more than 0 and at most 86400, e.g. 1 or 0.5)",
 			opt, arg);
 		return EXIT_USAGE;
 	}

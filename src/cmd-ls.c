@@ -297,6 +297,10 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 	}
 	if (l.watch && interval <= 0)
 		interval = 1.0;
+	if (count && interval <= 0) {
+		cli_err("--count needs --loop or --watch (it counts the samples of a loop)");
+		return EXIT_USAGE;
+	}
 	/* redrawing in place only makes sense on a terminal; elsewhere it is a loop */
 	if (l.watch && !isatty(STDOUT_FILENO))
 		l.watch = false;

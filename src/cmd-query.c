@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,6 +455,21 @@ static int parse_fields(const char *arg, struct query *q)
 	return rc;
 }
 
+/* --loop-ms MS: milliseconds, as nvidia-smi's -lms; into seconds */
+static int parse_loop_ms(const char *arg, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v > 0 && v <= 86400000)) {
+		cli_err("invalid --loop-ms value '%s' (expected milliseconds, more than 0 and at most 86400000, e.g. 500)",
+			arg);
+		return EXIT_USAGE;
+	}
+	*out = v / 1000.0;
+	return EXIT_OK;
+}
+
 int cmd_query(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -484,16 +500,16 @@ int cmd_query(const struct cli_global *g, int argc, char **argv)
 		case 'f': fmt = optarg; break;
 		case 'i': q.id = optarg; break;
 		case 'l':
-			if ((rc = cli_parse_interval("--loop", optarg, &interval)))
+		case 'm':
+			if (interval > 0) {
+				cli_err("give only one of --loop and --loop-ms");
+				return EXIT_USAGE;
+			}
+			if (c == 'l' && (rc = cli_parse_interval("--loop", optarg, &interval)))
+				return rc;
+			if (c == 'm' && (rc = parse_loop_ms(optarg, &interval)))
 				return rc;
 			break;
-		case 'm': {
-			double ms;
-			if ((rc = cli_parse_interval("--loop-ms", optarg, &ms)))
-				return rc;
-			interval = ms / 1000.0;
-			break;
-		}
 		case 'c':
 			if ((rc = cli_parse_count("--count", optarg, &count)))
 				return rc;
@@ -506,6 +522,10 @@ int cmd_query(const struct cli_global *g, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_extra_arg("query", argv[optind]);
+	if (count && interval <= 0) {
+		cli_err("--count needs --loop or --loop-ms (it counts the samples of a loop)");
+		return EXIT_USAGE;
+	}
 	if (!!gpu_arg == !!app_arg) {
 		cli_err(gpu_arg ? "give only one of --query-gpu and --query-compute-apps"
 				: "query needs --query-gpu=FIELDS or --query-compute-apps=FIELDS "
