@@ -364,16 +364,18 @@ static bool wait_go(struct runjob *j)
  * --status-slot ID the file is one user's record file (jobstatus.h) and
  * only job ID's record in it is written.
  */
-static void write_status(const struct runjob *j, bool ran, int rc)
+static int write_status(const struct runjob *j, bool ran, int rc)
 {
 	if (!j->status_file)
-		return;
+		return 0;
 	bool slot = j->status_slot > 0;
 	int fd = open(j->status_file, O_WRONLY | (slot ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || (slot ? jobstatus_write(fd, j->status_slot, ran, rc) : dprintf(fd, "%d %d\n", ran, rc)) < 0)
+	int w = fd < 0 ? -1 : slot ? jobstatus_write(fd, j->status_slot, ran, rc) : dprintf(fd, "%d %d\n", ran, rc);
+	if (w < 0)
 		cli_err("cannot write --status-file '%s': %s", j->status_file, strerror(errno));
 	if (fd >= 0)
 		close(fd);
+	return w < 0 ? -1 : 0;
 }
 
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
@@ -382,10 +384,25 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 		cli_err("--status-slot needs --status-file (the file the record goes into)");
 		return EXIT_USAGE;
 	}
+	/* what cannot be written or made is refused before anything is leased or run */
+	struct stat st;
+	if (j->status_file && !j->dry_run) {
+		int fd = open(j->status_file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			cli_err("cannot write --status-file '%s': %s (it must exist)", j->status_file, strerror(errno));
+			return EXIT_USAGE;
+		}
+		close(fd);
+	}
+	if (j->sv.checkpoint_dir && stat(j->sv.checkpoint_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		cli_err("invalid --checkpoint-dir '%s': not a directory", j->sv.checkpoint_dir);
+		return EXIT_USAGE;
+	}
 	int rc = exec_job(j, g, cmd);
 	if (j->no_go && !got_signal)
 		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
-	write_status(j, j->ran && j->end != SV_END_EXEC_FAILED, rc);
+	if (write_status(j, j->ran && j->end != SV_END_EXEC_FAILED, rc) < 0 && rc == EXIT_OK)
+		rc = EXIT_FAIL; /* whoever reads it would not learn how the job ended */
 	return rc;
 }
 
@@ -407,10 +424,6 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	}
 	if (j->dry_run)
 		return dry_run(j, g);
-	if (j->sv.checkpoint_dir && mkdir(j->sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
-		cli_err("cannot create --checkpoint-dir '%s': %s", j->sv.checkpoint_dir, strerror(errno));
-		return EXIT_FAIL;
-	}
 	if ((rc = request_prepare(&j->r, g)))
 		return rc;
 
@@ -514,6 +527,11 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		/* out of line at once, so the next waiter can go */
 		lease_queue_withdraw(t);
 		rc = job_ready(j, chosen, d);
+		/* made only now that the job will run: a run refused for busy GPUs leaves nothing behind */
+		if (rc == EXIT_OK && j->sv.checkpoint_dir && mkdir(j->sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
+			cli_err("cannot create --checkpoint-dir '%s': %s", j->sv.checkpoint_dir, strerror(errno));
+			rc = EXIT_FAIL;
+		}
 		/* the job holds its GPUs too: they stay leased while any process of it lives */
 		if (rc == EXIT_OK && lease_inherit(l) != GC_OK) {
 			cli_err("cannot pass the lease to '%s': %s", j->sv.argv[0], strerror(errno));
