@@ -17,6 +17,7 @@ enum {
 	EXIT_NODRIVER = 3,  /* no NVIDIA driver: library not found or driver not loaded */
 	EXIT_MISMATCH = 4,  /* driver/library version mismatch (upgraded without reboot) */
 	EXIT_GPULOST = 5,   /* a GPU was lost (fell off the bus) while sampling */
+	EXIT_NODEVICE = 6,  /* the driver works but there is no GPU ("No devices were found", as nvidia-smi's 6) */
 };
 
 struct cli_global {

@@ -311,6 +311,11 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 
 	if ((rc = cli_open(g, &l.ctx)))
 		return rc;
+	if (gc_ctx_count(l.ctx) == 0 && !l.json) {
+		printf("No devices were found\n"); /* nvidia-smi's words, and its exit code */
+		rc = EXIT_NODEVICE;
+		goto out;
+	}
 	if ((rc = cli_select_gpus(l.ctx, id, &l.snap, &l.which)))
 		goto out;
 	if (!l.json) {
@@ -324,6 +329,8 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 	rc = cli_loop(interval, count, ls_tick, &l);
 	if (l.watch)
 		fputs("\033[?25h", stdout);
+	if (rc == EXIT_OK && gc_ctx_count(l.ctx) == 0)
+		rc = EXIT_NODEVICE; /* --json printed the empty list */
 out:
 	lease_dir_close(l.leases);
 	free(l.which);

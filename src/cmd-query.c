@@ -544,6 +544,11 @@ int cmd_query(const struct cli_global *g, int argc, char **argv)
 
 	if ((rc = cli_open(g, &q.ctx)))
 		return rc;
+	if (gc_ctx_count(q.ctx) == 0) {
+		printf("No devices were found\n"); /* as nvidia-smi prints it, with its exit code 6 */
+		rc = EXIT_NODEVICE;
+		goto out;
+	}
 	if ((rc = cli_select_gpus(q.ctx, q.id, &q.snap, &q.which)))
 		goto out;
 	rc = cli_loop(interval, count, query_tick, &q);

@@ -189,6 +189,10 @@ int request_prepare(struct request *r, const struct cli_global *g)
 		if ((rc = cli_open(g, &r->ctx)))
 			return rc;
 		r->ngpus = gc_ctx_count(r->ctx);
+		if (!r->ngpus) {
+			cli_err("No devices were found: this machine has no GPU to choose from");
+			return EXIT_NODEVICE;
+		}
 	}
 	size_t n = r->ngpus ? r->ngpus : 1;
 	r->uuids = calloc(n, sizeof *r->uuids);
