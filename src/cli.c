@@ -196,6 +196,7 @@ static int match_one(const char *tok, const gc_snapshot *snap, size_t *idx)
 	if (strncasecmp(tok, "GPU-", 4) == 0) {
 		/* full UUID, or an unambiguous prefix of at least 8 hex digits */
 		size_t len = strlen(tok), found = n;
+		bool prefix_of_one = false;
 		for (size_t i = 0; i < n; i++) {
 			const gc_gpu *g = &snap->gpus[i];
 			if (g->st[GC_V_UUID] != GC_ST_OK)
@@ -209,9 +210,10 @@ static int match_one(const char *tok, const gc_snapshot *snap, size_t *idx)
 					return -2; /* ambiguous */
 				found = i;
 			}
+			prefix_of_one |= len < 12 && strncasecmp(g->uuid, tok, len) == 0;
 		}
 		if (found == n)
-			return -1;
+			return prefix_of_one ? -3 : -1;
 		*idx = found;
 		return 0;
 	}
@@ -256,6 +258,12 @@ int cli_select(const char *opt, const char *spec, const gc_snapshot *snap, bool 
 		int m = match_one(tok, snap, &idx);
 		if (m == -2) {
 			cli_err("GPU id '%s' for %s matches more than one GPU; give the full UUID", tok, opt);
+			rc = EXIT_USAGE;
+			break;
+		}
+		if (m == -3) {
+			cli_err("GPU id '%s' for %s is too short a UUID prefix: give 'GPU-' and at least 8 hex digits",
+				tok, opt);
 			rc = EXIT_USAGE;
 			break;
 		}
