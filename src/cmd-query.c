@@ -291,7 +291,10 @@ static void cell(struct query *q, size_t *len, const struct field *f, const gc_g
 	case K_COMPUTE_MODE: snprintf(buf, sizeof buf, "%s", gc_compute_mode_name(g->compute_mode)); break;
 	case K_CC: snprintf(buf, sizeof buf, "%d.%d", g->cc_major, g->cc_minor); break;
 	case K_PID: snprintf(buf, sizeof buf, "%u", p->pid); break;
-	case K_PNAME: snprintf(buf, sizeof buf, "%s", p->visible && p->argv0[0] ? p->argv0 : "[N/A]"); break;
+	/* another PID namespace's process: "[Not Found]", as nvidia-smi prints it (R15 of the CSV rules) */
+	case K_PNAME:
+		snprintf(buf, sizeof buf, "%s", !p->visible ? "[Not Found]" : p->argv0[0] ? p->argv0 : "[N/A]");
+		break;
 	case K_PMEM:
 		if (p->mem_known)
 			snprintf(buf, sizeof buf, "%llu%s", cli_mib(p->used_memory), unit ? " MiB" : "");
