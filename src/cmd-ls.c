@@ -26,6 +26,7 @@ struct ls {
 	bool lost_reported;
 	char host[256];
 	struct lease_dir *leases; /* NULL when there is no usable state directory */
+	const char *sim;          /* the simulated node's file, borrowed; NULL on a real driver */
 };
 
 /* ANSI colours, as gpustat uses them */
@@ -75,8 +76,16 @@ static void print_header(struct ls *l)
 	strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &tm);
 	char cuda[32] = "N/A";
 	gc_cuda_version_str(l->snap.cuda_version, cuda, sizeof cuda);
-	printf("%s%s%s  %s  driver %s  CUDA %s%s", col(l, C_BOLD), l->host, col(l, C_RESET), when,
-	       l->snap.driver_version[0] ? l->snap.driver_version : "N/A", cuda, eol(l));
+	printf("%s%s%s  %s  driver %s  CUDA %s", col(l, C_BOLD), l->host, col(l, C_RESET), when,
+	       l->snap.driver_version[0] ? l->snap.driver_version : "N/A", cuda);
+	if (l->sim) {
+		/* never mistaken for a real machine: say where the GPUs come from */
+		const char *base = strrchr(l->sim, '/');
+		char safe[256];
+		printf("  %s(simulated: %s)%s", col(l, C_YELLOW), cli_safe(safe, sizeof safe, base ? base + 1 : l->sim),
+		       col(l, C_RESET));
+	}
+	printf("%s", eol(l));
 }
 
 static void print_view(struct ls *l)
@@ -311,6 +320,7 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 
 	if ((rc = cli_open(g, &l.ctx)))
 		return rc;
+	l.sim = g->sim;
 	if (gc_ctx_count(l.ctx) == 0 && !l.json) {
 		printf("No devices were found\n"); /* nvidia-smi's words, and its exit code */
 		rc = EXIT_NODEVICE;
