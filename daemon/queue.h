@@ -2,7 +2,7 @@
  * queue.h — gpuctld's job queue server: a Unix socket where each caller is
  * known by SO_PEERCRED (never by what it claims), the SQLite store, and
  * event-driven dispatch — on a submit, a job's end, a lease freed — that
- * starts each job as its user through `gpuctl run --gpus`, so queued and
+ * starts each job as its user through `gpuctl run --placed` (forked by the job runner), so queued and
  * interactive jobs share one lease mechanism. docs/queue.md.
  */
 #ifndef GPUCTL_DAEMON_QUEUE_H

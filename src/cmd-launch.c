@@ -78,6 +78,9 @@ static void usage(FILE *f)
 		"      --output=PATH      the job's output (default: slurm-%%j.out in this directory)\n"
 		"      --max-restarts=K   requeue after a notice or the time limit at most K times (default 3)\n"
 		"      --follow           after submitting, show the job's state and output until it ends\n"
+		"In the batch script --slurm writes (not for use by hand):\n"
+		"      --slurm-step       this node's part of the job: node count, rank and job id from Slurm\n"
+		"      --rdzv-endpoint=HOST:PORT  where every node's torchrun meets (with --slurm-step)\n"
 		"\n"
 		"Placeholders in ARGS: {gpus} (per node), {nodes}, {world_size} and products with\n"
 		"whole numbers such as {32*gpus}; other braces pass through unchanged.\n");

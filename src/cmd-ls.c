@@ -240,7 +240,7 @@ static void usage(FILE *f)
 		"  -l, --loop=SEC         repeat every SEC seconds\n"
 		"  -w, --watch[=SEC]      redraw in place on a terminal (default every 1 s)\n"
 		"  -c, --count=N          stop after N samples (with --loop or --watch)\n"
-		"      --color=WHEN       auto (default: on a terminal), always or never\n"
+		"      --color=WHEN       auto (default: on a terminal), always or never (also --colour)\n"
 		"      --no-header        omit the host/driver line\n");
 }
 

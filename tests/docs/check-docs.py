@@ -2,7 +2,10 @@
 """Docs are checked against the code (as curl does): every --query-gpu field
 and alias is in gpuctl-query(1), every key of `ls --json` is in docs/json.md,
 every exit code in src/cli.h is in docs/exit-codes.md and gpuctl(1), every
-command has a man page. Usage: check-docs.py GPUCTL SRCDIR"""
+command has a man page; every option a command accepts is in its --help and
+every option its --help prints is in its man page; every environment variable
+the code reads is documented (GPUCTL_* ones in gpuctl(1) or gpuctld(8)).
+Usage: check-docs.py GPUCTL SRCDIR"""
 import json
 import os
 import re
@@ -70,6 +73,71 @@ for cmd in re.findall(r"^  (\w+)\s{2,}", run("--help"), re.M):
         errors.append(f"command {cmd!r} has no docs/man/gpuctl-{cmd}.1")
     if f".B {cmd}\n" not in man1:
         errors.append(f"gpuctl(1) does not list command {cmd!r}")
+
+# 5. options: what a command accepts is in its --help, what its --help prints is in its man page.
+# A command's options are the long options of its getopt table (its cmd-*.c, and the shared
+# REQUEST_/RUNJOB_LONG_OPTIONS it includes), told apart by asking the command itself: an
+# option it does not know is refused as "unknown option '--x'".
+def table_names(text):
+    return set(re.findall(r'\{"([a-z][a-z0-9-]*)", *(?:no|required|optional)_argument', text))
+
+
+shared = {"REQUEST_LONG_OPTIONS": table_names(read("src/request.h")),
+          "RUNJOB_LONG_OPTIONS": table_names(read("src/runjob.h"))}
+cmd_help = run("--help")
+commands = re.findall(r"^  (\w+)\s{2,}", cmd_help, re.M)
+
+
+def function(path, name):
+    """the text of the C function `name` in path: its definition line to its closing brace"""
+    m = re.search(rf"^(?:static )?int {name}\(.*?^}}$", read(path), re.M | re.S)
+    return m.group(0) if m else ""
+
+
+# the command's own option table: cmd_<verb> (and submit's body, which holds submit's)
+sources = {}
+for c in commands:
+    f = next((f"src/{n}" for n in os.listdir(os.path.join(src, "src")) if n.startswith("cmd-") and
+              re.search(rf"^int cmd_{c}\(", read(f"src/{n}"), re.M)), None)
+    sources[c] = function(f, f"cmd_{c}") if f else ""
+sources["submit"] += function("src/cmd-queue.c", "submit")
+probe_env = dict(os.environ, GPUCTL_SIM=os.path.join(src, "examples/nodes/l4-2x.json"),
+                 GPUCTL_STATE_DIR="/nonexistent/gpuctl-docs-check", GPUCTL_QUEUE_SOCKET="/nonexistent/q.sock")
+for cmd in commands:
+    text = sources.get(cmd, "")
+    names = table_names(text)
+    for macro, extra in shared.items():
+        if macro in text:
+            names |= extra
+    names -= {"help"}
+    helptext = subprocess.run([gpuctl, cmd, "--help"], capture_output=True, text=True, env=probe_env).stdout
+    man = read(f"docs/man/gpuctl-{cmd}.1") if os.path.exists(os.path.join(src, "docs/man", f"gpuctl-{cmd}.1")) else ""
+    # a command whose --help sends the reader to gpuctl-run(1) for run's options has them there
+    delegated = shared["RUNJOB_LONG_OPTIONS"] | shared["REQUEST_LONG_OPTIONS"] if "gpuctl-run(1)" in helptext else set()
+    for name in sorted(names - delegated):
+        p = subprocess.run([gpuctl, cmd, f"--{name}", "--help"], capture_output=True, text=True, env=probe_env,
+                           timeout=20, stdin=subprocess.DEVNULL)
+        if f"unknown option '--{name}'" in p.stderr:
+            continue  # another command's option in the same file
+        if not re.search(rf"--{re.escape(name)}\b", helptext):
+            errors.append(f"gpuctl {cmd} --help does not list --{name}")
+    for name in set(re.findall(r"(?<![\w-])--([a-z][a-z0-9-]+)", helptext)) - {"help"}:
+        if not re.search(rf"\\-\\-{re.escape(name).replace(chr(92) + '-', chr(92) + chr(92) + '-')}\b", man):
+            errors.append(f"gpuctl-{cmd}.1 does not document --{name} (gpuctl {cmd} --help prints it)")
+
+# 6. environment variables the code reads
+code = "".join(read(os.path.join(d, f)) for d in ("src", "lib", "daemon") for f in os.listdir(os.path.join(src, d))
+               if f.endswith((".c", ".h")))
+docs_all = "".join(read(os.path.join("docs/man", f)) for f in os.listdir(os.path.join(src, "docs/man")))
+docs_all += "".join(read(os.path.join("docs", f)) for f in os.listdir(os.path.join(src, "docs")) if f.endswith(".md"))
+top = man1 + read("docs/man/gpuctld.8")
+for var in sorted(set(re.findall(r'getenv\("([A-Z_0-9]+)"\)', code))):
+    # set by gpuctl itself for a child (the simulator, the Slurm batch script): documented where it is made
+    internal = re.search(rf'setenv\("{var}"|export {var}=', code)
+    if var.startswith("GPUCTL_") and not internal and var not in top.replace("\\", ""):
+        errors.append(f"gpuctl(1) ENVIRONMENT (or gpuctld(8)) does not document {var}, which the code reads")
+    elif var not in docs_all.replace("\\", ""):
+        errors.append(f"no page of docs/ documents {var}, which the code reads")
 
 for e in errors:
     print(e)
