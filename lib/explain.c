@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #define BLOCK (1u << 20)      /* read size */
-#define MAX_LINE (64u << 10)  /* a longer line is cut here */
+#define MAX_LINE (64u << 10)  /* the matcher's window: a longer piece is matched in windows */
+#define WIN_BACK (MAX_LINE / 2) /* a window starts at most this far before its gateway */
+#define WIN_OVERLAP 512       /* longer than any trigger: a cut window's successor starts before its end */
 #define MAX_SIGS 256
-#define MAX_GATEWAYS 32
+#define MAX_GATEWAYS 64       /* one bit each in a candidate's mask */
 
 /* literals that cover most triggers: one memmem pass each over every block */
 static const char *const common_gateways[] = {"CUDA", "NCCL", "nccl", "Xid", "CUDNN", "CUBLAS"};
@@ -45,6 +47,7 @@ struct sig {
 	char analyzer[16];
 	char cause[600];
 	char fix[600];
+	int gw;                   /* index of its gateway */
 	bool has_re;
 	regex_t re;
 	size_t nvals;
@@ -63,6 +66,7 @@ struct ex_db {
 	struct xid_entry *xid;
 	size_t nxid;
 	char gateways[MAX_GATEWAYS][128];
+	size_t gwlen[MAX_GATEWAYS];
 	size_t ngw;
 };
 
@@ -184,13 +188,17 @@ static int json_file(const struct dirent *e)
 	return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
 }
 
-static void add_gateway(struct ex_db *db, const char *lit)
+/* the index of gateway lit, added if new; -1 when there are too many */
+static int add_gateway(struct ex_db *db, const char *lit)
 {
 	for (size_t i = 0; i < db->ngw; i++)
 		if (strcmp(db->gateways[i], lit) == 0)
-			return;
-	if (db->ngw < MAX_GATEWAYS)
-		snprintf(db->gateways[db->ngw++], sizeof db->gateways[0], "%s", lit);
+			return (int)i;
+	if (db->ngw == MAX_GATEWAYS)
+		return -1;
+	snprintf(db->gateways[db->ngw], sizeof db->gateways[0], "%s", lit);
+	db->gwlen[db->ngw] = strlen(db->gateways[db->ngw]);
+	return (int)db->ngw++;
 }
 
 int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
@@ -227,11 +235,16 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 	}
 	/* each trigger is reached through a common gateway, or is its own */
 	for (size_t i = 0; i < db->n; i++) {
+		struct sig *s = &db->sigs[i];
 		const char *gw = NULL;
-		for (size_t k = 0; k < sizeof common_gateways / sizeof common_gateways[0]; k++)
-			if (strstr(db->sigs[i].trigger, common_gateways[k]))
+		for (size_t k = 0; !gw && k < sizeof common_gateways / sizeof common_gateways[0]; k++)
+			if (strstr(s->trigger, common_gateways[k]))
 				gw = common_gateways[k];
-		add_gateway(db, gw ? gw : db->sigs[i].trigger);
+		if ((s->gw = add_gateway(db, gw ? gw : s->trigger)) < 0) {
+			errbuf_set(err, errlen, "more than %d gateway literals in '%s'", MAX_GATEWAYS, dir);
+			ex_db_free(db);
+			return GC_EINVAL;
+		}
 	}
 	*out = db;
 	return GC_OK;
@@ -293,14 +306,22 @@ size_t ex_clean_line(const char *s, size_t len, char *out)
 
 /* ---- findings ----------------------------------------------------------- */
 
+/* The finding of signature s (and key) for line `line`, made on first sight;
+ * text is the cleaned line and at where its trigger starts in it (a long line
+ * is shown from a little before the trigger). A line counts once however
+ * many of its pieces or windows match. */
 static struct ex_finding *finding(struct ex_result *r, const struct sig *s, const char *key, uint64_t line,
-				  const char *text, bool *fresh)
+				  const char *text, size_t at, bool *fresh)
 {
 	for (size_t i = 0; i < r->n; i++)
 		if (strcmp(r->findings[i].id, s->id) == 0 && strcmp(r->findings[i].key, key) == 0) {
-			r->findings[i].count++;
+			struct ex_finding *f = &r->findings[i];
+			if (f->last_line != line) {
+				f->count++;
+				f->last_line = line;
+			}
 			*fresh = false;
-			return &r->findings[i];
+			return f;
 		}
 	struct ex_finding *p = realloc(r->findings, (r->n + 1) * sizeof *p);
 	if (!p)
@@ -311,11 +332,20 @@ static struct ex_finding *finding(struct ex_result *r, const struct sig *s, cons
 	snprintf(f->id, sizeof f->id, "%s", s->id);
 	snprintf(f->title, sizeof f->title, "%s", s->title);
 	snprintf(f->key, sizeof f->key, "%s", key);
-	snprintf(f->line, sizeof f->line, "%.*s", (int)sizeof f->line - 1, text);
+	size_t tl = strlen(text);
+	if (tl < sizeof f->line || at < 80) {
+		snprintf(f->line, sizeof f->line, "%.*s", (int)sizeof f->line - 1, text);
+	} else {
+		size_t from = at - 80;
+		while (from < at && ((unsigned char)text[from] & 0xc0) == 0x80)
+			from++; /* not inside a UTF-8 character */
+		snprintf(f->line, sizeof f->line, "...%.*s", (int)sizeof f->line - 4, text + from);
+	}
 	snprintf(f->cause, sizeof f->cause, "%s", s->cause);
 	snprintf(f->fix, sizeof f->fix, "%s", s->fix);
 	f->count = 1;
 	f->first_line = line;
+	f->last_line = line;
 	*fresh = true;
 	return f;
 }
@@ -508,7 +538,7 @@ static void analyze_xid(const struct ex_db *db, struct ex_result *r, const struc
 	char key[32];
 	snprintf(key, sizeof key, "%ld", code);
 	bool fresh;
-	struct ex_finding *f = finding(r, s, key, lineno, line, &fresh);
+	struct ex_finding *f = finding(r, s, key, lineno, line, (size_t)(p - line), &fresh);
 	if (!f || !fresh)
 		return;
 	put_num(f, "code", (double)code);
@@ -528,12 +558,14 @@ static void analyze_xid(const struct ex_db *db, struct ex_result *r, const struc
 	}
 }
 
-static void apply_regex(struct ex_finding *f, const struct sig *s, const char *line)
+/* The values of s's regex in line, into out[max]; how many */
+static size_t regex_values(const struct sig *s, const char *line, struct ex_value *out, size_t max)
 {
 	regmatch_t m[16];
-	if (regexec(&s->re, line, 16, m, 0) != 0)
-		return;
-	for (size_t i = 0; i < s->nvals; i++) {
+	size_t n = 0;
+	if (!s->has_re || regexec(&s->re, line, 16, m, 0) != 0)
+		return 0;
+	for (size_t i = 0; i < s->nvals && n < max; i++) {
 		const struct sig_value *v = &s->vals[i];
 		char buf[96] = "";
 		size_t off = 0;
@@ -541,58 +573,84 @@ static void apply_regex(struct ex_finding *f, const struct sig *s, const char *l
 			regmatch_t g = m[v->groups[k]];
 			if (g.rm_so < 0)
 				continue;
-			size_t n = (size_t)(g.rm_eo - g.rm_so);
-			if (off + n + 2 > sizeof buf)
+			size_t gl = (size_t)(g.rm_eo - g.rm_so);
+			if (off + gl + 2 > sizeof buf)
 				break;
 			if (off)
 				buf[off++] = ',';
-			memcpy(buf + off, line + g.rm_so, n);
-			off += n;
+			memcpy(buf + off, line + g.rm_so, gl);
+			off += gl;
 			buf[off] = '\0';
 		}
 		if (!buf[0])
 			continue;
-		if (v->type == VT_INT || v->type == VT_NUM)
-			put_num(f, v->name, strtod(buf, NULL));
-		else
-			put_str(f, v->name, buf);
+		struct ex_value *x = &out[n++];
+		memset(x, 0, sizeof *x);
+		snprintf(x->name, sizeof x->name, "%s", v->name);
+		double num = strtod(buf, NULL);
+		switch (v->type) {
+		case VT_INT:
+		case VT_NUM:
+			x->is_num = true;
+			x->num = num;
+			break;
+		default:
+			snprintf(x->str, sizeof x->str, "%s", buf);
+		}
 	}
+	return n;
 }
 
-static void match_line(const struct ex_db *db, struct ex_result *r, const char *raw, size_t len, uint64_t lineno)
+/* ---- scanning ----------------------------------------------------------- */
+
+struct cand {
+	size_t start, end;   /* a window of the region */
+	uint64_t gates;      /* the gateways found in it: bit i for gateway i */
+};
+
+struct scan {
+	const struct ex_db *db;
+	struct ex_result *r;
+	uint64_t line;        /* lines before the current region */
+	struct cand *cand;
+	size_t ncand, capcand;
+};
+
+static bool matches(const struct sig *s, const char *text, uint64_t gates, const char **at)
+{
+	if (!(gates & (UINT64_C(1) << s->gw)))
+		return false;
+	*at = strstr(text, s->trigger);
+	return *at && (!s->also[0] || strstr(text, s->also));
+}
+
+static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
 {
 	static __thread char clean[MAX_LINE + 1];
+	const struct ex_db *db = sc->db;
+	struct ex_result *r = sc->r;
 	if (len > MAX_LINE)
 		len = MAX_LINE;
 	ex_clean_line(raw, len, clean);
+	const char *at;
 	for (size_t i = 0; i < db->n; i++) {
 		const struct sig *s = &db->sigs[i];
-		if (!strstr(clean, s->trigger) || (s->also[0] && !strstr(clean, s->also)))
+		if (!matches(s, clean, gates, &at))
 			continue;
 		if (strcmp(s->analyzer, "xid") == 0) {
 			analyze_xid(db, r, s, clean, lineno);
 			continue;
 		}
 		bool fresh;
-		struct ex_finding *f = finding(r, s, "", lineno, clean, &fresh);
+		struct ex_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
 		if (!f || !fresh)
 			continue;
+		if (s->has_re)
+			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EX_MAX_VALUES - f->nvalues);
 		if (strcmp(s->analyzer, "oom") == 0)
-			analyze_oom(f, clean);
-		else if (s->has_re)
-			apply_regex(f, s, clean);
+			analyze_oom(f, at);
 	}
 }
-
-/* ---- scanning ----------------------------------------------------------- */
-
-struct scan {
-	const struct ex_db *db;
-	struct ex_result *r;
-	uint64_t line;        /* lines before the current region */
-	size_t *cand;
-	size_t ncand, capcand;
-};
 
 static size_t count_nl(const char *p, size_t n)
 {
@@ -605,13 +663,31 @@ static size_t count_nl(const char *p, size_t n)
 	return c;
 }
 
-static int cmp_size(const void *a, const void *b)
+static int cmp_cand(const void *a, const void *b)
 {
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	return x < y ? -1 : x > y;
+	const struct cand *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Process complete lines data[0..len) (len ends after a '\n', or at the end of input). */
+static bool add_cand(struct scan *sc, size_t start, size_t end, int gw)
+{
+	if (sc->ncand == sc->capcand) {
+		size_t cap = sc->capcand ? sc->capcand * 2 : 64;
+		struct cand *c = realloc(sc->cand, cap * sizeof *c);
+		if (!c)
+			return false;
+		sc->cand = c;
+		sc->capcand = cap;
+	}
+	sc->cand[sc->ncand++] = (struct cand){start, end, UINT64_C(1) << gw};
+	return true;
+}
+
+/* Process data[0..len): complete lines, or (the fd scan, for a line longer
+ * than its buffer) the start of one. Each gateway hit brings the piece of
+ * line around it, from the '\n' or '\r' before it to the one after; a piece
+ * longer than MAX_LINE is matched in windows of MAX_LINE that overlap by
+ * more than a trigger is long, so a match anywhere in it is found. */
 static void region(struct scan *sc, const char *data, size_t len)
 {
 	if (!sc->r->binary && memchr(data, '\0', len))
@@ -619,38 +695,40 @@ static void region(struct scan *sc, const char *data, size_t len)
 	sc->ncand = 0;
 	for (size_t g = 0; g < sc->db->ngw; g++) {
 		const char *gw = sc->db->gateways[g];
-		size_t gl = strlen(gw);
+		size_t gl = sc->db->gwlen[g];
 		const char *p = data, *end = data + len;
 		while (p < end && (p = memmem(p, (size_t)(end - p), gw, gl))) {
-			const char *ls = p;
-			while (ls > data && ls[-1] != '\n')
-				ls--;
-			if (sc->ncand == sc->capcand) {
-				size_t cap = sc->capcand ? sc->capcand * 2 : 64;
-				size_t *c = realloc(sc->cand, cap * sizeof *c);
-				if (!c)
-					return;
-				sc->cand = c;
-				sc->capcand = cap;
-			}
-			sc->cand[sc->ncand++] = (size_t)(ls - data);
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			p = nl ? nl + 1 : end;
+			size_t hit = (size_t)(p - data), floor = hit > WIN_BACK ? hit - WIN_BACK : 0;
+			size_t s = hit;
+			while (s > floor && data[s - 1] != '\n' && data[s - 1] != '\r')
+				s--;
+			size_t limit = len - s > MAX_LINE ? s + MAX_LINE : len;
+			size_t e = hit + gl;
+			while (e < limit && data[e] != '\n' && data[e] != '\r')
+				e++;
+			if (!add_cand(sc, s, e, (int)g))
+				return;
+			/* the next hit after this piece; after a cut window, a little before its end */
+			p = e < len && (data[e] == '\n' || data[e] == '\r') ? data + e + 1
+			    : e == len ? end : data + (e > hit + WIN_OVERLAP ? e - WIN_OVERLAP : hit + 1);
 		}
 	}
 	if (sc->ncand > 1)
-		qsort(sc->cand, sc->ncand, sizeof *sc->cand, cmp_size);
+		qsort(sc->cand, sc->ncand, sizeof *sc->cand, cmp_cand);
 	size_t pos = 0;
 	uint64_t line = sc->line;
 	for (size_t i = 0; i < sc->ncand; i++) {
-		size_t at = sc->cand[i];
-		if (i && at == sc->cand[i - 1])
-			continue;
-		line += count_nl(data + pos, at - pos);
-		pos = at;
-		const char *nl = memchr(data + at, '\n', len - at);
-		size_t ll = nl ? (size_t)(nl - (data + at)) : len - at;
-		match_line(sc->db, sc->r, data + at, ll, line + 1);
+		struct cand c = sc->cand[i];
+		/* one piece found through several gateways is matched once, with all of them */
+		while (i + 1 < sc->ncand && sc->cand[i + 1].start == c.start) {
+			i++;
+			c.gates |= sc->cand[i].gates;
+			if (sc->cand[i].end > c.end)
+				c.end = sc->cand[i].end;
+		}
+		line += count_nl(data + pos, c.start - pos);
+		pos = c.start;
+		match_line(sc, data + c.start, c.end - c.start, c.gates, line + 1);
 	}
 	sc->line = line + count_nl(data + pos, len - pos);
 }
@@ -673,7 +751,7 @@ int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, s
 	if (!buf)
 		return GC_ENOMEM;
 	struct scan sc = {.db = db, .r = r};
-	size_t have = 0;
+	size_t have = 0, kept = 0; /* kept: bytes at the front already scanned, kept for context */
 	int rc = GC_OK;
 	for (;;) {
 		ssize_t n = read(fd, buf + have, BLOCK + MAX_LINE - have);
@@ -687,21 +765,31 @@ int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, s
 		r->bytes += (uint64_t)n;
 		have += (size_t)n;
 		if (n == 0) {
-			if (have) {
+			if (have > kept)
 				region(&sc, buf, have);
-				if (buf[have - 1] != '\n')
-					sc.line++;
-			}
+			if (have && buf[have - 1] != '\n')
+				sc.line++;
 			break;
 		}
 		if (have < BLOCK && n > 0)
 			continue; /* fill the block first */
 		/* complete lines go now; a partial last line waits for the next read */
 		char *last = memrchr(buf, '\n', have);
-		size_t done = last ? (size_t)(last - buf) + 1 : have; /* no newline in 1 MiB: cut */
+		size_t done;
+		kept = 0;
+		if (last) {
+			done = (size_t)(last - buf) + 1;
+		} else if ((last = memrchr(buf, '\r', have)) && last >= buf + have / 2) {
+			done = (size_t)(last - buf) + 1; /* a piece of a longer line: tqdm's */
+		} else {
+			/* no end in 1 MiB: scan it, and scan its tail again with what follows,
+			 * so a match across the cut is found whole (no '\n' in it to count twice) */
+			done = have;
+			kept = WIN_BACK;
+		}
 		region(&sc, buf, done);
-		memmove(buf, buf + done, have - done);
-		have -= done;
+		memmove(buf, buf + done - kept, have - done + kept);
+		have = have - done + kept;
 	}
 	r->lines = sc.line;
 	free(sc.cand);

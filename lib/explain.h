@@ -4,7 +4,12 @@
  *
  * Signatures are data (the JSON files of data/signatures/); the scan is linear in the
  * input: a few gateway literals are searched in whole blocks with memmem,
- * and only the lines holding one are cleaned (ANSI codes, CR) and matched.
+ * and only the lines holding one are cleaned (ANSI codes) and matched, each
+ * against the signatures reached through the gateways it holds. A carriage
+ * return ends a piece of a line as a newline does (tqdm's progress bars are
+ * one line of thousands of \r-separated pieces, often with the error glued
+ * to the last), and a piece longer than the matcher's window is matched in
+ * overlapping windows to its end, so no line is too long to be scanned.
  */
 #ifndef GPUCTL_LIB_EXPLAIN_H
 #define GPUCTL_LIB_EXPLAIN_H
@@ -28,8 +33,9 @@ struct ex_finding {
 	char id[48];
 	char title[160];
 	char key[32];             /* distinguishes findings of one id (Xid code) */
-	unsigned count;           /* matching lines */
+	unsigned count;           /* matching lines (a line counts once) */
 	uint64_t first_line;      /* 1-based */
+	uint64_t last_line;       /* the last line counted */
 	char line[400];           /* the first matching line, cleaned, truncated */
 	size_t nvalues;
 	struct ex_value values[EX_MAX_VALUES];

@@ -1,6 +1,7 @@
 /*
  * test-explain.c — lib/explain.c: cleaning lines, loading signature files
- * (and refusing bad ones), values and line numbers across block boundaries.
+ * (and refusing bad ones), values and line numbers across block boundaries,
+ * lines longer than the matcher's window and the read buffer.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,6 +119,129 @@ static void test_block_boundaries_and_line_numbers(void **state)
 	ex_result_free(&r);
 }
 
+/* a temporary file holding buf[len]; its fd, at offset 0 */
+static int temp_log(const char *buf, size_t len)
+{
+	char path[] = "/tmp/gpuctl-explain-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+		assert_true(n > 0);
+		off += (size_t)n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+/* both scans of buf[len]: the same findings, lines and first lines */
+static void scan_both(const char *buf, size_t len, struct ex_result *r)
+{
+	struct ex_result b;
+	ex_scan_buf(db, buf, len, &b);
+	int fd = temp_log(buf, len);
+	char err[256];
+	assert_int_equal(ex_scan_fd(db, fd, r, err, sizeof err), GC_OK);
+	close(fd);
+	assert_int_equal(r->lines, b.lines);
+	assert_int_equal(r->n, b.n);
+	for (size_t i = 0; i < r->n; i++) {
+		assert_string_equal(r->findings[i].id, b.findings[i].id);
+		assert_int_equal(r->findings[i].count, b.findings[i].count);
+		assert_int_equal(r->findings[i].first_line, b.findings[i].first_line);
+	}
+	ex_result_free(&b);
+}
+
+static void test_error_after_a_long_line(void **state)
+{
+	(void)state;
+	/* one line of 300 kB with no CR (a progress bar written without one, a JSON
+	 * record), the error at its end: past the matcher's 64 kB window */
+	const char *err = "RuntimeError: CUDA error: an illegal memory access was encountered";
+	size_t fill = 300000, len = 0;
+	char *buf = malloc(fill + 200);
+	len += (size_t)sprintf(buf, "step 1 ok\n");
+	for (size_t i = 0; i < fill; i++)
+		buf[len++] = "0123456789 loss=0.25 "[i % 21];
+	len += (size_t)sprintf(buf + len, " %s\nstep 2\n", err);
+	struct ex_result r;
+	scan_both(buf, len, &r);
+	const struct ex_finding *f = find(&r, "illegal-memory-access");
+	assert_non_null(f);
+	assert_int_equal(f->first_line, 2);
+	assert_int_equal(f->count, 1);
+	assert_non_null(strstr(f->line, "illegal memory access"));
+	assert_int_equal(r.lines, 3);
+	ex_result_free(&r);
+	free(buf);
+}
+
+static void test_error_across_read_buffers_in_one_line(void **state)
+{
+	(void)state;
+	/* 3 MB without a newline or a CR, failures straddling the 1 MiB reads and at
+	 * the very end: every one found, on line 1, counted once */
+	const char *err = " RuntimeError: CUDA error: device-side assert triggered ";
+	size_t cap = 3u << 20, len = 0;
+	char *buf = malloc(cap + 100);
+	while (len < cap) {
+		size_t at = len;
+		if ((at >= (1u << 20) - 30 && at < (1u << 20) - 20) || (at >= (2u << 20) + 5 && at < (2u << 20) + 15)) {
+			memcpy(buf + len, err, strlen(err));
+			len += strlen(err);
+		} else {
+			buf[len++] = "abcdefghij"[at % 10];
+		}
+	}
+	memcpy(buf + len, err, strlen(err));
+	len += strlen(err);
+	struct ex_result r;
+	scan_both(buf, len, &r);
+	const struct ex_finding *f = find(&r, "device-side-assert");
+	assert_non_null(f);
+	assert_int_equal(f->first_line, 1);
+	assert_int_equal(f->count, 1);
+	assert_int_equal(r.lines, 1);
+	ex_result_free(&r);
+	/* only the straddling one: found too */
+	memset(buf, 'x', cap);
+	memcpy(buf + (1u << 20) - 25, err, strlen(err));
+	scan_both(buf, cap, &r);
+	assert_non_null(find(&r, "device-side-assert"));
+	ex_result_free(&r);
+	free(buf);
+}
+
+static void test_error_glued_to_a_tqdm_bar(void **state)
+{
+	(void)state;
+	/* tqdm writing to a file: one line of 20000 CR-separated updates (1.3 MB),
+	 * the traceback's last line glued to the last update, then more lines */
+	size_t cap = 2u << 20, len = 0;
+	char *buf = malloc(cap);
+	len += (size_t)sprintf(buf, "loading\nready\n");
+	for (int i = 0; i < 20000; i++)
+		len += (size_t)sprintf(buf + len, "\rEpoch 1:  %2d%%|#####     | %d/40000 [01:%02d<56:09,  2.12s/it, loss=1.488]",
+				       i / 400, i, i % 60);
+	len += (size_t)sprintf(buf + len, "RuntimeError: CUDA error: device-side assert triggered\n"
+				       "Epoch 1:  50%%|#####     | 20000/40000\rRuntimeError: CUDA error: device-side assert triggered\r\n"
+				       "done\n");
+	struct ex_result r;
+	scan_both(buf, len, &r);
+	const struct ex_finding *f = find(&r, "device-side-assert");
+	assert_non_null(f);
+	assert_int_equal(f->first_line, 3);
+	assert_int_equal(f->count, 2); /* lines 3 and 4 */
+	assert_int_equal(r.lines, 5);
+	/* the line shown is the piece that failed, not 1.3 MB of progress */
+	assert_true(strncmp(f->line, "Epoch 1:  49%", 13) == 0);
+	ex_result_free(&r);
+	free(buf);
+}
+
 static void test_bad_signature_files(void **state)
 {
 	(void)state;
@@ -154,6 +278,9 @@ int main(void)
 		cmocka_unit_test(test_clean_line),
 		cmocka_unit_test(test_old_oom_format),
 		cmocka_unit_test(test_block_boundaries_and_line_numbers),
+		cmocka_unit_test(test_error_after_a_long_line),
+		cmocka_unit_test(test_error_across_read_buffers_in_one_line),
+		cmocka_unit_test(test_error_glued_to_a_tqdm_bar),
 		cmocka_unit_test(test_bad_signature_files),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
