@@ -3,6 +3,11 @@
  * from the JSON files of data/signatures/; two need code: the PyTorch OOM analysis
  * (which of fragmentation, another process or plain size is the cause, with
  * the numbers) and the Xid table.
+ *
+ * A signature may be a note instead of a finding: a line it matches leaves
+ * its values for a finding a few lines later to take (a multi-line kernel
+ * message names the GPU two lines before it says what happened; TensorFlow
+ * prints its allocator's limit just before the error).
  */
 #include "explain.h"
 #include "errbuf.h"
@@ -26,11 +31,14 @@
 #define WIN_OVERLAP 512       /* longer than any trigger: a cut window's successor starts before its end */
 #define MAX_SIGS 256
 #define MAX_GATEWAYS 64       /* one bit each in a candidate's mask */
+#define MAX_CONTEXT 4
+#define MAX_MEMO 16
 
 /* literals that cover most triggers: one memmem pass each over every block */
 static const char *const common_gateways[] = {"CUDA", "NCCL", "nccl", "Xid", "CUDNN", "CUBLAS"};
 
-enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST };
+/* cudaver: CUDA's integer version (11040) as "11.4"; bytes: a byte count kept in MiB */
+enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST, VT_CUDAVER, VT_BYTES };
 
 struct sig_value {
 	char name[32];
@@ -39,19 +47,29 @@ struct sig_value {
 	int ngroups;
 };
 
+struct sig_context {
+	char name[32];
+	unsigned lines;           /* how far back a note may be */
+};
+
 struct sig {
 	char id[48];
 	char title[160];
 	char trigger[128];
 	char also[128];
+	char unless[128];         /* a line holding this is not a match */
+	char gateway[128];        /* the literal that brings the line to the matcher */
 	char analyzer[16];
 	char cause[600];
 	char fix[600];
+	bool note;                /* leaves values for later findings, is no finding itself */
 	int gw;                   /* index of its gateway */
 	bool has_re;
 	regex_t re;
 	size_t nvals;
 	struct sig_value vals[EX_MAX_VALUES];
+	size_t nctx;
+	struct sig_context ctx[MAX_CONTEXT];
 };
 
 struct xid_entry {
@@ -90,16 +108,35 @@ static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, si
 	copy(s->title, sizeof s->title, o, "title");
 	copy(s->trigger, sizeof s->trigger, o, "trigger");
 	copy(s->also, sizeof s->also, o, "also");
+	copy(s->unless, sizeof s->unless, o, "unless");
+	copy(s->gateway, sizeof s->gateway, o, "gateway");
 	copy(s->analyzer, sizeof s->analyzer, o, "analyzer");
 	copy(s->cause, sizeof s->cause, o, "cause");
 	copy(s->fix, sizeof s->fix, o, "fix");
-	if (!s->id[0] || !s->trigger[0] || !s->title[0]) {
+	s->note = json_is_true(json_object_get(o, "note"));
+	if (!s->id[0] || !s->trigger[0] || (!s->title[0] && !s->note)) {
 		errbuf_set(err, errlen, "%s: a signature needs id, title and trigger", file);
 		return GC_EINVAL;
 	}
 	if (s->analyzer[0] && strcmp(s->analyzer, "oom") && strcmp(s->analyzer, "xid")) {
 		errbuf_set(err, errlen, "%s: %s: unknown analyzer '%s'", file, s->id, s->analyzer);
 		return GC_EINVAL;
+	}
+	if (s->gateway[0] && !strstr(s->trigger, s->gateway) && !strstr(s->also, s->gateway)) {
+		errbuf_set(err, errlen, "%s: %s: gateway '%s' is in neither trigger nor also", file, s->id,
+			   s->gateway);
+		return GC_EINVAL;
+	}
+	const char *cname;
+	json_t *cv;
+	json_object_foreach(json_object_get(o, "context"), cname, cv) {
+		if (s->nctx == MAX_CONTEXT || !json_is_integer(cv) || json_integer_value(cv) < 0) {
+			errbuf_set(err, errlen, "%s: %s: context needs at most %d names, each with a line count",
+				   file, s->id, MAX_CONTEXT);
+			return GC_EINVAL;
+		}
+		snprintf(s->ctx[s->nctx].name, sizeof s->ctx[0].name, "%s", cname);
+		s->ctx[s->nctx++].lines = (unsigned)json_integer_value(cv);
 	}
 	const char *re = json_string_value(json_object_get(o, "regex"));
 	if (re) {
@@ -123,7 +160,8 @@ static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, si
 		json_t *g = json_array_get(spec, 0);
 		const char *t = json_string_value(json_array_get(spec, 1));
 		v->type = !t ? VT_STR : !strcmp(t, "int") ? VT_INT : !strcmp(t, "num") ? VT_NUM
-			: !strcmp(t, "list") ? VT_LIST : VT_STR;
+			: !strcmp(t, "list") ? VT_LIST : !strcmp(t, "cudaver") ? VT_CUDAVER
+			: !strcmp(t, "bytes") ? VT_BYTES : VT_STR;
 		if (json_is_array(g)) {
 			for (size_t k = 0; k < json_array_size(g) && k < 4; k++)
 				v->groups[v->ngroups++] = (int)json_integer_value(json_array_get(g, k));
@@ -139,6 +177,12 @@ static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, si
 				return GC_EINVAL;
 			}
 		s->nvals++;
+	}
+	if (s->note && !s->nvals) {
+		errbuf_set(err, errlen, "%s: %s: a note needs a regex with values", file, s->id);
+		if (s->has_re)
+			regfree(&s->re);
+		return GC_EINVAL;
 	}
 	db->n++;
 	return GC_OK;
@@ -233,10 +277,10 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 		ex_db_free(db);
 		return rc;
 	}
-	/* each trigger is reached through a common gateway, or is its own */
+	/* each trigger is reached through its named gateway, a common one, or is its own */
 	for (size_t i = 0; i < db->n; i++) {
 		struct sig *s = &db->sigs[i];
-		const char *gw = NULL;
+		const char *gw = s->gateway[0] ? s->gateway : NULL;
 		for (size_t k = 0; !gw && k < sizeof common_gateways / sizeof common_gateways[0]; k++)
 			if (strstr(s->trigger, common_gateways[k]))
 				gw = common_gateways[k];
@@ -368,6 +412,14 @@ static void put_str(struct ex_finding *f, const char *name, const char *v)
 	snprintf(x->name, sizeof x->name, "%s", name);
 	x->is_num = false;
 	snprintf(x->str, sizeof x->str, "%.*s", (int)sizeof x->str - 1, v);
+}
+
+static const struct ex_value *value_of(const struct ex_finding *f, const char *name)
+{
+	for (size_t i = 0; i < f->nvalues; i++)
+		if (strcmp(f->values[i].name, name) == 0)
+			return &f->values[i];
+	return NULL;
 }
 
 /* "2.00 GiB" at p → MiB; -1 when not a size */
@@ -594,6 +646,19 @@ static size_t regex_values(const struct sig *s, const char *line, struct ex_valu
 			x->is_num = true;
 			x->num = num;
 			break;
+		case VT_BYTES:
+			x->is_num = true;
+			x->num = num / 1048576;
+			break;
+		case VT_CUDAVER: {
+			long cv = (long)num;
+			if (num < 1000 || num > 1e6) {
+				n--;
+				break;
+			}
+			snprintf(x->str, sizeof x->str, "%ld.%ld", cv / 1000, cv % 1000 / 10);
+			break;
+		}
 		default:
 			snprintf(x->str, sizeof x->str, "%s", buf);
 		}
@@ -602,6 +667,11 @@ static size_t regex_values(const struct sig *s, const char *line, struct ex_valu
 }
 
 /* ---- scanning ----------------------------------------------------------- */
+
+struct memo {
+	struct ex_value v;
+	uint64_t line;
+};
 
 struct cand {
 	size_t start, end;   /* a window of the region */
@@ -614,14 +684,46 @@ struct scan {
 	uint64_t line;        /* lines before the current region */
 	struct cand *cand;
 	size_t ncand, capcand;
+	struct memo memo[MAX_MEMO];  /* values notes left, newest per name */
+	size_t nmemo;
 };
+
+static void memo_put(struct scan *sc, const struct ex_value *v, uint64_t line)
+{
+	size_t i = 0;
+	while (i < sc->nmemo && strcmp(sc->memo[i].v.name, v->name) != 0)
+		i++;
+	if (i == MAX_MEMO) { /* full: the oldest goes */
+		i = 0;
+		for (size_t k = 1; k < MAX_MEMO; k++)
+			if (sc->memo[k].line < sc->memo[i].line)
+				i = k;
+	} else if (i == sc->nmemo) {
+		sc->nmemo++;
+	}
+	sc->memo[i].v = *v;
+	sc->memo[i].line = line;
+}
+
+/* the values s takes from notes of at most its context's lines before */
+static void take_context(const struct scan *sc, const struct sig *s, struct ex_finding *f, uint64_t line)
+{
+	for (size_t c = 0; c < s->nctx; c++)
+		for (size_t i = 0; i < sc->nmemo; i++) {
+			const struct memo *m = &sc->memo[i];
+			if (strcmp(m->v.name, s->ctx[c].name) || m->line > line || line - m->line > s->ctx[c].lines ||
+			    value_of(f, m->v.name) || f->nvalues == EX_MAX_VALUES)
+				continue;
+			f->values[f->nvalues++] = m->v;
+		}
+}
 
 static bool matches(const struct sig *s, const char *text, uint64_t gates, const char **at)
 {
 	if (!(gates & (UINT64_C(1) << s->gw)))
 		return false;
 	*at = strstr(text, s->trigger);
-	return *at && (!s->also[0] || strstr(text, s->also));
+	return *at && (!s->also[0] || strstr(text, s->also)) && (!s->unless[0] || !strstr(text, s->unless));
 }
 
 static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
@@ -633,9 +735,19 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		len = MAX_LINE;
 	ex_clean_line(raw, len, clean);
 	const char *at;
+	/* notes first, so a finding on the same line can take what they leave */
 	for (size_t i = 0; i < db->n; i++) {
 		const struct sig *s = &db->sigs[i];
-		if (!matches(s, clean, gates, &at))
+		if (!s->note || !matches(s, clean, gates, &at))
+			continue;
+		struct ex_value v[EX_MAX_VALUES];
+		size_t nv = regex_values(s, clean, v, EX_MAX_VALUES);
+		for (size_t k = 0; k < nv; k++)
+			memo_put(sc, &v[k], lineno);
+	}
+	for (size_t i = 0; i < db->n; i++) {
+		const struct sig *s = &db->sigs[i];
+		if (s->note || !matches(s, clean, gates, &at))
 			continue;
 		if (strcmp(s->analyzer, "xid") == 0) {
 			analyze_xid(db, r, s, clean, lineno);
@@ -647,6 +759,7 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 			continue;
 		if (s->has_re)
 			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EX_MAX_VALUES - f->nvalues);
+		take_context(sc, s, f, lineno);
 		if (strcmp(s->analyzer, "oom") == 0)
 			analyze_oom(f, at);
 	}

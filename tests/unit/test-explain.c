@@ -242,6 +242,93 @@ static void test_error_glued_to_a_tqdm_bar(void **state)
 	free(buf);
 }
 
+static const struct ex_value *value(const struct ex_finding *f, const char *name)
+{
+	for (size_t i = 0; i < f->nvalues; i++)
+		if (strcmp(f->values[i].name, name) == 0)
+			return &f->values[i];
+	return NULL;
+}
+
+/* a signature directory holding one file with `json`; loads it into *out */
+static int load_sigs(const char *json, struct ex_db **out, char *dir, char *err, size_t errlen)
+{
+	strcpy(dir, "/tmp/gpuctl-sigs-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	char p[128];
+	snprintf(p, sizeof p, "%s/a.json", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	fclose(f);
+	int rc = ex_db_load(out, dir, err, errlen);
+	unlink(p);
+	rmdir(dir);
+	return rc;
+}
+
+static void test_notes_unless_gateway_and_types(void **state)
+{
+	(void)state;
+	const char *sigs =
+		"{\"signatures\": ["
+		" {\"id\": \"gpu-named\", \"note\": true, \"trigger\": \"The GPU \", \"gateway\": \"GPU\","
+		"  \"regex\": \"The GPU ([0-9a-f:.]+)\", \"values\": {\"pci\": [1, \"str\"]}},"
+		" {\"id\": \"limit\", \"note\": true, \"trigger\": \"Limit:\", \"regex\": \"Limit: +([0-9]+)\","
+		"  \"values\": {\"limit_mib\": [1, \"bytes\"]}},"
+		" {\"id\": \"fell\", \"title\": \"t\", \"trigger\": \"fell off\", \"context\": {\"pci\": 2}},"
+		" {\"id\": \"boom\", \"title\": \"t\", \"trigger\": \"boom\", \"unless\": \"harmless boom\","
+		"  \"gateway\": \"oo\", \"context\": {\"limit_mib\": 5}},"
+		" {\"id\": \"old\", \"title\": \"t\", \"trigger\": \"too old\", \"gateway\": \"oo\","
+		"  \"regex\": \"found version ([0-9]+)\","
+		"  \"values\": {\"found_version\": [1, \"int\"], \"driver_cuda\": [1, \"cudaver\"]}}"
+		"]}";
+	struct ex_db *d;
+	char dir[64], err[512];
+	assert_int_equal(load_sigs(sigs, &d, dir, err, sizeof err), GC_OK);
+	const char *log = "The GPU 0000:3b:00.0 is named\n"   /* 1: a note */
+			  "x\n"
+			  "it fell off\n"                    /* 3: takes the note of line 1 */
+			  "a harmless boom\n"                /* 4: not a match */
+			  "Limit:      10737418240\n"        /* 5 */
+			  "then boom\n"                      /* 6: boom, with limit_mib */
+			  "driver too old (found version 11040)\n";
+	struct ex_result r;
+	ex_scan_buf(d, log, strlen(log), &r);
+	assert_int_equal(r.n, 3);
+	const struct ex_finding *f = find(&r, "fell");
+	assert_non_null(f);
+	assert_non_null(value(f, "pci"));
+	assert_string_equal(value(f, "pci")->str, "0000:3b:00.0");
+	assert_null(find(&r, "gpu-named")); /* a note is no finding */
+	f = find(&r, "boom");
+	assert_non_null(f);
+	assert_int_equal(f->first_line, 6);
+	assert_int_equal(f->count, 1);
+	assert_true(value(f, "limit_mib") && value(f, "limit_mib")->num == 10240.0);
+	f = find(&r, "old");
+	assert_non_null(f);
+	assert_string_equal(value(f, "driver_cuda")->str, "11.4");
+	assert_true(value(f, "found_version")->num == 11040.0);
+	ex_result_free(&r);
+	/* a note too far back is not taken */
+	log = "The GPU 0000:3b:00.0 is named\nx\ny\nit fell off\n";
+	ex_scan_buf(d, log, strlen(log), &r);
+	f = find(&r, "fell");
+	assert_non_null(f);
+	assert_null(value(f, "pci"));
+	ex_result_free(&r);
+	ex_db_free(d);
+
+	/* a gateway that is in neither trigger nor also; a note without values */
+	assert_int_equal(load_sigs("{\"signatures\": [{\"id\": \"x\", \"title\": \"t\", \"trigger\": \"abc\","
+				   " \"gateway\": \"xyz\"}]}", &d, dir, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "gateway"));
+	assert_int_equal(load_sigs("{\"signatures\": [{\"id\": \"x\", \"note\": true, \"trigger\": \"abc\"}]}",
+				   &d, dir, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "note"));
+}
+
 static void test_bad_signature_files(void **state)
 {
 	(void)state;
@@ -281,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_error_after_a_long_line),
 		cmocka_unit_test(test_error_across_read_buffers_in_one_line),
 		cmocka_unit_test(test_error_glued_to_a_tqdm_bar),
+		cmocka_unit_test(test_notes_unless_gateway_and_types),
 		cmocka_unit_test(test_bad_signature_files),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
