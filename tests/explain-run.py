@@ -2,7 +2,9 @@
 """One corpus case of gpuctl explain: run `gpuctl explain --json LOG` and
 compare with LOG's .expect file: the exit code, the finding ids in order of
 first appearance, each count, and the values the file lists (numbers within
-0.5 %, strings exactly). Usage: explain-run.py GPUCTL DATADIR LOG"""
+0.5 %, strings exactly). Every number in the output must be rounded: whole
+ones are integers, others have at most two decimals.
+Usage: explain-run.py GPUCTL DATADIR LOG"""
 import json
 import os
 import subprocess
@@ -26,6 +28,11 @@ def main():
     wid = [(f["id"], f.get("values", {}).get("code")) for f in want["findings"]]
     if [i for i, _ in ids] != [i for i, _ in wid]:
         errors.append(f"findings {[i for i, _ in ids]}, expected {[i for i, _ in wid]}")
+    for g in got:
+        for k, v in g["values"].items():
+            if isinstance(v, float) and abs(v) < 2 ** 53 and (
+                    v == int(v) or len(repr(v).partition(".")[2]) > 2):
+                errors.append(f"{g['id']}: {k} = {v!r} is not rounded")
     for w, g in zip(want["findings"], got):
         if w["id"] != g["id"]:
             continue
