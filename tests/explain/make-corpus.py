@@ -1329,6 +1329,88 @@ mpirun noticed that process rank 0 with PID 0 on node 3c9e1f0a7b2d exited on sig
 --------------------------------------------------------------------------
 """), [])
 
+# ==========================================================================
+# 44  one-line CUDA OOM (no allocator numbers) on all four ranks of a torchrun
+#     job, ranks 0 and 1 interleaved line by line: one finding, four lines
+# ==========================================================================
+lines = B("""
+W0903 17:20:02.441000 139881 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default.
+[2024-09-03 17:20:09,118] [INFO] [pretrain.py:48:main] world_size=4 backend=nccl model=resnet200d amp=bf16
+[2024-09-03 17:20:09,120] [INFO] [pretrain.py:52:main] another job is on this node: nvidia-smi shows 71.2 GiB used on GPU 0
+""")
+tb = B("""
+Traceback (most recent call last):
+  File "/srv/jobs/pretrain.py", line 211, in <module>
+    main()
+  File "/srv/jobs/pretrain.py", line 63, in main
+    model = build_model(cfg).cuda()
+  File "/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", line 911, in cuda
+    return self._apply(lambda t: t.cuda(device))
+RuntimeError: CUDA error: out of memory
+""") + CUDA_TAIL
+for a, b in zip(tb, tb):
+    lines += [f"[rank0]: {a}", f"[rank1]: {b}"]
+for r in (3, 2):
+    lines += [f"[rank{r}]: {x}" for x in tb[-4:]]
+lines += B("""
+E0903 17:20:14.003000 139881 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) local_rank: 0 (pid: 139902) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+""")
+case("cuda-error-oom-four-ranks-interleaved", lines, [F("cuda-error-oom", 4)])
+
+# ==========================================================================
+# 45  PyTorch 0.4 "cuda runtime error (2) : out of memory", pasted into a
+#     GitHub issue: markdown quote markers, bold text, code fences
+# ==========================================================================
+case("cuda-error-oom-torch04-markdown", B("""
+**Describe the bug**
+Training crashes after a few iterations on a GTX 1080 Ti (11 GB), batch size 16.
+
+**To Reproduce**
+```
+python train.py --dataset coco --batch_size 16
+```
+**Error**
+> Traceback (most recent call last):
+>   File "train.py", line 142, in <module>
+>     loss.backward()
+>   File "/home/lab/anaconda3/lib/python3.6/site-packages/torch/tensor.py", line 93, in backward
+>     torch.autograd.backward(self, gradient, retain_graph, create_graph)
+>   File "/home/lab/anaconda3/lib/python3.6/site-packages/torch/autograd/__init__.py", line 89, in backward
+>     allow_unreachable=True)  # allow_unreachable flag
+> RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:510
+
+**Environment**
+ - PyTorch Version: 0.4.1
+ - CUDA: 9.0, driver 390.77
+"""), [F("cuda-error-oom", 1)])
+
+# ==========================================================================
+# 46  a web UI's log copied from a CI viewer with line numbers; the error is
+#     glued to the last update of a tqdm bar (CR-separated updates, one line)
+# ==========================================================================
+bar = "".join(f"\r {p:3d}%|{'█' * (p // 10):<10}| {i}/20 [00:0{i // 4}<00:04,  2.71it/s]"
+              for i, p in ((i, i * 5) for i in range(0, 10)))
+case("cuda-error-oom-glued-to-tqdm", [f"{n:>4}  {t}" for n, t in enumerate([
+    "Launching Web UI with arguments: --listen --xformers",
+    "Loading weights [6ce0161689] from /models/Stable-diffusion/v1-5-pruned-emaonly.safetensors",
+    "Creating model from config: /app/configs/v1-inference.yaml",
+    "Applying attention optimization: xformers... done.",
+    "Model loaded in 4.1s (load weights from disk: 0.6s, create model: 0.5s, apply weights to model: 2.7s).",
+    "Running on local URL:  http://0.0.0.0:7860",
+    "To create a public link, set `share=True` in `launch()`.",
+    "*** txt2img: 1536x1536, steps=20, batch=4",
+    bar + "ERROR:root:CUDA error: out of memory",
+    "*** Error completing request",
+    "*** Arguments: ('task(8d2kq1)', 'a red fox in the snow', '', [], 20, 'DPM++ 2M Karras', 4, 1, 7, 1536, 1536) {}",
+    "    Traceback (most recent call last):",
+    "      File \"/app/modules/call_queue.py\", line 57, in f",
+    "        res = list(func(*args, **kwargs))",
+    "      File \"/app/modules/processing.py\", line 845, in process_images",
+    "        res = process_images_inner(p)",
+    "    RuntimeError: CUDA error: out of memory",
+], start=101)], [F("cuda-error-oom", 2)])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1337,6 +1419,7 @@ mpirun noticed that process rank 0 with PID 0 on node 3c9e1f0a7b2d exited on sig
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CHECK = [
     ("pytorch-oom", r"CUDA out of memory\. Tried to allocate"),
+    ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory"),
     ("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout"),
     ("cuda-driver-insufficient", r"CUDA driver version is insufficient for CUDA runtime version"),
     ("no-cuda-device", r"no CUDA-capable device is detected|No CUDA GPUs are available"),
