@@ -33,6 +33,7 @@
 #define MAX_GATEWAYS 64       /* one bit each in a candidate's mask */
 #define MAX_CONTEXT 4
 #define MAX_MEMO 16
+#define SIZE_BUG_RATIO 100.0  /* a request this many times the memory there is: a wrong size */
 
 /* literals that cover most triggers: one memmem pass each over every block */
 static const char *const common_gateways[] = {"CUDA", "NCCL", "nccl", "Xid", "CUDNN", "CUBLAS"};
@@ -535,7 +536,18 @@ static void analyze_oom(struct ex_finding *f, const char *s)
 		put_num(f, "reserved_unallocated_mib", unalloc);
 	put_num(f, "other_processes_mib", others);
 	const char *verdict;
-	if (req >= 0 && others >= req) {
+	if (req >= 0 && total > 0 && req >= SIZE_BUG_RATIO * total) {
+		verdict = "size-bug";
+		snprintf(f->cause, sizeof f->cause,
+			 "the request is %.0f times all the memory GPU %d has (%.0f MiB of %.0f MiB): no batch "
+			 "size makes that fit; a tensor's size is wrong (a wrong shape, or a size that "
+			 "overflowed)",
+			 req / total, gpu, req, total);
+		snprintf(f->fix, sizeof f->fix,
+			 "print the shapes going into the operation in the traceback's last frames and find the "
+			 "dimension that is far too large (a flatten before pooling, a product of dimensions, a "
+			 "negative size read as unsigned); the batch size is not the problem");
+	} else if (req >= 0 && others >= req) {
 		verdict = "other-process";
 		snprintf(f->cause, sizeof f->cause,
 			 "other processes use %.0f MiB of GPU %d, more than the %.0f MiB that was requested",

@@ -42,7 +42,9 @@ def mib(s):
     return round({"bytes": v / 1048576, "KiB": v / 1024, "MiB": v, "GiB": v * 1024}[unit], 4)
 
 
-def verdict(requested, other, frag):
+def verdict(requested, other, frag, total):
+    if requested >= 100 * total:
+        return "size-bug"
     if other >= requested:
         return "other-process"
     if frag >= requested:
@@ -82,7 +84,8 @@ def oom_new(req, gpu, total, free, procs, this, alloc, unalloc, exc="torch.OutOf
     vals = {"requested_mib": mib(req), "total_mib": mib(total), "free_mib": mib(free),
             "gpu": gpu, "allocated_mib": mib(alloc), "reserved_unallocated_mib": mib(unalloc),
             "other_processes_mib": round(other, 4)}
-    vals["verdict"] = verdict(vals["requested_mib"], other, vals["reserved_unallocated_mib"])
+    vals["verdict"] = verdict(vals["requested_mib"], other, vals["reserved_unallocated_mib"],
+                             vals["total_mib"])
     return msg, vals
 
 
@@ -97,7 +100,7 @@ def oom_old(req, gpu, total, allocated, free, reserved, exc="RuntimeError", tail
     vals = {"requested_mib": mib(req), "total_mib": mib(total), "free_mib": mib(free), "gpu": gpu,
             "allocated_mib": mib(allocated), "reserved_mib": mib(reserved),
             "reserved_unallocated_mib": frag}
-    vals["verdict"] = verdict(vals["requested_mib"], 0, frag)
+    vals["verdict"] = verdict(vals["requested_mib"], 0, frag, vals["total_mib"])
     return msg, vals
 
 
@@ -1410,6 +1413,56 @@ case("cuda-error-oom-glued-to-tqdm", [f"{n:>4}  {t}" for n, t in enumerate([
     "        res = process_images_inner(p)",
     "    RuntimeError: CUDA error: out of memory",
 ], start=101)], [F("cuda-error-oom", 2)])
+
+# ==========================================================================
+# 47  a request hundreds of times the GPU: torch 1.4's cuDNN workspace size
+#     overflowed (2^64 bytes asked for a half-precision conv) -> size-bug
+# ==========================================================================
+m, v = oom_old("17179869183.95 GiB", 0, "23.65 GiB", "3.15 GiB", "18.80 GiB", "3.15 GiB", tail="")
+assert v["verdict"] == "size-bug"
+case("oom-size-bug-overflow", B("""
+Python 3.6.9 |Anaconda, Inc.| (default, Jul 30 2019, 19:07:31)
+[GCC 7.3.0] on linux
+>>> import torch, torchvision
+>>> torch.__version__, torch.backends.cudnn.version()
+('1.4.0', 7603)
+>>> resnet = torchvision.models.resnet18().half().cuda()
+>>> x = torch.ones([1, 3, 10210, 8641], dtype=torch.float16, device="cuda")
+>>> y = resnet(x)
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+  File "/opt/conda/lib/python3.6/site-packages/torch/nn/modules/module.py", line 532, in __call__
+    result = self.forward(*input, **kwargs)
+  File "/opt/conda/lib/python3.6/site-packages/torchvision/models/resnet.py", line 198, in _forward
+    x = self.conv1(x)
+  File "/opt/conda/lib/python3.6/site-packages/torch/nn/modules/conv.py", line 342, in conv2d_forward
+    self.padding, self.dilation, self.groups)
+""") + [m] + B("""
+>>> torch.cuda.memory_allocated() / 2**30
+3.1528
+"""), [F("pytorch-oom", 1, v)])
+
+# ==========================================================================
+# 48  attention over a whole sequence materialised at once: 157 times the
+#     GPU's memory, from a Slurm job whose lines carry the host name -> size-bug
+# ==========================================================================
+m, v = oom_new("3725.29 GiB", 0, "23.64 GiB", "14.87 GiB", [], "8.75 GiB", "8.21 GiB",
+               "102.53 MiB", exc="torch.OutOfMemoryError")
+assert v["verdict"] == "size-bug"
+lines = ["gpu-node-12: " + x for x in B("""
+[2024-11-02 08:14:55] eval: loading checkpoint runs/longformer-lite/step_40000.pt
+[2024-11-02 08:14:58] eval: 1 document(s), max length 1000000 tokens (no chunking: --chunk 0)
+Traceback (most recent call last):
+  File "/home/ana/lf/eval.py", line 96, in <module>
+    scores = model.score(doc_ids)
+  File "/home/ana/lf/model.py", line 141, in score
+    att = torch.softmax(q @ k.transpose(-1, -2) / self.scale, dim=-1)
+""") + [m] + B("""
+srun: error: gpu-node-12: task 0: Exited with exit code 1
+""")] + B("""
+slurmstepd: error: *** JOB 4471230 ON gpu-node-12 CANCELLED AT 2024-11-02T08:15:03 ***
+""")
+case("oom-size-bug-host-prefix", lines, [F("pytorch-oom", 1, v)])
 
 
 # --------------------------------------------------------------------------
