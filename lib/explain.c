@@ -738,6 +738,41 @@ static bool matches(const struct sig *s, const char *text, uint64_t gates, const
 	return *at && (!s->also[0] || strstr(text, s->also)) && (!s->unless[0] || !strstr(text, s->unless));
 }
 
+/* "{name}" in a finding's cause or fix becomes the value of that name
+ * ("unknown" when the line did not carry it) */
+static void fill_in(const struct ex_finding *f, char *text, size_t size)
+{
+	if (!strchr(text, '{'))
+		return;
+	char out[sizeof f->cause];
+	size_t o = 0;
+	for (const char *p = text; *p && o + 1 < sizeof out;) {
+		const char *e = *p == '{' ? strchr(p, '}') : NULL;
+		char name[32];
+		if (!e || (size_t)(e - p - 1) >= sizeof name) {
+			out[o++] = *p++;
+			continue;
+		}
+		memcpy(name, p + 1, (size_t)(e - p - 1));
+		name[e - p - 1] = '\0';
+		const struct ex_value *v = value_of(f, name);
+		char val[sizeof v->str];
+		if (!v)
+			snprintf(val, sizeof val, "unknown");
+		else if (v->is_num)
+			snprintf(val, sizeof val, "%.15g", v->num);
+		else
+			snprintf(val, sizeof val, "%s", v->str);
+		int n = snprintf(out + o, sizeof out - o, "%s", val);
+		o += n > 0 ? (size_t)n : 0;
+		if (o >= sizeof out)
+			o = sizeof out - 1;
+		p = e + 1;
+	}
+	out[o] = '\0';
+	snprintf(text, size, "%s", out);
+}
+
 static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
 {
 	static __thread char clean[MAX_LINE + 1];
@@ -774,6 +809,8 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		take_context(sc, s, f, lineno);
 		if (strcmp(s->analyzer, "oom") == 0)
 			analyze_oom(f, at);
+		fill_in(f, f->cause, sizeof f->cause);
+		fill_in(f, f->fix, sizeof f->fix);
 	}
 }
 

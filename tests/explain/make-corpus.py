@@ -1464,6 +1464,86 @@ slurmstepd: error: *** JOB 4471230 ON gpu-node-12 CANCELLED AT 2024-11-02T08:15:
 """)
 case("oom-size-bug-host-prefix", lines, [F("pytorch-oom", 1, v)])
 
+# ==========================================================================
+# 49  driver too old for the PyTorch build: RuntimeError (torch 2.1, cu121)
+#     on a driver that goes up to CUDA 11.4
+# ==========================================================================
+case("cuda-driver-too-old-runtime-error", B("""
+(fooocus) lee@desk:~/Fooocus$ nvidia-smi | head -4
+Tue Dec 12 21:04:51 2023
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 470.86       Driver Version: 470.86       CUDA Version: 11.4     |
+|-------------------------------+----------------------+----------------------+
+(fooocus) lee@desk:~/Fooocus$ python entry_with_update.py
+Update succeeded.
+[System ARGV] ['entry_with_update.py']
+Python 3.10.13 (main, Sep 11 2023, 13:44:35) [GCC 11.2.0]
+Fooocus version: 2.1.824
+Total VRAM 3904 MB, total RAM 15802 MB
+Traceback (most recent call last):
+  File "/home/lee/Fooocus/entry_with_update.py", line 46, in <module>
+    from launch import *
+  File "/home/lee/Fooocus/ldm_patched/modules/model_management.py", line 110, in get_torch_device
+    return torch.device(torch.cuda.current_device())
+  File "/home/lee/miniconda3/envs/fooocus/lib/python3.10/site-packages/torch/cuda/__init__.py", line 769, in current_device
+    _lazy_init()
+  File "/home/lee/miniconda3/envs/fooocus/lib/python3.10/site-packages/torch/cuda/__init__.py", line 298, in _lazy_init
+    torch._C._cuda_init()
+RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your version of the CUDA driver.
+"""), [F("cuda-driver-insufficient", 1, {"found_version": 11040, "driver_cuda": "11.4"})])
+
+# ==========================================================================
+# 50  the same as a UserWarning: torch.cuda.is_available() is False and the
+#     training goes on on the CPU, slowly, with no error at all
+# ==========================================================================
+case("cuda-driver-too-old-cpu-fallback", B("""
+$ python train.py --img 640 --batch 16 --epochs 3 --data coco128.yaml --weights yolov5s.pt
+/home/gef/.local/lib/python3.8/site-packages/torch/cuda/__init__.py:52: UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 10010). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your version of the CUDA driver. (Triggered internally at  /pytorch/c10/cuda/CUDAFunctions.cpp:100.)
+  return torch._C._cuda_getDeviceCount() > 0
+YOLOv5 v4.0-14-gb75c432 torch 1.7.1 CPU
+
+Namespace(adam=False, batch_size=16, bucket='', cache_images=False, cfg='', data='coco128.yaml', device='', epochs=3, img_size=[640, 640], workers=8)
+Start Tensorboard with "tensorboard --logdir runs/train", view at http://localhost:6006/
+Hyperparameters {'lr0': 0.01, 'lrf': 0.2, 'momentum': 0.937, 'weight_decay': 0.0005, 'warmup_epochs': 3.0}
+Transferred 362/362 items from yolov5s.pt
+Scaled weight_decay = 0.0005
+Optimizer groups: 62 .bias, 62 conv.weight, 59 other
+Scanning 'coco128/labels/train2017.cache' for images and labels... 128 found, 0 missing, 2 empty, 0 corrupted
+Image sizes 640 train, 640 test
+Using 8 dataloader workers
+Logging results to runs/train/exp3
+Starting training for 3 epochs...
+
+     Epoch   gpu_mem       box       obj       cls     total   targets  img_size
+       0/2        0G   0.04235   0.06327   0.02091    0.1265       190       640:  12%|#2        | 1/8 [00:41<04:49, 41.36s/it]
+       0/2        0G   0.04369   0.06841   0.02003    0.1321       222       640:  25%|##5       | 2/8 [01:22<04:07, 41.22s/it]
+"""), [F("cuda-driver-insufficient-cpu-fallback", 1, {"found_version": 10010, "driver_cuda": "10.1"})])
+
+# ==========================================================================
+# 51  PyTorch before 1.0: the same as a multi-line AssertionError, the number
+#     on the line after "AssertionError:"
+# ==========================================================================
+case("cuda-driver-too-old-assertion-pre1.0", B("""
+$ python train.py --gpu 0 --arch resnet50
+=> creating model 'resnet50'
+Traceback (most recent call last):
+  File "train.py", line 182, in <module>
+    trainer.validation(epoch)
+  File "train.py", line 134, in eval_batch
+    target = target.cuda()
+  File "/home/wz/anaconda3/envs/pytorch04/lib/python3.6/site-packages/torch/cuda/__init__.py", line 161, in _lazy_init
+    _check_driver()
+  File "/home/wz/anaconda3/envs/pytorch04/lib/python3.6/site-packages/torch/cuda/__init__.py", line 82, in _check_driver
+    of the CUDA driver.\"\"\".format(str(torch._C._cuda_getDriverVersion())))
+AssertionError:
+The NVIDIA driver on your system is too old (found version 9000).
+Please update your GPU driver by downloading and installing a new
+version from the URL: http://www.nvidia.com/Download/index.aspx
+Alternatively, go to: https://pytorch.org to install
+a PyTorch version that has been compiled with your version
+of the CUDA driver.
+"""), [F("cuda-driver-insufficient", 1, {"found_version": 9000, "driver_cuda": "9.0"})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1474,7 +1554,10 @@ CHECK = [
     ("pytorch-oom", r"CUDA out of memory\. Tried to allocate"),
     ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory"),
     ("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout"),
-    ("cuda-driver-insufficient", r"CUDA driver version is insufficient for CUDA runtime version"),
+    ("cuda-driver-insufficient", r"CUDA driver version is insufficient for CUDA runtime version|"
+                                 r"(?<!CUDA initialization: )The NVIDIA driver on your system is too old"),
+    ("cuda-driver-insufficient-cpu-fallback",
+     r"CUDA initialization: The NVIDIA driver on your system is too old"),
     ("no-cuda-device", r"no CUDA-capable device is detected|No CUDA GPUs are available"),
     ("invalid-device-ordinal", r"CUDA error: invalid device ordinal"),
     ("device-side-assert", r"CUDA error: device-side assert triggered"),

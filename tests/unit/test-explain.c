@@ -280,7 +280,7 @@ static void test_notes_unless_gateway_and_types(void **state)
 		" {\"id\": \"boom\", \"title\": \"t\", \"trigger\": \"boom\", \"unless\": \"harmless boom\","
 		"  \"gateway\": \"oo\", \"context\": {\"limit_mib\": 5}},"
 		" {\"id\": \"old\", \"title\": \"t\", \"trigger\": \"too old\", \"gateway\": \"oo\","
-		"  \"regex\": \"found version ([0-9]+)\","
+		"  \"regex\": \"found version ([0-9]+)\", \"cause\": \"up to {driver_cuda} ({found_version}), {nope}\","
 		"  \"values\": {\"found_version\": [1, \"int\"], \"driver_cuda\": [1, \"cudaver\"]}}"
 		"]}";
 	struct ex_db *d;
@@ -310,6 +310,7 @@ static void test_notes_unless_gateway_and_types(void **state)
 	assert_non_null(f);
 	assert_string_equal(value(f, "driver_cuda")->str, "11.4");
 	assert_true(value(f, "found_version")->num == 11040.0);
+	assert_string_equal(f->cause, "up to 11.4 (11040), unknown");
 	ex_result_free(&r);
 	/* a note too far back is not taken */
 	log = "The GPU 0000:3b:00.0 is named\nx\ny\nit fell off\n";
