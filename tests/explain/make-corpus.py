@@ -1544,6 +1544,27 @@ a PyTorch version that has been compiled with your version
 of the CUDA driver.
 """), [F("cuda-driver-insufficient", 1, {"found_version": 9000, "driver_cuda": "9.0"})])
 
+# ==========================================================================
+# 52  a GPU falls off the bus while the driver loads it: the kernel's
+#     three-line message, no Xid number (journalctl -k after a reboot)
+# ==========================================================================
+case("gpu-fallen-off-bus-no-xid", B("""
+$ journalctl -k -b | grep -iE 'nvrm|nvidia'
+Feb 14 05:03:38 gpu-h07 kernel: nvidia: loading out-of-tree module taints kernel.
+Feb 14 05:03:38 gpu-h07 kernel: nvidia-nvlink: Nvlink Core is being initialized, major device number 508
+Feb 14 05:03:38 gpu-h07 kernel: nvidia 0000:18:00.0: enabling device (0000 -> 0002)
+Feb 14 05:03:39 gpu-h07 kernel: nvidia 0000:b3:00.0: enabling device (0000 -> 0002)
+Feb 14 05:03:41 gpu-h07 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0
+Feb 14 05:03:41 gpu-h07 kernel: NVRM: (PCI ID: 10de:26b5) installed in this system has
+Feb 14 05:03:41 gpu-h07 kernel: NVRM: fallen off the bus and is not responding to commands.
+Feb 14 05:03:41 gpu-h07 kernel: NVRM: The NVIDIA probe routine failed for 1 device(s).
+Feb 14 05:03:41 gpu-h07 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025
+Feb 14 05:03:42 gpu-h07 kernel: nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX platforms  570.158.01  Mon Jun  2 12:40:51 UTC 2025
+Feb 14 05:03:42 gpu-h07 kernel: [drm] [nvidia-drm] [GPU ID 0x00001800] Loading driver
+$ nvidia-smi -L
+GPU 0: NVIDIA L40S (UUID: GPU-3f1d2a0b-9c47-4e55-8a1e-7b2c90d4e611)
+"""), [F("gpu-fallen-off-bus", 1, {"pci": "0000:b3:00.0"})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1564,6 +1585,7 @@ CHECK = [
     ("illegal-memory-access", r"CUDA error: an illegal memory access was encountered"),
     ("nccl-system-error", r"unhandled system error|ncclSystemError"),
     ("shm-bus-error", r"Unexpected bus error encountered in worker"),
+    ("gpu-fallen-off-bus", r"fallen off the bus and is not responding"),
     ("cudnn-error", r"cuDNN error: CUDNN_STATUS_\w+"),
     ("cublas-error", r"CUBLAS_STATUS_\w+"),
     ("tensors-on-different-devices", r"Expected all tensors to be on the same device"),
