@@ -1565,6 +1565,76 @@ $ nvidia-smi -L
 GPU 0: NVIDIA L40S (UUID: GPU-3f1d2a0b-9c47-4e55-8a1e-7b2c90d4e611)
 """), [F("gpu-fallen-off-bus", 1, {"pci": "0000:b3:00.0"})])
 
+# ==========================================================================
+# 53  DataParallel in a container (torch 1.x): "NCCL Error 2: unhandled
+#     system error" from torch.cuda.nccl, pasted with backticks
+# ==========================================================================
+case("nccl-error-2-dataparallel", B("""
+I run the demo with two GPUs inside docker and it always fails at the first forward pass:
+```
+$ CUDA_VISIBLE_DEVICES=0,1 python -u -m romp.predict.image --configs_yml='configs/image.yml'
+Loading model from trained_models/ROMP.pkl
+Using 2 GPUs for inference (nn.DataParallel)
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.8/runpy.py", line 194, in _run_module_as_main
+    return _run_code(code, main_globals, None,
+  File "/workspace/ROMP/romp/predict/image.py", line 77, in run
+    outputs = self.net_forward(meta_data, cfg=self.demo_cfg)
+  File "/opt/conda/lib/python3.8/site-packages/torch/nn/parallel/data_parallel.py", line 166, in forward
+    replicas = self.replicate(self.module, self.device_ids[:len(inputs)])
+  File "/opt/conda/lib/python3.8/site-packages/torch/nn/parallel/comm.py", line 58, in broadcast_coalesced
+    return torch._C._broadcast_coalesced(tensors, devices, buffer_size)
+RuntimeError: NCCL Error 2: unhandled system error
+```
+The short version: `RuntimeError: NCCL Error 2: unhandled system error` (torch 1.8.1, CUDA 11.1, `docker run --gpus all` without other options).
+"""), [F("nccl-system-error", 2)])
+
+# ==========================================================================
+# 54  DeepSpeed on two p4d nodes (pdsh prefixes every line with the host):
+#     ncclInternalError on both, with the older "internal error" wording
+# ==========================================================================
+lines = []
+for host in ("compute-dy-p4d24xlarge-77", "compute-dy-p4d24xlarge-78"):
+    lines += [f"{host}: {x}" for x in B("""
+[2022-03-11 09:41:07,512] [INFO] [engine.py:1126:_configure_optimizer] Using client Optimizer as basic optimizer
+Traceback (most recent call last):
+  File "utils/train_gpt.py", line 412, in <module>
+    main()
+  File "/opt/conda/lib/python3.6/site-packages/deepspeed/runtime/engine.py", line 231, in __init__
+    self._broadcast_model()
+  File "/opt/conda/lib/python3.6/site-packages/torch/distributed/distributed_c10d.py", line 1078, in broadcast
+    work = default_pg.broadcast([tensor], opts)
+RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:825, internal error, NCCL version 2.7.8
+ncclInternalError: Internal check failed. This is either a bug in NCCL or due to memory corruption
+""")]
+lines += B("""
+pdsh@ip-10-0-1-77: compute-dy-p4d24xlarge-78: ssh exited with exit code 1
+pdsh@ip-10-0-1-77: compute-dy-p4d24xlarge-77: ssh exited with exit code 1
+""")
+case("nccl-internal-error-two-hosts", lines, [F("nccl-internal-error", 4, {"nccl_version": "2.7.8"})])
+
+# ==========================================================================
+# 55  vLLM on Ray (torch 2.1): the newer wording, "internal error - please
+#     report this issue to the NCCL developers", with the "Last error:" line
+# ==========================================================================
+P = "(RayWorkerVllm pid=7602) ERROR 04-07 00:57:46 ray_utils.py:45]"
+case("nccl-internal-error-vllm-ray", B(f"""
+INFO 04-07 00:57:31 llm_engine.py:79] Initializing an LLM engine with config: model='/models/Mixtral-8x7B-Instruct-v0.1', tensor_parallel_size=2, dtype=torch.bfloat16
+INFO 04-07 00:57:40 pynccl_utils.py:45] vLLM is using nccl==2.18.6
+{P} Error executing method init_device. This might cause deadlock in distributed execution.
+{P} Traceback (most recent call last):
+{P}   File "/root/miniconda3/lib/python3.10/site-packages/vllm/engine/ray_utils.py", line 37, in execute_method
+{P}     return executor(*args, **kwargs)
+{P}   File "/root/miniconda3/lib/python3.10/site-packages/vllm/worker/worker.py", line 100, in init_device
+{P}     init_distributed_environment(self.parallel_config, self.rank,
+{P}   File "/root/miniconda3/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 2050, in all_reduce
+{P}     work = group.allreduce([tensor], opts)
+{P} torch.distributed.DistBackendError: NCCL error in: /root/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, internal error - please report this issue to the NCCL developers, NCCL version 2.18.6
+{P} ncclInternalError: Internal check failed.
+{P} Last error:
+{P} Attribute busid of node nic not found
+"""), [F("nccl-internal-error", 2, {"nccl_version": "2.18.6"})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1584,6 +1654,7 @@ CHECK = [
     ("device-side-assert", r"CUDA error: device-side assert triggered"),
     ("illegal-memory-access", r"CUDA error: an illegal memory access was encountered"),
     ("nccl-system-error", r"unhandled system error|ncclSystemError"),
+    ("nccl-internal-error", r"ncclInternalError|NCCL [Ee]rror.*internal error"),
     ("shm-bus-error", r"Unexpected bus error encountered in worker"),
     ("gpu-fallen-off-bus", r"fallen off the bus and is not responding"),
     ("cudnn-error", r"cuDNN error: CUDNN_STATUS_\w+"),
