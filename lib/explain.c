@@ -1,8 +1,9 @@
 /*
  * explain.c — known failures in a log (see explain.h). The signatures come
- * from the JSON files of data/signatures/; two need code: the PyTorch OOM analysis
- * (which of fragmentation, another process or plain size is the cause, with
- * the numbers) and the Xid table.
+ * from the JSON files of data/signatures/; three need code: the PyTorch OOM
+ * analysis (which of fragmentation, another process, plain size or a wrong
+ * size is the cause, with the numbers), TensorFlow's OOM (the tensor's size
+ * from its shape and type, against the allocator's limit) and the Xid table.
  *
  * A signature may be a note instead of a finding: a line it matches leaves
  * its values for a finding a few lines later to take (a multi-line kernel
@@ -119,7 +120,8 @@ static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, si
 		errbuf_set(err, errlen, "%s: a signature needs id, title and trigger", file);
 		return GC_EINVAL;
 	}
-	if (s->analyzer[0] && strcmp(s->analyzer, "oom") && strcmp(s->analyzer, "xid")) {
+	if (s->analyzer[0] && strcmp(s->analyzer, "oom") && strcmp(s->analyzer, "xid") &&
+	    strcmp(s->analyzer, "tf-oom")) {
 		errbuf_set(err, errlen, "%s: %s: unknown analyzer '%s'", file, s->id, s->analyzer);
 		return GC_EINVAL;
 	}
@@ -423,6 +425,13 @@ static const struct ex_value *value_of(const struct ex_finding *f, const char *n
 	return NULL;
 }
 
+/* a numeric value of f, or -1 */
+static double num_of(const struct ex_finding *f, const char *name)
+{
+	const struct ex_value *v = value_of(f, name);
+	return v && v->is_num ? v->num : -1;
+}
+
 /* "2.00 GiB" at p → MiB; -1 when not a size */
 static double size_mib(const char *p, const char **end)
 {
@@ -622,6 +631,137 @@ static void analyze_xid(const struct ex_db *db, struct ex_result *r, const struc
 	}
 }
 
+/* TensorFlow's element sizes, by the type names its OOM message uses */
+static double tf_type_size(const char *t, size_t n)
+{
+	static const struct { const char *name; double size; } types[] = {
+		{"float", 4}, {"float32", 4}, {"half", 2}, {"float16", 2}, {"bfloat16", 2}, {"double", 8},
+		{"float64", 8}, {"int8", 1}, {"uint8", 1}, {"bool", 1}, {"qint8", 1}, {"quint8", 1},
+		{"int16", 2}, {"uint16", 2}, {"int32", 4}, {"uint32", 4}, {"qint32", 4}, {"int64", 8},
+		{"uint64", 8}, {"complex64", 8}, {"complex128", 16},
+	};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (strlen(types[i].name) == n && strncmp(types[i].name, t, n) == 0)
+			return types[i].size;
+	return -1;
+}
+
+/* "OOM when allocating tensor with shape[16,112,112,147] and type float on
+ * /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" at s;
+ * the allocator's limit and use, when TensorFlow printed them just before,
+ * are already among f's values (limit_mib, in_use_mib) */
+static void analyze_tf_oom(struct ex_finding *f, const char *s)
+{
+	char shape[96] = "", type[24] = "", device[32] = "", alloc[32] = "";
+	double elems = -1;
+	const char *p = strstr(s, "shape[");
+	if (p) {
+		p += 6;
+		const char *q = strchr(p, ']');
+		if (q && (size_t)(q - p) < sizeof shape) {
+			memcpy(shape, p, (size_t)(q - p));
+			shape[q - p] = '\0';
+			elems = 1;
+			for (const char *d = shape; *d;) {
+				char *e;
+				double v = strtod(d, &e);
+				if (e == d || v < 0) {
+					elems = -1;
+					break;
+				}
+				elems *= v;
+				d = *e == ',' ? e + 1 : e;
+				if (*e && *e != ',') {
+					elems = -1;
+					break;
+				}
+			}
+			p = q + 1;
+		}
+	}
+	double req = -1;
+	const char *t = p ? strstr(p, " type ") : NULL;
+	if (t && t - p < 8) {
+		t += 6;
+		size_t n = strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		if (n && n < sizeof type) {
+			memcpy(type, t, n);
+			type[n] = '\0';
+			double size = tf_type_size(t, n);
+			if (size > 0 && elems >= 0)
+				req = elems * size / 1048576;
+		}
+	}
+	const char *d = strstr(s, "device:");
+	if (d) {
+		d += 7;
+		size_t n = strspn(d, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:");
+		if (n && n < sizeof device) {
+			memcpy(device, d, n);
+			device[n] = '\0';
+		}
+	}
+	const char *a = strstr(s, "by allocator ");
+	if (a) {
+		a += 13;
+		size_t n = strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+		if (n && n < sizeof alloc) {
+			memcpy(alloc, a, n);
+			alloc[n] = '\0';
+		}
+	}
+	if (shape[0])
+		put_str(f, "shape", shape);
+	if (type[0])
+		put_str(f, "dtype", type);
+	if (device[0])
+		put_str(f, "device", device);
+	if (alloc[0])
+		put_str(f, "allocator", alloc);
+	if (req >= 0)
+		put_num(f, "requested_mib", req);
+	double limit = num_of(f, "limit_mib"), inuse = num_of(f, "in_use_mib");
+	const char *verdict;
+	char held[160] = "";
+	if (limit > 0 && inuse >= 0)
+		snprintf(held, sizeof held, " with %.0f MiB in use of the allocator's %.0f MiB", inuse, limit);
+	else if (limit > 0)
+		snprintf(held, sizeof held, " (the allocator's limit is %.0f MiB)", limit);
+	if (strncmp(device, "CPU", 3) == 0) {
+		verdict = "host-memory";
+		snprintf(f->cause, sizeof f->cause,
+			 "the tensor [%s] was to go to host memory (device %s): the machine's RAM ran out, not a "
+			 "GPU's",
+			 shape, device);
+		snprintf(f->fix, sizeof f->fix,
+			 "hold less in host memory (smaller batches, a streamed tf.data pipeline instead of "
+			 "arrays in memory), and check that TensorFlow uses the GPU at all "
+			 "(tf.config.list_physical_devices('GPU'))");
+	} else if (req >= 0 && limit > 0 && req >= SIZE_BUG_RATIO * limit) {
+		verdict = "size-bug";
+		snprintf(f->cause, sizeof f->cause,
+			 "the tensor [%s] of %s needs %.0f MiB, %.0f times all the memory TensorFlow has on %s "
+			 "(%.0f MiB): no batch size makes that fit; a shape is wrong",
+			 shape, type, req, req / limit, device[0] ? device : "the GPU", limit);
+		snprintf(f->fix, sizeof f->fix,
+			 "print the shapes around the failing op (the [[node ...]] line names it) and find the "
+			 "dimension that is far too large (a flatten before pooling, a product of dimensions); "
+			 "the batch size is not the problem");
+	} else {
+		verdict = "too-big";
+		char need[64] = "";
+		if (req >= 0)
+			snprintf(need, sizeof need, " (%.0f MiB)", req);
+		snprintf(f->cause, sizeof f->cause, "the tensor [%s]%s did not fit on %s%s", shape, need,
+			 device[0] ? device : "the GPU", held);
+		snprintf(f->fix, sizeof f->fix,
+			 "reduce the batch size (or the input size), use mixed precision "
+			 "(tf.keras.mixed_precision.set_global_policy('mixed_float16')), and run where no other "
+			 "process holds the GPU (gpuctl ls shows who is on it; gpuctl run picks a free one)");
+	}
+	put_str(f, "verdict", verdict);
+}
+
 /* The values of s's regex in line, into out[max]; how many */
 static size_t regex_values(const struct sig *s, const char *line, struct ex_value *out, size_t max)
 {
@@ -809,6 +949,8 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		take_context(sc, s, f, lineno);
 		if (strcmp(s->analyzer, "oom") == 0)
 			analyze_oom(f, at);
+		else if (strcmp(s->analyzer, "tf-oom") == 0)
+			analyze_tf_oom(f, at);
 		fill_in(f, f->cause, sizeof f->cause);
 		fill_in(f, f->fix, sizeof f->fix);
 	}

@@ -1635,6 +1635,119 @@ INFO 04-07 00:57:40 pynccl_utils.py:45] vLLM is using nccl==2.18.6
 {P} Attribute busid of node nic not found
 """), [F("nccl-internal-error", 2, {"nccl_version": "2.18.6"})])
 
+# ==========================================================================
+# 56-58  TensorFlow's OOM: the tensor's size from its shape and type, the BFC
+#        allocator's limit and use from the statistics printed just before
+# ==========================================================================
+TF_SIZES = {"float": 4, "half": 2, "double": 8, "int32": 4, "int64": 8, "bfloat16": 2}
+
+
+def tf_oom(shape, dtype, device, limit=None, inuse=None):
+    """The message and its expected values; limit and inuse in bytes, as the stats print them."""
+    msg = (f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] and type {dtype} on "
+           f"/job:localhost/replica:0/task:0/device:{device} by allocator "
+           f"{'GPU_0_bfc' if device.startswith('GPU') else 'cpu'}")
+    req = TF_SIZES[dtype]
+    for d in shape:
+        req *= d
+    req = round(req / 1048576, 4)
+    vals = {"shape": ",".join(map(str, shape)), "dtype": dtype, "device": device, "requested_mib": req}
+    if limit is not None:
+        vals["limit_mib"] = round(limit / 1048576, 4)
+    if inuse is not None:
+        vals["in_use_mib"] = round(inuse / 1048576, 4)
+    if device.startswith("CPU"):
+        vals["verdict"] = "host-memory"
+    elif limit is not None and req >= 100 * vals["limit_mib"]:
+        vals["verdict"] = "size-bug"
+    else:
+        vals["verdict"] = "too-big"
+    return msg, vals
+
+
+BFC = "I tensorflow/core/common_runtime/bfc_allocator.cc"
+m, v = tf_oom([32, 256, 128, 128], "float", "GPU:0", 10990990541, 10632794112)
+assert v["verdict"] == "too-big"
+case("tf-oom-bfc-stats", B(f"""
+Epoch 1/30
+2021-03-30 10:17:41.350311: W tensorflow/core/common_runtime/bfc_allocator.cc:456] Allocator (GPU_0_bfc) ran out of memory trying to allocate 512.00MiB (rounded to 536870912)requested by op model/conv2d_3/Conv2D
+Current allocation summary follows.
+2021-03-30 10:17:41.350402: {BFC}:991] BFCAllocator dump for GPU_0_bfc
+2021-03-30 10:17:41.350418: {BFC}:998] Bin (256): 	Total Chunks: 412, Chunks in use: 409. 103.0KiB allocated for chunks. 102.2KiB in use in bin. 41.5KiB client-requested in use in bin.
+2021-03-30 10:17:41.350433: {BFC}:998] Bin (268435456): 	Total Chunks: 13, Chunks in use: 13. 6.50GiB allocated for chunks. 6.50GiB in use in bin. 6.50GiB client-requested in use in bin.
+2021-03-30 10:17:41.350442: {BFC}:1014] Bin for 512.00MiB was 256.00MiB, Chunk State: 
+2021-03-30 10:17:41.369870: {BFC}:1034] InUse at 7f2c4e000000 of size 1280 next 1
+2021-03-30 10:17:41.369881: {BFC}:1034] InUse at 7f2c4e000500 of size 256 next 2
+2021-03-30 10:17:41.382114: {BFC}:1046]      Summary of in-use Chunks by size: 
+2021-03-30 10:17:41.382121: {BFC}:1049] 409 Chunks of size 256 totalling 102.2KiB
+2021-03-30 10:17:41.382198: {BFC}:1049] 13 Chunks of size 536870912 totalling 6.50GiB
+2021-03-30 10:17:41.382209: {BFC}:1053] Sum Total of in-use chunks: 9.90GiB
+2021-03-30 10:17:41.382214: {BFC}:1055] total_region_allocated_bytes_: 10990990541 memory_limit_: 10990990541 available bytes: 0 curr_region_allocation_bytes_: 21981981082
+2021-03-30 10:17:41.382225: {BFC}:1061] Stats: 
+Limit:                     10990990541
+InUse:                     10632794112
+MaxInUse:                  10632794368
+NumAllocs:                        2433
+MaxAllocSize:               1073741824
+Reserved:                            0
+PeakReserved:                        0
+LargestFreeBlock:                    0
+
+2021-03-30 10:17:41.382301: W tensorflow/core/common_runtime/bfc_allocator.cc:467] ****************************************************************************************************
+2021-03-30 10:17:41.382331: W tensorflow/core/framework/op_kernel.cc:1763] OP_REQUIRES failed at conv_ops.cc:539 : Resource exhausted: {m}
+Traceback (most recent call last):
+  File "train_unet.py", line 211, in <module>
+    model.fit(train_ds, validation_data=val_ds, epochs=30, callbacks=callbacks)
+  File "/usr/local/lib/python3.8/dist-packages/tensorflow/python/eager/execute.py", line 59, in quick_execute
+    inputs, attrs, num_outputs)
+tensorflow.python.framework.errors_impl.ResourceExhaustedError:  {m}
+	 [[node model/conv2d_3/Conv2D (defined at train_unet.py:211) ]]
+Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom to RunOptions for current allocation info.
+ [Op:__inference_train_function_4131]
+"""), [F("tf-oom", 2, v)])
+
+m, v = tf_oom([50000, 50000, 128], "float", "GPU:0", 10619240448, 2437124096)
+assert v["verdict"] == "size-bug"
+case("tf-oom-size-bug-tf1", B(f"""
+2019-06-12 16:40:11.018423: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1115] Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 10127 MB memory) -> physical GPU (device: 0, name: GeForce GTX 1080 Ti, pci bus id: 0000:01:00.0, compute capability: 6.1)
+pairwise distances for 50000 points (dim 128)
+2019-06-12 16:40:13.551260: W tensorflow/core/common_runtime/bfc_allocator.cc:267] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.16TiB.  Current allocation summary follows.
+2019-06-12 16:40:13.551372: {BFC}:597] Bin (256): 	Total Chunks: 12, Chunks in use: 12. 3.0KiB allocated for chunks. 3.0KiB in use in bin. 48B client-requested in use in bin.
+2019-06-12 16:40:13.553101: {BFC}:645] Sum Total of in-use chunks: 2.27GiB
+2019-06-12 16:40:13.553110: {BFC}:647] Stats: 
+Limit:                 10619240448
+InUse:                  2437124096
+MaxInUse:               2437124096
+NumAllocs:                      31
+MaxAllocSize:           2437120000
+
+2019-06-12 16:40:13.553124: W tensorflow/core/common_runtime/bfc_allocator.cc:271] *********************_______________________________________________________________________________
+2019-06-12 16:40:13.553151: W tensorflow/core/framework/op_kernel.cc:1401] OP_REQUIRES failed at cwise_ops_common.cc:70 : Resource exhausted: {m}
+Traceback (most recent call last):
+  File "knn.py", line 31, in <module>
+    d = sess.run(dist, feed_dict={{x: points}})
+  File "/home/ml/venv/lib/python3.6/site-packages/tensorflow/python/client/session.py", line 1348, in _do_call
+    raise type(e)(node_def, op, message)
+tensorflow.python.framework.errors_impl.ResourceExhaustedError: {m}
+	 [[node sub (defined at knn.py:24) ]]
+Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom to RunOptions for current allocation info.
+"""), [F("tf-oom", 2, v)])
+
+m, v = tf_oom([60000, 224, 224, 3], "float", "CPU:0")
+case("tf-oom-host-memory", B(f"""
+2022-05-03 09:12:40.117802: I tensorflow/core/platform/cpu_feature_guard.cc:151] This TensorFlow binary is optimized with oneAPI Deep Neural Network Library (oneDNN) to use the following CPU instructions in performance-critical operations:  AVX2 FMA
+Loaded 60000 images into a numpy array: (60000, 224, 224, 3) float32
+Converting the whole array to a tensor...
+2022-05-03 09:12:58.601113: W tensorflow/core/framework/cpu_allocator_impl.cc:82] Allocation of 36126720000 exceeds 10% of free system memory.
+2022-05-03 09:13:02.448210: W tensorflow/core/framework/op_kernel.cc:1733] RESOURCE_EXHAUSTED: failed to allocate memory
+Traceback (most recent call last):
+  File "prep.py", line 40, in <module>
+    ds = tf.data.Dataset.from_tensor_slices((images, labels))
+  File "/opt/venv/lib/python3.9/site-packages/tensorflow/python/framework/constant_op.py", line 102, in convert_to_eager_tensor
+    return ops.EagerTensor(value, ctx.device_name, dtype)
+tensorflow.python.framework.errors_impl.ResourceExhaustedError: {m} [Op:Cast]
+"""), [F("tf-oom", 1, v)])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1644,6 +1757,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CHECK = [
     ("pytorch-oom", r"CUDA out of memory\. Tried to allocate"),
     ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory"),
+    ("tf-oom", r"OOM when allocating tensor"),
     ("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout"),
     ("cuda-driver-insufficient", r"CUDA driver version is insufficient for CUDA runtime version|"
                                  r"(?<!CUDA initialization: )The NVIDIA driver on your system is too old"),
