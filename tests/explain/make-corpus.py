@@ -1748,6 +1748,51 @@ Traceback (most recent call last):
 tensorflow.python.framework.errors_impl.ResourceExhaustedError: {m} [Op:Cast]
 """), [F("tf-oom", 1, v)])
 
+# ==========================================================================
+# 59  TensorFlow 2.4 without the CUDA 11.0 libraries: warnings only, then the
+#     model trains on the CPU (TensorRT's and CUPTI's missing libraries are
+#     harmless and not counted)
+# ==========================================================================
+DSO = "W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library"
+case("tf-cudart-missing-runs-on-cpu", B(f"""
+2021-04-09 19:52:41.024315: {DSO} 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory
+2021-04-09 19:52:41.024341: I tensorflow/stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not have a GPU set up on your machine.
+2021-04-09 19:52:43.310118: {DSO} 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or directory
+2021-04-09 19:52:43.310155: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Cannot dlopen some TensorRT libraries. If you would like to use Nvidia GPU with TensorRT, please make sure the missing libraries mentioned above are installed properly.
+2021-04-09 19:52:44.871001: I tensorflow/compiler/jit/xla_gpu_device.cc:99] Not creating XLA devices, tf_xla_enable_xla_devices not set
+2021-04-09 19:52:44.872913: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1720] Found device 0 with properties: 
+pciBusID: 0000:01:00.0 name: NVIDIA GeForce RTX 3080 computeCapability: 8.6
+2021-04-09 19:52:44.873127: {DSO} 'libcublas.so.11'; dlerror: libcublas.so.11: cannot open shared object file: No such file or directory
+2021-04-09 19:52:44.873211: {DSO} 'libcufft.so.10'; dlerror: libcufft.so.10: cannot open shared object file: No such file or directory
+2021-04-09 19:52:44.873402: {DSO} 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory
+2021-04-09 19:52:44.873415: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1757] Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned above are installed properly if you would like to use GPU. Follow the guide at https://www.tensorflow.org/install/gpu for how to download and setup the required libraries for your platform.
+Skipping registering GPU devices...
+2021-04-09 19:52:45.102250: {DSO} 'libcupti.so.11.0'; dlerror: libcupti.so.11.0: cannot open shared object file: No such file or directory
+Epoch 1/10
+1875/1875 [==============================] - 212s 113ms/step - loss: 0.4971 - accuracy: 0.8243
+Epoch 2/10
+ 611/1875 [========>.....................] - ETA: 2:21 - loss: 0.3712 - accuracy: 0.8667
+"""), [F("tf-cuda-libs-missing", 4, {"library": "libcudart.so.11.0"})])
+
+# ==========================================================================
+# 60  the same on Windows (DLLs, CRLF line endings)
+# ==========================================================================
+DSOW = "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library"
+case("tf-cudart-missing-windows-crlf", B(rf"""
+(tf) C:\Users\amara\src\mnist>python train.py
+2022-01-17 10:02:51.402114: {DSOW} 'cudart64_110.dll'; dlerror: cudart64_110.dll not found
+2022-01-17 10:02:51.402301: I tensorflow/stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not have a GPU set up on your machine.
+2022-01-17 10:02:55.117890: {DSOW} 'cublas64_11.dll'; dlerror: cublas64_11.dll not found
+2022-01-17 10:02:55.118402: {DSOW} 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found
+2022-01-17 10:02:55.118477: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned above are installed properly if you would like to use GPU. Follow the guide at https://www.tensorflow.org/install/gpu for how to download and setup the required libraries for your platform.
+Skipping registering GPU devices...
+2022-01-17 10:02:55.120081: I tensorflow/core/platform/cpu_feature_guard.cc:151] This TensorFlow binary is optimized with oneAPI Deep Neural Network Library (oneDNN) to use the following CPU instructions in performance-critical operations:  AVX AVX2
+Epoch 1/5
+1875/1875 [==============================] - 9s 4ms/step - loss: 0.2950 - accuracy: 0.9140
+Epoch 2/5
+1875/1875 [==============================] - 8s 4ms/step - loss: 0.1412 - accuracy: 0.9583
+"""), [F("tf-cuda-libs-missing", 3, {"library": "cudart64_110.dll"})], eol="\r\n")
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1758,6 +1803,7 @@ CHECK = [
     ("pytorch-oom", r"CUDA out of memory\. Tried to allocate"),
     ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory"),
     ("tf-oom", r"OOM when allocating tensor"),
+    ("tf-cuda-libs-missing", r"Could not load dynamic library '(lib)?cu(?!pti)"),
     ("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout"),
     ("cuda-driver-insufficient", r"CUDA driver version is insufficient for CUDA runtime version|"
                                  r"(?<!CUDA initialization: )The NVIDIA driver on your system is too old"),
