@@ -870,6 +870,15 @@ static void take_context(const struct scan *sc, const struct sig *s, struct ex_f
 		}
 }
 
+/* whether f has any of the values of s's regex */
+static bool has_values_of(const struct ex_finding *f, const struct sig *s)
+{
+	for (size_t i = 0; i < s->nvals; i++)
+		if (value_of(f, s->vals[i].name))
+			return true;
+	return false;
+}
+
 static bool matches(const struct sig *s, const char *text, uint64_t gates, const char **at)
 {
 	if (!(gates & (UINT64_C(1) << s->gw)))
@@ -942,8 +951,15 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		}
 		bool fresh;
 		struct ex_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
-		if (!f || !fresh)
+		if (!f)
 			continue;
+		if (!fresh) {
+			/* another wording of the failure, later on, may carry the numbers the
+			 * first line lacked (the kernel's line after nvidia-smi's) */
+			if (s->has_re && !s->analyzer[0] && !has_values_of(f, s))
+				f->nvalues += regex_values(s, clean, f->values + f->nvalues, EX_MAX_VALUES - f->nvalues);
+			continue;
+		}
 		if (s->has_re)
 			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EX_MAX_VALUES - f->nvalues);
 		take_context(sc, s, f, lineno);

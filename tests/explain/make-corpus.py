@@ -1793,6 +1793,34 @@ Epoch 2/5
 1875/1875 [==============================] - 8s 4ms/step - loss: 0.1412 - accuracy: 0.9583
 """), [F("tf-cuda-libs-missing", 3, {"library": "cudart64_110.dll"})], eol="\r\n")
 
+# ==========================================================================
+# 61  unattended-upgrades replaced the driver's libraries under a running
+#     node: the container hook, nvidia-smi and the kernel all say it
+# ==========================================================================
+case("nvml-driver-library-mismatch", B("""
+===== slurm-90211.out =====
+pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.05-py3
+pyxis: imported docker image: nvcr.io#nvidia/pytorch:24.05-py3
+slurmstepd: error: pyxis: container start failed with error code: 1
+slurmstepd: error: pyxis: printing enroot log file:
+slurmstepd: error: pyxis:     nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown
+slurmstepd: error: pyxis:     [ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1
+slurmstepd: error: pyxis: couldn't start container
+srun: error: gpu-b12: task 0: Exited with exit code 1
+===== on gpu-b12 =====
+$ nvidia-smi
+Failed to initialize NVML: Driver/library version mismatch
+NVML library version: 535.183
+$ grep nvidia /var/log/apt/history.log | tail -2
+Start-Date: 2024-07-09  06:41:12
+Upgrade: libnvidia-compute-535:amd64 (535.171.04-0ubuntu0.22.04.1, 535.183.01-0ubuntu0.22.04.1), nvidia-utils-535:amd64 (535.171.04-0ubuntu0.22.04.1, 535.183.01-0ubuntu0.22.04.1)
+$ dmesg | tail -4
+[612034.118250] NVRM: API mismatch: the client has the version 535.183.01, but
+                NVRM: this kernel module has the version 535.171.04.  Please
+                NVRM: make sure that this kernel module and all NVIDIA driver
+                NVRM: components have the same version.
+"""), [F("nvml-driver-mismatch", 3, {"client_version": "535.183.01"})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1804,6 +1832,7 @@ CHECK = [
     ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory"),
     ("tf-oom", r"OOM when allocating tensor"),
     ("tf-cuda-libs-missing", r"Could not load dynamic library '(lib)?cu(?!pti)"),
+    ("nvml-driver-mismatch", r"[Dd]river/library version mismatch|NVRM: API mismatch"),
     ("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout"),
     ("cuda-driver-insufficient", r"CUDA driver version is insufficient for CUDA runtime version|"
                                  r"(?<!CUDA initialization: )The NVIDIA driver on your system is too old"),
