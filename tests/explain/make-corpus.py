@@ -1821,6 +1821,36 @@ $ dmesg | tail -4
                 NVRM: components have the same version.
 """), [F("nvml-driver-mismatch", 3, {"client_version": "535.183.01"})])
 
+# ==========================================================================
+# 62  a DataLoader worker killed by the OOM killer (host RAM), pasted into
+#     an issue with a bold title and the log in a code block
+# ==========================================================================
+case("dataloader-worker-killed-host-oom", B("""
+**RuntimeError: DataLoader worker (pid 1817) is killed by signal: Killed.**
+
+Training stops after about 40 minutes, always in the validation loop. 8 workers, 64 GB RAM, one A6000.
+```
+Traceback (most recent call last):
+  File "/home/lgx/anaconda3/envs/py38/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1133, in _try_get_data
+    data = self._data_queue.get(timeout=timeout)
+  File "/home/lgx/anaconda3/envs/py38/lib/python3.8/queue.py", line 179, in get
+    self.not_empty.wait(remaining)
+  File "/home/lgx/anaconda3/envs/py38/lib/python3.8/site-packages/torch/utils/data/_utils/signal_handling.py", line 66, in handler
+    _error_if_any_worker_fails()
+RuntimeError: DataLoader worker (pid 1817) is killed by signal: Killed. 
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "train_meta.py", line 131, in <module>
+    val_loader=[x for x in val_loader]
+  File "/home/lgx/anaconda3/envs/py38/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1146, in _try_get_data
+    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'.format(pids_str)) from e
+RuntimeError: DataLoader worker (pid(s) 1817) exited unexpectedly
+```
+`dmesg` says `Out of memory: Killed process 1817 (python) total-vm:41287352kB, anon-rss:30124520kB`
+"""), [F("dataloader-worker-killed", 2, {"pid": 1817})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1846,6 +1876,7 @@ CHECK = [
     ("nccl-internal-error", r"ncclInternalError|NCCL [Ee]rror.*internal error"),
     ("shm-bus-error", r"Unexpected bus error encountered in worker"),
     ("gpu-fallen-off-bus", r"fallen off the bus and is not responding"),
+    ("dataloader-worker-killed", r"is killed by signal: Killed"),
     ("cudnn-error", r"cuDNN error: CUDNN_STATUS_\w+"),
     ("cublas-error", r"CUBLAS_STATUS_\w+"),
     ("tensors-on-different-devices", r"Expected all tensors to be on the same device"),
