@@ -1851,6 +1851,44 @@ RuntimeError: DataLoader worker (pid(s) 1817) exited unexpectedly
 `dmesg` says `Out of memory: Killed process 1817 (python) total-vm:41287352kB, anon-rss:30124520kB`
 """), [F("dataloader-worker-killed", 2, {"pid": 1817})])
 
+# ==========================================================================
+# 63  a second torchrun on the same node with the default port (torch 2.0):
+#     the c10d warnings and the error all name port 29500
+# ==========================================================================
+case("rendezvous-port-in-use", B("""
++ torchrun --nproc_per_node=2 tools/train.py -c configs/strategies/distill/dist_cifar.yaml --model cifar_resnet20
+WARNING:torch.distributed.run:
+*****************************************
+Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
+*****************************************
+[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).
+[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).
+[E socket.cpp:462] [c10d] The server socket has failed to listen on any local network address.
+Traceback (most recent call last):
+  File "/home/wcl/miniconda3/envs/kd/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+  File "/home/wcl/miniconda3/envs/kd/lib/python3.9/site-packages/torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py", line 55, in next_rendezvous
+    self._store = TCPStore(  # type: ignore[call-arg]
+RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).
+"""), [F("rendezvous-port-in-use", 3, {"port": 29500})])
+
+# ==========================================================================
+# 64  the same with torch 2.4's libuv store ("EADDRINUSE"), on another port
+# ==========================================================================
+case("rendezvous-port-in-use-libuv", B("""
+$ MASTER_PORT=29512 swift sft --model LLM-Research/Meta-Llama-3.1-8B --train_type lora --deepspeed zero2
+[INFO:swift] Setting args.lazy_tokenize: False
+[INFO:swift] Global seed set to 42
+run sh: `/opt/venv/bin/python -m torch.distributed.run --nproc_per_node 2 --master_port 29512 /opt/venv/lib/python3.11/site-packages/swift/cli/sft.py`
+Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", line 683, in _initialize_workers
+    self._rendezvous(worker_group)
+  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py", line 67, in next_rendezvous
+    self._store = TCPStore(  # type: ignore[call-arg]
+torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29512, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use
+subprocess.CalledProcessError: Command '['/opt/venv/bin/python', '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_port', '29512']' returned non-zero exit status 1.
+"""), [F("rendezvous-port-in-use", 1, {"port": 29512})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1877,6 +1915,7 @@ CHECK = [
     ("shm-bus-error", r"Unexpected bus error encountered in worker"),
     ("gpu-fallen-off-bus", r"fallen off the bus and is not responding"),
     ("dataloader-worker-killed", r"is killed by signal: Killed"),
+    ("rendezvous-port-in-use", r"errno: 98 - Address already in use|name: EADDRINUSE|RuntimeError: Address already in use"),
     ("cudnn-error", r"cuDNN error: CUDNN_STATUS_\w+"),
     ("cublas-error", r"CUBLAS_STATUS_\w+"),
     ("tensors-on-different-devices", r"Expected all tensors to be on the same device"),
