@@ -1889,6 +1889,48 @@ torch.distributed.DistNetworkError: The server socket has failed to listen on an
 subprocess.CalledProcessError: Command '['/opt/venv/bin/python', '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_port', '29512']' returned non-zero exit status 1.
 """), [F("rendezvous-port-in-use", 1, {"port": 29512})])
 
+# ==========================================================================
+# 65-66  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True under a PyTorch
+#        older than 2.1: it fails at the first CUDA allocation
+# ==========================================================================
+case("alloc-conf-expandable-segments-torch113", B("""
++ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
++ srun python -m torch.distributed.run --nproc_per_node=2 finetune.py --config cfg/bert-large.yaml
+[2024-02-20 14:02:11] rank 0: torch 1.13.1+cu117, 2 x NVIDIA A100-PCIE-40GB
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/scratch/jk/finetune.py", line 88, in <module>
+[rank1]:     model = BertForSequenceClassification.from_pretrained(cfg.model).cuda(local_rank)
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/scratch/jk/finetune.py", line 88, in <module>
+[rank0]:     model = BertForSequenceClassification.from_pretrained(cfg.model).cuda(local_rank)
+[rank1]:   File "/scratch/jk/venv/lib/python3.9/site-packages/torch/nn/modules/module.py", line 664, in _apply
+[rank1]:     param_applied = fn(param)
+[rank1]: RuntimeError: Unrecognized CachingAllocator option: expandable_segments
+[rank0]:   File "/scratch/jk/venv/lib/python3.9/site-packages/torch/nn/modules/module.py", line 664, in _apply
+[rank0]:     param_applied = fn(param)
+[rank0]: RuntimeError: Unrecognized CachingAllocator option: expandable_segments
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 40211) of binary: /scratch/jk/venv/bin/python
+srun: error: gpu-c03: task 0: Exited with exit code 1
+"""), [F("alloc-conf-expandable-segments-unsupported", 2, {"option": "expandable_segments"})])
+
+case("alloc-conf-expandable-segments-torch201", B("""
+$ env | grep -E 'CUDA|PYTORCH'
+CUDA_VISIBLE_DEVICES=0
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+$ python -c 'import torch; print(torch.__version__)'
+2.0.1+cu118
+$ python generate.py --prompt "hello"
+Loading checkpoint shards: 100%|██████████| 2/2 [00:04<00:00,  2.11s/it]
+Traceback (most recent call last):
+  File "/home/ab/llm/generate.py", line 41, in <module>
+    model.to("cuda")
+  File "/home/ab/.venv/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1145, in to
+    return self._apply(convert)
+  File "/home/ab/.venv/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1143, in convert
+    return t.to(device, dtype if t.is_floating_point() or t.is_complex() else None, non_blocking)
+RuntimeError: Unrecognized CachingAllocator option: expandable_segments
+"""), [F("alloc-conf-expandable-segments-unsupported", 1, {"option": "expandable_segments"})])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
@@ -1915,6 +1957,8 @@ CHECK = [
     ("shm-bus-error", r"Unexpected bus error encountered in worker"),
     ("gpu-fallen-off-bus", r"fallen off the bus and is not responding"),
     ("dataloader-worker-killed", r"is killed by signal: Killed"),
+    ("alloc-conf-expandable-segments-unsupported",
+     r"Unrecognized CachingAllocator option: expandable_segments"),
     ("rendezvous-port-in-use", r"errno: 98 - Address already in use|name: EADDRINUSE|RuntimeError: Address already in use"),
     ("cudnn-error", r"cuDNN error: CUDNN_STATUS_\w+"),
     ("cublas-error", r"CUBLAS_STATUS_\w+"),
