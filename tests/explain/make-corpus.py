@@ -1931,6 +1931,37 @@ Traceback (most recent call last):
 RuntimeError: Unrecognized CachingAllocator option: expandable_segments
 """), [F("alloc-conf-expandable-segments-unsupported", 1, {"option": "expandable_segments"})])
 
+# ==========================================================================
+# 67  nothing matches: harmless lines that use the new signatures' words
+#     (TensorRT's and CUPTI's optional libraries, the BFC allocator's
+#     "not a failure" warning, c10d's IPv6 warning, the allocator setting
+#     itself, a healthy driver load)
+# ==========================================================================
+case("harmless-mentions-tf-torch-driver", B(f"""
+$ env | grep -E 'PYTORCH|TF_'
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+TF_FORCE_GPU_ALLOW_GROWTH=true
+$ dmesg | grep NVRM
+[    6.252567] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024
+[    7.619120] NVRM: GPU at 0000:01:00.0 has software scheduler ENABLED with policy BEST_EFFORT.
+$ python train_tf.py
+2024-06-03 10:00:01.118202: {DSO} 'libnvinfer.so.8'; dlerror: libnvinfer.so.8: cannot open shared object file: No such file or directory
+2024-06-03 10:00:01.118240: {DSO} 'libnvinfer_plugin.so.8'; dlerror: libnvinfer_plugin.so.8: cannot open shared object file: No such file or directory
+2024-06-03 10:00:01.118248: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Cannot dlopen some TensorRT libraries. If you would like to use Nvidia GPU with TensorRT, please make sure the missing libraries mentioned above are installed properly.
+2024-06-03 10:00:03.551020: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1635] Created device /job:localhost/replica:0/task:0/device:GPU:0 with 22279 MB memory:  -> device: 0, name: NVIDIA RTX A5000, pci bus id: 0000:01:00.0, compute capability: 8.6
+2024-06-03 10:00:09.774120: W tensorflow/tsl/framework/bfc_allocator.cc:296] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.26GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.
+2024-06-03 10:00:12.090411: {DSO} 'libcupti.so.12'; dlerror: libcupti.so.12: cannot open shared object file: No such file or directory
+2024-06-03 10:00:12.090470: E tensorflow/core/profiler/internal/gpu/cupti_tracer.cc:1510] function cupti_interface_->Subscribe( &subscriber_, (CUpti_CallbackFunc)ApiCallback, this)failed with error CUPTI could not be loaded or symbol could not be found.
+Epoch 1/3
+625/625 [==============================] - 31s 41ms/step - loss: 0.6120 - accuracy: 0.7711
+$ torchrun --nproc_per_node=2 train_torch.py
+[W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family not supported by protocol).
+[W socket.cpp:697] [c10d] The client socket cannot be initialized to connect to [localhost]:29500 (errno: 97 - Address family not supported by protocol).
+[rank0]: step 100 loss 2.114 | DataLoader workers: 8, persistent, prefetch_factor 2
+[rank0]: step 200 loss 1.873 | peak memory 61.2 GiB of 79.1 GiB, no retries
+[rank0]: done in 412 s
+"""), [])
+
 
 # --------------------------------------------------------------------------
 # writing and self-check
