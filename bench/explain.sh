@@ -24,6 +24,7 @@ cat >"$TMP/failures.log" <<'LOG'
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.14 GiB of which 1.19 GiB is free. Process 48213 has 77.94 GiB memory in use. Of the allocated memory 75.12 GiB is allocated by PyTorch, and 2.31 GiB is reserved by PyTorch but unallocated.
 [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7541, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600043 milliseconds before timing out.
 NVRM: Xid (PCI:0000:18:00): 79, pid=<unknown>, name=<unknown>, GPU has fallen off the bus.
+2021-04-09 19:52:41.024315: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory
 LOG
 python3 bench/gen-log.py "$MB" "$TMP/failures.log" >"$TMP/big.log"
 BYTES=$(wc -c <"$TMP/big.log")
@@ -34,7 +35,7 @@ cat "$TMP/big.log" >/dev/null
 python3 - "$TMP/out.json" <<'PY' || die "gpuctl explain missed a failure"
 import json, sys
 f = {x["id"]: x["count"] for x in json.load(open(sys.argv[1]))["findings"]}
-want = {"pytorch-oom": 3, "nccl-watchdog-timeout": 3, "xid": 3}
+want = {"pytorch-oom": 3, "nccl-watchdog-timeout": 3, "xid": 3, "tf-cuda-libs-missing": 3}
 sys.exit(0 if f == want else print("found", f, "expected", want) or 1)
 PY
 
@@ -53,7 +54,12 @@ printf 'gpuctl explain bench — %s cores, %s, %s, commit %s\n' "$(nproc)" \
 printf 'input: %s MB of noise, 3 failures at the start, middle and end; median of %s runs\n\n' "$MB" "$RUNS"
 run "wc -l (reads every byte: floor)" wc -l "$TMP/big.log"
 run "grep -F gateways (candidates only)" grep -c -F -e CUDA -e NCCL -e nccl -e Xid -e CUDNN -e CUBLAS \
-	-e "Unexpected bus error encountered in worker" -e "Expected all tensors to be on the same device" "$TMP/big.log"
+	-e "Unexpected bus error encountered in worker" -e "Expected all tensors to be on the same device" \
+	-e "out of memory" -e "Unrecognized CachingAllocator option" -e "OOM when allocating tensor" \
+	-e "Limit:        " -e "InUse:        " -e "driver on your system is too old" \
+	-e "Could not load dynamic library '" -e "library version mismatch" -e "NVRM: API mismatch" \
+	-e "The NVIDIA GPU " -e "fallen off the bus and is not responding" -e "is killed by signal: Killed" \
+	-e "ddress already in use" "$TMP/big.log"
 run "gpuctl explain" "$GPUCTL" explain "$TMP/big.log"
 s=$(median <"$TMP/t")
 rate=$(echo "$BYTES $s" | awk '{printf "%.0f", $1 / 1048576 / $2}')

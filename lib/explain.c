@@ -32,6 +32,7 @@
 #define WIN_OVERLAP 512       /* longer than any trigger: a cut window's successor starts before its end */
 #define MAX_SIGS 256
 #define MAX_GATEWAYS 64       /* one bit each in a candidate's mask */
+#define LONG_GATEWAY 8        /* literals this long share one pass over the input */
 #define MAX_CONTEXT 4
 #define MAX_MEMO 16
 #define SIZE_BUG_RATIO 100.0  /* a request this many times the memory there is: a wrong size */
@@ -88,6 +89,18 @@ struct ex_db {
 	char gateways[MAX_GATEWAYS][128];
 	size_t gwlen[MAX_GATEWAYS];
 	size_t ngw;
+	uint16_t by_gw[MAX_SIGS];     /* signature indices, by gateway, in file order */
+	size_t by_gw_at[MAX_GATEWAYS + 1]; /* gateway g's are by_gw[by_gw_at[g] .. by_gw_at[g + 1]) */
+	/* The long gateways are searched together (Wu-Manber with blocks of 2
+	 * bytes): shift[b] is how far a window of wm_len bytes may move when the
+	 * 2 bytes ending it are b; at 0, the gateways whose first wm_len bytes
+	 * end with b are compared. */
+	uint64_t long_gw;             /* bit i: gateway i is long */
+	size_t wm_len;                /* the shortest long gateway's length */
+	uint8_t shift[1u << 16];
+	uint8_t end_of[1u << 16];     /* 1 + the index in wm_end of the gateways ending in b, or 0 */
+	uint64_t wm_end[MAX_GATEWAYS];
+	size_t nwm_end;
 };
 
 /* ---- loading ------------------------------------------------------------ */
@@ -248,6 +261,40 @@ static int add_gateway(struct ex_db *db, const char *lit)
 	return (int)db->ngw++;
 }
 
+static unsigned wm_block(const char *p)
+{
+	return (unsigned)(unsigned char)p[0] << 8 | (unsigned char)p[1];
+}
+
+static void wm_build(struct ex_db *db)
+{
+	db->wm_len = SIZE_MAX;
+	for (size_t g = 0; g < db->ngw; g++)
+		if (db->gwlen[g] >= LONG_GATEWAY) {
+			db->long_gw |= UINT64_C(1) << g;
+			if (db->gwlen[g] < db->wm_len)
+				db->wm_len = db->gwlen[g];
+		}
+	if (!db->long_gw)
+		return;
+	size_t m = db->wm_len;
+	memset(db->shift, (int)(m - 1), sizeof db->shift); /* m <= 127: a gateway is < 128 bytes */
+	for (size_t g = 0; g < db->ngw; g++) {
+		if (!(db->long_gw & (UINT64_C(1) << g)))
+			continue;
+		const char *p = db->gateways[g];
+		for (size_t j = 0; j + 2 <= m; j++) {
+			unsigned b = wm_block(p + j);
+			if (db->shift[b] > m - 2 - j)
+				db->shift[b] = (uint8_t)(m - 2 - j);
+		}
+		unsigned b = wm_block(p + m - 2);
+		if (!db->end_of[b])
+			db->end_of[b] = (uint8_t)++db->nwm_end;
+		db->wm_end[db->end_of[b] - 1] |= UINT64_C(1) << g;
+	}
+}
+
 int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -293,6 +340,14 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 			return GC_EINVAL;
 		}
 	}
+	for (size_t g = 0, k = 0; g < db->ngw; g++) {
+		db->by_gw_at[g] = k;
+		for (size_t i = 0; i < db->n; i++)
+			if (db->sigs[i].gw == (int)g)
+				db->by_gw[k++] = (uint16_t)i;
+		db->by_gw_at[g + 1] = k;
+	}
+	wm_build(db);
 	*out = db;
 	return GC_OK;
 }
@@ -931,9 +986,22 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		len = MAX_LINE;
 	ex_clean_line(raw, len, clean);
 	const char *at;
+	/* the signatures to try: those of the one gateway found (the usual
+	 * case), or all of them, in file order either way */
+	uint16_t all[MAX_SIGS];
+	const uint16_t *list = all;
+	size_t n = 0;
+	if ((gates & (gates - 1)) == 0) {
+		int g = __builtin_ctzll(gates);
+		list = db->by_gw + db->by_gw_at[g];
+		n = db->by_gw_at[g + 1] - db->by_gw_at[g];
+	} else {
+		for (size_t i = 0; i < db->n; i++)
+			all[n++] = (uint16_t)i;
+	}
 	/* notes first, so a finding on the same line can take what they leave */
-	for (size_t i = 0; i < db->n; i++) {
-		const struct sig *s = &db->sigs[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct sig *s = &db->sigs[list[i]];
 		if (!s->note || !matches(s, clean, gates, &at))
 			continue;
 		struct ex_value v[EX_MAX_VALUES];
@@ -941,8 +1009,8 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		for (size_t k = 0; k < nv; k++)
 			memo_put(sc, &v[k], lineno);
 	}
-	for (size_t i = 0; i < db->n; i++) {
-		const struct sig *s = &db->sigs[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct sig *s = &db->sigs[list[i]];
 		if (s->note || !matches(s, clean, gates, &at))
 			continue;
 		if (strcmp(s->analyzer, "xid") == 0) {
@@ -1003,6 +1071,29 @@ static bool add_cand(struct scan *sc, size_t start, size_t end, int gw)
 	return true;
 }
 
+/* A hit of gateway g at data[hit]: the piece of line around it becomes a
+ * candidate. Where to look for g's next hit (past the piece; after a cut
+ * window, a little before its end), or SIZE_MAX when memory runs out. */
+static size_t take_hit(struct scan *sc, const char *data, size_t len, int g, size_t hit)
+{
+	size_t floor = hit > WIN_BACK ? hit - WIN_BACK : 0, s = floor;
+	const char *q = memrchr(data + floor, '\n', hit - floor);
+	if (q)
+		s = (size_t)(q - data) + 1;
+	if ((q = memrchr(data + s, '\r', hit - s)))
+		s = (size_t)(q - data) + 1;
+	size_t limit = len - s > MAX_LINE ? s + MAX_LINE : len;
+	size_t from = hit + sc->db->gwlen[g], e = limit;
+	if ((q = memchr(data + from, '\n', limit - from)))
+		e = (size_t)(q - data);
+	if ((q = memchr(data + from, '\r', e - from)))
+		e = (size_t)(q - data);
+	if (!add_cand(sc, s, e, g))
+		return SIZE_MAX;
+	return e < len && (data[e] == '\n' || data[e] == '\r') ? e + 1
+	       : e == len ? len : e > hit + WIN_OVERLAP ? e - WIN_OVERLAP : hit + 1;
+}
+
 /* Process data[0..len): complete lines, or (the fd scan, for a line longer
  * than its buffer) the start of one. Each gateway hit brings the piece of
  * line around it, from the '\n' or '\r' before it to the one after; a piece
@@ -1013,25 +1104,37 @@ static void region(struct scan *sc, const char *data, size_t len)
 	if (!sc->r->binary && memchr(data, '\0', len))
 		sc->r->binary = true;
 	sc->ncand = 0;
-	for (size_t g = 0; g < sc->db->ngw; g++) {
-		const char *gw = sc->db->gateways[g];
-		size_t gl = sc->db->gwlen[g];
-		const char *p = data, *end = data + len;
-		while (p < end && (p = memmem(p, (size_t)(end - p), gw, gl))) {
-			size_t hit = (size_t)(p - data), floor = hit > WIN_BACK ? hit - WIN_BACK : 0;
-			size_t s = hit;
-			while (s > floor && data[s - 1] != '\n' && data[s - 1] != '\r')
-				s--;
-			size_t limit = len - s > MAX_LINE ? s + MAX_LINE : len;
-			size_t e = hit + gl;
-			while (e < limit && data[e] != '\n' && data[e] != '\r')
-				e++;
-			if (!add_cand(sc, s, e, (int)g))
+	const struct ex_db *db = sc->db;
+	/* the short gateways: one memmem pass each */
+	for (size_t g = 0; g < db->ngw; g++) {
+		if (db->long_gw & (UINT64_C(1) << g))
+			continue;
+		const char *gw = db->gateways[g];
+		size_t gl = db->gwlen[g], next = 0;
+		const char *p;
+		while (next < len && (p = memmem(data + next, len - next, gw, gl)))
+			if ((next = take_hit(sc, data, len, (int)g, (size_t)(p - data))) == SIZE_MAX)
 				return;
-			/* the next hit after this piece; after a cut window, a little before its end */
-			p = e < len && (data[e] == '\n' || data[e] == '\r') ? data + e + 1
-			    : e == len ? end : data + (e > hit + WIN_OVERLAP ? e - WIN_OVERLAP : hit + 1);
+	}
+	/* the long ones: one pass for all */
+	size_t m = db->wm_len, after[MAX_GATEWAYS] = {0};
+	const uint8_t *shift = db->shift;
+	for (size_t pos = m - 2; db->long_gw && len >= m && pos + 2 <= len;) {
+		unsigned b = wm_block(data + pos), sh = shift[b];
+		if (sh) {
+			pos += sh;
+			continue;
 		}
+		size_t start = pos - (m - 2);
+		for (uint64_t gates = db->wm_end[db->end_of[b] - 1]; gates; gates &= gates - 1) {
+			int g = __builtin_ctzll(gates);
+			if (start < after[g] || db->gwlen[g] > len - start ||
+			    memcmp(data + start, db->gateways[g], db->gwlen[g]) != 0)
+				continue;
+			if ((after[g] = take_hit(sc, data, len, g, start)) == SIZE_MAX)
+				return;
+		}
+		pos++;
 	}
 	if (sc->ncand > 1)
 		qsort(sc->cand, sc->ncand, sizeof *sc->cand, cmp_cand);

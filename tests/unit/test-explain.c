@@ -136,14 +136,14 @@ static int temp_log(const char *buf, size_t len)
 	return fd;
 }
 
-/* both scans of buf[len]: the same findings, lines and first lines */
-static void scan_both(const char *buf, size_t len, struct ex_result *r)
+/* both scans of buf[len] with signatures d: the same findings, lines and first lines */
+static void scan_both_with(const struct ex_db *d, const char *buf, size_t len, struct ex_result *r)
 {
 	struct ex_result b;
-	ex_scan_buf(db, buf, len, &b);
+	ex_scan_buf(d, buf, len, &b);
 	int fd = temp_log(buf, len);
 	char err[256];
-	assert_int_equal(ex_scan_fd(db, fd, r, err, sizeof err), GC_OK);
+	assert_int_equal(ex_scan_fd(d, fd, r, err, sizeof err), GC_OK);
 	close(fd);
 	assert_int_equal(r->lines, b.lines);
 	assert_int_equal(r->n, b.n);
@@ -153,6 +153,11 @@ static void scan_both(const char *buf, size_t len, struct ex_result *r)
 		assert_int_equal(r->findings[i].first_line, b.findings[i].first_line);
 	}
 	ex_result_free(&b);
+}
+
+static void scan_both(const char *buf, size_t len, struct ex_result *r)
+{
+	scan_both_with(db, buf, len, r);
 }
 
 static void test_error_after_a_long_line(void **state)
@@ -330,6 +335,52 @@ static void test_notes_unless_gateway_and_types(void **state)
 	assert_non_null(strstr(err, "note"));
 }
 
+static void test_long_gateways_in_one_pass(void **state)
+{
+	(void)state;
+	/* literals of 8 bytes and more are searched together: overlapping ones,
+	 * one inside another's text, at the very start and end, near misses */
+	const char *sigs =
+		"{\"signatures\": ["
+		" {\"id\": \"a\", \"title\": \"t\", \"trigger\": \"alpha-bravo-charlie\"},"
+		" {\"id\": \"b\", \"title\": \"t\", \"trigger\": \"bravo-charlie-delta\"},"
+		" {\"id\": \"z\", \"title\": \"t\", \"trigger\": \"zulu zulu zulu\"},"
+		" {\"id\": \"x\", \"title\": \"t\", \"trigger\": \"xx-yy-zz-ww\"},"
+		" {\"id\": \"q\", \"title\": \"t\", \"trigger\": \"Q!\"}"
+		"]}";
+	struct ex_db *d;
+	char dir[64], err[512];
+	assert_int_equal(load_sigs(sigs, &d, dir, err, sizeof err), GC_OK);
+	const char *log = "alpha-bravo-charlie-delta\n"     /* 1: a and b */
+			  "zulu zulu zulu zulu Q!\n"         /* 2: z and q */
+			  "xx-yy-zz-wxx-yy-zz-w alpha-bravo-charli\n" /* 3: near misses */
+			  "bravo-charlie-delt bravo-charlie-delta\n"  /* 4: b */
+			  "tail xx-yy-zz-ww";                /* 5: x, at the very end */
+	struct ex_result r;
+	scan_both_with(d, log, strlen(log), &r);
+	assert_int_equal(r.n, 5);
+	static const struct { const char *id; unsigned count, first; } want[] = {
+		{"a", 1, 1}, {"b", 2, 1}, {"z", 1, 2}, {"q", 1, 2}, {"x", 1, 5}};
+	for (size_t i = 0; i < 5; i++) {
+		const struct ex_finding *f = find(&r, want[i].id);
+		assert_non_null(f);
+		assert_int_equal(f->count, want[i].count);
+		assert_int_equal(f->first_line, want[i].first);
+	}
+	ex_result_free(&r);
+	/* every alignment: the window moves in steps, a match may start anywhere */
+	for (int pad = 0; pad < 40; pad++) {
+		char buf[200];
+		int n = snprintf(buf, sizeof buf, "%.*s%s%.*s\n", pad, "zzzz-zzzz-zzzz-zzzz-zzzz-zzzz-zzzz-zzzz-zzzz",
+				 pad % 2 ? "zulu zulu zulu" : "bravo-charlie-delta", pad % 7, "charlie");
+		ex_scan_buf(d, buf, (size_t)n, &r);
+		assert_int_equal(r.n, 1);
+		assert_string_equal(r.findings[0].id, pad % 2 ? "z" : "b");
+		ex_result_free(&r);
+	}
+	ex_db_free(d);
+}
+
 static void test_bad_signature_files(void **state)
 {
 	(void)state;
@@ -370,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_error_across_read_buffers_in_one_line),
 		cmocka_unit_test(test_error_glued_to_a_tqdm_bar),
 		cmocka_unit_test(test_notes_unless_gateway_and_types),
+		cmocka_unit_test(test_long_gateways_in_one_pass),
 		cmocka_unit_test(test_bad_signature_files),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
