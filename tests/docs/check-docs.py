@@ -2,10 +2,11 @@
 """Docs are checked against the code (as curl does): every --query-gpu field
 and alias is in gpuctl-query(1), every key of `ls --json` is in docs/json.md,
 every exit code in src/cli.h is in docs/exit-codes.md and gpuctl(1), every
-command has a man page; every option a command accepts is in its --help and
-every option its --help prints is in its man page; every environment variable
-the code reads is documented (GPUCTL_* ones in gpuctl(1) or gpuctld(8)).
-Usage: check-docs.py GPUCTL SRCDIR"""
+command has a man page, every finding id and value name of the failure
+signatures is in gpuctl-explain(1); every option a command accepts is in its
+--help and every option its --help prints is in its man page; every
+environment variable the code reads is documented (GPUCTL_* ones in gpuctl(1)
+or gpuctld(8)). Usage: check-docs.py GPUCTL SRCDIR"""
 import json
 import os
 import re
@@ -138,6 +139,20 @@ for var in sorted(set(re.findall(r'getenv\("([A-Z_0-9]+)"\)', code))):
         errors.append(f"gpuctl(1) ENVIRONMENT (or gpuctld(8)) does not document {var}, which the code reads")
     elif var not in docs_all.replace("\\", ""):
         errors.append(f"no page of docs/ documents {var}, which the code reads")
+
+# 7. every finding id of the failure signatures, and the names of the values
+#    their regexes and notes give, in gpuctl-explain(1)
+man = read("docs/man/gpuctl-explain.1")
+sigdir = os.path.join(src, "data", "signatures")
+for name in sorted(os.listdir(sigdir)):
+    if not name.endswith(".json"):
+        continue
+    for sig in json.loads(read(os.path.join("data", "signatures", name))).get("signatures", []):
+        if not sig.get("note") and f"\\fB{sig['id']}\\fR" not in man:
+            errors.append(f"gpuctl-explain.1 does not list finding {sig['id']!r}")
+        for value in list(sig.get("values", {})) + list(sig.get("context", {})):
+            if not re.search(r"[(,\s]" + re.escape(value) + r"[,)]", man):
+                errors.append(f"gpuctl-explain.1 does not name value {value!r} of {sig['id']!r}")
 
 for e in errors:
     print(e)
