@@ -51,7 +51,12 @@ int main(int argc, char **argv)
 		closedir(d);
 	static const char *bits[] = {"\033[31m", "\r\n", "\0", "CUDA out of memory. Tried to allocate ",
 				     "Xid (PCI:", "): 79, ", "WorkNCCL(SeqNum=", "Timeout(ms)=", "GiB",
-				     "\033]0;x\a", "\033", "Process 1 has ", " of which ", "CUBLAS_STATUS_"};
+				     "\033]0;x\a", "\033", "Process 1 has ", " of which ", "CUBLAS_STATUS_", "\r",
+				     "CUDA error: out of memory", "OOM when allocating tensor with shape[", "] and type float",
+				     "Limit:        12", "InUse:        ", "The NVIDIA GPU 0000:3b:00.0",
+				     "fallen off the bus and is not responding", "too old (found version 1",
+				     "Could not load dynamic library 'libcu", "NCCL Error 2: unhandled system error",
+				     ":29500 (errno: 98 - Address already in use", "NVRM: API mismatch: the client has the version "};
 	size_t cap = 3 << 16;
 	uint8_t *buf = malloc(cap);
 	for (int i = 0; i < 3000; i++) {
