@@ -102,6 +102,7 @@ static void test_big_field(void **state)
 	(void)state;
 	size_t n = CSV_FIELD_MAX + 100;
 	char *t = malloc(n + 64);
+	assert_non_null(t);
 	strcpy(t, "a,b\n");
 	memset(t + 4, 'x', n);
 	strcpy(t + 4 + n, ",y\n");
