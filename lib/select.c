@@ -504,6 +504,26 @@ int select_pick(const gc_snapshot *s, const struct select_request *r, const bool
 
 	for (unsigned k = 0; k < n; k++)
 		best[k] = k; /* no topology: the first n by rank */
+	if (s->topo && n == 1 && e > 2) {
+		/*
+		 * One GPU: not one of the closest free pair when another will do, so that
+		 * the next 2-GPU job still finds it whole (the best-ranked such GPU)
+		 */
+		int tight = LEVEL_WORST + 1;
+		for (size_t a = 0; a < e; a++)
+			for (size_t b2 = a + 1; b2 < e; b2++)
+				if (level(s, c[a].pos, c[b2].pos) < tight)
+					tight = level(s, c[a].pos, c[b2].pos);
+		for (size_t a = 0; a < e && tight <= LEVEL_WORST; a++) {
+			bool in_tight = false;
+			for (size_t b2 = 0; b2 < e && !in_tight; b2++)
+				in_tight = b2 != a && level(s, c[a].pos, c[b2].pos) == tight;
+			if (!in_tight) {
+				best[0] = a;
+				break;
+			}
+		}
+	}
 	if (s->topo && n > 1) {
 		/* the lowest worst level any set reaches (phase 1 keeps its set as a fallback) */
 		int limit = LEVEL_WORST + 1;

@@ -322,6 +322,30 @@ static void test_ranking(void **state)
 	node_free(s);
 }
 
+/* one GPU: not half of the closest free pair when another will do (issue 16) */
+static void test_single_keeps_pair(void **state)
+{
+	(void)state;
+	gc_snapshot *s = node_new(8, 4);
+	struct select_request r = req(1);
+	/* free: 2-3 (a PIX pair) and 5 (its partner 4 leased): rank alone takes 2 */
+	bool leased[8] = {true, true, false, false, true, false, true, true};
+	PICK(s, &r, leased, 5);
+	/* only the pair free: one of it, by rank */
+	leased[5] = true;
+	PICK(s, &r, leased, 2);
+	/* no topology: rank */
+	leased[5] = false;
+	int *topo = s->topo;
+	s->topo = NULL;
+	PICK(s, &r, leased, 2);
+	s->topo = topo;
+	/* two pairs and nothing else: rank, within the pairs */
+	bool pairs[8] = {true, true, false, false, false, false, true, true};
+	PICK(s, &r, pairs, 2);
+	node_free(s);
+}
+
 static void test_topology(void **state)
 {
 	(void)state;
@@ -565,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_model_globs),
 		cmocka_unit_test(test_ranking),
 		cmocka_unit_test(test_topology),
+		cmocka_unit_test(test_single_keeps_pair),
 		cmocka_unit_test(test_visible_devices),
 		cmocka_unit_test(test_possible),
 		cmocka_unit_test(test_256_gpus),
