@@ -84,24 +84,62 @@ static void check_driver(const gc_snapshot *s, const struct dr_env *e, struct dr
 		FIX(c, "the driver sees no GPU: check the card is seated and enabled, and dmesg");
 }
 
+/* append to a check's text what was already written */
+static void more(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void more(char *dst, size_t len, const char *fmt, ...)
+{
+	size_t off = strlen(dst);
+	if (off + 1 >= len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst + off, len - off, fmt, ap);
+	va_end(ap);
+}
+
+#define MORE(c, ...) more((c)->found, sizeof (c)->found, __VA_ARGS__)
+
+/* why value v of g cannot be read, in nvidia-smi's words ("GPU is lost") */
+static const char *unread_why(const gc_gpu *g, unsigned v)
+{
+	return g->lost && g->st[v] != GC_ST_OK ? gc_status_token(GC_ST_GPU_LOST) : gc_status_token(g->st[v]);
+}
+
 static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r)
 {
 	const char *cvd = e->cuda_visible_devices;
 	const char *uuids[4096];
 	size_t n = s ? (s->ngpus < 4096 ? s->ngpus : 4096) : 0;
-	for (size_t i = 0; i < n; i++)
+	/* the first GPU whose UUID (or name) cannot be read: a list may name it */
+	size_t no_uuid = n, no_name = n;
+	for (size_t i = 0; i < n; i++) {
 		uuids[i] = s->gpus[i].st[GC_V_UUID] == GC_ST_OK ? s->gpus[i].uuid : NULL;
+		if (!uuids[i] && no_uuid == n)
+			no_uuid = i;
+		if (s->gpus[i].st[GC_V_NAME] != GC_ST_OK && no_name == n)
+			no_name = i;
+	}
 	struct visible v;
 	visible_parse(cvd, uuids, n, &v);
 	struct dr_check *c = add(r, "env.cuda_visible_devices", DR_OK);
 	if (!c)
 		return;
-	if (!cvd) {
-		FOUND(c, "unset: CUDA sees all %zu GPUs", n);
-	} else if (!*cvd) {
+	if (cvd && !*cvd) {
 		c->status = DR_WARN;
 		FOUND(c, "set but empty: CUDA sees no GPU at all");
 		FIX(c, "unset it (all GPUs) or name the GPUs; gpuctl run sets it for each job");
+	} else if (!cvd) {
+		if (n == 1)
+			FOUND(c, "unset: CUDA sees the only GPU");
+		else
+			FOUND(c, "unset: CUDA sees all %zu GPUs", n);
+	} else if ((v.stop == VISIBLE_STOP_NOMATCH || v.stop == VISIBLE_STOP_AMBIGUOUS) && no_uuid < n) {
+		c->status = DR_SKIP;
+		FOUND(c, "CUDA_VISIBLE_DEVICES='%s': entry %zu %s, but the UUID of GPU %zu is not known (%s): "
+			 "cannot tell which GPUs CUDA sees",
+		      cvd, v.stop_at + 1,
+		      v.stop == VISIBLE_STOP_NOMATCH ? "matches no GPU's UUID" : "matches more than one GPU's UUID",
+		      no_uuid, unread_why(&s->gpus[no_uuid], GC_V_UUID));
 	} else if (v.n == 0) {
 		c->status = DR_FAIL;
 		FOUND(c, "CUDA_VISIBLE_DEVICES='%s' leaves no GPU visible: entry %zu: %s", cvd, v.stop_at + 1,
@@ -115,25 +153,42 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 	} else {
 		FOUND(c, "CUDA_VISIBLE_DEVICES='%s': %zu GPU%s visible", cvd, v.n, v.n == 1 ? "" : "s");
 	}
-	/* indices mean "fastest first" unless CUDA_DEVICE_ORDER=PCI_BUS_ID: that differs from nvidia-smi's
-	 * numbering only when the GPUs differ (CUDA breaks ties by PCI bus id) */
+	/*
+	 * indices mean "fastest first" unless CUDA_DEVICE_ORDER=PCI_BUS_ID: that differs from nvidia-smi's
+	 * numbering only when the GPUs differ (CUDA breaks ties by PCI bus id). Models are compared only
+	 * where they are known; one that is not known leaves the question open.
+	 */
 	bool mixed = false;
-	for (size_t i = 1; i < n; i++)
-		if (s->gpus[i].st[GC_V_NAME] == GC_ST_OK && strcmp(s->gpus[i].name, s->gpus[0].name) != 0)
+	const char *first = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s->gpus[i].st[GC_V_NAME] != GC_ST_OK)
+			continue;
+		if (!first)
+			first = s->gpus[i].name;
+		else if (strcmp(s->gpus[i].name, first) != 0)
 			mixed = true;
+	}
 	bool pci = e->cuda_device_order && strcmp(e->cuda_device_order, "PCI_BUS_ID") == 0;
 	if (!(c = add(r, "env.cuda_device_order", DR_OK)))
 		return;
-	if (!pci && mixed && (v.form == VISIBLE_INDEX || v.form == VISIBLE_ALL)) {
+	if (pci) {
+		FOUND(c, "PCI_BUS_ID: CUDA numbers GPUs as nvidia-smi does");
+	} else if (v.form == VISIBLE_UUID || v.form == VISIBLE_MIG) {
+		FOUND(c, "GPUs named by UUID: the order does not matter");
+	} else if (v.form == VISIBLE_NONE) {
+		FOUND(c, "CUDA_VISIBLE_DEVICES names no GPU by index: CUDA's numbering does not matter");
+	} else if (mixed) {
 		c->status = DR_WARN;
 		FOUND(c, "CUDA_DEVICE_ORDER is %s and the GPUs are not all the same model: CUDA numbers them "
 			 "fastest first, nvidia-smi and gpuctl by PCI bus, so cuda:0 may not be GPU 0",
 		      e->cuda_device_order ? e->cuda_device_order : "unset");
 		FIX(c, "export CUDA_DEVICE_ORDER=PCI_BUS_ID (gpuctl run does it for its jobs)");
+	} else if (no_name < n) {
+		c->status = DR_SKIP;
+		FOUND(c, "GPU %zu's model is not known (%s): cannot tell whether all GPUs are the same model, so "
+			 "whether CUDA's order is nvidia-smi's", no_name, unread_why(&s->gpus[no_name], GC_V_NAME));
 	} else {
-		FOUND(c, "%s", pci ? "PCI_BUS_ID: CUDA numbers GPUs as nvidia-smi does"
-				   : mixed ? "GPUs named by UUID: the order does not matter"
-					   : "all GPUs are the same model: CUDA's order is nvidia-smi's");
+		FOUND(c, "all GPUs are the same model: CUDA's order is nvidia-smi's");
 	}
 }
 
@@ -180,76 +235,219 @@ static void check_env(const struct dr_env *e, struct dr_report *r)
 	}
 }
 
+/*
+ * Which GPUs a per-GPU check can look at. A GPU whose values (mask) all read
+ * can be checked (ok[i]); one where a value is not supported has nothing to
+ * check; one where a value could not be read (lost, no permission, ...) is
+ * not checked, and says so: a check never passes on a value it did not get.
+ */
+struct gpu_scope {
+	bool *ok, *unread;
+	size_t nok, nunread;
+	const char *why;      /* why the first unread GPU could not be read */
+};
+
+enum { READ_OK, READ_UNSUPPORTED, READ_ERROR };
+
+static int read_state(const gc_gpu *g, uint64_t mask)
+{
+	int st = READ_OK;
+	for (unsigned v = 0; v < GC_V__COUNT; v++) {
+		if (!(mask & GC_BIT(v)) || g->st[v] == GC_ST_OK)
+			continue;
+		if (g->st[v] != GC_ST_NOT_SUPPORTED)
+			return READ_ERROR;
+		st = READ_UNSUPPORTED;
+	}
+	return st;
+}
+
+/* the first value of mask that g could not read, for unread_why */
+static unsigned first_unread(const gc_gpu *g, uint64_t mask)
+{
+	for (unsigned v = 0; v < GC_V__COUNT; v++)
+		if ((mask & GC_BIT(v)) && g->st[v] != GC_ST_OK && g->st[v] != GC_ST_NOT_SUPPORTED)
+			return v;
+	return 0;
+}
+
+/* one GPU: either of two value sets (a check that takes what the GPU has), or just the first (mask2 0) */
+static void scope_add(struct gpu_scope *sc, const gc_gpu *g, size_t i, uint64_t mask, uint64_t mask2)
+{
+	int a = read_state(g, mask), b = mask2 ? read_state(g, mask2) : READ_UNSUPPORTED;
+	sc->ok[i] = a == READ_OK || b == READ_OK;
+	sc->unread[i] = !sc->ok[i] && (a == READ_ERROR || b == READ_ERROR);
+	sc->nok += sc->ok[i];
+	if (sc->unread[i] && !sc->nunread++)
+		sc->why = unread_why(g, first_unread(g, a == READ_ERROR ? mask : mask2));
+}
+
+static void scope_reset(struct gpu_scope *sc, size_t n)
+{
+	memset(sc->ok, 0, (n ? n : 1) * sizeof *sc->ok);
+	memset(sc->unread, 0, (n ? n : 1) * sizeof *sc->unread);
+	sc->nok = sc->nunread = 0;
+	sc->why = "";
+}
+
+/* the scope of a check where the GPUs have one value set */
+static void scope_of(struct gpu_scope *sc, const gc_snapshot *s, uint64_t mask)
+{
+	scope_reset(sc, s->ngpus);
+	for (size_t i = 0; i < s->ngpus; i++)
+		scope_add(sc, &s->gpus[i], i, mask, 0);
+}
+
+/*
+ * A check's verdict once its findings are written (status WARN or FAIL) or
+ * none were: unread GPUs are named after the finding; with no finding the
+ * check is ok only when every GPU that has the values was read, and skipped
+ * when a GPU could not be read or none has them.
+ */
+static void scope_verdict(struct dr_check *c, const struct gpu_scope *sc, size_t n, const char *good,
+			  const char *unreported)
+{
+	char list[512];
+	select_index_list(sc->unread, n, list, sizeof list);
+	if (c->status == DR_WARN || c->status == DR_FAIL) {
+		if (sc->nunread)
+			MORE(c, "; GPU %s not checked (%s)", list, sc->why);
+	} else if (sc->nunread) {
+		c->status = DR_SKIP;
+		FOUND(c, "GPU %s not checked (%s)", list, sc->why);
+		if (sc->nok)
+			MORE(c, "; the others: %s", good);
+	} else if (!sc->nok) {
+		c->status = DR_SKIP;
+		FOUND(c, "%s", unreported);
+	} else {
+		c->status = DR_OK;
+		FOUND(c, "%s", good);
+	}
+}
+
+static void check_lost(const gc_snapshot *s, struct dr_report *r)
+{
+	size_t n = s->ngpus;
+	bool *lost = calloc(n ? n : 1, sizeof *lost), *reset = calloc(n ? n : 1, sizeof *reset);
+	struct dr_check *c;
+	if (!lost || !reset)
+		goto out;
+	size_t nlost = 0, nreset = 0, one = 0;
+	for (size_t i = 0; i < n; i++) {
+		const gc_gpu *g = &s->gpus[i];
+		if (!select_gpu_lost(g))
+			continue;
+		one = i;
+		bool gone = g->lost;
+		for (unsigned v = 0; v < GC_V__COUNT; v++)
+			gone |= g->st[v] == GC_ST_GPU_LOST;
+		if (gone)
+			lost[i] = true, nlost++;
+		else
+			reset[i] = true, nreset++;
+	}
+	if (!(c = add(r, "health.lost", nlost + nreset ? DR_FAIL : DR_OK)))
+		goto out;
+	if (!nlost && !nreset) {
+		FOUND(c, "no GPU is lost");
+		goto out;
+	}
+	char list[512], all[512], idx[32];
+	if (nlost) {
+		select_index_list(lost, n, list, sizeof list);
+		FOUND(c, "GPU %s %s lost: NVML answers GPU_IS_LOST (the GPU has fallen off the bus, Xid 79 in the "
+			 "kernel log)", list, nlost == 1 ? "is" : "are");
+	}
+	if (nreset) {
+		select_index_list(reset, n, list, sizeof list);
+		MORE(c, "%sGPU %s need%s a reset: NVML answers RESET_REQUIRED", nlost ? "; " : "", list,
+		     nreset == 1 ? "s" : "");
+	}
+	for (size_t i = 0; i < n; i++)
+		lost[i] |= reset[i];
+	select_index_list(lost, n, all, sizeof all);
+	if (nlost + nreset == 1)
+		snprintf(idx, sizeof idx, "%zu", one);
+	else
+		snprintf(idx, sizeof idx, "N");
+	FIX(c, "keep jobs off it (gpuctl picks no lost GPU; --exclude %s for other tools); read the kernel log "
+	       "for Xid 79 (dmesg | gpuctl explain); when nothing uses it, reset it (sudo nvidia-smi -r -i %s%s) "
+	       "or reboot the node; if it falls off again, check its power, cooling, seating and PCIe riser",
+	    all, idx, nlost + nreset == 1 ? "" : ", one GPU at a time");
+out:
+	free(lost);
+	free(reset);
+}
+
 static void check_health(const gc_snapshot *s, struct dr_report *r)
 {
 	size_t n = s->ngpus;
 	bool *flag = calloc(n ? n : 1, sizeof *flag);
-	if (!flag)
-		return;
+	struct gpu_scope sc = {calloc(n ? n : 1, sizeof *sc.ok), calloc(n ? n : 1, sizeof *sc.unread), 0, 0, ""};
+	bool *failed = calloc(n ? n : 1, sizeof *failed);
+	if (!flag || !sc.ok || !sc.unread || !failed)
+		goto out;
 	char list[512];
 	struct dr_check *c;
+	bool any;
+
+	check_lost(s, r);
 
 	/* persistence mode */
-	bool any = false, known = false;
+	scope_of(&sc, s, GC_BIT(GC_V_PERSISTENCE));
+	any = false;
 	for (size_t i = 0; i < n; i++) {
-		flag[i] = s->gpus[i].st[GC_V_PERSISTENCE] == GC_ST_OK && !s->gpus[i].persistence;
-		known |= s->gpus[i].st[GC_V_PERSISTENCE] == GC_ST_OK;
+		flag[i] = sc.ok[i] && !s->gpus[i].persistence;
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.persistence", !known ? DR_SKIP : any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.persistence", any ? DR_WARN : DR_OK))) {
 		if (any) {
 			FOUND(c, "persistence mode is off on GPU %s: each new CUDA process waits for the driver to "
 				 "initialise the GPU, and settings such as power limits reset", list);
 			FIX(c, "sudo nvidia-smi -pm 1, or run nvidia-persistenced");
-		} else {
-			FOUND(c, known ? "persistence mode is on" : "persistence mode is not reported");
 		}
+		scope_verdict(c, &sc, n, "persistence mode is on", "persistence mode is not reported");
 	}
 
 	/* uncorrectable ECC errors */
 	uint64_t worst = 0;
+	scope_of(&sc, s, GC_BIT(GC_V_ECC_UNCORR_VOL));
 	any = false;
-	known = false;
 	for (size_t i = 0; i < n; i++) {
 		const gc_gpu *g = &s->gpus[i];
-		known |= g->st[GC_V_ECC_UNCORR_VOL] == GC_ST_OK;
-		flag[i] = g->st[GC_V_ECC_UNCORR_VOL] == GC_ST_OK && g->ecc_uncorr_vol > 0;
+		flag[i] = sc.ok[i] && g->ecc_uncorr_vol > 0;
 		if (flag[i] && g->ecc_uncorr_vol > worst)
 			worst = g->ecc_uncorr_vol;
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.ecc", !known ? DR_SKIP : any ? DR_FAIL : DR_OK))) {
+	if ((c = add(r, "health.ecc", any ? DR_FAIL : DR_OK))) {
 		if (any) {
 			FOUND(c, "uncorrectable ECC errors since the driver loaded on GPU %s (up to %llu)", list,
 			      (unsigned long long)worst);
 			FIX(c, "drain those GPUs (gpuctl run --exclude %s), reset them (nvidia-smi -r -i N); if the "
 			       "errors come back, the GPU needs service",
 			    list);
-		} else {
-			FOUND(c, known ? "no uncorrectable ECC errors" : "ECC is not reported");
 		}
+		scope_verdict(c, &sc, n, "no uncorrectable ECC errors", "ECC is not reported");
 	}
 
 	/*
 	 * memory repairs waiting for a reset: remapped rows (Ampere and newer),
-	 * retired pages (Kepler to Turing); a failed remapping cannot be repaired
+	 * retired pages (Kepler to Turing); a failed remapping cannot be repaired.
+	 * A GPU is checked when it reports either.
 	 */
-	bool *failed = calloc(n ? n : 1, sizeof *failed);
-	if (!failed) {
-		free(flag);
-		return;
-	}
 	bool any_failed = false;
 	unsigned rows = 0;
 	any = false;
-	known = false;
+	scope_reset(&sc, n);
 	for (size_t i = 0; i < n; i++) {
 		const gc_gpu *g = &s->gpus[i];
+		scope_add(&sc, g, i, GC_BIT(GC_V_REMAPPED_ROWS), GC_BIT(GC_V_RETIRED_PENDING));
 		bool remap = g->st[GC_V_REMAPPED_ROWS] == GC_ST_OK;
 		bool retired = g->st[GC_V_RETIRED_PENDING] == GC_ST_OK;
-		known |= remap || retired;
 		failed[i] = remap && g->remap_failure;
 		flag[i] = !failed[i] && ((remap && g->remap_pending) || (retired && g->retired_pending));
 		if (failed[i])
@@ -257,7 +455,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any_failed |= failed[i];
 		any |= flag[i];
 	}
-	if ((c = add(r, "health.remapped_rows", !known ? DR_SKIP : any_failed ? DR_FAIL : any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.remapped_rows", any_failed ? DR_FAIL : any ? DR_WARN : DR_OK))) {
 		if (any_failed) {
 			select_index_list(failed, n, list, sizeof list);
 			FOUND(c, "a memory row remapping has failed on GPU %s (%u rows remapped for uncorrectable "
@@ -269,19 +467,18 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 				 "at the next GPU reset",
 			      list, strchr(list, ',') ? "have" : "has");
 			FIX(c, "when nothing runs on it, reset the GPU (sudo nvidia-smi -r -i N) or reboot");
-		} else {
-			FOUND(c, known ? "no remapped rows or retired pages pending"
-				       : "row remapping and page retirement are not reported");
 		}
+		scope_verdict(c, &sc, n, "no remapped rows or retired pages pending",
+			      "row remapping and page retirement are not reported");
 	}
-	free(failed);
 
 	/* throttling now */
+	scope_of(&sc, s, GC_BIT(GC_V_REASONS));
 	any = false;
 	bool thermal = false;
 	for (size_t i = 0; i < n; i++) {
 		const gc_gpu *g = &s->gpus[i];
-		flag[i] = g->st[GC_V_REASONS] == GC_ST_OK && (g->reasons & GC_REASONS_THROTTLING);
+		flag[i] = sc.ok[i] && (g->reasons & GC_REASONS_THROTTLING);
 		thermal |= flag[i] && (g->reasons & (GC_REASON_HW_THERMAL | GC_REASON_SW_THERMAL |
 						     GC_REASON_HW_SLOWDOWN | GC_REASON_HW_POWER_BRAKE));
 		any |= flag[i];
@@ -295,20 +492,18 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 					 "PERFORMANCE the reasons)"
 				       : "a power cap at full load is normal; if the power limit was lowered, raise it "
 					 "(nvidia-smi -pl)");
-		} else {
-			FOUND(c, "no GPU is throttled");
 		}
+		scope_verdict(c, &sc, n, "no GPU is throttled", "throttle reasons are not reported");
 	}
 
 	/* PCIe link below its best while busy */
+	scope_of(&sc, s, GC_BIT(GC_V_PCIE_GEN) | GC_BIT(GC_V_PCIE_GEN_MAX) | GC_BIT(GC_V_PCIE_WIDTH) |
+				 GC_BIT(GC_V_PCIE_WIDTH_MAX) | GC_BIT(GC_V_UTIL_GPU));
 	any = false;
 	char detail[200] = "";
 	for (size_t i = 0; i < n; i++) {
 		const gc_gpu *g = &s->gpus[i];
-		bool ok = g->st[GC_V_PCIE_GEN] == GC_ST_OK && g->st[GC_V_PCIE_GEN_MAX] == GC_ST_OK &&
-			  g->st[GC_V_PCIE_WIDTH] == GC_ST_OK && g->st[GC_V_PCIE_WIDTH_MAX] == GC_ST_OK &&
-			  g->st[GC_V_UTIL_GPU] == GC_ST_OK;
-		flag[i] = ok && g->util_gpu > 0 &&
+		flag[i] = sc.ok[i] && g->util_gpu > 0 &&
 			  (g->pcie_gen < g->pcie_gen_max || g->pcie_width < g->pcie_width_max);
 		if (flag[i] && !any)
 			snprintf(detail, sizeof detail, "GPU %zu at gen %u x%u of gen %u x%u", i, g->pcie_gen,
@@ -320,18 +515,18 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		if (any) {
 			FOUND(c, "PCIe link below its best while busy on GPU %s (%s)", list, detail);
 			FIX(c, "check the slot (a x16 card in a x8 slot), riser cables and BIOS PCIe settings");
-		} else {
-			FOUND(c, "busy GPUs run at their best PCIe link");
 		}
+		scope_verdict(c, &sc, n, "busy GPUs run at their best PCIe link",
+			      "the PCIe link or the utilization is not reported");
 	}
 
 	/* memory in use with no process: a leaked context, or a process of another container */
+	scope_of(&sc, s, GC_BIT(GC_V_MEM_USED) | GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS));
 	any = false;
 	uint64_t leaked = 0;
 	for (size_t i = 0; i < n; i++) {
 		const gc_gpu *g = &s->gpus[i];
-		flag[i] = g->st[GC_V_MEM_USED] == GC_ST_OK && g->st[GC_V_PROCS] == GC_ST_OK &&
-			  g->st[GC_V_GPROCS] == GC_ST_OK && g->nprocs == 0 && g->mem_used >= (UINT64_C(1) << 30);
+		flag[i] = sc.ok[i] && g->nprocs == 0 && g->mem_used >= (UINT64_C(1) << 30);
 		if (flag[i] && g->mem_used > leaked)
 			leaked = g->mem_used;
 		any |= flag[i];
@@ -343,11 +538,15 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 			      strchr(list, ',') ? "" : "s", (unsigned long long)(leaked >> 20));
 			FIX(c, "a process outside this PID namespace (another container) or a leaked context: look "
 			       "with nvidia-smi on the host; a reset (nvidia-smi -r) frees it when nothing uses the GPU");
-		} else {
-			FOUND(c, "no GPU holds memory without a process");
 		}
+		scope_verdict(c, &sc, n, "no GPU holds memory without a process",
+			      "the memory used or the process list is not reported");
 	}
+out:
 	free(flag);
+	free(sc.ok);
+	free(sc.unread);
+	free(failed);
 }
 
 static void check_xid(const struct dr_env *e, struct dr_report *r)

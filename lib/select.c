@@ -93,7 +93,7 @@ const char *select_why_format(enum select_why w, const struct select_request *r,
 
 /* ---- one GPU ---- */
 
-static bool gpu_lost(const gc_gpu *g)
+bool select_gpu_lost(const gc_gpu *g)
 {
 	if (g->lost)
 		return true;
@@ -170,7 +170,7 @@ static enum select_why why_of(const gc_snapshot *s, size_t i, const struct selec
 		return SELECT_NOT_VISIBLE;
 	if (r->exclude && r->exclude[i])
 		return SELECT_EXCLUDED;
-	if (gpu_lost(g))
+	if (select_gpu_lost(g))
 		return SELECT_LOST;
 	if (!model_matches(r->model, g))
 		return SELECT_MODEL;

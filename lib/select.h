@@ -52,6 +52,10 @@ enum select_why {
 				 process list; never when r->shared */
 };
 
+/* Is this GPU lost: a call returned GPU_IS_LOST in the sample, or a value says it is lost or
+ * needs a reset? (select_why's SELECT_LOST, and doctor's health.lost) */
+bool select_gpu_lost(const gc_gpu *g);
+
 /* --model's rule: a glob (* ? [) matched case-insensitively, else a case-insensitive
  * substring; NULL or "" matches every GPU, a NULL name none. */
 bool select_model_matches(const char *model, const char *gpu_name);

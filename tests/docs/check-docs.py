@@ -3,10 +3,11 @@
 and alias is in gpuctl-query(1), every key of `ls --json` is in docs/json.md,
 every exit code in src/cli.h is in docs/exit-codes.md and gpuctl(1), every
 command has a man page, every finding id and value name of the failure
-signatures is in gpuctl-explain(1); every option a command accepts is in its
---help and every option its --help prints is in its man page; every
-environment variable the code reads is documented (GPUCTL_* ones in gpuctl(1)
-or gpuctld(8)). Usage: check-docs.py GPUCTL SRCDIR"""
+signatures is in gpuctl-explain(1), every check `gpuctl doctor` runs is in
+gpuctl-doctor(1); every option a command accepts is in its --help and every
+option its --help prints is in its man page; every environment variable the
+code reads is documented (GPUCTL_* ones in gpuctl(1) or gpuctld(8)).
+Usage: check-docs.py GPUCTL SRCDIR"""
 import json
 import os
 import re
@@ -153,6 +154,19 @@ for name in sorted(os.listdir(sigdir)):
         for value in list(sig.get("values", {})) + list(sig.get("context", {})):
             if not re.search(r"[(,\s]" + re.escape(value) + r"[,)]", man):
                 errors.append(f"gpuctl-explain.1 does not name value {value!r} of {sig['id']!r}")
+
+# 8. doctor's checks, as it reports them on a node with a GPU (every check runs there)
+man = read("docs/man/gpuctl-doctor.1")
+p = subprocess.run([gpuctl, "--sim", os.path.join(src, "tests/cli/nodes/full-2x.json"), "doctor", "--json"],
+                   capture_output=True, text=True, env=dict(os.environ, GPUCTL_DOCTOR_PY_TIMEOUT_MS="20000",
+                                                           GPUCTL_SIM_RUNDIR=os.environ.get("TMPDIR", "/tmp") +
+                                                           "/gpuctl-docs-check"))
+ids = [c["id"] for c in json.loads(p.stdout)["checks"]]
+if len(ids) < 10:
+    errors.append(f"gpuctl doctor --json reported only {ids}")
+for cid in ids:
+    if not re.search(r"^\.B " + re.escape(cid) + r"(\\fR|$)|\\fB" + re.escape(cid) + r"(\\fR|$)", man, re.M):
+        errors.append(f"gpuctl-doctor.1 does not document check {cid!r}")
 
 for e in errors:
     print(e)

@@ -125,6 +125,38 @@ expect(n, "driver", "fail", "no driver", "not found")
 d = doctor(os.path.join(NODES, "nodriver.json"), None, 1, "not loaded")
 expect(d, "driver", "fail", "not loaded", "not loaded")
 
+# a lost GPU (issue 16): a failure naming it and what to do, and no check passes on its missing values
+LOST = os.path.join(NODES, "doctor-lost.json")
+lo = doctor(LOST, {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, 1,
+            "lost")
+expect(lo, "health.lost", "fail", "lost", "GPU 0 is lost", fix="Xid 79")
+expect(lo, "health.lost", "fail", "lost", fix="nvidia-smi -r -i 0")
+expect(lo, "health.lost", "fail", "lost", fix="reboot")
+expect(lo, "health.lost", "fail", "lost", fix="--exclude 0")
+for cid in ("health.persistence", "health.ecc", "health.remapped_rows", "health.throttling", "health.pcie",
+            "health.leaked_memory"):
+    expect(lo, cid, "skip", "lost", "GPU 0 not checked")
+lo = doctor(LOST, None, 1, "lost, order")
+expect(lo, "env.cuda_device_order", "skip", "lost, order", "GPU 0's model is not known")
+lo = doctor(LOST, {"CUDA_VISIBLE_DEVICES": "GPU-5e4d0000-0000-4000-8000-000000000000"}, 1, "lost, uuid")
+expect(lo, "env.cuda_visible_devices", "skip", "lost, uuid", "UUID of GPU 0 is not known")
+expect(doctor(os.path.join(EX, "t4-1x.json"), None, None, "not lost"), "health.lost", "ok", "not lost",
+       "no GPU is lost")
+# lost in the middle of the sample: the values read before still count, the GPU is still named
+late = os.path.join(tmp, "lost-late.json")
+with open(late, "w") as f:
+    json.dump({"name": "lost-late", "gpus": [
+        {"name": "NVIDIA L4", "persistence_mode": True},
+        {"name": "NVIDIA L4", "persistence_mode": True, "faults": {"nvmlDeviceGetTemperature": "GPU_IS_LOST"}}]}, f)
+lo = doctor(late, None, 1, "lost late")
+expect(lo, "health.lost", "fail", "lost late", "GPU 1 is lost")
+# values a GPU does not report at all: skipped, not passed
+un = doctor(os.path.join(NODES, "doctor-unreported.json"), None, 0, "unreported")
+for cid in ("health.persistence", "health.ecc", "health.remapped_rows", "health.throttling", "health.pcie",
+            "health.leaked_memory"):
+    expect(un, cid, "skip", "unreported", "not reported")
+expect(un, "health.lost", "ok", "unreported")
+
 # the environment
 e = doctor(os.path.join(EX, "h100-8x-sxm.json"), {"CUDA_VISIBLE_DEVICES": "0,0"}, 1, "cvd duplicate")
 expect(e, "env.cuda_visible_devices", "fail", "cvd duplicate", "listed twice")
