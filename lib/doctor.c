@@ -128,6 +128,14 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 		c->status = DR_WARN;
 		FOUND(c, "set but empty: CUDA sees no GPU at all");
 		FIX(c, "unset it (all GPUs) or name the GPUs; gpuctl run sets it for each job");
+	} else if (!s) {
+		/* nothing to count or match the list against */
+		c->status = DR_SKIP;
+		if (!cvd)
+			FOUND(c, "unset: CUDA sees every GPU the driver shows; without a driver there are none to count");
+		else
+			FOUND(c, "CUDA_VISIBLE_DEVICES='%s' cannot be checked without a driver: no GPUs to match it against",
+			      cvd);
 	} else if (!cvd) {
 		if (n == 1)
 			FOUND(c, "unset: CUDA sees the only GPU");
@@ -173,6 +181,10 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 		return;
 	if (pci) {
 		FOUND(c, "PCI_BUS_ID: CUDA numbers GPUs as nvidia-smi does");
+	} else if (!s) {
+		c->status = DR_SKIP;
+		FOUND(c, "CUDA_DEVICE_ORDER is %s; without a driver the GPUs' models are not known, so whether CUDA's "
+			 "order is nvidia-smi's cannot be told", e->cuda_device_order ? e->cuda_device_order : "unset");
 	} else if (v.form == VISIBLE_UUID || v.form == VISIBLE_MIG) {
 		FOUND(c, "GPUs named by UUID: the order does not matter");
 	} else if (v.form == VISIBLE_NONE) {

@@ -124,6 +124,13 @@ n = doctor(None, {"GPUCTL_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}, 1, "
 expect(n, "driver", "fail", "no driver", "not found")
 d = doctor(os.path.join(NODES, "nodriver.json"), None, 1, "not loaded")
 expect(d, "driver", "fail", "not loaded", "not loaded")
+# without a driver there are no GPUs to count or compare: skipped, and said so (not "ok, all 0 GPUs")
+expect(d, "env.cuda_visible_devices", "skip", "not loaded", "without a driver")
+expect(d, "env.cuda_device_order", "skip", "not loaded", "without a driver")
+d = doctor(os.path.join(NODES, "nodriver.json"), {"CUDA_VISIBLE_DEVICES": "0"}, 1, "not loaded, cvd")
+expect(d, "env.cuda_visible_devices", "skip", "not loaded, cvd", "CUDA_VISIBLE_DEVICES='0'")
+d = doctor(os.path.join(NODES, "nodriver.json"), {"CUDA_VISIBLE_DEVICES": ""}, 1, "not loaded, cvd empty")
+expect(d, "env.cuda_visible_devices", "warn", "not loaded, cvd empty", "no GPU at all")
 
 # a lost GPU (issue 16): a failure naming it and what to do, and no check passes on its missing values
 LOST = os.path.join(NODES, "doctor-lost.json")
