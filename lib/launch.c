@@ -172,12 +172,13 @@ char **launch_torchrun_argv(char *const *launcher, const struct launch_torchrun 
 	for (size_t i = 0; i < nl; i++)
 		ok &= (v[k++] = strdup(launcher[i])) != NULL;
 	ok &= (v[k++] = opt_u("nnodes", t->nnodes)) != NULL;
-	ok &= (v[k++] = opt_u("nproc-per-node", t->nproc_per_node)) != NULL;
+	/* torchrun before 2.0 knows only the underscore spellings; later ones accept both */
+	ok &= (v[k++] = opt_u("nproc_per_node", t->nproc_per_node)) != NULL;
 	if (t->nnodes > 1 || t->node_rank_opt)
-		ok &= (v[k++] = opt_u("node-rank", t->node_rank)) != NULL;
-	ok &= (v[k++] = strdup("--rdzv-backend=c10d")) != NULL;
-	ok &= (v[k++] = opt_s("rdzv-endpoint", t->endpoint)) != NULL;
-	ok &= (v[k++] = opt_s("rdzv-id", t->rdzv_id)) != NULL;
+		ok &= (v[k++] = opt_u("node_rank", t->node_rank)) != NULL;
+	ok &= (v[k++] = strdup("--rdzv_backend=c10d")) != NULL;
+	ok &= (v[k++] = opt_s("rdzv_endpoint", t->endpoint)) != NULL;
+	ok &= (v[k++] = opt_s("rdzv_id", t->rdzv_id)) != NULL;
 	for (size_t i = 0; i < nc; i++)
 		ok &= (v[k++] = strdup(cmd[i])) != NULL;
 	if (!ok) {

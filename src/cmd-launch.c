@@ -5,7 +5,7 @@
  * On one node it is `gpuctl run` with torchrun in front: lease N GPUs (or
  * every free one), hold a rendezvous port no other launch can get, export
  * fail-fast defaults the user has not set, expand {gpus}-style placeholders
- * and run torchrun with --nproc-per-node = the GPUs leased.
+ * and run torchrun with --nproc_per_node = the GPUs leased.
  *
  * With --slurm it writes a batch script (requeue, signal forwarding, the
  * rendezvous on the allocation's first node) and submits it; the script

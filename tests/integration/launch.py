@@ -38,12 +38,24 @@ errors = []
 
 FAKE = r'''#!PYTHON
 # fake torchrun: record argv and environment, hold the rendezvous port like
-# the real c10d store, then sleep FAKE_SLEEP seconds and exit FAKE_EXIT
+# the real c10d store, then sleep FAKE_SLEEP seconds and exit FAKE_EXIT.
+# Like torchrun before 2.0 it knows only the underscore spellings of its
+# options (--nproc_per_node, --rdzv_endpoint, ...), which later ones still accept.
 import json, os, socket, sys, time
 port = None
-for a in sys.argv:
-    if a.startswith("--rdzv-endpoint="):
+opts = sys.argv[1:]
+if "-m" in opts[:1]:
+    opts = opts[2:]
+bad = []
+for a in opts:
+    if not a.startswith("--"):
+        break
+    if "-" in a.split("=", 1)[0][2:]:
+        bad.append(a)
+    if a.startswith("--rdzv_endpoint="):
         port = int(a.rsplit(":", 1)[1])
+if bad:
+    sys.exit("torchrun: error: unrecognized arguments: " + " ".join(bad))
 s = None
 if port and os.environ.get("FAKE_BIND") == "1":
     s = socket.socket()
@@ -123,7 +135,7 @@ procs = [subprocess.Popen([GPUCTL, "--sim", NODE, "launch", "-n", "1", "--", "tr
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(8)]
 outs = [p.communicate(timeout=60) for p in procs]
 rs = records()
-ports = [opt(r["argv"], "--rdzv-endpoint") for r in rs]
+ports = [opt(r["argv"], "--rdzv_endpoint") for r in rs]
 check("ports", all(p.returncode == 0 for p in procs),
       f"exits {[p.returncode for p in procs]}, stderr {[o[1][-200:] for o in outs]}")
 check("ports", len(rs) == 8 and len(set(ports)) == 8, f"ports {ports}")
@@ -140,9 +152,9 @@ check("argv", p.returncode == 0 and len(r) == 1, f"exit {p.returncode}, {p.stder
 if r:
     a = r[0]["argv"]
     i = a.index("train.py")
-    check("argv", a[1:i] == ["--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
-                            opt(a, "--rdzv-endpoint") and "--rdzv-endpoint=" + opt(a, "--rdzv-endpoint"),
-                            "--rdzv-id=" + r[0]["env"]["GPUCTL_RUN_ID"]], f"options {a[1:i]}")
+    check("argv", a[1:i] == ["--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d",
+                            opt(a, "--rdzv_endpoint") and "--rdzv_endpoint=" + opt(a, "--rdzv_endpoint"),
+                            "--rdzv_id=" + r[0]["env"]["GPUCTL_RUN_ID"]], f"options {a[1:i]}")
     check("placeholders", tail(a) == ["--bs", "64", "--ws=2", "2x1", "12", "{epoch}", "{0}", '{"lr": 1}',
                                       "{gpus", "{}", "{*gpus}", "{gpus*}"], f"{tail(a)}")
 p = launch(["--gpus", "2,5", "--", "train.py", "{gpus}"])
@@ -205,7 +217,7 @@ for _ in range(100):
 p = launch(["--", "train.py", "{gpus}"])
 r = records()
 check("auto", p.returncode == 0 and r and r[0]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1,2,4,5,6,7"
-      and tail(r[0]["argv"]) == ["7"] and opt(r[0]["argv"], "--nproc-per-node") == "7",
+      and tail(r[0]["argv"]) == ["7"] and opt(r[0]["argv"], "--nproc_per_node") == "7",
       f"exit {p.returncode}: {r and (r[0]['env']['CUDA_VISIBLE_DEVICES'], r[0]['argv'])}")
 holder.terminate()
 holder.wait(timeout=30)
@@ -214,11 +226,12 @@ print("auto: every free GPU, none of the leased")
 # ---- launcher fallback and status
 os.unlink(os.path.join(bindir, "torchrun"))
 install("python3")
-p = launch(["-n", "1", "--", "train.py"], env={"FAKE_EXIT": "3"})
+# PATH without /usr/bin: a real torchrun there (python3-torch) must not be the one found
+p = launch(["-n", "1", "--", "train.py"], env={"FAKE_EXIT": "3", "PATH": bindir})
 r = records()
 check("launcher", p.returncode == 3 and r and r[0]["argv"][1:3] == ["-m", "torch.distributed.run"],
       f"exit {p.returncode}: {r and r[0]['argv'][:4]}")
-p = launch(["-n", "1", "--launcher", "torchrun", "--", "train.py"])
+p = launch(["-n", "1", "--launcher", "torchrun", "--", "train.py"], env={"PATH": bindir})  # no real one either
 check("launcher", p.returncode == 127 and b"cannot run 'torchrun'" in p.stderr, f"{p.returncode} {p.stderr!r}")
 os.unlink(os.path.join(bindir, "python3"))
 p = launch(["-n", "1", "--", "train.py"], env={"PATH": bindir})
@@ -276,9 +289,9 @@ r = records()
 check("step", p.returncode == 0 and r, f"exit {p.returncode} {p.stderr!r}")
 if r:
     a = r[0]["argv"]
-    check("step", a[1:a.index("train.py")] == ["--nnodes=3", "--nproc-per-node=2", "--node-rank=2",
-                                                "--rdzv-backend=c10d", "--rdzv-endpoint=node1:12345",
-                                                "--rdzv-id=4242"], f"{a}")
+    check("step", a[1:a.index("train.py")] == ["--nnodes=3", "--nproc_per_node=2", "--node_rank=2",
+                                                "--rdzv_backend=c10d", "--rdzv_endpoint=node1:12345",
+                                                "--rdzv_id=4242"], f"{a}")
     check("step", tail(a) == ["6"] and r[0]["env"]["GPUCTL_RUN_ID"] == "slurm-4242", f"{tail(a)}")
 p = launch(["--slurm-step", "--rdzv-endpoint=node1:12345", "-n", "2", "--", "train.py"])
 check("step", p.returncode == 2 and b"SLURM_JOB_ID is not set" in p.stderr, f"{p.returncode} {p.stderr!r}")

@@ -5,7 +5,7 @@ when missing), GRES gpu on four stand-in device files, the simulated node
 standing in for NVML and a fake torchrun that records what it got.
 
   run:      a generated job runs; torchrun sees CUDA_VISIBLE_DEVICES=0,1 and
-            --nnodes/--node-rank/--rdzv-* from the allocation; the arguments
+            --nnodes/--node_rank/--rdzv_* from the allocation; the arguments
             arrive byte for byte and placeholders are expanded on the node;
   requeue:  after `scontrol requeue` the job comes back with
             SLURM_RESTART_COUNT=1 and GPUCTL_RESUME_FROM = its checkpoint;
@@ -150,8 +150,8 @@ try:
         a = r["argv"]
         i = a.index("train.py")
         port = 10000 + int(job) % 20000
-        want = ["--nnodes=1", "--nproc-per-node=2", "--node-rank=0", "--rdzv-backend=c10d",
-                f"--rdzv-endpoint={os.uname().nodename}:{port}", f"--rdzv-id={job}"]
+        want = ["--nnodes=1", "--nproc_per_node=2", "--node_rank=0", "--rdzv_backend=c10d",
+                f"--rdzv_endpoint={os.uname().nodename}:{port}", f"--rdzv_id={job}"]
         check("run", a[1:i] == want, f"torchrun options {a[1:i]}, want {want}")
         check("run", a[i + 1:] == ["--bs", "64", "--ws=2", *NASTY], f"arguments {a[i + 1:]}")
         e = r["env"]

@@ -75,17 +75,17 @@ static void test_torchrun_argv(void **state)
 	struct launch_torchrun t = {.nnodes = 2, .nproc_per_node = 4, .node_rank = 1,
 				    .endpoint = "n1:12345", .rdzv_id = "77"};
 	char **v = launch_torchrun_argv(launcher, &t, cmd);
-	const char *want[] = {"python3", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=4",
-			      "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=n1:12345",
-			      "--rdzv-id=77", "train.py", "", "a b", NULL};
+	const char *want[] = {"python3", "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=4",
+			      "--node_rank=1", "--rdzv_backend=c10d", "--rdzv_endpoint=n1:12345",
+			      "--rdzv_id=77", "train.py", "", "a b", NULL};
 	for (size_t i = 0; want[i]; i++)
 		assert_string_equal(v[i], want[i]);
 	assert_null(v[12]);
 	launch_argv_free(v);
-	/* one node: no --node-rank */
+	/* one node: no --node_rank */
 	t.nnodes = 1;
 	v = launch_torchrun_argv(launcher, &t, cmd);
-	assert_string_equal(v[5], "--rdzv-backend=c10d");
+	assert_string_equal(v[5], "--rdzv_backend=c10d");
 	launch_argv_free(v);
 }
 
