@@ -164,7 +164,7 @@ char **launch_torchrun_argv(char *const *launcher, const struct launch_torchrun 
 		nl++;
 	while (cmd[nc])
 		nc++;
-	char **v = calloc(nl + nc + 8, sizeof *v);
+	char **v = calloc(nl + nc + 10, sizeof *v);
 	if (!v)
 		return NULL;
 	size_t k = 0;
@@ -179,6 +179,11 @@ char **launch_torchrun_argv(char *const *launcher, const struct launch_torchrun 
 	ok &= (v[k++] = strdup("--rdzv_backend=c10d")) != NULL;
 	ok &= (v[k++] = opt_s("rdzv_endpoint", t->endpoint)) != NULL;
 	ok &= (v[k++] = opt_s("rdzv_id", t->rdzv_id)) != NULL;
+	if (t->std_workaround) {
+		/* any value but 0 and 3 parses there; 1: stdout through a file, copied to the console */
+		ok &= (v[k++] = strdup("--redirects=1")) != NULL;
+		ok &= (v[k++] = strdup("--tee=1")) != NULL;
+	}
 	for (size_t i = 0; i < nc; i++)
 		ok &= (v[k++] = strdup(cmd[i])) != NULL;
 	if (!ok) {

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "torchenv.h"
+
 /* the values placeholders stand for */
 struct launch_vars {
 	int64_t gpus;        /* processes (GPUs) per node */
@@ -50,6 +52,7 @@ struct launch_torchrun {
 	bool node_rank_opt;      /* pass --node-rank even on one node (a Slurm step) */
 	const char *endpoint;    /* HOST:PORT of the c10d rendezvous */
 	const char *rdzv_id;     /* the same on every node of one job */
+	bool std_workaround;     /* pass --redirects=1 --tee=1: torchenv_std_bug */
 };
 
 /*

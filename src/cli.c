@@ -503,17 +503,16 @@ int cli_signatures_dir(char *buf, size_t len, bool quiet)
 	return -1;
 }
 
-bool cli_on_path(const char *name)
+bool cli_find_on_path(const char *name, char *buf, size_t len)
 {
 	const char *path = getenv("PATH");
 	if (!path || !*path)
 		return false;
-	char buf[PATH_MAX];
+	size_t nl = strlen(name);
 	for (const char *p = path;;) {
 		const char *colon = strchr(p, ':');
 		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		size_t nl = strlen(name);
-		if (n > 0 && n + nl + 2 <= sizeof buf) {
+		if (n > 0 && n + nl + 2 <= len) {
 			memcpy(buf, p, n);
 			buf[n] = '/';
 			memcpy(buf + n + 1, name, nl + 1);
@@ -525,4 +524,10 @@ bool cli_on_path(const char *name)
 			return false;
 		p = colon + 1;
 	}
+}
+
+bool cli_on_path(const char *name)
+{
+	char buf[PATH_MAX];
+	return cli_find_on_path(name, buf, sizeof buf);
 }

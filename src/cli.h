@@ -110,6 +110,8 @@ int cli_data_file(const char *name, char *buf, size_t len);
 
 /* An executable `name` in a directory of $PATH. */
 bool cli_on_path(const char *name);
+/* The same, with its path (the first one, as execvp finds it) in buf (len bytes). */
+bool cli_find_on_path(const char *name, char *buf, size_t len);
 
 /* Print doctor-style checks (a table and a summary line headed `title`, or
  * JSON with `schema`); EXIT_FAIL when a check failed, else EXIT_OK. */

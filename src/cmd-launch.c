@@ -16,6 +16,7 @@
 #include "launch.h"
 #include "port.h"
 #include "runjob.h"
+#include "torchprobe.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -35,6 +36,7 @@ enum {
 };
 
 #define SLURM_TIMEOUT_MS 30000
+#define PROBE_TIMEOUT_MS 10000
 
 struct launch {
 	char *const *launcher;       /* static */
@@ -48,11 +50,8 @@ struct launch {
 	char **expanded;             /* cmd with placeholders expanded */
 	char **argv;                 /* the launcher's full command line */
 	char endpoint_buf[64];
+	struct torchprobe probe;     /* the launcher's Python and PyTorch */
 };
-
-static char *const launcher_torchrun[] = {"torchrun", NULL};
-static char *const launcher_python3[] = {"python3", "-m", "torch.distributed.run", NULL};
-static char *const launcher_python[] = {"python", "-m", "torch.distributed.run", NULL};
 
 static void usage(FILE *f)
 {
@@ -99,15 +98,9 @@ static int choose_launcher(const char *arg, struct launch *L)
 {
 	bool py = strcmp(arg, "python") == 0;
 	if (strcmp(arg, "torchrun") == 0) {
-		L->launcher = launcher_torchrun;
+		L->launcher = torchprobe_torchrun;
 	} else if (strcmp(arg, "auto") == 0 || py) {
-		if (!py && cli_on_path("torchrun"))
-			L->launcher = launcher_torchrun;
-		else if (cli_on_path("python3"))
-			L->launcher = launcher_python3;
-		else if (cli_on_path("python"))
-			L->launcher = launcher_python;
-		else {
+		if (!(L->launcher = torchprobe_auto(py))) {
 			cli_err("neither %spython3 nor python is on PATH (install PyTorch, or activate its environment)",
 				py ? "" : "torchrun, ");
 			return EXIT_FAIL;
@@ -119,11 +112,27 @@ static int choose_launcher(const char *arg, struct launch *L)
 	return EXIT_OK;
 }
 
+/*
+ * The launcher's PyTorch, asked once before the job starts (one Python start, no torch import):
+ * what its torchrun parses. Says once what it works around.
+ */
+static void probe_launcher(struct launch *L)
+{
+	torchprobe_run(L->launcher, PROBE_TIMEOUT_MS, &L->probe);
+	const struct torchenv *t = &L->probe.t;
+	if (L->probe.known && torchenv_std_bug(t))
+		cli_err("PyTorch %s on Python %d.%d (%s): its torchrun dies at start with the default --redirects 0 "
+			"--tee 0 (fixed in PyTorch 2.0); working around it with --redirects=1 --tee=1, so each "
+			"process's stdout reaches this terminal through torchrun, its lines prefixed with the rank",
+			t->version, t->py_major, t->py_minor, L->probe.python);
+}
+
 static void launch_free(struct launch *L)
 {
 	launch_argv_free(L->expanded);
 	launch_argv_free(L->argv);
 	port_release(L->port);
+	torchprobe_release(&L->probe);
 	L->expanded = L->argv = NULL;
 	L->port = NULL;
 }
@@ -185,6 +194,7 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 	struct launch_torchrun t = {
 		.nnodes = L->nnodes, .nproc_per_node = gpus, .node_rank = L->node_rank, .node_rank_opt = L->step,
 		.endpoint = L->endpoint, .rdzv_id = L->rdzv_id,
+		.std_workaround = L->probe.known && torchenv_std_bug(&L->probe.t),
 	};
 	if (!(L->argv = launch_torchrun_argv(L->launcher, &t, L->expanded))) {
 		cli_err("out of memory");
@@ -711,6 +721,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		/* every node must restart together: that is Slurm's requeue, not a local restart */
 		j.sv.restart = SV_RESTART_NEVER;
 	}
+	probe_launcher(&L);
 	rc = runjob_exec(&j, g, L.cmd);
 	if (L.step && j.ran && j.end == SV_END_PREEMPTED)
 		rc = step_requeue();

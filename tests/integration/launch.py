@@ -42,6 +42,8 @@ FAKE = r'''#!PYTHON
 # Like torchrun before 2.0 it knows only the underscore spellings of its
 # options (--nproc_per_node, --rdzv_endpoint, ...), which later ones still accept.
 import json, os, socket, sys, time
+if sys.argv[1:2] == ["-c"]:  # as python3: gpuctl asking which PyTorch it has
+    os.execv(sys.executable, [sys.executable] + sys.argv[1:])
 port = None
 opts = sys.argv[1:]
 if "-m" in opts[:1]:
@@ -56,6 +58,9 @@ for a in opts:
         port = int(a.rsplit(":", 1)[1])
 if bad:
     sys.exit("torchrun: error: unrecognized arguments: " + " ".join(bad))
+# torch < 2.0 on Python >= 3.11: the default --redirects 0 --tee 0 parse to None
+if os.environ.get("FAKE_STD_BUG") == "1" and not ("--redirects=1" in opts and "--tee=1" in opts):
+    sys.exit("AttributeError: 'NoneType' object has no attribute 'get'")
 s = None
 if port and os.environ.get("FAKE_BIND") == "1":
     s = socket.socket()
@@ -185,6 +190,20 @@ check("bytes", p.returncode == 0 and r and [os.fsencode(x) for x in tail(r[0]["a
       f"non-UTF-8: {r and tail(r[0]['argv'])}")
 print(f"bytes: {len(NASTY) + len(raw)} awkward arguments arrived unchanged")
 
+
+
+def fake_torch(version):
+    """a PYTHONPATH directory with a torch package of this version that must not be imported"""
+    d = os.path.join(work, "torch-" + version)
+    os.makedirs(os.path.join(d, "torch"), exist_ok=True)
+    with open(os.path.join(d, "torch", "__init__.py"), "w") as f:
+        f.write("import os\nopen(os.path.join(os.environ['FAKE_REC'], 'imported'), 'w').close()\n"
+                "raise SystemExit('torch imported')\n")
+    with open(os.path.join(d, "torch", "version.py"), "w") as f:
+        f.write(f"from typing import Optional\n__version__ = '{version}'\ndebug = False\n")
+    return d
+
+
 # ---- defaults
 p = launch(["-n", "2", "--", "train.py"])
 r = records()
@@ -207,6 +226,37 @@ check("defaults", p.returncode == 0 and b"OMP_NUM_THREADS" not in p.stdout and
       b"export CUDA_VISIBLE_DEVICES=" in p.stdout and p.stdout.rstrip().endswith(b"train.py 'a b'")
       and not records(), f"dry run: {p.stdout!r}")
 print("defaults: set when absent, the user's own kept (even an empty one)")
+
+# ---- the job's PyTorch, read from its files by the launcher's own Python (the fake's #! line), not imported
+py311 = sys.version_info >= (3, 11)
+for version, bug, expandable in (("1.13.0a0", py311, False), ("1.13.1+cu117", py311, False),
+                                 ("2.0.1+cu118", False, False), ("2.1.0", False, True), ("2.4.1+cu121", False, True),
+                                 (None, False, False)):
+    e = {"FAKE_STD_BUG": "1" if bug else "0"}
+    if version:
+        e["PYTHONPATH"] = fake_torch(version)
+    for launcher in ("torchrun", "python"):
+        if launcher == "python":
+            install("python3")
+        name = f"torch {version} ({launcher})"
+        p = launch(["-n", "2", "--launcher", launcher, "--", "train.py"], env=dict(e, PATH=bindir))
+        r = records()
+        if launcher == "python":
+            os.unlink(os.path.join(bindir, "python3"))
+        argv = r[0]["argv"] if r else []
+        check(name, p.returncode == 0 and r, f"exit {p.returncode} {p.stderr!r}")
+        check(name, ("--redirects=1" in argv and "--tee=1" in argv) == bug, f"argv {argv}")
+        note = p.stderr.count(b"--redirects=1 --tee=1")
+        check(name, note == (1 if bug else 0) and (not bug or f"PyTorch {version} on Python".encode() in p.stderr),
+              f"stderr {p.stderr!r}")
+        check(name, not os.path.exists(os.path.join(rec, "imported")), "the launcher imported torch")
+# a restart runs the same command: the note is still said once
+p = launch(["-n", "1", "--restart", "on-failure", "--max-restarts", "1", "--backoff", "1s", "--", "train.py"],
+           env={"PYTHONPATH": fake_torch("1.13.0a0"), "FAKE_EXIT": "1", "FAKE_STD_BUG": "1" if py311 else "0"})
+r = records()
+check("torch restart", len(r) == 2 and p.stderr.count(b"--redirects=1 --tee=1") == (1 if py311 else 0),
+      f"{len(r)} runs, stderr {p.stderr!r}")
+print(f"torch: --redirects/--tee only for torch < 2.0 on Python >= 3.11 (here {py311}), said once")
 
 # ---- auto: one GPU is held by another job; auto takes the 7 others
 holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "3", "--", "sleep", "30"], env=base_env)

@@ -87,6 +87,14 @@ static void test_torchrun_argv(void **state)
 	v = launch_torchrun_argv(launcher, &t, cmd);
 	assert_string_equal(v[5], "--rdzv_backend=c10d");
 	launch_argv_free(v);
+	/* torch < 2.0 on Python >= 3.11: --redirects/--tee that parse there, before the script */
+	t.std_workaround = true;
+	v = launch_torchrun_argv(launcher, &t, cmd);
+	assert_string_equal(v[8], "--redirects=1");
+	assert_string_equal(v[9], "--tee=1");
+	assert_string_equal(v[10], "train.py");
+	assert_null(v[13]);
+	launch_argv_free(v);
 }
 
 static void test_defaults(void **state)
