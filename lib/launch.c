@@ -109,7 +109,8 @@ int launch_expand(const char *arg, const struct launch_vars *v, char **out, char
 
 /* ---- environment ---------------------------------------------------------- */
 
-size_t launch_defaults(unsigned nproc, long ncpus, struct launch_default *out, size_t max)
+size_t launch_defaults(unsigned nproc, long ncpus, const struct torchenv *torch, struct launch_default *out,
+		       size_t max)
 {
 	long per = nproc ? ncpus / (long)nproc : ncpus;
 	if (per < 1)
@@ -118,11 +119,13 @@ size_t launch_defaults(unsigned nproc, long ncpus, struct launch_default *out, s
 		{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", "abort the communicator and stop on an NCCL error"},
 		{"TORCH_NCCL_ENABLE_MONITORING", "1", "abort a process whose NCCL watchdog is stuck"},
 		{"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "300", "after 5 minutes without a watchdog heartbeat"},
-		{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "less fragmentation, fewer OOMs"},
 		{"OMP_NUM_THREADS", "", "CPUs per process, not every CPU in every process"},
+		{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "less fragmentation, fewer OOMs (PyTorch 2.1+)"},
 	};
-	snprintf(d[4].value, sizeof d[4].value, "%ld", per);
+	snprintf(d[3].value, sizeof d[3].value, "%ld", per);
 	size_t n = sizeof d / sizeof d[0];
+	if (!torch || !torchenv_has_expandable(torch))
+		n--;
 	if (n > max)
 		n = max;
 	memcpy(out, d, n * sizeof *out);

@@ -41,10 +41,14 @@ struct launch_default {
 /*
  * The fail-fast defaults for nproc processes on a node where the job may
  * use ncpus CPUs: TORCH_NCCL_ASYNC_ERROR_HANDLING, the NCCL heartbeat
- * monitor, PYTORCH_CUDA_ALLOC_CONF and OMP_NUM_THREADS (CPUs per process,
- * at least 1). Fills out[max]; returns how many.
+ * monitor, OMP_NUM_THREADS (CPUs per process, at least 1) and, when the
+ * job's PyTorch (torch, borrowed; NULL: not known) is 2.1 or newer,
+ * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: older ones fail at the
+ * first CUDA allocation on that option, and one whose version is not
+ * known is not given it. Fills out[max]; returns how many.
  */
-size_t launch_defaults(unsigned nproc, long ncpus, struct launch_default *out, size_t max);
+size_t launch_defaults(unsigned nproc, long ncpus, const struct torchenv *torch, struct launch_default *out,
+		       size_t max);
 
 /* torchrun's options for one node of the job */
 struct launch_torchrun {

@@ -114,7 +114,7 @@ static int choose_launcher(const char *arg, struct launch *L)
 
 /*
  * The launcher's PyTorch, asked once before the job starts (one Python start, no torch import):
- * what its torchrun parses. Says once what it works around.
+ * what its torchrun parses and whether it knows expandable_segments. Says once what it works around.
  */
 static void probe_launcher(struct launch *L)
 {
@@ -201,7 +201,8 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 		return EXIT_FAIL;
 	}
 	struct launch_default def[8];
-	size_t nd = launch_defaults(gpus, cpus_available(), def, sizeof def / sizeof def[0]);
+	size_t nd = launch_defaults(gpus, cpus_available(), L->probe.known ? &L->probe.t : NULL, def,
+				    sizeof def / sizeof def[0]);
 	for (size_t i = 0; i < nd; i++) {
 		/* the user's own setting wins, even an empty one; the old NCCL_ name counts too */
 		if (getenv(def[i].name) ||

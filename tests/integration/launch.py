@@ -205,7 +205,7 @@ def fake_torch(version):
 
 
 # ---- defaults
-p = launch(["-n", "2", "--", "train.py"])
+p = launch(["-n", "2", "--", "train.py"], env={"PYTHONPATH": fake_torch("2.4.1+cu121")})
 r = records()
 env = r[0]["env"] if r else {}
 ncpu = len(os.sched_getaffinity(0))
@@ -249,6 +249,8 @@ for version, bug, expandable in (("1.13.0a0", py311, False), ("1.13.1+cu117", py
         note = p.stderr.count(b"--redirects=1 --tee=1")
         check(name, note == (1 if bug else 0) and (not bug or f"PyTorch {version} on Python".encode() in p.stderr),
               f"stderr {p.stderr!r}")
+        conf = r[0]["env"].get("PYTORCH_CUDA_ALLOC_CONF") if r else None
+        check(name, conf == ("expandable_segments:True" if expandable else None), f"PYTORCH_CUDA_ALLOC_CONF={conf}")
         check(name, not os.path.exists(os.path.join(rec, "imported")), "the launcher imported torch")
 # a restart runs the same command: the note is still said once
 p = launch(["-n", "1", "--restart", "on-failure", "--max-restarts", "1", "--backoff", "1s", "--", "train.py"],
@@ -256,7 +258,8 @@ p = launch(["-n", "1", "--restart", "on-failure", "--max-restarts", "1", "--back
 r = records()
 check("torch restart", len(r) == 2 and p.stderr.count(b"--redirects=1 --tee=1") == (1 if py311 else 0),
       f"{len(r)} runs, stderr {p.stderr!r}")
-print(f"torch: --redirects/--tee only for torch < 2.0 on Python >= 3.11 (here {py311}), said once")
+print(f"torch: --redirects/--tee only for torch < 2.0 on Python >= 3.11 (here {py311}), said once; "
+      "expandable_segments only from 2.1")
 
 # ---- auto: one GPU is held by another job; auto takes the 7 others
 holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "3", "--", "sleep", "30"], env=base_env)

@@ -97,18 +97,42 @@ static void test_torchrun_argv(void **state)
 	launch_argv_free(v);
 }
 
+static bool has_default(const struct launch_default *d, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(d[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static void test_defaults(void **state)
 {
 	(void)state;
 	struct launch_default d[8];
-	size_t n = launch_defaults(4, 18, d, 8);
-	assert_int_equal(n, 5);
-	assert_string_equal(d[4].name, "OMP_NUM_THREADS");
-	assert_string_equal(d[4].value, "4");
-	n = launch_defaults(8, 2, d, 8);
-	assert_string_equal(d[4].value, "1"); /* never 0 */
+	size_t n = launch_defaults(4, 18, NULL, d, 8);
+	assert_int_equal(n, 4);
+	assert_string_equal(d[3].name, "OMP_NUM_THREADS");
+	assert_string_equal(d[3].value, "4");
+	n = launch_defaults(8, 2, NULL, d, 8);
+	assert_string_equal(d[3].value, "1"); /* never 0 */
 	assert_string_equal(d[0].name, "TORCH_NCCL_ASYNC_ERROR_HANDLING");
-	assert_int_equal(launch_defaults(8, 2, d, 2), 2);
+	assert_int_equal(launch_defaults(8, 2, NULL, d, 2), 2);
+	/* expandable_segments only for a PyTorch known to be 2.1 or newer */
+	static const struct { const char *probe; bool want; } torch_rows[] = {
+		{"gpuctl-torch 3 11 2.1.0+cu121\n", true}, {"gpuctl-torch 3 12 2.4.1\n", true},
+		{"gpuctl-torch 3 11 2.0.1+cu118\n", false}, {"gpuctl-torch 3 10 1.13.1+cu117\n", false},
+		{"gpuctl-torch 3 11 -\n", false},
+	};
+	for (size_t i = 0; i < sizeof torch_rows / sizeof torch_rows[0]; i++) {
+		struct torchenv t;
+		assert_int_equal(torchenv_parse(torch_rows[i].probe, &t), 0);
+		n = launch_defaults(2, 8, &t, d, 8);
+		if (has_default(d, n, "PYTORCH_CUDA_ALLOC_CONF") != torch_rows[i].want)
+			fail_msg("%s: PYTORCH_CUDA_ALLOC_CONF %s", torch_rows[i].probe, torch_rows[i].want ? "missing" : "set");
+		if (torch_rows[i].want)
+			assert_string_equal(d[n - 1].value, "expandable_segments:True");
+	}
+	assert_false(has_default(d, launch_defaults(2, 8, NULL, d, 8), "PYTORCH_CUDA_ALLOC_CONF"));
 }
 
 /* the script in *buf (caller frees); launch_slurm_script's result */
