@@ -6,6 +6,7 @@
 #include "doctor.h"
 #include "explain.h"
 #include "select.h"
+#include "torchenv.h"
 #include "visible.h"
 
 #include <jansson.h>
@@ -204,19 +205,74 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 	}
 }
 
-static void check_env(const struct dr_env *e, struct dr_report *r)
+static int probe_line(const char *out, const char *fw, char f[4][64], char *msg, size_t ml);
+
+/* the launcher's PyTorch, when its probe read it */
+static bool launcher_torch(const struct dr_env *e, struct torchenv *t)
+{
+	return e->launcher && e->launcher_python && e->launcher_rc == 0 && torchenv_parse(e->launcher_out, t) == 0;
+}
+
+/*
+ * PYTORCH_CUDA_ALLOC_CONF against the PyTorch that would read it: python3's (or --python's) and the
+ * launcher's. expandable_segments helps from 2.1 and breaks anything older.
+ */
+static void check_alloc_conf(const struct dr_env *e, struct dr_report *r)
 {
 	struct dr_check *c = add(r, "env.pytorch_alloc_conf", DR_OK);
 	if (!c)
 		return;
-	if (!e->alloc_conf) {
+	const char *py = e->python ? e->python : "python3";
+	char f[4][64] = {{0}}, msg[8], old[300] = "", who[200];
+	bool old_cuda = false, new_known = false;
+	struct torchenv t;
+	if (e->python_rc == 0 && probe_line(e->python_out, "torch", f, msg, sizeof msg) == 1) {
+		memset(&t, 0, sizeof t);
+		if (!torchenv_version(f[0], &t.major, &t.minor))
+			t.major = t.minor = -1;
+		if (torchenv_before_expandable(&t)) {
+			snprintf(old, sizeof old, "PyTorch %s (%s)", f[0], py);
+			old_cuda = strcmp(f[1], "-") != 0;
+		}
+		new_known |= torchenv_has_expandable(&t);
+	}
+	if (launcher_torch(e, &t)) {
+		snprintf(who, sizeof who, "%s's %s", e->launcher_is_torchrun ? "torchrun" : "gpuctl launch",
+			 e->launcher_python);
+		if (torchenv_before_expandable(&t) && !old[0])
+			snprintf(old, sizeof old, "PyTorch %s (%s)", t.version, who);
+		new_known |= torchenv_has_expandable(&t);
+	}
+	if (e->alloc_conf && torchenv_conf_expandable(e->alloc_conf) && old[0]) {
+		/* the CPU build never reaches the CUDA allocator; the launcher's build is not known */
+		c->status = old_cuda ? DR_FAIL : DR_WARN;
+		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF=%s, but %s is older than 2.1 and does not know expandable_segments: "
+			 "%s fails at the first CUDA allocation with 'RuntimeError: Unrecognized CachingAllocator "
+			 "option: expandable_segments'", e->alloc_conf, old, old_cuda ? "it" : "a CUDA build of it");
+		FIX(c, "unset PYTORCH_CUDA_ALLOC_CONF (or take expandable_segments out of it), or upgrade PyTorch to "
+		       "2.1 or newer; gpuctl launch sets it only for PyTorch 2.1 and newer");
+	} else if (e->alloc_conf) {
+		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF=%s", e->alloc_conf);
+	} else if (old[0] && !new_known) {
+		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF is unset: right for %s, which does not know expandable_segments "
+			 "(PyTorch 2.1 and newer do)", old);
+	} else {
 		c->status = DR_WARN;
 		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF is unset: fragmentation can make PyTorch run out of memory with "
 			 "memory to spare");
-		FIX(c, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-	} else {
-		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF=%s", e->alloc_conf);
+		if (old[0])
+			FIX(c, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True for PyTorch 2.1 and newer only: "
+			       "%s fails on it", old);
+		else
+			FIX(c, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 and newer; older "
+			       "versions fail on it)");
 	}
+}
+
+static void check_env(const struct dr_env *e, struct dr_report *r)
+{
+	struct dr_check *c;
+	check_alloc_conf(e, r);
 	if (!(c = add(r, "env.nccl", DR_OK)))
 		return;
 	const char *off = e->torch_nccl_async && strcmp(e->torch_nccl_async, "0") == 0 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING"
@@ -886,6 +942,62 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	}
 }
 
+/* what gpuctl launch would run, and whether that torchrun starts at all */
+static void check_launcher(const struct dr_env *e, struct dr_report *r)
+{
+	struct dr_check *c = add(r, "launch.torchrun", DR_SKIP);
+	struct torchenv t;
+	if (!c)
+		return;
+	if (!e->launcher) {
+		FOUND(c, "neither torchrun nor python3 nor python is on PATH: gpuctl launch has nothing to run");
+		return;
+	}
+	if (!e->launcher_python) {
+		FOUND(c, "the first line of %s names no Python: which PyTorch it runs cannot be told", e->launcher);
+		return;
+	}
+	if (e->launcher_rc != 0 || !launcher_torch(e, &t)) {
+		c->status = DR_WARN;
+		if (e->launcher_rc == DR_PY_MISSING)
+			FOUND(c, "%s runs %s, which cannot be started", e->launcher, e->launcher_python);
+		else if (e->launcher_rc == DR_PY_TIMEOUT)
+			FOUND(c, "%s runs %s, which did not answer within the time limit", e->launcher,
+			      e->launcher_python);
+		else
+			FOUND(c, "%s runs %s, which exited %d without saying which PyTorch it has", e->launcher,
+			      e->launcher_python, e->launcher_rc);
+		FIX(c, "run %s -c 'import torch' to see what is wrong", e->launcher_python);
+		return;
+	}
+	if (!t.version[0]) {
+		if (e->launcher_is_torchrun) {
+			c->status = DR_WARN;
+			FOUND(c, "%s runs %s, which has no PyTorch: torchrun fails at start", e->launcher,
+			      e->launcher_python);
+			FIX(c, "install PyTorch for %s, or put the environment whose torchrun you mean first on PATH",
+			    e->launcher_python);
+		} else {
+			FOUND(c, "PyTorch is not installed for %s: gpuctl launch would run %s", e->launcher_python,
+			      e->launcher);
+		}
+		return;
+	}
+	if (torchenv_std_bug(&t)) {
+		c->status = DR_WARN;
+		FOUND(c, "%s runs PyTorch %s on Python %d.%d (%s): it dies at start with "
+			 "\"AttributeError: 'NoneType' object has no attribute 'get'\": Python 3.11's IntFlag no longer "
+			 "lists its zero member, so the default --redirects 0 --tee 0 parse to None; gpuctl launch "
+			 "works around it", e->launcher, t.version, t.py_major, t.py_minor, e->launcher_python);
+		FIX(c, "upgrade PyTorch to 2.0 or newer (or use it with Python 3.10); running torchrun by hand, add "
+		       "--redirects 1 --tee 1");
+		return;
+	}
+	c->status = DR_OK;
+	FOUND(c, "gpuctl launch runs %s: PyTorch %s on Python %d.%d (%s)", e->launcher, t.version, t.py_major,
+	      t.py_minor, e->launcher_python);
+}
+
 int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *r)
 {
 	memset(r, 0, sizeof *r);
@@ -898,6 +1010,7 @@ int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *
 	check_toolkit(snap, env, r);
 	check_framework(snap, env, r, "torch", "python.torch", "PyTorch");
 	check_framework(snap, env, r, "tensorflow", "python.tensorflow", "TensorFlow");
+	check_launcher(env, r);
 	return r->checks ? GC_OK : GC_ENOMEM;
 }
 

@@ -40,6 +40,12 @@ struct dr_env {
 	const char *python;          /* the interpreter asked */
 	int python_rc;               /* DR_PY_*, or the probe's exit status (0: ran) */
 	const char *python_out;      /* the probe's output (DR_PY_PROBE's lines) */
+	/* what `gpuctl launch` would run (src/torchprobe.h) */
+	const char *launcher;        /* "/usr/bin/torchrun", "python3 -m torch.distributed.run"; NULL: none on PATH */
+	bool launcher_is_torchrun;
+	const char *launcher_python; /* its Python; NULL when torchrun's #! line names none */
+	int launcher_rc;             /* TORCHENV_PROBE run with it: as python_rc */
+	const char *launcher_out;    /* its output */
 };
 
 /* python_rc when the probe did not run to the end */

@@ -8,14 +8,16 @@
  * Inputs that depend on the machine can be set for tests:
  * GPUCTL_DOCTOR_CONTAINER (0/1), GPUCTL_DOCTOR_SHM (the path whose size is
  * /dev/shm's), GPUCTL_DOCTOR_KERNEL_LOG (a file read instead of /dev/kmsg),
- * GPUCTL_DOCTOR_PY_TIMEOUT_MS (the Python probe's limit, 30000 by default).
+ * GPUCTL_DOCTOR_PY_TIMEOUT_MS (each Python probe's limit, 30000 by default).
  * The CUDA stack is found the way a user's shell would: nvcc on PATH (else
  * $CUDA_HOME/bin, /usr/local/cuda/bin), version.json in $CUDA_HOME (else
- * /usr/local/cuda), python3 on PATH or --python PATH, run with a time limit.
+ * /usr/local/cuda), python3 on PATH or --python PATH, run with a time limit;
+ * the launcher gpuctl launch would run and its Python (src/torchprobe.h).
  */
 #include "capture.h"
 #include "cli.h"
 #include "doctor.h"
+#include "torchprobe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -237,6 +239,24 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	e.python_rc = capture_run(pa, NULL, false, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout, &why);
 	e.python_out = pyout;
 
+	/* what gpuctl launch would run, found as it finds it */
+	struct torchprobe tp;
+	char launcher[PATH_MAX + 32];
+	char *const *lw = torchprobe_auto(false);
+	memset(&tp, 0, sizeof tp);
+	if (lw) {
+		torchprobe_run(lw, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &tp);
+		e.launcher_is_torchrun = lw == torchprobe_torchrun;
+		if (e.launcher_is_torchrun)
+			snprintf(launcher, sizeof launcher, "%s", tp.launcher);
+		else
+			snprintf(launcher, sizeof launcher, "%s -m torch.distributed.run", tp.launcher);
+		e.launcher = launcher;
+		e.launcher_python = tp.python[0] ? tp.python : NULL;
+		e.launcher_rc = tp.rc;
+		e.launcher_out = tp.out;
+	}
+
 	struct dr_report r;
 	int rc = EXIT_OK;
 	/* python3 missing is a finding; an interpreter the user named that cannot run is bad input */
@@ -259,6 +279,7 @@ out:
 	free(nvcc);
 	free(cjson);
 	free(pyout);
+	torchprobe_release(&tp);
 	gc_snapshot_release(&snap);
 	gc_ctx_free(ctx);
 	return rc;

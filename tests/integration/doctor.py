@@ -14,6 +14,7 @@ Usage: doctor.py GPUCTL SRCDIR
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,16 +33,36 @@ with open(quiet, "w") as f:
     f.write("6,1,1,-;Linux version 6.1\n")
 
 
-def fake_bin(name, python=None, nvcc=None):
-    """a PATH directory with a fake python3 and/or nvcc printing chosen lines"""
+def fake_bin(name, python=None, nvcc=None, torch="-", torchrun=None):
+    """a PATH directory with a fake python3 and/or nvcc printing chosen lines; asked by gpuctl
+    launch's probe (-c with gpuctl-torch in it), the python3 says its torch is `torch`; with
+    torchrun (a version), a torchrun whose #! line names a Python 3.11 with that torch
+    ("3.10 1.13.0" for another Python)"""
     d = os.path.join(tmp, "bin-" + name)
     os.mkdir(d)
+    probe = 'case "$2" in *gpuctl-torch*) echo "gpuctl-torch 3 11 %s"; exit 0 ;; esac\n'
     for exe, text in (("python3", python), ("nvcc", nvcc)):
         if text is not None:
             with open(os.path.join(d, exe), "w") as f:
-                f.write("#!/bin/sh\n" + text + "\n")
+                f.write("#!/bin/sh\n" + (probe % torch if exe == "python3" else "") + text + "\n")
             os.chmod(os.path.join(d, exe), 0o755)
+    if torchrun is not None:
+        pyver, _, ver = torchrun.rpartition(" ")
+        lpy = os.path.join(d, "lib", "python" + (pyver or "3.11"))
+        os.makedirs(os.path.dirname(lpy))
+        with open(lpy, "w") as f:
+            f.write("#!/bin/sh\necho 'gpuctl-torch %s %s'\n" % ((pyver or "3.11").replace(".", " "), ver))
+        os.chmod(lpy, 0o755)
+        with open(os.path.join(d, "torchrun"), "w") as f:
+            f.write("#!%s\n# -*- coding: utf-8 -*-\nimport sys\n" % lpy)
+        os.chmod(os.path.join(d, "torchrun"), 0o755)
     return d
+
+
+# what the fakes need besides the shell's builtins, without the torchrun or python3 of this machine
+SYS = os.path.join(tmp, "bin-sys")
+os.mkdir(SYS)
+os.symlink(shutil.which("sleep"), os.path.join(SYS, "sleep"))
 
 
 NVCC = ("echo 'nvcc: NVIDIA (R) Cuda compiler driver'; "
@@ -59,7 +80,7 @@ def doctor(node, extra_env=None, want_exit=None, name="", args_extra=()):
     env.update({"GPUCTL_DATA_DIR": os.path.join(SRC, "data"), "GPUCTL_DOCTOR_KERNEL_LOG": quiet,
                 "GPUCTL_DOCTOR_CONTAINER": "0", "GPUCTL_SIM_RUNDIR": tmp,
                 # no nvcc or python of this machine's: only the fakes
-                "PATH": default_bin + ":/usr/bin:/bin", "CUDA_HOME": cuda_home})
+                "PATH": default_bin + ":" + SYS, "CUDA_HOME": cuda_home})
     env.update(extra_env or {})
     args = [GPUCTL] + (["--sim", node] if node else []) + ["doctor", "--json"] + list(args_extra)
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
@@ -192,41 +213,41 @@ expect(x, "health.xid", "skip", "klog")
 T4, R535 = os.path.join(EX, "t4-1x.json"), os.path.join(NODES, "r535.json")  # CUDA 12.4 / 12.2 drivers
 ok_stack = fake_bin("ok", python="echo 'torch 2.4.0+cu124 12.4 1 1'; echo 'tensorflow 2.16.1 12.3 1 1'",
                     nvcc=NVCC.format("12.4"))
-t = doctor(T4, {"PATH": ok_stack + ":/usr/bin:/bin", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 0,
+t = doctor(T4, {"PATH": ok_stack + ":" + SYS, "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, 0,
            "stack ok")
 expect(t, "cuda.toolkit", "ok", "stack ok", "CUDA toolkit 12.4 (nvcc --version)")
 expect(t, "python.torch", "ok", "stack ok", "sees 1 GPU")
 expect(t, "python.tensorflow", "ok", "stack ok", "TensorFlow 2.16.1 built for CUDA 12.3")
 # PyTorch for CUDA 12.4 on a 12.2 driver: the driver is named, with the version that fixes it
 old = fake_bin("old", python="echo 'torch 2.4.0+cu124 12.4 0 0'; echo 'tensorflow -'", nvcc=NVCC.format("12.4"))
-t = doctor(R535, {"PATH": old + ":/usr/bin:/bin"}, 1, "old driver")
+t = doctor(R535, {"PATH": old + ":" + SYS}, 1, "old driver")
 expect(t, "python.torch", "fail", "old driver", "535.54.03 (CUDA up to 12.2)", "550.54.14")
 expect(t, "cuda.toolkit", "warn", "old driver", "minor-version compatibility", "550.54.14")
 expect(t, "python.tensorflow", "skip", "old driver")
 # the same build working through minor-version compatibility is a warning
 mc = fake_bin("minor", python="echo 'torch 2.4.0+cu124 12.4 1 1'; echo 'tensorflow -'")
-t = doctor(R535, {"PATH": mc + ":/usr/bin:/bin"}, 0, "minor compat")
+t = doctor(R535, {"PATH": mc + ":" + SYS}, 0, "minor compat")
 expect(t, "python.torch", "warn", "minor compat", "minor-version compatibility", "550.54.14")
 expect(t, "cuda.toolkit", "skip", "minor compat", "no CUDA toolkit")
 # a new major release on an old driver
 new = fake_bin("new", python="echo 'torch 2.9.0+cu130 13.0 0 0'; echo 'tensorflow -'")
-t = doctor(T4, {"PATH": new + ":/usr/bin:/bin"}, 1, "cuda 13")
+t = doctor(T4, {"PATH": new + ":" + SYS}, 1, "cuda 13")
 expect(t, "python.torch", "fail", "cuda 13", "needs a newer driver than 550.54.14", "580.65.06")
 # CPU-only wheels, a broken import, a Python that hangs, no Python
 cpu = fake_bin("cpu", python="echo 'torch 2.4.0+cpu - 0 0'; echo 'tensorflow 2.16.1 - 1 0'")
-t = doctor(T4, {"PATH": cpu + ":/usr/bin:/bin"}, 0, "cpu")
+t = doctor(T4, {"PATH": cpu + ":" + SYS}, 0, "cpu")
 expect(t, "python.torch", "warn", "cpu", "CPU-only", "download.pytorch.org/whl/cu124")
 expect(t, "python.tensorflow", "warn", "cpu", "CPU-only")
 brk = fake_bin("broken", python="echo 'torch-error libcudnn.so.9: cannot open shared object file'; "
                "echo 'tensorflow -'")
-t = doctor(T4, {"PATH": brk + ":/usr/bin:/bin"}, 0, "broken")
+t = doctor(T4, {"PATH": brk + ":" + SYS}, 0, "broken")
 expect(t, "python.torch", "warn", "broken", "libcudnn.so.9")
 # the driver supports the build but torch sees nothing: the environment is named
 hid = fake_bin("hidden", python="echo 'torch 2.4.0+cu124 12.4 0 0'; echo 'tensorflow -'")
-t = doctor(T4, {"PATH": hid + ":/usr/bin:/bin"}, 1, "hidden")
+t = doctor(T4, {"PATH": hid + ":" + SYS}, 1, "hidden")
 expect(t, "python.torch", "fail", "hidden", "is_available() is False", "CUDA_VISIBLE_DEVICES")
 hang = fake_bin("hang", python="sleep 60")
-t = doctor(T4, {"PATH": hang + ":/usr/bin:/bin", "GPUCTL_DOCTOR_PY_TIMEOUT_MS": "500"}, 0, "hang")
+t = doctor(T4, {"PATH": hang + ":" + SYS, "GPUCTL_DOCTOR_PY_TIMEOUT_MS": "500"}, 0, "hang")
 expect(t, "python.torch", "warn", "hang", "time limit")
 # no python3 on PATH is a skipped check; a --python that cannot run is bad input (exit 2)
 nopy = os.path.join(tmp, "bin-empty")
@@ -260,8 +281,47 @@ for text, status, said in ((b"\x00\xff{{garbage", "skip", "could not be read"),
     t = doctor(T4, {"CUDA_HOME": junk}, None, "junk version.json")
     expect(t, "cuda.toolkit", status, "junk version.json", said)
 # no driver: the stack is reported without a verdict
-t = doctor(os.path.join(NODES, "nodriver.json"), {"PATH": ok_stack + ":/usr/bin:/bin"}, 1, "stack no driver")
+t = doctor(os.path.join(NODES, "nodriver.json"), {"PATH": ok_stack + ":" + SYS}, 1, "stack no driver")
 expect(t, "cuda.toolkit", "skip", "stack no driver", "no driver")
+
+# what gpuctl launch would run (issue 16): torchrun's own Python and PyTorch, from its #! line
+lt = doctor(T4, {"PATH": fake_bin("lt-113", python="echo 'torch -'", torchrun="1.13.0a0") + ":" + SYS}, 0, "torchrun 1.13")
+expect(lt, "launch.torchrun", "warn", "torchrun 1.13", "PyTorch 1.13.0a0 on Python 3.11",
+       fix="--redirects 1 --tee 1")
+expect(lt, "launch.torchrun", "warn", "torchrun 1.13", "'NoneType' object has no attribute 'get'", fix="2.0")
+for name, ver, said in (("lt-310", "3.10 1.13.1", "PyTorch 1.13.1 on Python 3.10"),
+                        ("lt-24", "2.4.1+cu121", "PyTorch 2.4.1+cu121 on Python 3.11")):
+    lt = doctor(T4, {"PATH": fake_bin(name, python="echo 'torch -'", torchrun=ver) + ":" + SYS}, 0, name)
+    expect(lt, "launch.torchrun", "ok", name, said)
+lt = doctor(T4, {"PATH": fake_bin("lt-none", python="echo 'torch -'", torchrun="-") + ":" + SYS}, 0, "torchrun no torch")
+expect(lt, "launch.torchrun", "warn", "torchrun no torch", "has no PyTorch")
+shbin = fake_bin("lt-sh", python="echo 'torch -'")
+with open(os.path.join(shbin, "torchrun"), "w") as f:
+    f.write("#!/bin/sh\nexec python3 -m torch.distributed.run \"$@\"\n")
+os.chmod(os.path.join(shbin, "torchrun"), 0o755)
+lt = doctor(T4, {"PATH": shbin + ":" + SYS}, 0, "torchrun sh")
+expect(lt, "launch.torchrun", "skip", "torchrun sh", "names no Python")
+lt = doctor(T4, {"PATH": fake_bin("lt-py", python="echo 'torch -'", torch="2.4.1") + ":" + SYS}, 0, "python -m")
+expect(lt, "launch.torchrun", "ok", "python -m", "-m torch.distributed.run")
+expect(doctor(T4, None, 0, "no torch"), "launch.torchrun", "skip", "no torch", "not installed")
+
+# PYTORCH_CUDA_ALLOC_CONF against the PyTorch that would read it: expandable_segments needs 2.1
+EXP = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+for ver, cuda, status in (("1.13.1+cu117", "11.7", "fail"), ("2.0.1+cu118", "11.8", "fail"),
+                          ("2.1.0+cu121", "12.1", "ok"), ("1.13.1+cpu", "-", "warn")):
+    b = fake_bin("ac-" + ver, python=f"echo 'torch {ver} {cuda} {0 if cuda == '-' else 1} {0 if cuda == '-' else 1}'; "
+                                     "echo 'tensorflow -'")
+    t = doctor(T4, dict(EXP, PATH=b + ":" + SYS), None, "alloc " + ver)
+    expect(t, "env.pytorch_alloc_conf", status, "alloc " + ver,
+           "Unrecognized CachingAllocator option" if status != "ok" else "expandable_segments:True",
+           fix="unset PYTORCH_CUDA_ALLOC_CONF" if status != "ok" else None)
+    t = doctor(T4, {"PATH": b + ":" + SYS}, None, "alloc unset " + ver)
+    expect(t, "env.pytorch_alloc_conf", "ok" if ver < "2.1" else "warn", "alloc unset " + ver,
+           "PyTorch 2.1" if ver < "2.1" else "unset")
+t = doctor(T4, dict(EXP, PATH=fake_bin("ac-lt", python="echo 'torch -'", torchrun="1.13.0a0") + ":" + SYS), 0,
+           "alloc torchrun")
+expect(t, "env.pytorch_alloc_conf", "warn", "alloc torchrun", "PyTorch 1.13.0a0 (torchrun's")
+
 p = subprocess.run([GPUCTL, "doctor", "--python"], capture_output=True, text=True, timeout=30)
 if p.returncode != 2 or "option '--python' needs a value (try 'gpuctl doctor --help')" not in p.stderr:
     errors.append(f"--python without a value: exit {p.returncode} {p.stderr!r}")
