@@ -742,7 +742,8 @@ enum { NEED_OK, NEED_MINOR, NEED_NEWER, NEED_UNKNOWN };
 /*
  * Can this driver run code built for CUDA maj.min? NEED_OK (it supports that
  * release), NEED_MINOR (only through minor-version compatibility), NEED_NEWER,
- * or NEED_UNKNOWN (no driver). why: a sentence with the numbers; fix: the
+ * or NEED_UNKNOWN (no driver, or one that reports no CUDA version for a release the
+ * table does not list: why says so). why: a sentence with the numbers; fix: the
  * driver that would do.
  */
 static int cuda_need(const gc_snapshot *s, const struct dr_env *e, int maj, int min, char *why, size_t wl,
@@ -758,6 +759,15 @@ static int cuda_need(const gc_snapshot *s, const struct dr_env *e, int maj, int 
 		return NEED_OK;
 	if (listed && drv_cmp(s->driver_version, need) >= 0)
 		return NEED_OK;
+	if (s->cuda_version <= 0 && !listed) {
+		/* neither the driver nor the table says: no verdict */
+		snprintf(why, wl, "driver %s does not report the CUDA version it supports, and cuda-compat.csv does "
+				  "not list CUDA %d.%d", s->driver_version, maj, min);
+		return NEED_UNKNOWN;
+	}
+	char older[48] = "an older CUDA";
+	if (s->cuda_version > 0)
+		snprintf(older, sizeof older, "CUDA %d.%d or older", dmaj, dmin);
 	char drv[128];
 	if (s->cuda_version > 0)
 		snprintf(drv, sizeof drv, "%s (CUDA up to %d.%d)", s->driver_version, dmaj, dmin);
@@ -765,10 +775,10 @@ static int cuda_need(const gc_snapshot *s, const struct dr_env *e, int maj, int 
 		snprintf(drv, sizeof drv, "%s", s->driver_version);
 	if (listed)
 		snprintf(fix, fl, "upgrade the NVIDIA driver to %s or newer (CUDA %d.%d's minimum), or use a build "
-				  "for CUDA %d.%d or older", need, maj, min, dmaj, dmin);
+				  "for %s", need, maj, min, older);
 	else
 		snprintf(fix, fl, "upgrade the NVIDIA driver to one that supports CUDA %d.%d (not in cuda-compat.csv), "
-				  "or use a build for CUDA %d.%d or older", maj, min, dmaj, dmin);
+				  "or use a build for %s", maj, min, older);
 	if (e->compat_csv && maj >= 11 && compat_min(e->compat_csv, maj, 0, true, mc, sizeof mc) &&
 	    drv_cmp(s->driver_version, mc) >= 0) {
 		snprintf(why, wl, "CUDA %d.%d is newer than driver %s supports: it runs only through minor-version compatibility "
@@ -828,7 +838,9 @@ static void check_toolkit(const gc_snapshot *s, const struct dr_env *e, struct d
 	int v = cuda_need(s, e, maj, min, why, sizeof why, fix, sizeof fix);
 	if (!(c = add(r, "cuda.toolkit", v == NEED_OK ? DR_OK : v == NEED_UNKNOWN ? DR_SKIP : DR_WARN)))
 		return;
-	if (v == NEED_OK || v == NEED_UNKNOWN)
+	if (v == NEED_UNKNOWN && why[0])
+		FOUND(c, "CUDA toolkit %s (%s): %s", ver, src, why);
+	else if (v == NEED_OK || v == NEED_UNKNOWN)
 		FOUND(c, "CUDA toolkit %s (%s)%s", ver, src, v == NEED_UNKNOWN ? "; no driver to check it against" : "");
 	else
 		FOUND(c, "CUDA toolkit %s (%s): %s", ver, src, why);
@@ -922,7 +934,7 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	else if (v == NEED_MINOR)
 		st = DR_WARN;
 	else if (gpu_driver && (!avail || seen == 0))
-		st = DR_FAIL;
+		st = v == NEED_UNKNOWN ? DR_WARN : DR_FAIL; /* the driver may be the reason: not known */
 	if (!(c = add(r, id, st)))
 		return;
 	char sees[80];
@@ -934,6 +946,10 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	if (v == NEED_MINOR || v == NEED_NEWER) {
 		FOUND(c, "%s %s built for CUDA %s, %s: %s", name, ver, cuda, sees, why);
 		FIX(c, "%s", fix);
+	} else if (st == DR_WARN) {
+		FOUND(c, "%s %s built for CUDA %s, %s; %s", name, ver, cuda, sees, why);
+		FIX(c, "check that the driver supports CUDA %s (nvidia-smi shows the CUDA version it supports), and "
+		       "CUDA_VISIBLE_DEVICES and the permissions of /dev/nvidia*", cuda);
 	} else {
 		FOUND(c, "%s %s built for CUDA %s, %s", name, ver, cuda, sees);
 		if (st == DR_FAIL)

@@ -322,6 +322,24 @@ t = doctor(T4, dict(EXP, PATH=fake_bin("ac-lt", python="echo 'torch -'", torchru
            "alloc torchrun")
 expect(t, "env.pytorch_alloc_conf", "warn", "alloc torchrun", "PyTorch 1.13.0a0 (torchrun's")
 
+# a driver that does not report its CUDA version, and a CUDA release cuda-compat.csv does not list:
+# no verdict either way (it was "needs a newer driver")
+nocuda = os.path.join(tmp, "no-cuda-version.json")
+with open(nocuda, "w") as f:
+    json.dump({"name": "no-cuda-version", "driver": {"version": "999.10.1", "cuda_version": None},
+               "gpus": [{"name": "NVIDIA L4", "persistence_mode": True}]}, f)
+nc = fake_bin("nocuda", python="echo 'torch 9.0.0+cu190 19.0 0 0'; echo 'tensorflow -'", nvcc=NVCC.format("19.0"))
+t = doctor(nocuda, {"PATH": nc + ":" + SYS}, None, "cuda unknown")
+expect(t, "cuda.toolkit", "skip", "cuda unknown", "does not report")
+expect(t, "python.torch", "warn", "cuda unknown", "does not report")
+nc = fake_bin("nocuda-ok", python="echo 'torch 9.0.0+cu190 19.0 1 1'; echo 'tensorflow -'")
+t = doctor(nocuda, {"PATH": nc + ":" + SYS}, None, "cuda unknown, torch sees it")
+expect(t, "python.torch", "ok", "cuda unknown, torch sees it", "sees 1 GPU")
+# a listed release is still judged by the table
+nc = fake_bin("nocuda-listed", python="echo 'torch -'; echo 'tensorflow -'", nvcc=NVCC.format("12.4"))
+expect(doctor(nocuda, {"PATH": nc + ":" + SYS}, None, "cuda unknown, listed"), "cuda.toolkit", "ok",
+       "cuda unknown, listed")
+
 p = subprocess.run([GPUCTL, "doctor", "--python"], capture_output=True, text=True, timeout=30)
 if p.returncode != 2 or "option '--python' needs a value (try 'gpuctl doctor --help')" not in p.stderr:
     errors.append(f"--python without a value: exit {p.returncode} {p.stderr!r}")
