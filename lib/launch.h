@@ -53,7 +53,7 @@ size_t launch_defaults(unsigned nproc, long ncpus, const struct torchenv *torch,
 /* torchrun's options for one node of the job */
 struct launch_torchrun {
 	unsigned nnodes, nproc_per_node, node_rank;
-	bool node_rank_opt;      /* pass --node-rank even on one node (a Slurm step) */
+	bool node_rank_opt;      /* pass --node_rank even on one node (a Slurm step) */
 	const char *endpoint;    /* HOST:PORT of the c10d rendezvous */
 	const char *rdzv_id;     /* the same on every node of one job */
 	bool std_workaround;     /* pass --redirects=1 --tee=1: torchenv_std_bug */
