@@ -393,8 +393,19 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 		}
 	} else {
 		size_t cnt = select_eligible(&r->snap, &r->sel, r->leased, r->why);
-		if (r->n_auto) /* every free GPU; none free is "not now" */
-			r->sel.n = cnt ? (unsigned)cnt : 1;
+		if (r->n_auto) {
+			/* every free GPU, as a power of two: the world sizes data-parallel recipes
+			 * divide their batch by; none free is "not now" */
+			unsigned all = cnt ? (unsigned)cnt : 1, p = 1;
+			while (p * 2 <= all)
+				p *= 2;
+			if (p < all && !r->auto_said) {
+				fprintf(stderr, "gpuctl: -n auto: %u GPUs are free; taking %u, a power of two (-n %u takes them all)\n",
+					all, p, all);
+				r->auto_said = true;
+			}
+			r->sel.n = p;
+		}
 		ok = select_pick(&r->snap, &r->sel, r->leased, chosen) == 0;
 	}
 	if (!ok) {

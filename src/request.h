@@ -21,7 +21,8 @@ struct request {
 	bool ids_uuid;               /* --ids uuid */
 	bool n_given;
 	bool allow_auto;             /* -n auto is accepted (launch) */
-	bool n_auto;                 /* -n auto: every GPU that is free now, at least 1 */
+	bool n_auto;                 /* -n auto: every GPU that is free now (a power of two), at least 1 */
+	bool auto_said;              /* -n auto has said it took fewer than were free */
 	bool peek_only;              /* request_try looks at leases but takes none (--dry-run) */
 	bool raced;                  /* the last request_try chose free GPUs, but another job leased
 					one of them first: worth trying again at once */

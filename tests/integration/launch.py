@@ -8,7 +8,8 @@ real one does):
                 do not, --no-placeholders keeps every brace;
   bytes:        every argument reaches the script byte for byte;
   defaults:     the fail-fast variables are set, but never over the user's own;
-  auto:         -n auto takes every free GPU and leaves leased ones alone;
+  auto:         -n auto takes the free GPUs (a power of two, saying so when that
+                leaves some) and leaves leased ones alone;
   launcher:     python3 -m torch.distributed.run when torchrun is not on PATH;
   release:      the GPUs are free again when torchrun exits, is killed, or
                 when gpuctl itself is killed and then the job ends;
@@ -261,7 +262,8 @@ check("torch restart", len(r) == 2 and p.stderr.count(b"--redirects=1 --tee=1") 
 print(f"torch: --redirects/--tee only for torch < 2.0 on Python >= 3.11 (here {py311}), said once; "
       "expandable_segments only from 2.1")
 
-# ---- auto: one GPU is held by another job; auto takes the 7 others
+# ---- auto: one GPU is held by another job; of the 7 others auto takes 4, a power of two,
+# and says so; with 4 held, the 4 others, silently
 holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "3", "--", "sleep", "30"], env=base_env)
 for _ in range(100):
     if leased() == 1:
@@ -269,12 +271,25 @@ for _ in range(100):
     time.sleep(0.05)
 p = launch(["--", "train.py", "{gpus}"])
 r = records()
-check("auto", p.returncode == 0 and r and r[0]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1,2,4,5,6,7"
-      and tail(r[0]["argv"]) == ["7"] and opt(r[0]["argv"], "--nproc_per_node") == "7",
-      f"exit {p.returncode}: {r and (r[0]['env']['CUDA_VISIBLE_DEVICES'], r[0]['argv'])}")
+gpus = r[0]["env"]["CUDA_VISIBLE_DEVICES"].split(",") if r else []
+check("auto", p.returncode == 0 and len(gpus) == 4 and "3" not in gpus
+      and tail(r[0]["argv"]) == ["4"] and opt(r[0]["argv"], "--nproc_per_node") == "4"
+      and "-n auto: 7 GPUs are free; taking 4, a power of two" in p.stderr.decode(),
+      f"exit {p.returncode}: {r and (r[0]['env']['CUDA_VISIBLE_DEVICES'], r[0]['argv'])} {p.stderr!r}")
 holder.terminate()
 holder.wait(timeout=30)
-print("auto: every free GPU, none of the leased")
+holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "0,2,4,6", "--", "sleep", "30"], env=base_env)
+for _ in range(100):
+    if leased() == 4:
+        break
+    time.sleep(0.05)
+p = launch(["--", "train.py", "{gpus}"])
+r = records()
+check("auto", p.returncode == 0 and r and r[0]["env"]["CUDA_VISIBLE_DEVICES"] == "1,3,5,7"
+      and b"power of two" not in p.stderr, f"exit {p.returncode}: {r and r[0]['env']['CUDA_VISIBLE_DEVICES']} {p.stderr!r}")
+holder.terminate()
+holder.wait(timeout=30)
+print("auto: the free GPUs, none of the leased, as a power of two")
 
 # ---- launcher fallback and status
 os.unlink(os.path.join(bindir, "torchrun"))
