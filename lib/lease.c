@@ -450,10 +450,13 @@ static pid_t parent_of(pid_t pid)
 	return (pid_t)ppid;
 }
 
+/* pid is this process or one of its ancestors: a shell that exec'd its last command is both */
 static bool is_ancestor(pid_t pid)
 {
 	if (pid <= 1)
 		return false;
+	if (pid == getpid())
+		return true;
 	pid_t p = getppid();
 	for (int depth = 0; p > 1 && depth < 256; depth++, p = parent_of(p))
 		if (p == pid)

@@ -210,7 +210,8 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out_free;
 	}
-	if (l) {
+	/* inside the shell's own lease nothing new was leased: no holder to keep */
+	if (l && r.nown < r.sel.n) {
 		pid_t shell = getppid();
 		fflush(NULL);
 		pid_t holder = fork();

@@ -167,6 +167,13 @@ gpuctl leases --json | /usr/bin/python3 -c 'import json,sys; print("held_release
         check("own lease", got.get(k) == v, f"{k}={got.get(k)!r}, expected {v!r} (stdout {p.stdout!r}, stderr {p.stderr!r})")
     check("own lease", got.get("one") in (picked or "").split(","), f"-n 1 ran on {got.get('one')!r}, not in {picked!r}")
     check("own lease", "CUDA_VISIBLE_DEVICES=" + str(picked) in p.stdout, f"launch used other GPUs: {p.stdout!r}")
+    # the shell's last command is exec'd in its place: the lease's holder is then the command itself
+    p = subprocess.run(testusers.as_user_cmd(A, "bash", "-c", 'eval "$(gpuctl pick --lease --format env)" && '
+                                             'gpuctl run -- sh -c \'echo "last=$CUDA_VISIBLE_DEVICES"\''),
+                       env=dict(env, PATH=os.path.dirname(GPUCTL) + ":" + os.environ["PATH"], GPUCTL_SIM=NODE),
+                       capture_output=True, text=True, timeout=60, cwd=work)
+    check("own lease", p.returncode == 0 and re.search(r"^last=\d+$", p.stdout, re.M),
+          f"run as the shell's exec'd last command: {p.returncode} {p.stdout!r} {p.stderr!r}")
     print(f"own lease: run and launch used the shell's GPUs {picked}, the lease outlived them, --release freed it")
 
     # another user's lease, with a record forged to name A's shell, is not A's
