@@ -57,6 +57,7 @@ enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOC
 enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
 enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
 enum { NVML_PSTATE_UNKNOWN = 32 };
+enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
 enum {
 	NVML_TOPOLOGY_INTERNAL = 0,
 	NVML_TOPOLOGY_SINGLE = 10,
@@ -189,5 +190,15 @@ typedef nvmlReturn_t (*nvml_fn_procs)(nvmlDevice_t, unsigned int *, void *);
 typedef nvmlReturn_t (*nvml_fn_remap)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
 				      unsigned int *);
 typedef nvmlReturn_t (*nvml_fn_topo)(nvmlDevice_t, nvmlDevice_t, int *);
+/*
+ * MIG (R450+, with nvmlDeviceGetMigMode): nvmlDeviceGetMigDeviceHandleByIndex(gpu, index, &mig)
+ * (NOT_FOUND for an index with no MIG device); nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig,
+ * &gpu). nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId
+ * and nvmlDeviceIsMigDeviceHandle are nvml_fn_devuint. A MIG device handle also answers
+ * nvmlDeviceGetName ("<GPU name> MIG 1g.10gb"), nvmlDeviceGetUUID ("MIG-...") and
+ * nvmlDeviceGetMemoryInfo(_v2) (its own slice of memory).
+ */
+typedef nvmlReturn_t (*nvml_fn_mig_handle)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+typedef nvmlReturn_t (*nvml_fn_mig_parent)(nvmlDevice_t, nvmlDevice_t *);
 
 #endif

@@ -403,6 +403,93 @@ static int parse_topology(struct ld *ld, const char *path, json_t *obj, struct n
 	return 0;
 }
 
+#define NODE_MAX_MIG 64
+
+/* mig.devices: only on a GPU in MIG mode, at most mig.max_devices of them */
+static int parse_migs(struct ld *ld, const char *path, json_t *mig, struct nvmlDevice_st *g)
+{
+	static const char *const keys[] = { "uuid", "profile", "memory", "gpu_instance_id",
+					    "compute_instance_id", NULL };
+	static const char *const mem_keys[] = { "total", "used", NULL };
+	json_t *a = mig ? json_object_get(mig, "devices") : NULL, *d;
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return fail(ld, path, "devices", "expected an array");
+	if (json_array_size(a) && !(g->mig_current.ok && g->mig_current.v))
+		return fail(ld, path, "devices", "MIG devices need \"current\": true");
+	if (json_array_size(a) > (g->mig_max.ok ? g->mig_max.v : 0))
+		return fail(ld, path, "devices", "more than max_devices (%llu)",
+			    (unsigned long long)g->mig_max.v);
+	g->migs = calloc(json_array_size(a) + 1, sizeof(*g->migs));
+	if (!g->migs)
+		return fail(ld, path, "devices", "out of memory");
+	json_array_foreach(a, i, d) {
+		struct sim_mig *m = &g->migs[g->nmig];
+		char sub[PATH_LEN + 40], msub[PATH_LEN + 48], def[64];
+		struct sim_val t, u, gi, ci;
+		json_t *mem;
+		size_t nl;
+
+		snprintf(sub, sizeof(sub), "%s.devices[%zu]", path, i);
+		if (!json_is_object(d))
+			return fail(ld, sub, NULL, "expected an object");
+		if (check_keys(ld, sub, d, keys) < 0)
+			return -1;
+		g->nmig++; /* freed with the node from here on */
+		m->parent = g;
+		snprintf(def, sizeof(def), "MIG-5e4d0000-0000-5000-8000-%06x%06zx", g->index, i);
+		if (get_str(ld, sub, d, "uuid", def, 79, &m->uuid) < 0 ||
+		    get_str(ld, sub, d, "profile", NULL, 31, &m->profile) < 0)
+			return -1;
+		if (!m->uuid)
+			return fail(ld, sub, "uuid", "expected a string");
+		if (!m->profile || !m->profile[0])
+			return fail(ld, sub, "profile", "expected a profile name such as \"1g.10gb\"");
+		mem = json_object_get(d, "memory");
+		if (!json_is_object(mem))
+			return fail(ld, sub, "memory", "expected an object with \"total\"");
+		if (check_keys(ld, sub, mem, mem_keys) < 0)
+			return -1;
+		subpath(msub, sizeof(msub), sub, "memory");
+		if (get_uint(ld, msub, mem, "total", NA, INT64_MAX, &t) < 0 ||
+		    get_uint(ld, msub, mem, "used", V(0), INT64_MAX, &u) < 0)
+			return -1;
+		if (!t.ok)
+			return fail(ld, msub, "total", "expected an integer (bytes)");
+		if (!u.ok || u.v > t.v)
+			return fail(ld, msub, "used", "expected an integer (bytes) at most total");
+		if (get_uint(ld, sub, d, "gpu_instance_id", V(i), UINT32_MAX - 1, &gi) < 0 ||
+		    get_uint(ld, sub, d, "compute_instance_id", V(0), UINT32_MAX - 1, &ci) < 0)
+			return -1;
+		if (!gi.ok || !ci.ok)
+			return fail(ld, sub, !gi.ok ? "gpu_instance_id" : "compute_instance_id",
+				    "expected an integer");
+		m->mem_total = t.v;
+		m->mem_used = u.v;
+		m->gpu_instance_id = (unsigned int)gi.v;
+		m->compute_instance_id = (unsigned int)ci.v;
+		nl = strlen(g->name ? g->name : "") + strlen(m->profile) + 6;
+		m->name = malloc(nl);
+		if (!m->name)
+			return fail(ld, sub, NULL, "out of memory");
+		snprintf(m->name, nl, "%s MIG %s", g->name ? g->name : "", m->profile);
+		for (unsigned int k = 0; k + 1 < g->nmig; k++) {
+			const struct sim_mig *o = &g->migs[k];
+
+			if (strcmp(o->uuid, m->uuid) == 0)
+				return fail(ld, sub, "uuid", "same as devices[%u].uuid", k);
+			if (o->gpu_instance_id == m->gpu_instance_id &&
+			    o->compute_instance_id == m->compute_instance_id)
+				return fail(ld, sub, "compute_instance_id",
+					    "devices[%u] has the same GPU and compute instance", k);
+		}
+	}
+	return 0;
+}
+
 static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDevice_st *g)
 {
 	static const char *const gpu_keys[] = {
@@ -425,7 +512,7 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 	static const char *const ecc_keys[] = { "current", "pending", "corrected_volatile",
 						"uncorrected_volatile", "corrected_aggregate",
 						"uncorrected_aggregate", NULL };
-	static const char *const mig_keys[] = { "current", "pending", NULL };
+	static const char *const mig_keys[] = { "current", "pending", "max_devices", "devices", NULL };
 	static const char *const retired_keys[] = { "pending", NULL };
 	static const char *const remap_keys[] = { "correctable", "uncorrectable", "pending", "failure",
 						   NULL };
@@ -567,7 +654,9 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 		return -1;
 	subpath(sub, sizeof(sub), path, "mig");
 	if (get_bool(ld, sub, s, "current", V(0), &g->mig_current) < 0 ||
-	    get_bool(ld, sub, s, "pending", g->mig_current, &g->mig_pending) < 0)
+	    get_bool(ld, sub, s, "pending", g->mig_current, &g->mig_pending) < 0 ||
+	    get_uint(ld, sub, s, "max_devices", V(7), NODE_MAX_MIG, &g->mig_max) < 0 ||
+	    parse_migs(ld, sub, s, g) < 0)
 		return -1;
 
 	/* pcie */
@@ -817,6 +906,12 @@ void sim_node_free(struct sim_node *n)
 		free(g->serial);
 		free(g->vbios);
 		free(g->procs);
+		for (unsigned int k = 0; k < g->nmig; k++) {
+			free(g->migs[k].uuid);
+			free(g->migs[k].profile);
+			free(g->migs[k].name);
+		}
+		free(g->migs);
 		sim_faults_free(&g->faults);
 	}
 	free(n->gpus);

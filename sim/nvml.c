@@ -51,6 +51,11 @@ SIM_ABI(nvmlDeviceGetComputeRunningProcesses_v3, nvml_fn_procs);
 SIM_ABI(nvmlDeviceGetTopologyCommonAncestor, nvml_fn_topo);
 SIM_ABI(nvmlDeviceGetRetiredPagesPendingStatus, nvml_fn_devint);
 SIM_ABI(nvmlDeviceGetRemappedRows, nvml_fn_remap);
+SIM_ABI(nvmlDeviceGetMaxMigDeviceCount, nvml_fn_devuint);
+SIM_ABI(nvmlDeviceGetMigDeviceHandleByIndex, nvml_fn_mig_handle);
+SIM_ABI(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, nvml_fn_mig_parent);
+SIM_ABI(nvmlDeviceGetGpuInstanceId, nvml_fn_devuint);
+SIM_ABI(nvmlDeviceGetComputeInstanceId, nvml_fn_devuint);
 
 /* nvmlProcessDetailList_v1_t: records are laid out as nvmlProcessInfo_r535_t */
 typedef struct {
@@ -257,6 +262,52 @@ static nvmlReturn_t dev_leave(nvmlDevice_t dev, nvmlReturn_t r)
 {
 	if (valid(dev))
 		gpu_result(dev, r);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* The MIG device a handle points at, or NULL (a GPU's handle, or garbage). */
+static struct sim_mig *mig_of(nvmlDevice_t dev)
+{
+	uintptr_t p = (uintptr_t)dev;
+
+	for (unsigned int i = 0; node && i < node->ngpus; i++) {
+		const struct nvmlDevice_st *g = &node->gpus[i];
+		uintptr_t base = (uintptr_t)g->migs;
+
+		if (g->nmig && p >= base && p < base + g->nmig * sizeof(*g->migs) &&
+		    (p - base) % sizeof(*g->migs) == 0)
+			return &g->migs[(p - base) / sizeof(*g->migs)];
+	}
+	return NULL;
+}
+
+/*
+ * Like dev_enter for the calls that also take a MIG device handle: *gpu is
+ * the GPU (the MIG device's parent), *mig the MIG device or NULL. Pair with
+ * any_leave().
+ */
+static nvmlReturn_t any_enter(nvmlDevice_t dev, const char *fn, struct nvmlDevice_st **gpu,
+			      struct sim_mig **mig)
+{
+	*gpu = NULL;
+	*mig = NULL;
+	pthread_mutex_lock(&lock);
+	if (!node)
+		return NVML_ERROR_UNINITIALIZED;
+	if (valid(dev))
+		*gpu = dev;
+	else if ((*mig = mig_of(dev)))
+		*gpu = (*mig)->parent;
+	else
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return gpu_enter(*gpu, fn);
+}
+
+static nvmlReturn_t any_leave(struct nvmlDevice_st *gpu, nvmlReturn_t r)
+{
+	if (gpu)
+		gpu_result(gpu, r);
 	pthread_mutex_unlock(&lock);
 	return r;
 }
@@ -566,20 +617,24 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned int *index)
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *buf, unsigned int len)
 {
-	nvmlReturn_t r = dev_enter(dev, __func__);
+	struct nvmlDevice_st *g;
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(dev, __func__, &g, &m);
 
 	if (r == NVML_SUCCESS)
-		r = copy_str(dev->name, buf, len);
-	return dev_leave(dev, r);
+		r = copy_str(m ? m->name : g->name, buf, len);
+	return any_leave(g, r);
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *buf, unsigned int len)
 {
-	nvmlReturn_t r = dev_enter(dev, __func__);
+	struct nvmlDevice_st *g;
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(dev, __func__, &g, &m);
 
 	if (r == NVML_SUCCESS)
-		r = copy_str(dev->uuid, buf, len);
-	return dev_leave(dev, r);
+		r = copy_str(m ? m->uuid : g->uuid, buf, len);
+	return any_leave(g, r);
 }
 
 nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t dev, char *buf, unsigned int len)
@@ -722,10 +777,58 @@ static nvmlReturn_t allocated(struct nvmlDevice_st *g, uint64_t *used)
 	return NVML_SUCCESS;
 }
 
+/* a MIG device's used memory: its baseline plus the static processes in its instances */
+static uint64_t mig_used(const struct sim_mig *m)
+{
+	const struct nvmlDevice_st *g = m->parent;
+	uint64_t sum = m->mem_used;
+
+	for (size_t i = 0; i < g->nprocs; i++)
+		if (g->procs[i].gpu_instance_id == m->gpu_instance_id &&
+		    g->procs[i].compute_instance_id == m->compute_instance_id &&
+		    g->procs[i].used_memory != NVML_VALUE_NOT_AVAILABLE_ULL)
+			sum += g->procs[i].used_memory;
+	return sum < m->mem_total ? sum : m->mem_total;
+}
+
+/* nvmlDeviceGetMemoryInfo(_v2) on a MIG device handle (lock held): its own slice, nothing reserved */
+static nvmlReturn_t mig_memory(const struct sim_mig *m, void *mem, bool v2)
+{
+	unsigned int version = 0;
+
+	if (!mem)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (v2) {
+		nvmlMemory_v2_t x;
+
+		memcpy(&version, mem, sizeof(version));
+		if (version != nvmlMemory_v2)
+			return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+		memset(&x, 0, sizeof(x));
+		x.version = version;
+		x.total = m->mem_total;
+		x.used = mig_used(m);
+		x.free = x.total - x.used;
+		memcpy(mem, &x, sizeof(x));
+	} else {
+		nvmlMemory_t x;
+
+		x.total = m->mem_total;
+		x.used = mig_used(m);
+		x.free = x.total - x.used;
+		memcpy(mem, &x, sizeof(x));
+	}
+	return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, void *mem)
 {
-	nvmlReturn_t r = dev_enter(dev, __func__);
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(dev, __func__, &dev, &m);
 	uint64_t used = 0;
+
+	if (r == NVML_SUCCESS && m)
+		return any_leave(dev, mig_memory(m, mem, false));
 
 	if (r == NVML_SUCCESS && !mem)
 		r = NVML_ERROR_INVALID_ARGUMENT;
@@ -734,23 +837,26 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, void *mem)
 	if (r == NVML_SUCCESS)
 		r = allocated(dev, &used);
 	if (r == NVML_SUCCESS) {
-		nvmlMemory_t m;
+		nvmlMemory_t x;
 		uint64_t held = dev->mem_reserved + used;
 
-		m.total = dev->mem_total;
-		m.used = held < dev->mem_total ? held : dev->mem_total;
-		m.free = dev->mem_total - m.used;
-		memcpy(mem, &m, sizeof(m));
+		x.total = dev->mem_total;
+		x.used = held < dev->mem_total ? held : dev->mem_total;
+		x.free = dev->mem_total - x.used;
+		memcpy(mem, &x, sizeof(x));
 	}
 	return dev_leave(dev, r);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, void *mem)
 {
-	nvmlReturn_t r = dev_enter(dev, __func__);
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(dev, __func__, &dev, &m);
 	unsigned int version = 0;
 	uint64_t used = 0;
 
+	if (r == NVML_SUCCESS && m)
+		return any_leave(dev, mig_memory(m, mem, true));
 	if (r == NVML_SUCCESS && !mem)
 		r = NVML_ERROR_INVALID_ARGUMENT;
 	if (r == NVML_SUCCESS) {
@@ -763,16 +869,16 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, void *mem)
 	if (r == NVML_SUCCESS)
 		r = allocated(dev, &used);
 	if (r == NVML_SUCCESS) {
-		nvmlMemory_v2_t m;
+		nvmlMemory_v2_t x;
 		uint64_t held = dev->mem_reserved + used;
 
-		memset(&m, 0, sizeof(m));
-		m.version = version;
-		m.total = dev->mem_total;
-		m.reserved = dev->mem_reserved;
-		m.used = used;
-		m.free = held < dev->mem_total ? dev->mem_total - held : 0;
-		memcpy(mem, &m, sizeof(m));
+		memset(&x, 0, sizeof(x));
+		x.version = version;
+		x.total = dev->mem_total;
+		x.reserved = dev->mem_reserved;
+		x.used = used;
+		x.free = held < dev->mem_total ? dev->mem_total - held : 0;
+		memcpy(mem, &x, sizeof(x));
 	}
 	return dev_leave(dev, r);
 }
@@ -1112,6 +1218,106 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned int *current, unsig
 		}
 	}
 	return dev_leave(dev, r);
+}
+
+/* ---- MIG devices ------------------------------------------------------- */
+
+static bool mig_on(const struct nvmlDevice_st *g)
+{
+	return g->mig_current.ok && g->mig_current.v;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t dev, unsigned int *count)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!count)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!dev->mig_current.ok || !dev->mig_max.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else
+			*count = mig_on(dev) ? (unsigned int)dev->mig_max.v : 0; /* 0 when MIG is off */
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t dev, unsigned int index,
+						 nvmlDevice_t *mig)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!mig)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!mig_on(dev) || !dev->mig_max.ok)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else if (index >= dev->mig_max.v)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (index >= dev->nmig)
+			r = NVML_ERROR_NOT_FOUND;
+		else
+			*mig = (nvmlDevice_t)(void *)&dev->migs[index];
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *dev)
+{
+	struct nvmlDevice_st *g;
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(mig, __func__, &g, &m);
+
+	if (r == NVML_SUCCESS) {
+		if (!dev || !m)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else
+			*dev = g;
+	}
+	return any_leave(g, r);
+}
+
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t dev, unsigned int *is_mig)
+{
+	struct nvmlDevice_st *g;
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(dev, __func__, &g, &m);
+
+	if (r == NVML_SUCCESS) {
+		if (!is_mig)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else
+			*is_mig = m != NULL;
+	}
+	return any_leave(g, r);
+}
+
+/* GPU and compute instance ids: of a MIG device handle only */
+static nvmlReturn_t instance_id(const char *fn, nvmlDevice_t dev, unsigned int *id, bool gi)
+{
+	struct nvmlDevice_st *g;
+	struct sim_mig *m;
+	nvmlReturn_t r = any_enter(dev, fn, &g, &m);
+
+	if (r == NVML_SUCCESS) {
+		if (!id)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!m)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		else
+			*id = gi ? m->gpu_instance_id : m->compute_instance_id;
+	}
+	return any_leave(g, r);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t dev, unsigned int *id)
+{
+	return instance_id(__func__, dev, id, true);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t dev, unsigned int *id)
+{
+	return instance_id(__func__, dev, id, false);
 }
 
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t dev, unsigned int *v)

@@ -54,6 +54,18 @@ struct sim_faults {
 	size_t n;
 };
 
+/*
+ * One MIG device of a GPU in MIG mode. Its address, cast, is the MIG device
+ * handle nvmlDeviceGetMigDeviceHandleByIndex hands out; calls on it consult
+ * the parent GPU's faults and lost state.
+ */
+struct sim_mig {
+	struct nvmlDevice_st *parent;
+	char *uuid, *profile, *name; /* owned; name = parent's name + " MIG " + profile */
+	uint64_t mem_total, mem_used; /* used: the baseline, before the processes in it */
+	unsigned int gpu_instance_id, compute_instance_id;
+};
+
 enum { SIM_TOPO_NUMA, SIM_TOPO_HOST_BRIDGE, SIM_TOPO_PCIE_ROOT, SIM_TOPO_PCIE_SWITCH, SIM_TOPO_N };
 
 /* One simulated GPU. Its address is the nvmlDevice_t handed to callers. */
@@ -74,6 +86,9 @@ struct nvmlDevice_st {
 	struct sim_val ecc_count[2][2]; /* [error type][counter type] */
 	struct sim_val persistence, compute_mode, pstate;
 	struct sim_val mig_current, mig_pending;
+	struct sim_val mig_max;   /* MIG device slots (nvmlDeviceGetMaxMigDeviceCount in MIG mode) */
+	struct sim_mig *migs;     /* owned; in slot order from 0 */
+	unsigned int nmig;
 	struct sim_val pcie_gen, pcie_max_gen, pcie_width, pcie_max_width;
 	struct sim_val energy;
 	struct sim_val cc_major, cc_minor;
@@ -194,6 +209,13 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode);
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t dev, int *mode);
 nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t dev, int *pstate);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned int *current, unsigned int *pending);
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t dev, unsigned int *count);
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t dev, unsigned int index,
+						 nvmlDevice_t *mig);
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *dev);
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t dev, unsigned int *is_mig);
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t dev, unsigned int *id);
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t dev, unsigned int *id);
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t dev, unsigned int *v);
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t dev, unsigned int *v);
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t dev, unsigned int *v);

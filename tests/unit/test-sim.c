@@ -184,6 +184,12 @@ static void test_symbols(void **state)
 		{ "nvmlSystemGetCudaDriverVersion_v2", { 1, 1, 1, 0 } },
 		{ "nvmlDeviceGetMigMode", { 1, 1, 1, 0 } },
 		{ "nvmlDeviceGetRemappedRows", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceGetMaxMigDeviceCount", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceGetMigDeviceHandleByIndex", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceIsMigDeviceHandle", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceGetGpuInstanceId", { 1, 1, 1, 0 } },
+		{ "nvmlDeviceGetComputeInstanceId", { 1, 1, 1, 0 } },
 		/* internal helpers never leak out */
 		{ "sim_node_load", { 0, 0, 0, 0 } },
 		{ "sim_generation", { 0, 0, 0, 0 } },
@@ -611,6 +617,110 @@ static void test_mig_processes(void **state)
 	assert_int_equal(p[0].gpuInstanceId, 1);
 	assert_int_equal(p[0].computeInstanceId, 0);
 	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
+}
+
+/* MIG device enumeration: handles by index, what a MIG handle answers, its parent */
+static void test_mig_devices(void **state)
+{
+	nvmlDevice_t m = NULL, parent = NULL, m2 = NULL;
+	unsigned int max = 99, id = 99, is = 99;
+	char buf[96];
+	nvmlMemory_t v1;
+	nvmlMemory_v2_t v2;
+
+	(void)state;
+	cur = variants[MODERN].h;
+	use_example("a100-4x-pcie.json");
+	assert_int_equal(INIT(), NVML_SUCCESS);
+	/* GPU 3 is in MIG mode with MIG devices in slots 0 and 1 of 7 */
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetMaxMigDeviceCount", dev(3), &max), NVML_SUCCESS);
+	assert_int_equal(max, 7);
+	assert_int_equal(CALL(nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", dev(3), 1, &m),
+			 NVML_SUCCESS);
+	assert_non_null(m);
+	assert_true(m != dev(3));
+	assert_int_equal(CALL(nvml_fn_devstr, "nvmlDeviceGetUUID", m, buf, sizeof(buf)), NVML_SUCCESS);
+	assert_string_equal(buf, "MIG-b83e0d52-7c19-5a6f-9e2d-3f4a5b6c7d8e");
+	assert_int_equal(CALL(nvml_fn_devstr, "nvmlDeviceGetName", m, buf, sizeof(buf)), NVML_SUCCESS);
+	assert_string_equal(buf, "NVIDIA A100 80GB PCIe MIG 3g.40gb");
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetGpuInstanceId", m, &id), NVML_SUCCESS);
+	assert_int_equal(id, 2);
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetComputeInstanceId", m, &id), NVML_SUCCESS);
+	assert_int_equal(id, 0);
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceIsMigDeviceHandle", m, &is), NVML_SUCCESS);
+	assert_int_equal(is, 1);
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceIsMigDeviceHandle", dev(3), &is), NVML_SUCCESS);
+	assert_int_equal(is, 0);
+	/* its own memory: the baseline plus the 4 GiB process of GPU instance 2 */
+	assert_int_equal(CALL(nvml_fn_mem, "nvmlDeviceGetMemoryInfo", m, &v1), NVML_SUCCESS);
+	assert_true(v1.total == 42144366592ULL);
+	assert_true(v1.used == 14680064ULL + 4294967296ULL);
+	assert_true(v1.free == v1.total - v1.used);
+	memset(&v2, 0, sizeof(v2));
+	v2.version = nvmlMemory_v2;
+	assert_int_equal(CALL(nvml_fn_mem, "nvmlDeviceGetMemoryInfo_v2", m, &v2), NVML_SUCCESS);
+	assert_true(v2.total == 42144366592ULL && v2.reserved == 0 && v2.used == v1.used);
+	v2.version = 1;
+	assert_int_equal(CALL(nvml_fn_mem, "nvmlDeviceGetMemoryInfo_v2", m, &v2),
+			 NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+	assert_int_equal(CALL(nvml_fn_mig_parent, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", m, &parent),
+			 NVML_SUCCESS);
+	assert_true(parent == dev(3));
+	/* a full GPU's handle is no MIG device; a MIG handle is not a GPU for other calls */
+	assert_int_equal(CALL(nvml_fn_mig_parent, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", dev(3),
+			      &parent), NVML_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetGpuInstanceId", dev(3), &id),
+			 NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetFanSpeed", m, &id), NVML_ERROR_INVALID_ARGUMENT);
+	/* empty slot, slot out of range */
+	assert_int_equal(CALL(nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", dev(3), 2, &m2),
+			 NVML_ERROR_NOT_FOUND);
+	assert_int_equal(CALL(nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", dev(3), 7, &m2),
+			 NVML_ERROR_INVALID_ARGUMENT);
+	/* GPU 0: MIG off (no slots); the H100s of the other example: MIG off too */
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetMaxMigDeviceCount", dev(0), &max), NVML_SUCCESS);
+	assert_int_equal(max, 0);
+	assert_int_equal(CALL(nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", dev(0), 0, &m2),
+			 NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
+
+	/* "mig": null: a GPU without MIG */
+	use_node_text("{\"gpus\": [{\"mig\": null}]}");
+	assert_int_equal(INIT(), NVML_SUCCESS);
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetMaxMigDeviceCount", dev(0), &max),
+			 NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
+
+	/* faults on the GPU reach its MIG devices */
+	use_node_text("{\"gpus\": [{\"mig\": {\"current\": true, \"devices\": [{\"profile\": \"1g.10gb\", "
+		      "\"memory\": {\"total\": 10200547328}}]}, "
+		      "\"faults\": {\"nvmlDeviceGetUUID\": \"NO_PERMISSION\"}}]}");
+	assert_int_equal(INIT(), NVML_SUCCESS);
+	assert_int_equal(CALL(nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", dev(0), 0, &m),
+			 NVML_SUCCESS);
+	assert_int_equal(CALL(nvml_fn_devstr, "nvmlDeviceGetUUID", m, buf, sizeof(buf)), NVML_ERROR_NO_PERMISSION);
+	assert_int_equal(CALL(nvml_fn_devstr, "nvmlDeviceGetName", m, buf, sizeof(buf)), NVML_SUCCESS);
+	assert_string_equal(buf, "NVIDIA Simulated GPU MIG 1g.10gb");
+	assert_int_equal(CALL(nvml_fn_devuint, "nvmlDeviceGetGpuInstanceId", m, &id), NVML_SUCCESS);
+	assert_int_equal(id, 0); /* the default: the slot */
+	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
+
+	/* the node file is checked */
+	expect_init_error("{\"gpus\": [{\"mig\": {\"current\": false, \"devices\": [{\"profile\": \"1g.10gb\", "
+			  "\"memory\": {\"total\": 1}}]}}]}",
+			  "gpus[0].mig.devices: MIG devices need \"current\": true");
+	expect_init_error("{\"gpus\": [{\"mig\": {\"current\": true, \"devices\": [{\"memory\": {\"total\": 1}}]}}]}",
+			  "gpus[0].mig.devices[0].profile: expected a profile name");
+	expect_init_error("{\"gpus\": [{\"mig\": {\"current\": true, \"devices\": [{\"profile\": \"1g.10gb\"}]}}]}",
+			  "gpus[0].mig.devices[0].memory: expected an object");
+	expect_init_error("{\"gpus\": [{\"mig\": {\"current\": true, \"max_devices\": 1, \"devices\": ["
+			  "{\"profile\": \"1g.10gb\", \"memory\": {\"total\": 1}}, "
+			  "{\"profile\": \"1g.10gb\", \"memory\": {\"total\": 1}}]}}]}",
+			  "gpus[0].mig.devices: more than max_devices (1)");
+	expect_init_error("{\"gpus\": [{\"mig\": {\"current\": true, \"devices\": ["
+			  "{\"profile\": \"1g.10gb\", \"memory\": {\"total\": 1}, \"gpu_instance_id\": 3}, "
+			  "{\"profile\": \"1g.10gb\", \"memory\": {\"total\": 1}, \"gpu_instance_id\": 3}]}}]}",
+			  "gpus[0].mig.devices[1].compute_instance_id: devices[0] has the same GPU and compute instance");
 }
 
 /* ---- PCI ---------------------------------------------------------------- */
@@ -1123,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_process_records),
 		cmocka_unit_test(test_mig_processes),
+		cmocka_unit_test(test_mig_devices),
 		cmocka_unit_test(test_pci),
 		cmocka_unit_test(test_null_metrics),
 		cmocka_unit_test(test_memory_repairs),
