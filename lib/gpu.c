@@ -175,8 +175,10 @@ static int snapshot_size(gc_snapshot *s, size_t n)
 {
 	if (s->ngpus == n && (s->gpus || n == 0))
 		return GC_OK;
-	for (size_t i = n; i < s->ngpus; i++)
+	for (size_t i = n; i < s->ngpus; i++) {
 		free(s->gpus[i].procs);
+		free(s->gpus[i].mig);
+	}
 	gc_gpu *g = realloc(s->gpus, (n ? n : 1) * sizeof *g);
 	if (!g)
 		return GC_ENOMEM;
@@ -214,6 +216,7 @@ int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *whi
 		if (which && !which[i]) {
 			g->index = (unsigned)i;
 			g->nprocs = 0;
+			g->nmig = 0;
 			g->lost = false;
 			memset(g->st, GC_ST_UNSET, sizeof g->st);
 			continue;
@@ -246,8 +249,10 @@ void gc_snapshot_release(gc_snapshot *snap)
 {
 	if (!snap)
 		return;
-	for (size_t i = 0; i < snap->ngpus; i++)
+	for (size_t i = 0; i < snap->ngpus; i++) {
 		free(snap->gpus[i].procs);
+		free(snap->gpus[i].mig);
+	}
 	free(snap->gpus);
 	free(snap->topo);
 	memset(snap, 0, sizeof *snap);

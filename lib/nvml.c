@@ -19,6 +19,10 @@
  *    entry point, whose records are 24 bytes on every driver, is used.
  *  - process lists grow-and-retry on INSUFFICIENT_SIZE; a usedGpuMemory of
  *    ULLONG_MAX means "not available".
+ *  - a GPU in MIG mode is enumerated through nvmlDeviceGetMaxMigDeviceCount and
+ *    nvmlDeviceGetMigDeviceHandleByIndex (NOT_FOUND marks an empty slot); a MIG
+ *    device handle answers GetUUID ("MIG-..."), GetName ("<GPU> MIG 1g.10gb",
+ *    whose suffix is the profile), GetMemoryInfo and the GPU/compute instance ids.
  * Static facts (name, UUID, serial, PCI, max clocks, ...) are fetched once
  * per device and cached; handles are kept for the life of the context.
  */
@@ -38,6 +42,7 @@
 #define DEFAULT_NVML_LIBRARY "libnvidia-ml.so.1"
 #define PROC_RETRIES 5
 #define PROC_MAX 65536 /* bound on one device's process list */
+#define MIG_MAX 64     /* bound on one GPU's MIG device slots (7 on every MIG GPU so far) */
 
 /* bits of gc_value that never change while the driver is loaded */
 #define STATIC_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_SERIAL) | \
@@ -82,6 +87,8 @@ struct nvml {
 	size_t proc_stride;
 	const char *proc_api;
 	nvml_fn_topo topo;
+	nvml_fn_devuint mig_max, mig_gi, mig_ci;
+	nvml_fn_mig_handle mig_handle;
 
 	unsigned ndev;
 	struct dev *devs;
@@ -205,6 +212,11 @@ static void resolve(struct nvml *n)
 	/* nvmlEnableState_t *isPending: an enum, 4 bytes */
 	n->retired_pending = SYM(n, nvml_fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus");
 	n->remap = SYM(n, nvml_fn_remap, "nvmlDeviceGetRemappedRows");
+	/* MIG enumeration, R450+; absent on older drivers (the GPU then has no MIG devices to show) */
+	n->mig_max = SYM(n, nvml_fn_devuint, "nvmlDeviceGetMaxMigDeviceCount");
+	n->mig_handle = SYM(n, nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+	n->mig_gi = SYM(n, nvml_fn_devuint, "nvmlDeviceGetGpuInstanceId");
+	n->mig_ci = SYM(n, nvml_fn_devuint, "nvmlDeviceGetComputeInstanceId");
 }
 
 /* Process entry points: resolved after init (the r535 check may ask the driver version). */
@@ -589,6 +601,102 @@ static nvmlReturn_t sample_procs(struct nvml *n, nvmlDevice_t h, nvml_fn_procs f
 	return NVML_SUCCESS;
 }
 
+/* One MIG device's memory: its own slice (v2 where the driver takes it, like the GPU's). */
+static nvmlReturn_t mig_memory(struct nvml *n, nvmlDevice_t m, gc_mig *d)
+{
+	if (n->mem_v2) {
+		nvmlMemory_v2_t v;
+		memset(&v, 0, sizeof v);
+		v.version = nvmlMemory_v2;
+		nvmlReturn_t rc = n->mem(m, &v);
+		if (rc != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && rc != NVML_ERROR_FUNCTION_NOT_FOUND) {
+			if (rc == NVML_SUCCESS) {
+				d->mem_total = v.total;
+				d->mem_used = v.used;
+				d->mem_free = v.free;
+			}
+			return rc;
+		}
+	}
+	nvmlMemory_t v;
+	memset(&v, 0, sizeof v);
+	nvmlReturn_t rc = CALL(n->mem_v1, m, &v);
+	if (rc == NVML_SUCCESS) {
+		d->mem_total = v.total;
+		d->mem_used = v.used;
+		d->mem_free = v.free;
+	}
+	return rc;
+}
+
+/* " MIG 1g.10gb" ends a MIG device's name: the profile, as nvidia-smi -L prints it */
+static bool mig_profile(const char *name, char *out, size_t len)
+{
+	const char *p = NULL;
+	for (const char *q = strstr(name, " MIG "); q; q = strstr(q + 1, " MIG "))
+		p = q + 5;
+	if (!p || !*p || strlen(p) >= len)
+		return false;
+	for (const char *c = p; *c; c++)
+		if (*c <= ' ' || *c > '~')
+			return false;
+	copy_str(out, len, p);
+	return true;
+}
+
+static uint8_t mig_note(gc_gpu *g, nvmlReturn_t rc)
+{
+	if (rc == NVML_ERROR_GPU_IS_LOST)
+		g->lost = true;
+	return status_of(rc);
+}
+
+/* The MIG devices of a GPU in MIG mode into g->mig (grown with realloc; g->mig_cap). */
+static nvmlReturn_t sample_mig(struct nvml *n, nvmlDevice_t h, gc_gpu *g)
+{
+	unsigned max = 0;
+	nvmlReturn_t rc = CALL(n->mig_max, h, &max);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (max && !n->mig_handle)
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (max > MIG_MAX)
+		max = MIG_MAX;
+	for (unsigned i = 0; i < max; i++) {
+		nvmlDevice_t m = NULL;
+		rc = n->mig_handle(h, i, &m);
+		if (rc == NVML_ERROR_NOT_FOUND)
+			continue; /* no MIG device in this slot */
+		if (rc != NVML_SUCCESS)
+			return rc;
+		if (g->nmig == g->mig_cap) {
+			size_t ncap = g->mig_cap ? g->mig_cap * 2 : 8;
+			gc_mig *p = realloc(g->mig, ncap * sizeof *p);
+			if (!p)
+				return NVML_ERROR_MEMORY;
+			g->mig = p;
+			g->mig_cap = ncap;
+		}
+		gc_mig *d = &g->mig[g->nmig++];
+		memset(d, 0, sizeof *d);
+		d->index = i;
+		char buf[NVML_NAME_BUFFER_SIZE];
+		buf[0] = '\0';
+		d->st_uuid = mig_note(g, CALL(n->uuid, m, buf, sizeof buf));
+		if (d->st_uuid == GC_ST_OK)
+			copy_str(d->uuid, sizeof d->uuid, buf);
+		buf[0] = '\0';
+		d->st_profile = mig_note(g, CALL(n->name, m, buf, sizeof buf));
+		buf[sizeof buf - 1] = '\0';
+		if (d->st_profile == GC_ST_OK && !mig_profile(buf, d->profile, sizeof d->profile))
+			d->st_profile = GC_ST_NOT_SUPPORTED; /* a name without the profile */
+		d->st_mem = mig_note(g, mig_memory(n, m, d));
+		d->st_gi = mig_note(g, CALL(n->mig_gi, m, &d->gpu_instance_id));
+		d->st_ci = mig_note(g, CALL(n->mig_ci, m, &d->compute_instance_id));
+	}
+	return NVML_SUCCESS;
+}
+
 static uint64_t ecc_count(struct nvml *n, nvmlDevice_t h, gc_gpu *g, int type, int counter, int value)
 {
 	unsigned long long v = 0;
@@ -604,7 +712,10 @@ int nvml_sample_gpu(struct nvml *n, unsigned idx, uint64_t mask, gc_gpu *g, size
 	g->index = idx;
 	g->lost = false;
 	g->nprocs = 0;
+	g->nmig = 0;
 	memset(g->st, GC_ST_UNSET, sizeof g->st);
+	if (mask & GC_BIT(GC_V_MIG_DEVICES))
+		mask |= GC_BIT(GC_V_MIG_CURRENT) | GC_BIT(GC_V_MIG_PENDING); /* enumerated only in MIG mode */
 	if (!d->h) {
 		note(g, d->handle_rc, mask);
 		return GC_OK;
@@ -692,6 +803,14 @@ int nvml_sample_gpu(struct nvml *n, unsigned idx, uint64_t mask, gc_gpu *g, size
 		g->mig_current = cur != 0;
 		g->mig_pending = pend != 0;
 	}
+	if (mask & GC_BIT(GC_V_MIG_DEVICES)) {
+		if (g->st[GC_V_MIG_CURRENT] != GC_ST_OK)
+			g->st[GC_V_MIG_DEVICES] = g->st[GC_V_MIG_CURRENT]; /* no MIG, or its mode unknown */
+		else if (!g->mig_current)
+			g->st[GC_V_MIG_DEVICES] = GC_ST_OK; /* MIG off: none */
+		else
+			note(g, sample_mig(n, h, g), GC_BIT(GC_V_MIG_DEVICES));
+	}
 	if (mask & GC_BIT(GC_V_PCIE_GEN))
 		note(g, CALL(n->pcie_gen, h, &g->pcie_gen), GC_BIT(GC_V_PCIE_GEN));
 	if (mask & GC_BIT(GC_V_PCIE_WIDTH))
@@ -771,6 +890,7 @@ const char *gc_value_source(unsigned v)
 		[GC_V_PERSISTENCE] = "nvmlDeviceGetPersistenceMode", [GC_V_COMPUTE_MODE] = "nvmlDeviceGetComputeMode",
 		[GC_V_PSTATE] = "nvmlDeviceGetPerformanceState",
 		[GC_V_MIG_CURRENT] = "nvmlDeviceGetMigMode", [GC_V_MIG_PENDING] = "nvmlDeviceGetMigMode",
+		[GC_V_MIG_DEVICES] = "nvmlDeviceGetMigDeviceHandleByIndex",
 		[GC_V_PCIE_GEN] = "nvmlDeviceGetCurrPcieLinkGeneration",
 		[GC_V_PCIE_GEN_MAX] = "nvmlDeviceGetMaxPcieLinkGeneration",
 		[GC_V_PCIE_WIDTH] = "nvmlDeviceGetCurrPcieLinkWidth",

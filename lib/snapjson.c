@@ -38,7 +38,7 @@ static const char *const value_names[GC_V__COUNT] = {
 	[GC_V_ECC_UNCORR_AGG] = "ecc.uncorrected_aggregate",
 	[GC_V_PERSISTENCE] = "persistence_mode", [GC_V_COMPUTE_MODE] = "compute_mode",
 	[GC_V_PSTATE] = "pstate", [GC_V_MIG_CURRENT] = "mig.current",
-	[GC_V_MIG_PENDING] = "mig.pending",
+	[GC_V_MIG_PENDING] = "mig.pending", [GC_V_MIG_DEVICES] = "mig_devices",
 	[GC_V_PCIE_GEN] = "pcie.gen", [GC_V_PCIE_GEN_MAX] = "pcie.max_gen",
 	[GC_V_PCIE_WIDTH] = "pcie.width", [GC_V_PCIE_WIDTH_MAX] = "pcie.max_width",
 	[GC_V_ENERGY] = "energy_mj", [GC_V_COMPUTE_CAP] = "compute_capability",
@@ -153,6 +153,51 @@ static void procs(struct jw *w, const gc_gpu *g)
 	jw_end(w, ']');
 }
 
+/* MIG mode and the MIG devices CUDA sees instead of the GPU (nvidia-smi -L's MIG lines) */
+static void mig_devices(struct jw *w, const gc_gpu *g)
+{
+	b(w, g, "mig_mode", GC_V_MIG_CURRENT, g->mig_current);
+	if (g->st[GC_V_MIG_DEVICES] != GC_ST_OK) {
+		jw_null(w, "mig_devices");
+		return;
+	}
+	jw_array(w, "mig_devices");
+	for (size_t i = 0; i < g->nmig; i++) {
+		const gc_mig *m = &g->mig[i];
+		jw_object(w, NULL);
+		jw_uint(w, "index", m->index);
+		if (m->st_uuid == GC_ST_OK)
+			jw_string(w, "uuid", m->uuid);
+		else
+			jw_null(w, "uuid");
+		if (m->st_profile == GC_ST_OK)
+			jw_string(w, "profile", m->profile);
+		else
+			jw_null(w, "profile");
+		jw_object(w, "memory");
+		if (m->st_mem == GC_ST_OK) {
+			jw_uint(w, "total", m->mem_total);
+			jw_uint(w, "used", m->mem_used);
+			jw_uint(w, "free", m->mem_free);
+		} else {
+			jw_null(w, "total");
+			jw_null(w, "used");
+			jw_null(w, "free");
+		}
+		jw_end(w, '}');
+		if (m->st_gi == GC_ST_OK)
+			jw_uint(w, "gpu_instance_id", m->gpu_instance_id);
+		else
+			jw_null(w, "gpu_instance_id");
+		if (m->st_ci == GC_ST_OK)
+			jw_uint(w, "compute_instance_id", m->compute_instance_id);
+		else
+			jw_null(w, "compute_instance_id");
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+}
+
 static void gpu_json(struct jw *w, const gc_gpu *g, const struct snapjson_extra *x)
 {
 	char buf[32];
@@ -220,6 +265,7 @@ static void gpu_json(struct jw *w, const gc_gpu *g, const struct snapjson_extra 
 	b(w, g, "current", GC_V_MIG_CURRENT, g->mig_current);
 	b(w, g, "pending", GC_V_MIG_PENDING, g->mig_pending);
 	jw_end(w, '}');
+	mig_devices(w, g);
 	jw_object(w, "pcie");
 	u(w, g, "gen", GC_V_PCIE_GEN, g->pcie_gen);
 	u(w, g, "max_gen", GC_V_PCIE_GEN_MAX, g->pcie_gen_max);

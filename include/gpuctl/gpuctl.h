@@ -74,6 +74,7 @@ enum gc_value {
 	GC_V_ECC_CORR_VOL, GC_V_ECC_UNCORR_VOL, GC_V_ECC_CORR_AGG, GC_V_ECC_UNCORR_AGG,
 	GC_V_PERSISTENCE, GC_V_COMPUTE_MODE, GC_V_PSTATE,
 	GC_V_MIG_CURRENT, GC_V_MIG_PENDING,
+	GC_V_MIG_DEVICES, /* the MIG devices of a GPU in MIG mode (gc_gpu.mig); also samples MIG mode */
 	GC_V_PCIE_GEN, GC_V_PCIE_GEN_MAX, GC_V_PCIE_WIDTH, GC_V_PCIE_WIDTH_MAX,
 	GC_V_ENERGY, GC_V_COMPUTE_CAP,
 	GC_V_RETIRED_PENDING, /* pages pending retirement (Kepler to Turing) */
@@ -118,6 +119,20 @@ typedef struct gc_proc {
 	char argv0[256];          /* first cmdline word: nvidia-smi's process_name */
 } gc_proc;
 
+/*
+ * One MIG device of a GPU in MIG mode: a compute instance inside a GPU
+ * instance, what CUDA sees instead of the GPU (by its MIG UUID). Each value
+ * has its own status, as in gc_gpu.
+ */
+typedef struct gc_mig {
+	unsigned index;           /* NVML's MIG device index under its GPU */
+	uint8_t st_uuid, st_profile, st_mem, st_gi, st_ci; /* GC_ST_* of the values below */
+	char uuid[96];            /* "MIG-..." */
+	char profile[32];         /* "1g.10gb": what follows " MIG " in the device's name */
+	uint64_t mem_total, mem_used, mem_free; /* bytes, its own slice of the GPU's memory */
+	unsigned gpu_instance_id, compute_instance_id;
+} gc_mig;
+
 /* One GPU in a snapshot. Read a value only when st[its gc_value] == GC_ST_OK. */
 typedef struct gc_gpu {
 	unsigned index;
@@ -154,6 +169,9 @@ typedef struct gc_gpu {
 	size_t nprocs;
 	gc_proc *procs;           /* owned by the snapshot */
 	size_t procs_cap;         /* private: allocated entries of procs */
+	size_t nmig;              /* MIG devices, valid when st[GC_V_MIG_DEVICES] == GC_ST_OK */
+	gc_mig *mig;              /* owned by the snapshot */
+	size_t mig_cap;           /* private: allocated entries of mig */
 	bool lost;                /* a call returned GPU_IS_LOST in this sample */
 } gc_gpu;
 

@@ -59,6 +59,10 @@ for k in keys(gpu):
 for k in gpu["processes"][0]:
     if f"`{k}`" not in doc:
         errors.append(f"docs/json.md does not document process key {k!r}")
+mig = json.loads(run("--sim", os.path.join(src, "tests/cli/nodes/mig.json"), "ls", "--json"))
+for k in keys(mig["gpus"][0]["mig_devices"][0]):
+    if f"`{k}`" not in doc:
+        errors.append(f"docs/json.md does not document MIG device key {k!r}")
 
 # 3. exit codes
 codes = re.findall(r"EXIT_\w+ = (\d+),", read("src/cli.h"))

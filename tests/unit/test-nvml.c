@@ -323,6 +323,101 @@ static void test_sim_library_lookup(void **state)
 	assert_int_equal(gc_sim_library("r999", path, sizeof path), GC_EINVAL);
 }
 
+/* a node file written for one test, opened as the simulated node */
+static gc_ctx *open_text(const char *dir, const char *json)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/node.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	assert_int_equal(fclose(f), 0);
+	gc_ctx *ctx = NULL;
+	gc_open_opts o = {.sim_node = path};
+	if (gc_ctx_open(&ctx, &o) != GC_OK)
+		fail_msg("open %s: %s", path, gc_ctx_errmsg(ctx));
+	return ctx;
+}
+
+static void test_mig_devices(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("tests/cli/nodes", "mig.json");
+	gc_snapshot s = {0};
+	sample_all(ctx, &s);
+	const gc_gpu *g = &s.gpus[0];
+	assert_int_equal(g->st[GC_V_MIG_CURRENT], GC_ST_OK);
+	assert_true(g->mig_current);
+	assert_int_equal(g->st[GC_V_MIG_DEVICES], GC_ST_OK);
+	assert_int_equal(g->nmig, 3);
+	const gc_mig *m = &g->mig[0];
+	assert_int_equal(m->st_uuid, GC_ST_OK);
+	assert_string_equal(m->uuid, "MIG-e138a708-679d-5075-ab88-ba8e298ec5d3");
+	assert_int_equal(m->st_profile, GC_ST_OK);
+	assert_string_equal(m->profile, "3g.40gb");
+	assert_int_equal(m->st_mem, GC_ST_OK);
+	assert_true(m->mem_total == 42144366592ULL);
+	assert_true(m->mem_used == 14680064ULL + 8589934592ULL); /* the process in GPU instance 2 */
+	assert_true(m->mem_free == m->mem_total - m->mem_used);
+	assert_int_equal(m->st_gi, GC_ST_OK);
+	assert_int_equal(m->gpu_instance_id, 2);
+	assert_int_equal(m->st_ci, GC_ST_OK);
+	assert_int_equal(m->compute_instance_id, 0);
+	assert_string_equal(g->mig[2].profile, "1g.10gb");
+	assert_int_equal(g->mig[2].index, 2);
+	assert_int_equal(g->mig[2].gpu_instance_id, 10);
+	/* MIG off: known to have none */
+	assert_int_equal(s.gpus[1].st[GC_V_MIG_DEVICES], GC_ST_OK);
+	assert_false(s.gpus[1].mig_current);
+	assert_int_equal(s.gpus[1].nmig, 0);
+	/* asking for the devices alone samples the mode they depend on */
+	assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_MIG_DEVICES), NULL, false), GC_OK);
+	assert_int_equal(s.gpus[0].st[GC_V_MIG_CURRENT], GC_ST_OK);
+	assert_int_equal(s.gpus[0].nmig, 3);
+	/* not asked for: not reported */
+	assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_NAME), NULL, false), GC_OK);
+	assert_int_equal(s.gpus[0].st[GC_V_MIG_DEVICES], GC_ST_UNSET);
+	assert_int_equal(s.gpus[0].nmig, 0);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+
+	/* R410 has no MIG calls; a GPU without MIG ("mig": null): not supported, never "none" */
+	ctx = open_node("tests/cli/nodes", "r410.json");
+	sample_all(ctx, &s);
+	assert_int_equal(s.gpus[0].st[GC_V_MIG_DEVICES], GC_ST_NOT_SUPPORTED);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+
+	char dir[PATH_MAX];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "mig"), 0);
+	ctx = open_text(dir, "{\"gpus\": [{\"mig\": null}]}");
+	sample_all(ctx, &s);
+	assert_int_equal(s.gpus[0].st[GC_V_MIG_DEVICES], GC_ST_NOT_SUPPORTED);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+
+	/* one failing value of a MIG device is that value's status; a failing enumeration the list's */
+	static const char two[] =
+		"{\"driver\": {\"generation\": \"legacy\"}, \"gpus\": [{\"mig\": {\"current\": true, \"devices\": ["
+		"{\"profile\": \"1g.10gb\", \"memory\": {\"total\": 10200547328, \"used\": 1048576}}]}, "
+		"\"faults\": {\"nvmlDeviceGetUUID\": \"NO_PERMISSION\"}}, "
+		"{\"mig\": {\"current\": true}, \"faults\": {\"nvmlDeviceGetMigDeviceHandleByIndex\": \"UNKNOWN\"}}]}";
+	ctx = open_text(dir, two);
+	sample_all(ctx, &s);
+	g = &s.gpus[0];
+	assert_int_equal(g->st[GC_V_MIG_DEVICES], GC_ST_OK);
+	assert_int_equal(g->nmig, 1);
+	assert_int_equal(g->mig[0].st_uuid, GC_ST_NO_PERMISSION);
+	assert_int_equal(g->mig[0].st_profile, GC_ST_OK);
+	/* the legacy driver has no MemoryInfo_v2: v1 on the MIG device */
+	assert_int_equal(g->mig[0].st_mem, GC_ST_OK);
+	assert_true(g->mig[0].mem_used == 1048576ULL);
+	assert_int_equal(s.gpus[1].st[GC_V_MIG_DEVICES], GC_ST_UNKNOWN_ERROR);
+	gc_snapshot_release(&s);
+	gc_ctx_free(ctx);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -350,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_selection_skips_gpus),
 		cmocka_unit_test(test_open_failures),
 		cmocka_unit_test(test_sim_library_lookup),
+		cmocka_unit_test(test_mig_devices),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

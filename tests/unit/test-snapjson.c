@@ -101,12 +101,47 @@ static void test_selection(void **state)
 	json_decref(root);
 }
 
+static void test_mig(void **state)
+{
+	(void)state;
+	json_t *root = snapshot_json("mig.json", NULL);
+	json_t *gpus = json_object_get(root, "gpus");
+	json_t *g0 = json_array_get(gpus, 0), *g1 = json_array_get(gpus, 1);
+	assert_true(json_is_true(json_object_get(g0, "mig_mode")));
+	json_t *devs = json_object_get(g0, "mig_devices");
+	assert_int_equal(json_array_size(devs), 3);
+	json_t *d = json_array_get(devs, 1);
+	assert_int_equal(json_integer_value(json_object_get(d, "index")), 1);
+	assert_string_equal(json_string_value(json_object_get(d, "uuid")), "MIG-ae9a37c7-4e38-5a4c-8229-7f07dc126721");
+	assert_string_equal(json_string_value(json_object_get(d, "profile")), "1g.10gb");
+	json_t *mem = json_object_get(d, "memory");
+	assert_int_equal(json_integer_value(json_object_get(mem, "total")), 10200547328LL);
+	assert_int_equal(json_integer_value(json_object_get(mem, "used")), 14680064);
+	assert_int_equal(json_integer_value(json_object_get(mem, "free")), 10200547328LL - 14680064);
+	assert_int_equal(json_integer_value(json_object_get(d, "gpu_instance_id")), 9);
+	assert_int_equal(json_integer_value(json_object_get(d, "compute_instance_id")), 0);
+	/* MIG off: false and no devices */
+	assert_true(json_is_false(json_object_get(g1, "mig_mode")));
+	assert_int_equal(json_array_size(json_object_get(g1, "mig_devices")), 0);
+	assert_true(json_is_array(json_object_get(g1, "mig_devices")));
+	json_decref(root);
+
+	/* a GPU whose driver does not report MIG: null, never a made-up false or [] */
+	root = snapshot_json("r410.json", NULL);
+	g0 = json_array_get(json_object_get(root, "gpus"), 0);
+	assert_true(json_is_null(json_object_get(g0, "mig_mode")));
+	assert_non_null(json_object_get(g0, "mig_devices"));
+	assert_true(json_is_null(json_object_get(g0, "mig_devices")));
+	json_decref(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schema_and_values),
 		cmocka_unit_test(test_errors_named),
 		cmocka_unit_test(test_selection),
+		cmocka_unit_test(test_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
