@@ -16,7 +16,7 @@
 #define LS_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | \
 	GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_USED) | GC_BIT(GC_V_UTIL_GPU) | \
 	GC_BIT(GC_V_TEMP) | GC_BIT(GC_V_POWER_DRAW) | GC_BIT(GC_V_POWER_ENFORCED) | \
-	GC_BIT(GC_V_REASONS) | GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS))
+	GC_BIT(GC_V_REASONS) | GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS) | GC_BIT(GC_V_MIG_DEVICES))
 
 struct ls {
 	gc_ctx *ctx;
@@ -86,6 +86,30 @@ static void print_header(struct ls *l)
 		       col(l, C_RESET));
 	}
 	printf("%s", eol(l));
+}
+
+/* a GPU in MIG mode: the MIG devices CUDA sees instead of it, as nvidia-smi -L lists them */
+static void print_mig(const struct ls *l, const gc_gpu *g)
+{
+	if (g->st[GC_V_MIG_CURRENT] != GC_ST_OK || !g->mig_current || g->lost)
+		return;
+	if (g->st[GC_V_MIG_DEVICES] != GC_ST_OK) {
+		printf("    %sMIG devices: [%s]%s%s", col(l, C_GREY), gc_status_token(g->st[GC_V_MIG_DEVICES]),
+		       col(l, C_RESET), eol(l));
+		return;
+	}
+	if (g->nmig == 0)
+		printf("    %sMIG mode, no MIG devices: CUDA sees nothing on this GPU%s%s", col(l, C_GREY),
+		       col(l, C_RESET), eol(l));
+	for (size_t k = 0; k < g->nmig; k++) {
+		const gc_mig *m = &g->mig[k];
+		printf("    MIG %-11s Device %2zu: (UUID: %s)", m->st_profile == GC_ST_OK ? m->profile : "[N/A]", k,
+		       m->st_uuid == GC_ST_OK ? m->uuid : gc_status_token(m->st_uuid));
+		if (m->st_mem == GC_ST_OK)
+			printf(" | %s%llu / %llu MiB%s", col(l, C_YELLOW), cli_mib(m->mem_used), cli_mib(m->mem_total),
+			       col(l, C_RESET));
+		printf("%s", eol(l));
+	}
 }
 
 static void print_view(struct ls *l)
@@ -161,6 +185,8 @@ static void print_view(struct ls *l)
 			}
 			printf("%s", col(l, C_RESET));
 		}
+		if (g->st[GC_V_MIG_CURRENT] == GC_ST_OK && g->mig_current)
+			printf(" | %sMIG%s", col(l, C_BOLD), col(l, C_RESET));
 		if (g->lost)
 			printf(" | %s%sGPU is lost%s", col(l, C_BOLD), col(l, C_RED), col(l, C_RESET));
 		struct lease_info holder;
@@ -172,6 +198,7 @@ static void print_view(struct ls *l)
 			printf("%s", col(l, C_RESET));
 		}
 		printf("%s", eol(l));
+		print_mig(l, g);
 		if (g->st[GC_V_PROCS] != GC_ST_OK && !g->lost)
 			printf("    %sprocesses: [%s]%s%s", col(l, C_GREY),
 			       gc_status_token(g->st[GC_V_PROCS]), col(l, C_RESET), eol(l));
