@@ -56,6 +56,7 @@ const char *select_why_text(enum select_why w)
 	case SELECT_MEMORY: return "not enough free memory";
 	case SELECT_UTIL: return "too busy";
 	case SELECT_OTHER_USER: return "in use by another user";
+	case SELECT_MIG: return "in MIG mode (CUDA sees only its MIG devices, by MIG UUID)";
 	}
 	return "unknown";
 }
@@ -141,6 +142,11 @@ static bool model_matches(const char *model, const gc_gpu *g)
 	return select_model_matches(model, name);
 }
 
+bool select_gpu_mig(const gc_gpu *g)
+{
+	return g && g->st[GC_V_MIG_CURRENT] == GC_ST_OK && g->mig_current;
+}
+
 static bool mem_total_fits(const gc_gpu *g, uint64_t want)
 {
 	return want == 0 || g->st[GC_V_MEM_TOTAL] != GC_ST_OK || g->mem_total >= want;
@@ -174,6 +180,8 @@ static enum select_why why_of(const gc_snapshot *s, size_t i, const struct selec
 		return SELECT_LOST;
 	if (!model_matches(r->model, g))
 		return SELECT_MODEL;
+	if (select_gpu_mig(g))
+		return SELECT_MIG;
 	if (leased && leased[i])
 		return SELECT_LEASED;
 	if (r->min_free_mem > 0 &&
@@ -338,12 +346,21 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 		sb_printf(&b, "out of memory");
 		return -1;
 	}
-	size_t count = 0;
+	bool *mig = calloc(ng, sizeof *mig);
+	if (!mig) {
+		free(ok);
+		sb_printf(&b, "out of memory");
+		return -1;
+	}
+	size_t count = 0, nmig = 0;
 	for (size_t i = 0; i < ng; i++) {
 		const gc_gpu *g = &s->gpus[i];
 		ok[i] = (!r->allowed || r->allowed[i]) && !(r->exclude && r->exclude[i]) &&
 			model_matches(r->model, g) && mem_total_fits(g, r->min_free_mem);
+		mig[i] = ok[i] && select_gpu_mig(g); /* would do, but not by index */
+		ok[i] = ok[i] && !mig[i];
 		count += ok[i];
+		nmig += mig[i];
 	}
 	if (count < n) {
 		if (count == 0) {
@@ -354,10 +371,18 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 			sb_list(&b, ok, ng);
 			sb_printf(&b, ")");
 		}
+		if (nmig) {
+			sb_printf(&b, "; GPU%s ", plural(nmig));
+			sb_list(&b, mig, ng);
+			sb_printf(&b, " %s in MIG mode (CUDA sees only %s MIG devices, by MIG UUID)",
+				  nmig == 1 ? "is" : "are", nmig == 1 ? "its" : "their");
+		}
 		free(ok);
+		free(mig);
 		return -1;
 	}
 	free(ok);
+	free(mig);
 	return 0;
 }
 

@@ -35,8 +35,9 @@ struct select_request {
 
 /*
  * Why a GPU is not eligible now. A GPU gets the first reason that applies,
- * checked in this order: not visible, excluded, lost, model, leased, memory,
- * utilization, other user (a lost GPU says so even when its name is unknown).
+ * checked in this order: not visible, excluded, lost, model, MIG, leased,
+ * memory, utilization, other user (a lost GPU says so even when its name is
+ * unknown).
  */
 enum select_why {
 	SELECT_OK,
@@ -50,11 +51,20 @@ enum select_why {
 	SELECT_OTHER_USER,    /* a compute process of another user, or one whose owner
 				 cannot be seen (another PID namespace), or an unknown
 				 process list; never when r->shared */
+	SELECT_MIG,           /* in MIG mode: CUDA cannot use it by index (select_gpu_mig) */
 };
 
 /* Is this GPU lost: a call returned GPU_IS_LOST in the sample, or a value says it is lost or
  * needs a reset? (select_why's SELECT_LOST, and doctor's health.lost) */
 bool select_gpu_lost(const gc_gpu *g);
+
+/*
+ * Is this GPU in MIG mode, so that CUDA sees only its MIG devices (by MIG
+ * UUID) and never the GPU by index? Needs GC_V_MIG_CURRENT sampled; an
+ * unknown mode (a GPU or driver without MIG) is not MIG mode. gpuctld's
+ * queue asks the same.
+ */
+bool select_gpu_mig(const gc_gpu *g);
 
 /* --model's rule: a glob (* ? [) matched case-insensitively, else a case-insensitive
  * substring; NULL or "" matches every GPU, a NULL name none. */
@@ -80,13 +90,16 @@ const char *select_why_format(enum select_why w, const struct select_request *r,
  * Can this request EVER be met on this machine, ignoring leases, load,
  * processes and lost GPUs? Counts the GPUs that are allowed, not excluded,
  * match the model and whose TOTAL memory is at least r->min_free_mem (a GPU
- * whose total is unknown counts). Returns 0, or -1 with a one-line message
+ * whose total is unknown counts) and that are not in MIG mode (which only an
+ * administrator changes). Returns 0, or -1 with a one-line message
  * in err (errlen bytes; lowercase, no trailing period), checked in order:
  *   "3 GPUs requested but only 2 exist on this machine (0-1)"
  *   "3 GPUs requested but only 2 are visible through CUDA_VISIBLE_DEVICES (0,3)"
  *   "no GPU on this machine matches --model 'A100' (it has: NVIDIA H100 80GB HBM3)"
  *   "2 GPUs with at least 100 GiB requested but the largest GPU here has 79.6 GiB"
  *   "3 GPUs requested but only 1 matches the filters (index 2)"
+ * the last with "; GPU 0 is in MIG mode (CUDA sees only its MIG devices, by
+ * MIG UUID)" added when MIG mode is what keeps GPUs out.
  * GPU lists collapse runs ("0-3,6"); sizes are GiB with at most one decimal
  * (the request rounded up, the largest GPU rounded down, so they never look
  * equal).

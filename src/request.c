@@ -87,7 +87,7 @@ int request_option(struct request *r, int c, const char *arg)
 
 #define REQUEST_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | \
 	GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_FREE) | GC_BIT(GC_V_UTIL_GPU) | \
-	GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS))
+	GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS) | GC_BIT(GC_V_MIG_CURRENT))
 
 /* what names a GPU in --gpus, --exclude and CUDA_VISIBLE_DEVICES */
 #define NAMES_MASK (GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI))
@@ -253,7 +253,17 @@ int request_prepare(struct request *r, const struct cli_global *g)
 		}
 		r->sel.n = cnt;
 		r->wanted_known = true;
-		return request_resample(r);
+		if ((rc = request_resample(r)))
+			return rc;
+		/* a GPU in MIG mode stays so until an administrator changes it: waiting cannot help */
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (r->wanted[i] && select_gpu_mig(&r->snap.gpus[i])) {
+				cli_err("GPU %zu is %s: gpuctl hands out whole GPUs only", i,
+					select_why_text(SELECT_MIG));
+				return EXIT_USAGE;
+			}
+		}
+		return EXIT_OK;
 	}
 	char err[512];
 	if (select_possible(&r->snap, &r->sel, err, sizeof err) < 0) {

@@ -156,7 +156,7 @@ static void test_every_reason(void **state)
 	assert_int_equal(why[8], SELECT_OK);
 
 	/* words for every reason, and the request's numbers where it has them */
-	for (int w = SELECT_OK; w <= SELECT_OTHER_USER; w++)
+	for (int w = SELECT_OK; w <= SELECT_MIG; w++)
 		assert_string_not_equal(select_why_text((enum select_why)w), "unknown");
 	assert_string_equal(select_why_text(SELECT_LEASED), "leased");
 	char buf[64];
@@ -165,6 +165,66 @@ static void test_every_reason(void **state)
 	assert_string_equal(select_why_format(SELECT_MEMORY, &r, buf, sizeof buf), "less than 1.5 GiB free");
 	assert_string_equal(select_why_format(SELECT_UTIL, &r, buf, sizeof buf), "utilization above 50%");
 	assert_string_equal(select_why_format(SELECT_LEASED, &r, buf, sizeof buf), "leased");
+	node_free(s);
+}
+
+static void expect_impossible(const gc_snapshot *s, const struct select_request *r, const char *want);
+
+/* a GPU in MIG mode is never handed out by index; an unknown mode is not MIG mode */
+static void test_mig(void **state)
+{
+	(void)state;
+	gc_snapshot *s = node_new(4, 4);
+	s->gpus[1].mig_current = true;
+	s->gpus[2].mig_current = true; /* garbage under an unknown status: not trusted */
+	s->gpus[2].st[GC_V_MIG_CURRENT] = GC_ST_NOT_SUPPORTED;
+	s->gpus[3].mig_current = true;
+	s->gpus[3].lost = true; /* lost says so first */
+	assert_true(select_gpu_mig(&s->gpus[1]));
+	assert_false(select_gpu_mig(&s->gpus[2]));
+	assert_false(select_gpu_mig(&s->gpus[0]));
+	assert_false(select_gpu_mig(NULL));
+
+	struct select_request r = req(2);
+	enum select_why why[4];
+	assert_int_equal(select_eligible(s, &r, NULL, why), 2);
+	assert_int_equal(why[0], SELECT_OK);
+	assert_int_equal(why[1], SELECT_MIG);
+	assert_int_equal(why[2], SELECT_OK);
+	assert_int_equal(why[3], SELECT_LOST);
+	assert_string_equal(select_why_text(SELECT_MIG), "in MIG mode (CUDA sees only its MIG devices, by MIG UUID)");
+	PICK(s, &r, NULL, 0, 2);
+	/* another model says so before MIG mode */
+	r.model = "H100";
+	select_eligible(s, &r, NULL, why);
+	assert_int_equal(why[1], SELECT_MODEL);
+	r.model = NULL;
+
+	/* MIG mode outlasts any wait: the request can never be met, and the message says why */
+	s->gpus[3].mig_current = false;
+	r.n = 4;
+	expect_impossible(s, &r, "4 GPUs requested but only 3 match the filters (indices 0,2-3); "
+				 "GPU 1 is in MIG mode (CUDA sees only its MIG devices, by MIG UUID)");
+	s->gpus[0].mig_current = true;
+	r.n = 3;
+	expect_impossible(s, &r, "3 GPUs requested but only 2 match the filters (indices 2-3); "
+				 "GPUs 0-1 are in MIG mode (CUDA sees only their MIG devices, by MIG UUID)");
+	for (size_t i = 0; i < 4; i++) {
+		s->gpus[i].mig_current = true;
+		s->gpus[i].st[GC_V_MIG_CURRENT] = GC_ST_OK;
+	}
+	r.n = 1;
+	expect_impossible(s, &r, "1 GPU requested but no GPU matches the filters; "
+				 "GPUs 0-3 are in MIG mode (CUDA sees only their MIG devices, by MIG UUID)");
+	/* an excluded GPU in MIG mode is not named: it was not going to be used */
+	bool exclude[4] = {true, false, false, false};
+	s->gpus[1].mig_current = s->gpus[2].mig_current = s->gpus[3].mig_current = false;
+	r.exclude = exclude;
+	r.n = 1;
+	char err[200];
+	assert_int_equal(select_possible(s, &r, err, sizeof err), 0);
+	r.n = 4;
+	expect_impossible(s, &r, "4 GPUs requested but only 3 match the filters (indices 1-3)");
 	node_free(s);
 }
 
@@ -592,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_single_keeps_pair),
 		cmocka_unit_test(test_visible_devices),
 		cmocka_unit_test(test_possible),
+		cmocka_unit_test(test_mig),
 		cmocka_unit_test(test_256_gpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
