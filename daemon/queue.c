@@ -338,7 +338,8 @@ static void gpus_now(struct queue *q, struct gpus_now *g)
  */
 static bool gpu_fits(const struct sampler_gpu *g, uid_t uid, const char *model, long long minfree, bool now)
 {
-	if (!g->uuid[0] || !select_model_matches(model, g->name[0] ? g->name : NULL))
+	/* in MIG mode CUDA cannot use it by index: never, not only not now */
+	if (!g->uuid[0] || g->mig || !select_model_matches(model, g->name[0] ? g->name : NULL))
 		return false;
 	if (!now)
 		return minfree <= 0 || g->mem_total == UINT64_MAX || g->mem_total >= (uint64_t)minfree;
@@ -462,11 +463,18 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	}
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
 	struct sampler_gpu gs[MAX_GPUS];
-	size_t ng = sampler_gpus(q->s, gs, MAX_GPUS), fit = 0;
+	size_t ng = sampler_gpus(q->s, gs, MAX_GPUS), fit = 0, mig = 0;
 	json_int_t want = json_integer_value(minfree);
-	for (size_t g = 0; g < ng; g++)
-		fit += select_model_matches(json_string_value(model), gs[g].name[0] ? gs[g].name : NULL) &&
-		       (want <= 0 || gs[g].mem_total == UINT64_MAX || gs[g].mem_total >= (uint64_t)want);
+	for (size_t g = 0; g < ng; g++) {
+		bool match = select_model_matches(json_string_value(model), gs[g].name[0] ? gs[g].name : NULL) &&
+			     (want <= 0 || gs[g].mem_total == UINT64_MAX || gs[g].mem_total >= (uint64_t)want);
+		fit += match && !gs[g].mig;
+		mig += match && gs[g].mig; /* only an administrator changes MIG mode */
+	}
+	if (mig && fit < (size_t)n)
+		return fail("%lld GPUs requested, but only %zu of this machine's GPUs could ever be handed out: "
+			    "%zu %s in MIG mode (CUDA sees only MIG devices there, by MIG UUID)",
+			    (long long)n, fit, mig, mig == 1 ? "is" : "are");
 	if ((model || want > 0) && fit < (size_t)n)
 		return fail("%lld GPUs matching --model/--min-free-mem requested, but only %zu of this machine's "
 			    "GPUs could ever match", (long long)n, fit);
@@ -1325,7 +1333,8 @@ static void dispatch(struct queue *q)
 					store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
 				continue;
 			}
-			/* the job's filters: which GPUs it may ever use, and which have the memory free now */
+			/* the job's filters: which GPUs it may ever use, and which have the memory free now;
+			 * never a GPU in MIG mode (select_gpu_mig), as gpuctl run */
 			json_t *rq = json_loads(v[i].request, 0, NULL);
 			const char *model = json_string_value(json_object_get(rq, "model"));
 			json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));

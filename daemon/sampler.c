@@ -21,6 +21,7 @@
 #include "errbuf.h"
 #include "gpuctl/gpuctl.h"
 #include "lease.h"
+#include "select.h"
 
 /* what the dashboard charts, per GPU per sample; -1 / UINT64_MAX: unknown */
 struct point {
@@ -194,6 +195,7 @@ static void record(struct sampler *s)
 		if (g->st[GC_V_NAME] == GC_ST_OK)
 			snprintf(o->name, sizeof o->name, "%s", g->name);
 		o->mem_free = g->st[GC_V_MEM_FREE] == GC_ST_OK ? g->mem_free : UINT64_MAX;
+		o->mig = select_gpu_mig(g);
 		o->nowners = 0;
 		o->others = g->st[GC_V_PROCS] != GC_ST_OK;
 		for (size_t k = 0; k < g->nprocs && !o->others; k++) {

@@ -58,6 +58,7 @@ struct sampler_gpu {
 	uid_t owners[8];
 	unsigned nowners;
 	bool others;
+	bool mig;     /* in MIG mode (select_gpu_mig): never handed out by index */
 };
 /* Copy them into out[max]; returns the number of GPUs copied. */
 size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max);

@@ -2,8 +2,8 @@
  * test-daemon.c — daemon/metrics.c and daemon/route.c: what a sample looks
  * like as Prometheus text (dcgm-exporter's names and labels, absent rather
  * than 0, escaped label values, HELP and TYPE once per family, leases,
- * reasons, error counts), and which paths, parameters and --listen
- * addresses are accepted.
+ * reasons, error counts), which paths, parameters and --listen
+ * addresses are accepted, and what the sampler tells the queue of each GPU.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+
 #include "metrics.h"
 #include "route.h"
+#include "sampler.h"
 
 static void fill(gc_gpu *g, unsigned idx)
 {
@@ -149,12 +152,31 @@ static void test_listen(void **state)
 	}
 }
 
+/* the queue's view of a GPU in MIG mode: never handed out by index (as gpuctl run) */
+static void test_sampler_mig(void **state)
+{
+	(void)state;
+	char node[PATH_MAX], err[256];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/tests/cli/nodes/mig.json", src ? src : ".");
+	struct sampler_opts o = {.sim = node, .interval_ms = 60000, .history_ms = 60000, .hostname = "h"};
+	struct sampler *s = NULL;
+	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
+		fail_msg("sampler_start: %s", err);
+	struct sampler_gpu gs[4];
+	assert_int_equal(sampler_gpus(s, gs, 4), 2);
+	assert_true(gs[0].mig);
+	assert_false(gs[1].mig);
+	sampler_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_sampler_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
