@@ -1014,14 +1014,47 @@ static void check_launcher(const struct dr_env *e, struct dr_report *r)
 	      t.py_minor, e->launcher_python);
 }
 
+/* GPUs in MIG mode: CUDA cannot use them by index, so jobs that pass an index fail there */
+static void check_mig(const gc_snapshot *s, struct dr_report *r)
+{
+	size_t n = s->ngpus;
+	bool *flag = calloc(n ? n : 1, sizeof *flag);
+	if (!flag)
+		return;
+	bool any = false, known = false;
+	for (size_t i = 0; i < n; i++) {
+		known |= s->gpus[i].st[GC_V_MIG_CURRENT] == GC_ST_OK;
+		flag[i] = select_gpu_mig(&s->gpus[i]);
+		any |= flag[i];
+	}
+	char list[512];
+	select_index_list(flag, n, list, sizeof list);
+	struct dr_check *c;
+	if ((c = add(r, "health.mig", !known ? DR_SKIP : any ? DR_WARN : DR_OK))) {
+		if (any) {
+			bool many = strchr(list, ',') != NULL;
+			FOUND(c, "GPU %s %s MIG mode enabled: CUDA sees only %s MIG devices, by MIG UUID (gpuctl pick, "
+				 "run and the queue never hand %s out)", list, many ? "have" : "has", many ? "their" : "its",
+			      many ? "them" : "it");
+			FIX(c, "run on a MIG device with CUDA_VISIBLE_DEVICES=MIG-... (gpuctl ls lists them); to use the "
+			       "whole GPU, disable MIG mode (sudo nvidia-smi -i N -mig 0, then reset the GPU)");
+		} else {
+			FOUND(c, known ? "no GPU is in MIG mode" : "MIG mode is not reported");
+		}
+	}
+	free(flag);
+}
+
 int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *r)
 {
 	memset(r, 0, sizeof *r);
 	check_driver(snap, env, r);
 	check_visible(env->open_rc == GC_OK ? snap : NULL, env, r);
 	check_env(env, r);
-	if (snap && env->open_rc == GC_OK)
+	if (snap && env->open_rc == GC_OK) {
 		check_health(snap, r);
+		check_mig(snap, r);
+	}
 	check_xid(env, r);
 	check_toolkit(snap, env, r);
 	check_framework(snap, env, r, "torch", "python.torch", "PyTorch");

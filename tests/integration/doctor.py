@@ -136,6 +136,11 @@ expect(p, "health.remapped_rows", "warn", "repairs pending", "GPU 0,5 have memor
 for ex in ("t4-1x.json", "h100-8x-sxm.json", "a100-4x-pcie.json"):  # pages on the T4, rows on the others
     expect(doctor(os.path.join(EX, ex), None, None, ex), "health.remapped_rows", "ok", ex, "no remapped rows")
 expect(f, "env.pytorch_alloc_conf", "warn", "faults")
+# a GPU in MIG mode: a warning naming it (CUDA sees only its MIG devices); none: ok; not reported: skip
+expect(doctor(os.path.join(NODES, "mig.json"), None, 0, "mig"), "health.mig", "warn", "mig",
+       "GPU 0 has MIG mode enabled: CUDA sees only its MIG devices, by MIG UUID", fix="-mig 0")
+expect(doctor(os.path.join(EX, "h100-8x-sxm.json"), None, None, "no mig"), "health.mig", "ok", "no mig")
+expect(doctor(os.path.join(NODES, "r410.json"), None, None, "mig unknown"), "health.mig", "skip", "mig unknown")
 
 # driver problems: named, and the other checks still run
 m = doctor(os.path.join(NODES, "mismatch.json"), None, 1, "mismatch")
