@@ -9,7 +9,9 @@
 #include "nvml.h"
 #include "proc.h"
 
+#include <jansson.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,59 @@ struct gc_ctx {
 	struct uid_cache uids;
 	gc_snapshot sys;   /* driver/NVML/CUDA versions, read once */
 	bool have_sys;
+	struct sim_proc_text *simp; /* a simulated node's processes' "user" and "command" */
+	size_t nsimp;
 };
+
+struct sim_proc_text {
+	uint32_t pid;
+	char user[33];
+	char command[256];
+};
+
+/*
+ * The "user" and "command" a simulated node's file gives its processes, which
+ * NVML cannot tell: read here, once, for display. The simulator library has
+ * already checked the file; anything odd is just left out.
+ */
+static void load_sim_texts(gc_ctx *ctx, const char *node)
+{
+	json_t *root = json_load_file(node, 0, NULL);
+	size_t i, k;
+	json_t *g, *p;
+	json_array_foreach(json_object_get(root, "gpus"), i, g) {
+		json_array_foreach(json_object_get(g, "processes"), k, p) {
+			const char *user = json_string_value(json_object_get(p, "user"));
+			const char *cmd = json_string_value(json_object_get(p, "command"));
+			json_int_t pid = json_integer_value(json_object_get(p, "pid"));
+			if ((!user && !cmd) || pid <= 0 || pid > INT32_MAX || ctx->nsimp >= 4096)
+				continue;
+			struct sim_proc_text *v = realloc(ctx->simp, (ctx->nsimp + 1) * sizeof *v);
+			if (!v)
+				break;
+			ctx->simp = v;
+			v = &ctx->simp[ctx->nsimp++];
+			v->pid = (uint32_t)pid;
+			proc_sanitize(v->user, sizeof v->user, user ? user : "?", user ? strlen(user) : 1);
+			proc_sanitize(v->command, sizeof v->command, cmd ? cmd : "", cmd ? strlen(cmd) : 0);
+		}
+	}
+	json_decref(root);
+}
+
+/* a process the node file describes, when /proc cannot */
+static void describe_simulated(const gc_ctx *ctx, gc_proc *p)
+{
+	for (size_t i = 0; !p->visible && i < ctx->nsimp; i++) {
+		if (ctx->simp[i].pid != p->pid)
+			continue;
+		p->simulated = true;
+		snprintf(p->user, sizeof p->user, "%s", ctx->simp[i].user);
+		snprintf(p->command, sizeof p->command, "%s", ctx->simp[i].command);
+		snprintf(p->argv0, sizeof p->argv0, "%.*s", (int)strcspn(p->command, " "), p->command);
+		return;
+	}
+}
 
 static const char *const sim_generations[] = {"modern", "r535", "legacy", "r410", NULL};
 
@@ -104,6 +158,7 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 		}
 		if (setenv("GPUCTL_SIM_NODE", opts->sim_node, 1) != 0)
 			return GC_ENOMEM;
+		load_sim_texts(ctx, opts->sim_node);
 		if (gc_sim_library("modern", path, sizeof path) != GC_OK) {
 			snprintf(ctx->err, sizeof ctx->err,
 				 "simulator library not found (looked for %.900s; set GPUCTL_SIM_LIBDIR)", path);
@@ -148,6 +203,7 @@ void gc_ctx_free(gc_ctx *ctx)
 	if (!ctx)
 		return;
 	nvml_close(ctx->nvml);
+	free(ctx->simp);
 	free(ctx);
 }
 
@@ -224,8 +280,11 @@ int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *whi
 		int rc = nvml_sample_gpu(ctx->nvml, (unsigned)i, mask, g, &g->procs_cap);
 		if (rc != GC_OK)
 			return rc;
-		for (size_t p = 0; p < g->nprocs; p++)
+		for (size_t p = 0; p < g->nprocs; p++) {
+			g->procs[p].simulated = false;
 			proc_describe(&g->procs[p], "/proc", &ctx->uids);
+			describe_simulated(ctx, &g->procs[p]);
+		}
 	}
 	if (topo) {
 		if (!snap->topo) {

@@ -143,6 +143,12 @@ static void procs(struct jw *w, const gc_gpu *g)
 			jw_string(w, "user", pr->user);
 			jw_uint(w, "uid", pr->uid);
 			jw_string(w, "command", pr->command);
+		} else if (pr->simulated) {
+			/* what a simulated node's file says of it; no uid, which the file does not give */
+			jw_string(w, "user", pr->user);
+			jw_null(w, "uid");
+			jw_string(w, "command", pr->command);
+			jw_bool(w, "simulated", true);
 		} else {
 			jw_null(w, "user");
 			jw_null(w, "uid");

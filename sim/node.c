@@ -317,7 +317,7 @@ static int inherit_faults(struct sim_faults *gpu, const struct sim_faults *node)
 static int parse_processes(struct ld *ld, const char *path, json_t *obj, struct nvmlDevice_st *g)
 {
 	static const char *const proc_keys[] = { "pid", "used_memory", "type", "gpu_instance_id",
-						 "compute_instance_id", NULL };
+						 "compute_instance_id", "user", "command", NULL };
 	json_t *a = json_object_get(obj, "processes");
 	bool mig = g->mig_current.ok && g->mig_current.v;
 	size_t i;
@@ -358,6 +358,16 @@ static int parse_processes(struct ld *ld, const char *path, json_t *obj, struct 
 		pr->used_memory = mem.ok ? mem.v : NVML_VALUE_NOT_AVAILABLE_ULL;
 		pr->gpu_instance_id = gi.ok ? (unsigned int)gi.v : 0xFFFFFFFFu;
 		pr->compute_instance_id = ci.ok ? (unsigned int)ci.v : 0xFFFFFFFFu;
+		/* who runs it and what: for gpuctl's display only (NVML has no such call), read by
+		 * libgpuctl from the node file itself */
+		static const char *const texts[] = {"user", "command"};
+		for (size_t k = 0; k < 2; k++) {
+			json_t *v = json_object_get(p, texts[k]);
+			if (v && (!json_is_string(v) || !*json_string_value(v) ||
+				  json_string_length(v) > (k ? 255u : 32u)))
+				return fail(ld, sub, texts[k], "expected a non-empty string of at most %u bytes",
+					    k ? 255u : 32u);
+		}
 		pr->type = SIM_PROC_COMPUTE;
 		t = json_object_get(p, "type");
 		if (t) {

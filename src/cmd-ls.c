@@ -127,7 +127,7 @@ static void print_view(struct ls *l)
 		if (g->st[GC_V_POWER_ENFORCED] == GC_ST_OK && digits(g->power_enforced / 1000) > wpow)
 			wpow = digits(g->power_enforced / 1000);
 		for (size_t p = 0; p < g->nprocs; p++)
-			if (g->procs[p].visible && (int)strlen(g->procs[p].user) > wuser)
+			if ((g->procs[p].visible || g->procs[p].simulated) && (int)strlen(g->procs[p].user) > wuser)
 				wuser = (int)strlen(g->procs[p].user);
 	}
 	if (l->header)
@@ -211,6 +211,10 @@ static void print_view(struct ls *l)
 				snprintf(mem, sizeof mem, "N/A");
 			const char *type = pr->type == GC_PROC_GRAPHICS ? " (graphics)" : "";
 			if (pr->visible)
+				printf("    %s%-*s%s %7u %s%10s%s  %s%s%s", col(l, C_GREY), wuser, pr->user,
+				       col(l, C_RESET), pr->pid, col(l, C_YELLOW), mem, col(l, C_RESET),
+				       pr->command, type, eol(l));
+			else if (pr->simulated)
 				printf("    %s%-*s%s %7u %s%10s%s  %s%s%s", col(l, C_GREY), wuser, pr->user,
 				       col(l, C_RESET), pr->pid, col(l, C_YELLOW), mem, col(l, C_RESET),
 				       pr->command, type, eol(l));

@@ -293,7 +293,8 @@ static void cell(struct query *q, size_t *len, const struct field *f, const gc_g
 	case K_PID: snprintf(buf, sizeof buf, "%u", p->pid); break;
 	/* another PID namespace's process: "[Not Found]", as nvidia-smi prints it (R15 of the CSV rules) */
 	case K_PNAME:
-		snprintf(buf, sizeof buf, "%s", !p->visible ? "[Not Found]" : p->argv0[0] ? p->argv0 : "[N/A]");
+		snprintf(buf, sizeof buf, "%s",
+			 !p->visible && !p->simulated ? "[Not Found]" : p->argv0[0] ? p->argv0 : "[N/A]");
 		break;
 	case K_PMEM:
 		if (p->mem_known)

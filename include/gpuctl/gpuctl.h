@@ -117,6 +117,8 @@ typedef struct gc_proc {
 	char user[33];            /* user name, or the uid in decimal */
 	char command[256];        /* cmdline, arguments joined by spaces (truncated) */
 	char argv0[256];          /* first cmdline word: nvidia-smi's process_name */
+	bool simulated;           /* a simulated node's process, not visible: user, command and
+				     argv0 are the node file's ("user", "command"), for display */
 } gc_proc;
 
 /*
