@@ -56,6 +56,7 @@
 #include "gpuctl/gpuctl.h"
 #include "lease.h"
 #include "pidlock.h"
+#include "proc.h"
 #include "select.h"
 #include "jobstatus.h"
 #include "spawnreq.h"
@@ -174,23 +175,9 @@ static void logf_(const char *fmt, ...)
  */
 static uint64_t proc_start(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	unsigned long long v = 0;
 	char st = 0;
-	if (p && sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			&st, &v) == 2 && st != 'Z' && st != 'X')
-		return v;
-	return 0;
+	unsigned long long v = 0;
+	return proc_stat(pid, &st, NULL, &v) == 0 && st != 'Z' && st != 'X' ? v : 0;
 }
 
 /* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobstatus.h) */

@@ -18,6 +18,7 @@
  */
 #include "lease.h"
 #include "errbuf.h"
+#include "proc.h"
 #include "gpuctl/gpuctl.h"
 
 #include <dirent.h>
@@ -359,17 +360,10 @@ static bool alive(pid_t pid)
 {
 	if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
 		return false;
-	char path[48], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	char st = 0;
+	if (proc_stat(pid, &st, NULL, NULL) < 0)
 		return true; /* no /proc to ask: kill() said it exists */
-	buf[n] = '\0';
-	char *rp = strrchr(buf, ')');
-	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+	return st != 'Z' && st != 'X';
 }
 
 /* a process other than us that has the file (dev, ino) open, 0 if none can be seen (the
@@ -430,24 +424,11 @@ int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 	return rc;
 }
 
-/* the parent of pid from /proc/PID/stat (the field after the command, which may hold ')'); 0 if gone */
+/* the parent of pid; 0 if gone */
 static pid_t parent_of(pid_t pid)
 {
-	char path[48], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *rp = strrchr(buf, ')');
-	int ppid = 0;
-	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
+	pid_t pp = 0;
+	return proc_stat(pid, NULL, &pp, NULL) == 0 ? pp : 0;
 }
 
 /* pid is this process or one of its ancestors: a shell that exec'd its last command is both */

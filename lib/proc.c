@@ -68,6 +68,35 @@ void proc_sanitize(char *dst, size_t dstlen, const char *src, size_t srclen)
 	dst[o] = '\0';
 }
 
+int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+{
+	char path[48], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after the command, which may hold ')' itself */
+	char *p = strrchr(buf, ')');
+	char st = 0;
+	int pp = 0;
+	unsigned long long v = 0;
+	if (!p || sscanf(p + 2, "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &st,
+			 &pp, &v) != 3)
+		return -1;
+	if (state)
+		*state = st;
+	if (ppid)
+		*ppid = (pid_t)pp;
+	if (start)
+		*start = v;
+	return 0;
+}
+
 static void user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache)
 {
 	if (cache) {

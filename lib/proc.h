@@ -20,6 +20,13 @@ struct uid_cache {
 void proc_describe(gc_proc *p, const char *procfs, struct uid_cache *cache);
 
 /*
+ * From /proc/PID/stat: its state letter ('R', 'S', 'Z' for a zombie, ...), its
+ * parent and when it started (field 22, clock ticks since boot), each when
+ * non-NULL. 0, or -1 when there is no such process (or no /proc).
+ */
+int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
+
+/*
  * Copy at most dstlen-1 bytes of text that came from another user or process,
  * safe for a terminal: control characters (C0, DEL, the C1 range U+0080-U+009F)
  * and bytes that are not valid UTF-8 become '?'; valid UTF-8 is kept whole.

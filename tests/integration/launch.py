@@ -264,11 +264,17 @@ print(f"torch: --redirects/--tee only for torch < 2.0 on Python >= 3.11 (here {p
 
 # ---- auto: one GPU is held by another job; of the 7 others auto takes 4, a power of two,
 # and says so; with 4 held, the 4 others, silently
-holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "3", "--", "sleep", "30"], env=base_env)
-for _ in range(100):
-    if leased() == 1:
-        break
-    time.sleep(0.05)
+def hold(gpus, n):
+    """another job's gpuctl run on these n GPUs, once it holds them"""
+    h = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", gpus, "--", "sleep", "30"], env=base_env)
+    for _ in range(100):
+        if leased() == n:
+            break
+        time.sleep(0.05)
+    return h
+
+
+holder = hold("3", 1)
 p = launch(["--", "train.py", "{gpus}"])
 r = records()
 gpus = r[0]["env"]["CUDA_VISIBLE_DEVICES"].split(",") if r else []
@@ -278,11 +284,7 @@ check("auto", p.returncode == 0 and len(gpus) == 4 and "3" not in gpus
       f"exit {p.returncode}: {r and (r[0]['env']['CUDA_VISIBLE_DEVICES'], r[0]['argv'])} {p.stderr!r}")
 holder.terminate()
 holder.wait(timeout=30)
-holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "0,2,4,6", "--", "sleep", "30"], env=base_env)
-for _ in range(100):
-    if leased() == 4:
-        break
-    time.sleep(0.05)
+holder = hold("0,2,4,6", 4)
 p = launch(["--", "train.py", "{gpus}"])
 r = records()
 check("auto", p.returncode == 0 and r and r[0]["env"]["CUDA_VISIBLE_DEVICES"] == "1,3,5,7"
