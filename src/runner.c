@@ -145,6 +145,32 @@ static void set_title(char *const *argv)
 	memset(title_at + off, 0, title_len - off);
 }
 
+/*
+ * The job's log, made anew (O_EXCL): a file already there is this job's own
+ * log only when it is the job's user's regular file (a job queued again goes
+ * on in it). Anything else (another user's log of an older queue database in
+ * the same --log-dir, a link) is removed first, and said, so that no job
+ * writes into, or is handed, another user's output.
+ */
+static int open_log(const struct spawnreq *r)
+{
+	const int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(r->log, flags | O_CREAT | O_EXCL, 0600);
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	struct stat st;
+	fd = open(r->log, flags | O_NONBLOCK);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == r->uid && st.st_nlink == 1)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	cli_err("runner: '%s' was left by another user or is not a plain file: removed, the job gets a new log",
+		r->log);
+	if (unlink(r->log) < 0)
+		return -1;
+	return open(r->log, flags | O_CREAT | O_EXCL, 0600);
+}
+
 /* the forked child: becomes the job's user and runs gpuctl run in-process */
 __attribute__((noreturn)) static void child(const struct spawnreq *r, const int fds[SPAWNREQ_NFDS],
 					    int (*main_fn)(int, char **))
@@ -159,7 +185,7 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 	 * rest of a job's start. No log: this goes to gpuctld's stderr, and
 	 * gpuctld records that the job's log could not be created.
 	 */
-	int log = open(r->log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int log = open_log(r);
 	if (log < 0 || fchown(log, r->uid, r->gid) < 0) {
 		cli_err("runner: cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
 		_exit(126);

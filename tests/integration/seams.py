@@ -19,6 +19,9 @@ between daemons, with two real unprivileged users created here.
              gpuctl run and gpuctl submit, reach root's terminal through
              leases, ls, queue and show with every control character
              replaced; the JSON outputs keep the exact string, escaped.
+  stale log: a new queue database over an old --log-dir that holds another
+             user's 1.log: the new job 1 gets a log of its own, never the old
+             output (issue 17, item 7).
 Skips (77) unless run as root with useradd (it must create the users).
 Usage: seams.py GPUCTLD GPUCTL SRCDIR
 """
@@ -246,6 +249,40 @@ time.sleep(30)
     holder.wait()
     gpuctld_proc.stop(qd)
     print("control: leases, ls, queue and show print other users' names with control characters replaced")
+
+    # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
+    logs = os.path.join(work, "oldlogs")
+    os.makedirs(logs)
+    os.chmod(logs, 0o711)
+    old = os.path.join(logs, "1.log")
+    with open(old, "w") as f:
+        f.write("A's secret output\n")
+    os.chown(old, pwd.getpwnam(A).pw_uid, pwd.getpwnam(A).pw_gid)
+    os.chmod(old, 0o600)
+    fresh_sock = os.path.join(shared, "fresh.sock")
+    fd = subprocess.Popen(gpuctld_cmd(os.path.join(work, "fresh.db"), fresh_sock, logs="oldlogs"), env=env,
+                          stderr=subprocess.PIPE, text=True)
+    daemons.append(fd)
+    for _ in range(10):
+        if "queue on" in fd.stderr.readline():
+            break
+    benv = dict(env, GPUCTL_QUEUE_SOCKET=fresh_sock)
+    p = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "submit", "--", "echo", "hello from B"), env=benv,
+                       capture_output=True, text=True, timeout=30, cwd="/")
+    check("stale log", p.returncode == 0 and p.stdout.strip() == "1", f"submit: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    for _ in range(200):
+        w = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "show", "1", "--json"), env=benv, capture_output=True,
+                           text=True, timeout=30)
+        if w.returncode == 0 and json.loads(w.stdout)["job"]["state"] in ("done", "failed"):
+            break
+        time.sleep(0.05)
+    out = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "logs", "1"), env=benv, capture_output=True, text=True,
+                         timeout=30)
+    st = os.stat(old)
+    check("stale log", out.stdout == "hello from B\n" and st.st_uid == pwd.getpwnam(B).pw_uid,
+          f"B's job 1 log: {out.stdout!r} {out.stderr!r}, owner uid {st.st_uid}")
+    gpuctld_proc.stop(fd)
+    print("stale log: a fresh queue's job 1 got a new log, not another user's old 1.log")
 finally:
     for d in daemons:
         gpuctld_proc.stop(d)
