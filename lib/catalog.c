@@ -47,10 +47,10 @@ static void snapshot_date(catalog *c, const char *data, size_t len)
 		size_t n = (size_t)((nl ? nl : end) - p);
 		static const char key[] = "# snapshot:";
 		if (n > sizeof key - 1 && strncasecmp(p, key, sizeof key - 1) == 0) {
-			const char *v = p + sizeof key - 1;
-			while (*v == ' ')
+			const char *v = p + sizeof key - 1, *vend = nl ? nl : end;
+			while (v < vend && *v == ' ') /* within len: the buffer need not end in a NUL */
 				v++;
-			size_t vn = (size_t)((nl ? nl : end) - v);
+			size_t vn = (size_t)(vend - v);
 			while (vn && (v[vn - 1] == '\r' || v[vn - 1] == ' '))
 				vn--;
 			snprintf(c->date, sizeof c->date, "%.*s", (int)vn, v);

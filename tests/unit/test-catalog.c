@@ -97,6 +97,24 @@ static void test_bad(void **state)
 	catalog_free(&c);
 }
 
+/* "# snapshot:" and spaces to the end of the buffer, with no NUL after it: nothing read past len
+ * (ASan's heap-buffer-overflow in snapshot_date before the fix; issue 17, low) */
+static void test_snapshot_no_nul(void **state)
+{
+	(void)state;
+	static const char text[] = "# snapshot:   ";
+	size_t n = sizeof text - 1;
+	char *t = malloc(n);
+	assert_non_null(t);
+	memcpy(t, text, n);
+	catalog c = {0};
+	char err[256];
+	assert_true(catalog_load_buf(&c, t, n, "cut.csv", "aws", err, sizeof err) < 0);
+	assert_string_equal(c.date, "");
+	catalog_free(&c);
+	free(t);
+}
+
 static void test_big_field(void **state)
 {
 	(void)state;
@@ -142,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_quotes_crlf_comments),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_big_field),
+		cmocka_unit_test(test_snapshot_no_nul),
 		cmocka_unit_test(test_shipped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
