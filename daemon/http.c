@@ -181,6 +181,25 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_R
 	*con_cls = NULL;
 }
 
+/*
+ * libmicrohttpd's own unescaping, except that a %00 does not cut the string
+ * short: "/metrics%00.html" would otherwise be served as "/metrics". Such a
+ * path or value becomes one byte that matches nothing (404, or 400 for a
+ * parameter).
+ */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	size_t n = MHD_http_unescape(s);
+	if (strlen(s) != n) {
+		s[0] = '\x7f';
+		s[1] = '\0';
+		return 1;
+	}
+	return n;
+}
+
 int http_start(struct http **out, struct sampler *s, const struct http_opts *o, char *url, size_t urllen,
 	       bool *usage, char *err, size_t errlen)
 {
@@ -242,6 +261,7 @@ int http_start(struct http **out, struct sampler *s, const struct http_opts *o, 
 				MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)POOL_BYTES,
 				MHD_OPTION_NOTIFY_COMPLETED, done, h,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 				MHD_OPTION_END);
 	if (!h->d) {
 		/* libmicrohttpd has closed the listening socket on its way out */

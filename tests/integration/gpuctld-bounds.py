@@ -85,6 +85,9 @@ try:
     check("codes", get(port) == 200, "GET /metrics")
     check("codes", get(port, "/nope") == 404, "unknown path")
     check("codes", get(port, "/api/v1/history?seconds=abc") == 400, "bad seconds")
+    # a %00 does not cut a path or a value short (issue 17, low)
+    check("codes", get(port, "/metrics%00.html") == 404, "/metrics%00.html was served")
+    check("codes", get(port, "/api/v1/history?seconds=5%00x") == 400, "seconds=5%00x was taken as 5")
     check("codes", get(port, "/api/v1/history?seconds=5") == 200, "good seconds")
     check("codes", request(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") == 405,
           "POST")
