@@ -237,8 +237,10 @@ static void stop_job(struct sv_opts *o, struct attempt *a, enum sv_end why, int6
 	if (grace < 0) {
 		grace = o->default_grace_ms;
 		if (deadline_real_ms > 0) {
+			/* a notice whose time has passed (or nearly, or a clock that is off) still
+			 * leaves the job its SIGTERM handler: SV_MIN_GRACE_MS at least */
 			int64_t left = deadline_real_ms - real_ms() - o->margin_ms;
-			grace = left > 0 ? (int)(left < 86400000 ? left : 86400000) : 0;
+			grace = left > SV_MIN_GRACE_MS ? (int)(left < 86400000 ? left : 86400000) : SV_MIN_GRACE_MS;
 		}
 	}
 	a->stopping = true;

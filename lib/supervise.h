@@ -30,13 +30,17 @@ enum sv_end {
 	SV_END_EXEC_FAILED,  /* the command could not be run */
 };
 
+/* the least grace a notice's deadline leaves a job, even one already past: time for its handler */
+#define SV_MIN_GRACE_MS 5000
+
 struct sv_opts {
 	char *const *argv;           /* borrowed: the command */
 	enum sv_restart restart;
 	unsigned max_restarts;       /* restarts allowed after the first attempt */
 	int backoff_ms;              /* first wait before a restart, doubled each time */
 	int backoff_max_ms;
-	int grace_ms;                /* SIGTERM → SIGKILL; < 0: the notice deadline minus margin_ms */
+	int grace_ms;                /* SIGTERM → SIGKILL; < 0: the notice deadline minus margin_ms,
+					at least SV_MIN_GRACE_MS */
 	int margin_ms;               /* kept before a notice deadline */
 	int default_grace_ms;        /* when a notice has no deadline and grace_ms < 0 */
 	const char *checkpoint_dir;  /* borrowed; NULL: none */
