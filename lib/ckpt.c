@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,40 @@ static int sync_tree(int dfd, const char *name, int depth)
 		rc = -1;
 	close(fd);
 	return rc;
+}
+
+/* the pid in a commit's temporary name: ".latest.PID" (latest) or ".NAME.done.PID"; 0 if not one */
+static long temp_pid(const char *n, bool latest)
+{
+	const char *dot = strrchr(n, '.');
+	if (n[0] != '.' || !dot || !dot[1] || strspn(dot + 1, "0123456789") != strlen(dot + 1) || strlen(dot + 1) > 9)
+		return 0;
+	size_t stem = (size_t)(dot - n);
+	bool shape = latest ? stem == 7 && memcmp(n, ".latest", 7) == 0
+			    : stem > 6 && memcmp(dot - 5, ".done", 5) == 0;
+	return shape ? strtol(dot + 1, NULL, 10) : 0;
+}
+
+/*
+ * The temporary files of a commit that was killed mid-way: removed once their
+ * pid is gone. A live committer's are left alone, and so is any other name.
+ */
+static void remove_stale_temps(int fd, bool latest)
+{
+	int dup_fd = dup(fd);
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return;
+	}
+	rewinddir(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		long pid = temp_pid(e->d_name, latest);
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			(void)unlinkat(fd, e->d_name, 0);
+	}
+	closedir(d);
 }
 
 static int write_marker(int mfd, const char *name, int64_t ns, bool is_dir)
@@ -185,6 +220,9 @@ int ckpt_commit(const char *dir, const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	int mfd = openat(dfd, MARK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mfd >= 0)
+		remove_stale_temps(mfd, false);
+	remove_stale_temps(dfd, true);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	int64_t ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;

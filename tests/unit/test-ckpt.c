@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpuctl/gpuctl.h"
@@ -53,6 +54,66 @@ static void commit(const char *name)
 	snprintf(p, sizeof p, "%s/%s", dir, name);
 	if (ckpt_commit(dir, p, err, sizeof err) != GC_OK)
 		fail_msg("commit %s: %s", name, err);
+}
+
+/* a pid that is gone: a child that has exited and been reaped */
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0)
+		_exit(0);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	return p;
+}
+
+static bool exists(const char *rel)
+{
+	char p[256];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/%s", dir, rel);
+	return lstat(p, &st) == 0;
+}
+
+/* a commit's temporary marker (k = 0) or latest link (k = 1) of pid */
+static void temp_name(char *buf, size_t len, int k, pid_t pid)
+{
+	if (k == 0)
+		snprintf(buf, len, ".gpuctl/.step-1.done.%d", (int)pid);
+	else
+		snprintf(buf, len, ".latest.%d", (int)pid);
+}
+
+/* a commit killed mid-way leaves temporary files: the next commit removes those of dead pids
+ * (issue 17, low); a live committer's and other names stay */
+static void test_stale_temps(void **state)
+{
+	(void)state;
+	make("step-1", true);
+	commit("step-1");
+	char dead[64], live[64], path[256];
+	pid_t d = dead_pid();
+	for (int k = 0; k < 2; k++) {
+		temp_name(dead, sizeof dead, k, d);
+		temp_name(live, sizeof live, k, getppid());
+		const char *both[] = {dead, live};
+		for (int w = 0; w < 2; w++) {
+			snprintf(path, sizeof path, "%s/%s", dir, both[w]);
+			FILE *f = fopen(path, "w");
+			assert_non_null(f);
+			fclose(f);
+		}
+	}
+	make(".gpuctl/.keep.done.x", false);
+	make("step-2", true);
+	commit("step-2");
+	for (int k = 0; k < 2; k++) {
+		temp_name(dead, sizeof dead, k, d);
+		temp_name(live, sizeof live, k, getppid());
+		assert_false(exists(dead));
+		assert_true(exists(live));
+	}
+	assert_true(exists(".gpuctl/.keep.done.x"));
 }
 
 static void test_commit_and_latest(void **state)
@@ -154,6 +215,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commit_and_latest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_temps, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
