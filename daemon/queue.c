@@ -62,7 +62,9 @@
 #include "spawnreq.h"
 
 #define MAX_GPUS 64
-#define MAX_CLIENTS 64
+#define MAX_CLIENTS 256
+#define CLIENTS_PER_USER 32         /* connections one user (not root, not the admin group) may hold */
+#define CLIENTS_ADMIN_ONLY 16       /* the last slots: root and the admin group always get in */
 #define MAX_REQUEST (1u << 20)      /* a request line, environment included */
 #define CLIENT_TIMEOUT_MS 10000
 #define MAX_RUNNING 256
@@ -1454,6 +1456,15 @@ static void accept_client(struct queue *q)
 	struct ucred cr;
 	socklen_t len = sizeof cr;
 	if (q->ncl == MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		close(fd);
+		return;
+	}
+	/* one user holding connections open (and opening them again when dropped) must not
+	 * keep everyone else out: a cap per uid, and the last slots for root and the admins */
+	size_t mine = 0;
+	for (size_t i = 0; i < q->ncl; i++)
+		mine += q->cl[i].uid == cr.uid;
+	if ((mine >= CLIENTS_PER_USER || q->ncl >= MAX_CLIENTS - CLIENTS_ADMIN_ONLY) && !is_admin(q, cr.uid, cr.gid)) {
 		close(fd);
 		return;
 	}

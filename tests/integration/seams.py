@@ -19,6 +19,9 @@ between daemons, with two real unprivileged users created here.
              gpuctl run and gpuctl submit, reach root's terminal through
              leases, ls, queue and show with every control character
              replaced; the JSON outputs keep the exact string, escaped.
+  crowd:     one user holding 100 idle connections to the queue socket
+             (and opening them again) keeps neither another user nor root
+             out: a cap per user, the last slots for root (issue 17, item 5).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -249,6 +252,38 @@ time.sleep(30)
     holder.wait()
     gpuctld_proc.stop(qd)
     print("control: leases, ls, queue and show print other users' names with control characters replaced")
+
+    # ---- crowd: B holds as many idle connections as it can; A and root still get answers
+    crowd_sock = os.path.join(shared, "crowd.sock")
+    cd = start(os.path.join(work, "crowd.db"), crowd_sock)
+    hog = f"""
+import socket, time
+held = []
+for _ in range(100):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect({crowd_sock!r})
+        held.append(s)
+    except OSError:
+        pass
+print(len(held), flush=True)
+time.sleep(30)
+"""
+    hogp = subprocess.Popen(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", hog), env=env, stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    hogp.stdout.readline()
+    time.sleep(0.3)  # gpuctld has accepted (or refused) them all
+    t0 = time.monotonic()
+    pa = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "queue"), env=dict(env, GPUCTL_QUEUE_SOCKET=crowd_sock),
+                        capture_output=True, text=True, timeout=30)
+    took = time.monotonic() - t0
+    check("crowd", pa.returncode == 0 and took < 5, f"{A}'s queue beside {B}'s 100 connections: {pa.returncode} "
+          f"{pa.stderr!r} after {took:.1f} s")
+    check("crowd", queue_ok(crowd_sock), "root's queue beside 100 connections of a user")
+    os.killpg(hogp.pid, signal.SIGKILL)
+    hogp.wait()
+    gpuctld_proc.stop(cd)
+    print(f"crowd: with {B} holding its connections, {A}'s gpuctl queue answered in {took:.2f} s, root's too")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
     logs = os.path.join(work, "oldlogs")
