@@ -80,6 +80,8 @@ struct client {
 	size_t len;
 	long long deadline;
 	bool too_big;            /* over MAX_REQUEST: the rest is read and dropped, then refused */
+	char *out;               /* the answer being written, as the client reads it; NULL: reading */
+	size_t outlen, outoff;
 };
 
 struct running {
@@ -1445,6 +1447,7 @@ static void drop_client(struct queue *q, size_t i)
 {
 	close(q->cl[i].fd);
 	free(q->cl[i].buf);
+	free(q->cl[i].out);
 	q->cl[i] = q->cl[--q->ncl];
 }
 
@@ -1470,6 +1473,21 @@ static void accept_client(struct queue *q)
 	}
 	q->cl[q->ncl++] = (struct client){.fd = fd, .uid = cr.uid, .gid = cr.gid,
 					  .deadline = mono_ms() + CLIENT_TIMEOUT_MS};
+}
+
+/* send what the client's socket takes now of its answer; drop it once all is sent */
+static void write_answer(struct queue *q, size_t i)
+{
+	struct client *c = &q->cl[i];
+	while (c->outoff < c->outlen) {
+		ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return; /* the rest when it reads */
+		if (w <= 0)
+			break;
+		c->outoff += (size_t)w;
+	}
+	drop_client(q, i);
 }
 
 /* read what the client sent; answer once a whole line is in */
@@ -1519,22 +1537,27 @@ static void serve_client(struct queue *q, size_t i)
 	}
 	char *out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
 	json_decref(ans);
-	if (out) {
-		size_t len = strlen(out), off = 0;
-		int fl = fcntl(c->fd, F_GETFL);
-		fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
-		struct timeval tv = {.tv_sec = 5};
-		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		while (off < len) {
-			ssize_t w = send(c->fd, out + off, len - off, MSG_NOSIGNAL);
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
-		(void)send(c->fd, "\n", 1, MSG_NOSIGNAL);
+	size_t len = out ? strlen(out) : 0;
+	char *line = out ? realloc(out, len + 2) : NULL;
+	if (!line) {
 		free(out);
+		drop_client(q, i);
+		return;
 	}
-	drop_client(q, i);
+	line[len++] = '\n';
+	line[len] = '\0';
+	/*
+	 * Written as the client reads it, never blocking the queue's thread: a
+	 * client that does not read its answer holds only its own connection,
+	 * until the deadline drops it.
+	 */
+	free(c->buf);
+	c->buf = NULL;
+	c->out = line;
+	c->outlen = len;
+	c->outoff = 0;
+	c->deadline = mono_ms() + CLIENT_TIMEOUT_MS;
+	write_answer(q, i);
 }
 
 /* after a restart: the jobs that were running when the daemon went away */
@@ -1616,7 +1639,7 @@ static void *loop(void *arg)
 		p[np++] = (struct pollfd){.fd = wfd, .events = POLLIN};
 		p[np++] = (struct pollfd){.fd = q->rfd, .events = POLLIN};
 		for (size_t i = 0; i < q->ncl; i++)
-			p[np++] = (struct pollfd){.fd = q->cl[i].fd, .events = POLLIN};
+			p[np++] = (struct pollfd){.fd = q->cl[i].fd, .events = q->cl[i].out ? POLLOUT : POLLIN};
 		/* the runner's children end through its records; adopted jobs through their pidfds */
 		for (size_t i = 0; i < q->nrun; i++)
 			p[np++] = (struct pollfd){.fd = q->run[i].child ? -1 : q->run[i].pidfd, .events = POLLIN};
@@ -1633,7 +1656,9 @@ static void *loop(void *arg)
 		/* clients and jobs, from the end so removal does not skip one */
 		size_t base = 4, ncl = q->ncl;
 		for (size_t i = ncl; i-- > 0;)
-			if (p[base + i].revents)
+			if (p[base + i].revents && q->cl[i].out)
+				write_answer(q, i);
+			else if (p[base + i].revents)
 				serve_client(q, i);
 		base += ncl;
 		long long now = mono_ms();

@@ -22,6 +22,9 @@ between daemons, with two real unprivileged users created here.
   crowd:     one user holding 100 idle connections to the queue socket
              (and opening them again) keeps neither another user nor root
              out: a cap per user, the last slots for root (issue 17, item 5).
+  slow:      twenty connections of one user that ask for a big answer (a job
+             with an 800 KB command line) and never read it do not stall the
+             queue for another user (issue 17, item 4).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -282,7 +285,39 @@ time.sleep(30)
     check("crowd", queue_ok(crowd_sock), "root's queue beside 100 connections of a user")
     os.killpg(hogp.pid, signal.SIGKILL)
     hogp.wait()
+
+    # ---- slow: B asks for a big answer on 20 connections and never reads
+    benv = dict(env, GPUCTL_QUEUE_SOCKET=crowd_sock)
+    p = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "submit", "--", "true", *(["x" * 4000] * 200)), env=benv,
+                       capture_output=True, text=True, timeout=30, cwd="/")
+    big = p.stdout.strip()
+    check("slow", p.returncode == 0 and big.isdigit(), f"submit of a big job: {p.returncode} {p.stderr!r}")
+    slow = f"""
+import json, socket, time
+held = []
+for _ in range(20):
+    s = socket.socket(socket.AF_UNIX)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect({crowd_sock!r})
+    s.sendall(json.dumps({{"op": "show", "id": {int(big or 0)}}}).encode() + b"\\n")
+    held.append(s)
+print("asked", flush=True)
+time.sleep(30)
+"""
+    slowp = subprocess.Popen(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", slow), env=env, stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    slowp.stdout.readline()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    pa = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "queue"), env=benv, capture_output=True, text=True,
+                        timeout=60)
+    took = time.monotonic() - t0
+    check("slow", pa.returncode == 0 and took < 2, f"{A}'s queue while {B} does not read: {pa.returncode} "
+          f"{pa.stderr!r} after {took:.1f} s")
+    os.killpg(slowp.pid, signal.SIGKILL)
+    slowp.wait()
     gpuctld_proc.stop(cd)
+    print(f"slow: with 20 of {B}'s big answers unread, {A}'s gpuctl queue answered in {took:.2f} s")
     print(f"crowd: with {B} holding its connections, {A}'s gpuctl queue answered in {took:.2f} s, root's too")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
