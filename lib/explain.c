@@ -630,10 +630,19 @@ static void analyze_oom(struct ex_finding *f, const char *s)
 			 "max_split_size_mb:128), so the reserved memory can be reused for larger blocks");
 	} else {
 		verdict = "too-big";
-		snprintf(f->cause, sizeof f->cause,
-			 "the job needs more memory than the GPU has: %.0f MiB requested with %.0f MiB free of "
-			 "%.0f MiB (%.0f MiB reserved but unallocated is not enough to help)",
-			 req, freem, total, unalloc > 0 ? unalloc : 0);
+		/* only the figures the message gave: an unknown one is left out, never printed as -1 */
+		char req_s[48] = "an allocation failed", free_s[48] = "", total_s[48] = "", unalloc_s[96] = "";
+		if (req >= 0)
+			snprintf(req_s, sizeof req_s, "%.0f MiB requested", req);
+		if (freem >= 0)
+			snprintf(free_s, sizeof free_s, " with %.0f MiB free", freem);
+		if (total > 0)
+			snprintf(total_s, sizeof total_s, " of %.0f MiB", total);
+		if (unalloc >= 0)
+			snprintf(unalloc_s, sizeof unalloc_s, " (%.0f MiB reserved but unallocated is not enough to help)",
+				 unalloc);
+		snprintf(f->cause, sizeof f->cause, "the job needs more memory than the GPU has: %s%s%s%s", req_s,
+			 free_s, total_s, unalloc_s);
 		snprintf(f->fix, sizeof f->fix,
 			 "reduce the batch size (gradient accumulation keeps the effective batch), enable "
 			 "gradient checkpointing, train in bf16, or shard the model across GPUs (FSDP/ZeRO)");
