@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
 		"               [--history DUR] [--max-connections N] [--timeout DUR] [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
-		"               --log-dir DIR --log-keep DUR --gpuctl PATH --admin-group GROUP]\n"
+		"               --log-dir DIR --log-keep DUR --gpuctl PATH --admin-group GROUP --max-queued N]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -51,7 +51,9 @@ static void usage(FILE *f)
 		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
 		"  --log-keep DUR        remove a job's log this long after it ended (default 30d; 0: never)\n"
 		"  --gpuctl PATH         the gpuctl that runs jobs (default: beside gpuctld, else on PATH)\n"
-		"  --admin-group GROUP   members may see and cancel every job (root always may)\n");
+		"  --admin-group GROUP   members may see and cancel every job (root always may)\n"
+		"  --max-queued N        queued jobs one user may have (default 10000; 0: no limit; not root or\n"
+		"                        the admin group)\n");
 }
 
 #define DEFAULT_DB_DIR "/var/lib/gpuctl"
@@ -115,6 +117,7 @@ int main(int argc, char **argv)
 		{"log-keep", required_argument, NULL, 'K'},
 		{"gpuctl", required_argument, NULL, 'g'},
 		{"admin-group", required_argument, NULL, 'a'},
+		{"max-queued", required_argument, NULL, 'M'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -129,7 +132,7 @@ int main(int argc, char **argv)
 	};
 	struct queue_opts qo = {
 		.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
-		.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1,
+		.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
 	};
 	bool queue_on = true;
 	long long ms;
@@ -203,6 +206,12 @@ int main(int argc, char **argv)
 				return rc;
 			break;
 		case 'g': qo.gpuctl = optarg; break;
+		case 'M':
+			if (strcmp(optarg, "0") == 0)
+				qo.max_queued = 0;
+			else if ((rc = cli_parse_count("--max-queued", optarg, &qo.max_queued)))
+				return rc;
+			break;
 		case 'a': {
 			struct group gr, *res = NULL;
 			char buf[4096];

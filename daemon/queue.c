@@ -68,6 +68,7 @@
 #define MAX_REQUEST (1u << 20)      /* a request line, environment included */
 #define CLIENT_TIMEOUT_MS 10000
 #define MAX_RUNNING 256
+#define MAX_AFTER 64                /* jobs one --after may name */
 #define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
 #define RUNNER_TIMEOUT_MS 5000      /* the runner answers a request within this, or is replaced */
 #define HEAD_FIRST 64               /* queued jobs dispatch reads first; more only while GPUs are left */
@@ -405,6 +406,20 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		return fail("only root or the admin group may give a priority above 0");
 	if (after && (strspn(after, "0123456789,") != strlen(after) || !*after))
 		return fail("--after takes job ids separated by commas");
+	/* every dispatch round reads each of them: bounded */
+	size_t nafter = 0;
+	for (const char *p = after; p && *p; p++)
+		nafter += *p != ',' && (p == after || p[-1] == ',');
+	if (nafter > MAX_AFTER)
+		return fail("--after names %zu jobs; at most %d", nafter, MAX_AFTER);
+	if (q->o.max_queued > 0) {
+		int64_t mine = store_count_queued(q->st, c->uid);
+		if (mine < 0)
+			return fail("cannot read the queue: %s", store_errmsg(q->st));
+		if (mine >= q->o.max_queued && !is_admin(q, c->uid, c->gid))
+			return fail("you have %lld jobs queued, the most gpuctld takes from one user (--max-queued %ld); "
+				    "wait for some to start, or cancel some", (long long)mine, q->o.max_queued);
+	}
 	/* each job it waits for must exist and be the submitter's to see (else "no job N", as show says) */
 	for (const char *p = after; p && *p;) {
 		long long id = strtoll(p, NULL, 10);

@@ -22,6 +22,7 @@ struct queue_opts {
 	const char *gpuctl;      /* the gpuctl binary jobs run under */
 	const char *sim;         /* the simulated node, passed on to jobs; NULL for the driver */
 	gid_t admin_gid;         /* members may act on every job; (gid_t)-1: none */
+	long max_queued;         /* queued jobs one user (not root, not the admin group) may have; 0: no limit */
 };
 
 struct queue;

@@ -21,7 +21,7 @@
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
-	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, NSTMT
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, NSTMT
 };
 
 struct store {
@@ -313,6 +313,17 @@ int store_get(struct store *s, int64_t id, struct job *out)
 	int found = rc == SQLITE_ROW ? (row(st, out) == 0 ? 1 : -1) : rc == SQLITE_DONE ? 0 : -1;
 	done(st);
 	return found;
+}
+
+int64_t store_count_queued(struct store *s, uid_t uid)
+{
+	sqlite3_stmt *st = stmt(s, ST_COUNT_QUEUED, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND uid = ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, uid);
+	int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	done(st);
+	return n;
 }
 
 void store_list_free(struct job *v, size_t n)

@@ -64,6 +64,8 @@ int store_schema_version(struct store *s);
 int store_submit(struct store *s, struct job *j, char *err, size_t errlen);
 /* One job: 1 found (out filled; job_release it), 0 no such job, -1 error. */
 int store_get(struct store *s, int64_t id, struct job *out);
+/* How many of uid's jobs are queued; -1 on error. */
+int64_t store_count_queued(struct store *s, uid_t uid);
 /*
  * Jobs in id order: queued and running ones, and with `all` ended ones too;
  * only uid's when `mine`. *out is freed with store_list_free.

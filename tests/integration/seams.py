@@ -25,6 +25,8 @@ between daemons, with two real unprivileged users created here.
   slow:      twenty connections of one user that ask for a big answer (a job
              with an 800 KB command line) and never read it do not stall the
              queue for another user (issue 17, item 4).
+  bounds:    one user's queued jobs stop at --max-queued (root's do not), and
+             an --after list stops at 64 jobs (issue 17, item 6).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -68,16 +70,16 @@ def check(name, cond, detail):
     return cond
 
 
-def gpuctld_cmd(db, sock, logs="logs"):
+def gpuctld_cmd(db, sock, logs="logs", *extra):
     return [GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", db, "--queue-socket", sock,
-            "--log-dir", os.path.join(work, logs), "--gpuctl", GPUCTL]
+            "--log-dir", os.path.join(work, logs), "--gpuctl", GPUCTL, *extra]
 
 
 daemons = []  # stopped at the end, whatever happened
 
 
-def start(db, sock):
-    d = subprocess.Popen(gpuctld_cmd(db, sock), env=env, stderr=subprocess.PIPE, text=True)
+def start(db, sock, *extra):
+    d = subprocess.Popen(gpuctld_cmd(db, sock, "logs", *extra), env=env, stderr=subprocess.PIPE, text=True)
     daemons.append(d)
     for _ in range(10):
         line = d.stderr.readline()
@@ -319,6 +321,26 @@ time.sleep(30)
     gpuctld_proc.stop(cd)
     print(f"slow: with 20 of {B}'s big answers unread, {A}'s gpuctl queue answered in {took:.2f} s")
     print(f"crowd: with {B} holding its connections, {A}'s gpuctl queue answered in {took:.2f} s, root's too")
+
+    # ---- bounds: --max-queued for users, not root; --after at most 64 ids
+    bsock = os.path.join(shared, "bounds.sock")
+    bd = start(os.path.join(work, "bounds.db"), bsock, "--max-queued", "2")
+    benv = dict(env, GPUCTL_QUEUE_SOCKET=bsock)
+
+    def submit_as(user, *args):
+        cmd = [GPUCTL, "submit", *args] if user is None else testusers.as_user_cmd(user, GPUCTL, "submit", *args)
+        return subprocess.run(cmd, env=benv, capture_output=True, text=True, timeout=30, cwd="/")
+    first = submit_as(B, "--", "sleep", "30").stdout.strip()
+    got = [submit_as(B, "--after", first, "--", "true") for _ in range(3)]
+    check("bounds", [g.returncode for g in got] == [0, 0, 1] and "--max-queued 2" in got[2].stderr,
+          f"{B}'s third queued job: {[(g.returncode, g.stderr.strip()) for g in got]}")
+    rootjobs = [submit_as(None, "--after", first, "--", "true").returncode for _ in range(3)]
+    check("bounds", rootjobs == [0, 0, 0], f"root's queued jobs beyond --max-queued: {rootjobs}")
+    many = ",".join([first] * 65)
+    p = submit_as(A, "--after", many, "--", "true")
+    check("bounds", p.returncode == 1 and "at most 64" in p.stderr, f"--after with 65 ids: {p.returncode} {p.stderr!r}")
+    gpuctld_proc.stop(bd)
+    print("bounds: a user's third queued job refused at --max-queued 2, root's not; --after stops at 64 jobs")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
     logs = os.path.join(work, "oldlogs")
