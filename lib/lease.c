@@ -41,7 +41,6 @@
 
 struct lease_dir {
 	int dfd;    /* the state directory */
-	int qfd;    /* queue/ */
 	int mutex;  /* .mutex */
 	int ino;    /* inotify, -1 until a waiter needs it */
 	char path[PATH_MAX];
@@ -139,7 +138,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	struct lease_dir *d = calloc(1, sizeof *d);
 	if (!d)
 		return GC_ENOMEM;
-	d->dfd = d->qfd = d->mutex = d->ino = -1;
+	d->dfd = d->mutex = d->ino = -1;
 	const char *env = getenv("GPUCTL_STATE_DIR");
 	int fd = -1;
 	mode_t mode = 0700;
@@ -174,26 +173,18 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	int rc = check_dir(fd, d->path, err, errlen);
 	if (rc != GC_OK)
 		goto fail;
-	struct stat st;
-	if (fstat(fd, &st) == 0)
-		mode = st.st_mode & 07777;
-	if (create && mkdirat(fd, "queue", 0700) == 0)
-		(void)fchmodat(fd, "queue", mode, 0);
-	d->qfd = openat(fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (d->qfd < 0) {
-		/* a reader may find the directory before any writer has set it up */
-		rc = !create && errno == ENOENT ? GC_ENOTFOUND : GC_EIO;
-		errbuf_set(err, errlen, "cannot open '%s/queue': %s", d->path, strerror(errno));
-		goto fail;
-	}
-	if ((rc = check_dir(d->qfd, d->path, err, errlen)) != GC_OK)
-		goto fail;
+	/*
+	 * The waiters' tickets live in the state directory itself, beside the lease
+	 * files: a subdirectory would belong to whichever user made it first, and that
+	 * user could then lock everyone else out of the queue.
+	 */
 	d->mutex = open_shared(fd, ".mutex", create ? O_RDWR | O_CREAT : O_RDWR);
 	if (d->mutex < 0)
 		d->mutex = openat(fd, ".mutex", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->mutex < 0) {
+		/* a reader may find the directory before any writer has set it up: nothing is leased */
+		rc = !create && errno == ENOENT ? GC_ENOTFOUND : GC_EIO;
 		errbuf_set(err, errlen, "cannot open '%s/.mutex': %s", d->path, strerror(errno));
-		rc = GC_EIO;
 		goto fail;
 	}
 	*out = d;
@@ -209,8 +200,6 @@ void lease_dir_close(struct lease_dir *d)
 		return;
 	if (d->dfd >= 0)
 		close(d->dfd);
-	if (d->qfd >= 0)
-		close(d->qfd);
 	if (d->mutex >= 0)
 		close(d->mutex);
 	if (d->ino >= 0)
@@ -635,11 +624,8 @@ static int watch(struct lease_dir *d)
 	d->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (d->ino < 0)
 		return -1;
-	char q[PATH_MAX + 8];
-	snprintf(q, sizeof q, "%s/queue", d->path);
 	/* a lease file's last close (release, death) and a ticket leaving */
-	if (inotify_add_watch(d->ino, d->path, IN_CLOSE_WRITE | IN_DELETE) < 0 ||
-	    inotify_add_watch(d->ino, q, IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM) < 0) {
+	if (inotify_add_watch(d->ino, d->path, IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM) < 0) {
 		close(d->ino);
 		d->ino = -1;
 		return -1;
@@ -686,21 +672,21 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 	/* numbering and appearing under one lock: a lower number is always visible first */
 	mutex_lock(d);
 	t->num = next_number(d);
-	t->fd = openat(d->qfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	t->fd = openat(d->dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (t->num == 0 || t->fd < 0 || flock(t->fd, LOCK_EX | LOCK_NB) < 0 ||
 	    write_record(t->fd, me, t->num) < 0) {
-		errbuf_set(err, errlen, "cannot join the queue in '%s/queue': %s", d->path, strerror(errno));
+		errbuf_set(err, errlen, "cannot join the queue in '%s': %s", d->path, strerror(errno));
 		rc = GC_EIO;
 	} else {
 		snprintf(t->name, sizeof t->name, "%020" PRIu64 ".%d", t->num, (int)getpid());
-		if (renameat(d->qfd, tmp, d->qfd, t->name) < 0) {
-			errbuf_set(err, errlen, "cannot join the queue in '%s/queue': %s", d->path,
+		if (renameat(d->dfd, tmp, d->dfd, t->name) < 0) {
+			errbuf_set(err, errlen, "cannot join the queue in '%s': %s", d->path,
 				strerror(errno));
 			rc = GC_EIO;
 		}
 	}
 	if (rc != GC_OK)
-		(void)unlinkat(d->qfd, tmp, 0);
+		(void)unlinkat(d->dfd, tmp, 0);
 	mutex_unlock(d);
 	if (rc != GC_OK) {
 		if (t->fd >= 0)
@@ -721,7 +707,7 @@ uint64_t lease_ticket_number(const struct lease_ticket *t)
 static int each_ticket(struct lease_dir *d, int (*fn)(struct lease_dir *, const char *, uint64_t, void *),
 		       void *arg)
 {
-	int fd = dup(d->qfd);
+	int fd = dup(d->dfd);
 	if (fd < 0)
 		return GC_EIO;
 	DIR *dir = fdopendir(fd);
@@ -748,14 +734,14 @@ static int each_ticket(struct lease_dir *d, int (*fn)(struct lease_dir *, const 
 /* 1 live (record read if info), 0 stale or gone */
 static int ticket_live(struct lease_dir *d, const char *name, struct lease_info *info, bool reap)
 {
-	int fd = openat(d->qfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(d->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	int live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 	if (live && info)
 		read_record(fd, info, NULL);
 	if (!live && reap)
-		(void)unlinkat(d->qfd, name, 0); /* its waiter died; fails harmlessly if not ours to remove */
+		(void)unlinkat(d->dfd, name, 0); /* its waiter died; fails harmlessly if not ours to remove */
 	close(fd);
 	return live;
 }
@@ -775,7 +761,7 @@ int lease_queue_is_head(struct lease_dir *d, const struct lease_ticket *t)
 void lease_queue_withdraw(struct lease_ticket *t)
 {
 	if (t && t->name[0]) {
-		(void)unlinkat(t->d->qfd, t->name, 0);
+		(void)unlinkat(t->d->dfd, t->name, 0);
 		t->name[0] = '\0';
 	}
 }

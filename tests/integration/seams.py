@@ -27,6 +27,9 @@ between daemons, with two real unprivileged users created here.
              queue for another user (issue 17, item 4).
   bounds:    one user's queued jobs stop at --max-queued (root's do not), and
              an --after list stops at 64 jobs (issue 17, item 6).
+  first:     in a root-owned 1777 state directory, the first user's
+             `gpuctl run --wait` owns nothing the others need: root's and the
+             other user's runs still work (issue 17, item 3).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -341,6 +344,22 @@ time.sleep(30)
     check("bounds", p.returncode == 1 and "at most 64" in p.stderr, f"--after with 65 ids: {p.returncode} {p.stderr!r}")
     gpuctld_proc.stop(bd)
     print("bounds: a user's third queued job refused at --max-queued 2, root's not; --after stops at 64 jobs")
+
+    # ---- first: the first user to wait in line must not own the queue for everyone
+    fresh_state = os.path.join(work, "run2")
+    os.makedirs(fresh_state)
+    os.chmod(fresh_state, 0o1777)
+    fenv = dict(env, GPUCTL_STATE_DIR=fresh_state)
+    runs = []
+    for who in (A, None, B):
+        cmd = [GPUCTL, "--sim", NODE, "run", "--wait", "--", "true"]
+        cmd = testusers.as_user_cmd(who, *cmd) if who else cmd
+        r = subprocess.run(cmd, env=fenv, capture_output=True, text=True, timeout=30, cwd="/")
+        runs.append((who or "root", r.returncode, r.stderr.strip()))
+    check("first", all(rc == 0 for _, rc, _ in runs), f"runs after {A}'s first: {runs}")
+    owned = [n for n in os.listdir(fresh_state) if os.path.isdir(os.path.join(fresh_state, n))]
+    check("first", not owned, f"the state directory got subdirectories: {owned}")
+    print(f"first: after {A} waited in line first, root's and {B}'s runs still work")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
     logs = os.path.join(work, "oldlogs")
