@@ -62,7 +62,8 @@ echo "gpuctl lease bench — $(nproc) cores, $cpu, $(date +%F), commit $commit"
 "$GPUCTL" --sim "$NODE" run --gpus 0 -- "$STAMP" -s 1 "$TMP/ho/check" ||
 	die "gpuctl run --gpus 0 -- stamp failed"
 [ -s "$TMP/ho/check" ] || die "stamp wrote nothing"
-[ -z "$(ls "$GPUCTL_STATE_DIR/queue")" ] || die "queue not empty before the hand-over test"
+# waiters' tickets (NUMBER.PID) live in the state directory itself
+[ -z "$(ls "$GPUCTL_STATE_DIR" | grep -E '^[0-9]{20}\.')" ] || die "queue not empty before the hand-over test"
 fs=$(df --output=fstype "$GPUCTL_STATE_DIR" 2>/dev/null | tail -n 1) || fs=unknown
 echo "state dir: $GPUCTL_STATE_DIR ($fs; set TMPDIR to move it, e.g. TMPDIR=/dev/shm for tmpfs like /run)"
 echo "runs: $RUNS rounds of 5 commands, interleaved, after 5 warm-up rounds; $HANDOVERS hand-overs"
@@ -89,7 +90,7 @@ echo
 printf '%-34s %8s %8s %8s %8s %8s  %s\n' "2. hand-over (exit -> next start)" \
 	"median" p90 max min slack "retries target"
 python3 $T handover --label "gpuctl run --gpus 0 [--wait]" --target 20 --count "$HANDOVERS" \
-	--stamp "$STAMP" --dir "$TMP/ho" --queue "$GPUCTL_STATE_DIR/queue" \
+	--stamp "$STAMP" --dir "$TMP/ho" --queue "$GPUCTL_STATE_DIR" \
 	--holder "'$GPUCTL' --sim '$NODE' run --gpus 0 --" \
 	--waiter "'$GPUCTL' --sim '$NODE' run --gpus 0 --wait --"
 python3 $T handover --label "flock -x FILE (floor)" --target 20 --count "$HANDOVERS" \

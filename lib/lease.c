@@ -42,6 +42,8 @@
 struct lease_dir {
 	int dfd;    /* the state directory */
 	int mutex;  /* .mutex */
+	bool locked;            /* mutex_lock took it (mutex_unlock lets it go) */
+	long long skip_until;   /* monotonic ms: until then the mutex is not waited for */
 	int ino;    /* inotify, -1 until a waiter needs it */
 	char path[PATH_MAX];
 };
@@ -212,15 +214,50 @@ const char *lease_dir_path(const struct lease_dir *d)
 	return d->path;
 }
 
+#define MUTEX_WAIT_MS 100   /* the longest anyone holds .mutex when all is well is microseconds */
+#define MUTEX_SKIP_MS 5000
+
+static long long mono_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * .mutex keeps a record from being read half written and ticket numbers in the
+ * order tickets appear. Every user can lock it, so one user holding it must not
+ * stall everyone (and a blocked flock would not even let SIGINT through): it is
+ * waited for at most MUTEX_WAIT_MS, then done without, best effort, and not
+ * waited for again for MUTEX_SKIP_MS. Each lease is still its own file's flock.
+ */
 static void mutex_lock(struct lease_dir *d)
 {
-	while (flock(d->mutex, LOCK_EX) < 0 && errno == EINTR)
-		;
+	d->locked = false;
+	long long start = mono_now_ms();
+	if (start < d->skip_until)
+		return;
+	for (;;) {
+		if (flock(d->mutex, LOCK_EX | LOCK_NB) == 0) {
+			d->locked = true;
+			return;
+		}
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return;
+		long long now = mono_now_ms();
+		if (now - start >= MUTEX_WAIT_MS) {
+			d->skip_until = now + MUTEX_SKIP_MS;
+			return;
+		}
+		nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
+	}
 }
 
 static void mutex_unlock(struct lease_dir *d)
 {
-	flock(d->mutex, LOCK_UN);
+	if (d->locked)
+		flock(d->mutex, LOCK_UN);
+	d->locked = false;
 }
 
 static bool valid_uuid(const char *u)

@@ -30,6 +30,9 @@ between daemons, with two real unprivileged users created here.
   first:     in a root-owned 1777 state directory, the first user's
              `gpuctl run --wait` owns nothing the others need: root's and the
              other user's runs still work (issue 17, item 3).
+  mutex:     one user holding the state directory's .mutex (flock -x)
+             stalls neither another user's gpuctl run nor gpuctld's
+             dispatch for long (issue 17, item 1).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -360,6 +363,32 @@ time.sleep(30)
     owned = [n for n in os.listdir(fresh_state) if os.path.isdir(os.path.join(fresh_state, n))]
     check("first", not owned, f"the state directory got subdirectories: {owned}")
     print(f"first: after {A} waited in line first, root's and {B}'s runs still work")
+
+    # ---- mutex: B holds .mutex; A's run and a queued job of A's still start at once
+    msock = os.path.join(shared, "mutex.sock")
+    md = start(os.path.join(work, "mutex.db"), msock)
+    held = subprocess.Popen(testusers.as_user_cmd(B, "flock", "-x", os.path.join(shared, ".mutex"), "sleep", "30"),
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    r = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--", "true"), env=env,
+                       capture_output=True, text=True, timeout=60, cwd="/")
+    run_took = time.monotonic() - t0
+    menv = dict(env, GPUCTL_QUEUE_SOCKET=msock)
+    t0 = time.monotonic()
+    job = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "--", "true"), env=menv, capture_output=True,
+                         text=True, timeout=60, cwd="/").stdout.strip()
+    w = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "wait", job), env=menv, capture_output=True, text=True,
+                       timeout=60)
+    job_took = time.monotonic() - t0
+    check("mutex", r.returncode == 0 and run_took < 3, f"{A}'s run with .mutex held: {r.returncode} {r.stderr!r} "
+          f"in {run_took:.1f} s")
+    check("mutex", w.returncode == 0 and job_took < 5, f"{A}'s queued job with .mutex held: {w.returncode} "
+          f"{w.stdout!r} in {job_took:.1f} s")
+    os.killpg(held.pid, signal.SIGKILL)
+    held.wait()
+    gpuctld_proc.stop(md)
+    print(f"mutex: with {B} holding .mutex, {A}'s run took {run_took:.2f} s and a queued job {job_took:.2f} s")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
     logs = os.path.join(work, "oldlogs")
