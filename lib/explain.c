@@ -710,6 +710,23 @@ static double tf_type_size(const char *t, size_t n)
 	return -1;
 }
 
+#define WORD_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+/* the run of `set` characters right after `key` in s, into out (len bytes); left as it was when
+ * there is none or it does not fit */
+static void word_after(const char *s, const char *key, const char *set, char *out, size_t len)
+{
+	const char *k = strstr(s, key);
+	if (!k)
+		return;
+	k += strlen(key);
+	size_t n = strspn(k, set);
+	if (n && n < len) {
+		memcpy(out, k, n);
+		out[n] = '\0';
+	}
+}
+
 /* "OOM when allocating tensor with shape[16,112,112,147] and type float on
  * /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" at s;
  * the allocator's limit and use, when TensorFlow printed them just before,
@@ -756,24 +773,8 @@ static void analyze_tf_oom(struct ex_finding *f, const char *s)
 				req = elems * size / 1048576;
 		}
 	}
-	const char *d = strstr(s, "device:");
-	if (d) {
-		d += 7;
-		size_t n = strspn(d, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:");
-		if (n && n < sizeof device) {
-			memcpy(device, d, n);
-			device[n] = '\0';
-		}
-	}
-	const char *a = strstr(s, "by allocator ");
-	if (a) {
-		a += 13;
-		size_t n = strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
-		if (n && n < sizeof alloc) {
-			memcpy(alloc, a, n);
-			alloc[n] = '\0';
-		}
-	}
+	word_after(s, "device:", WORD_CHARS ":", device, sizeof device);
+	word_after(s, "by allocator ", WORD_CHARS, alloc, sizeof alloc);
 	if (shape[0])
 		put_str(f, "shape", shape);
 	if (type[0])
