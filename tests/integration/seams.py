@@ -84,8 +84,8 @@ def gpuctld_cmd(db, sock, logs="logs", *extra):
 daemons = []  # stopped at the end, whatever happened
 
 
-def start(db, sock, *extra):
-    d = subprocess.Popen(gpuctld_cmd(db, sock, "logs", *extra), env=env, stderr=subprocess.PIPE, text=True)
+def start(db, sock, *extra, logs="logs"):
+    d = subprocess.Popen(gpuctld_cmd(db, sock, logs, *extra), env=env, stderr=subprocess.PIPE, text=True)
     daemons.append(d)
     for _ in range(10):
         line = d.stderr.readline()
@@ -93,6 +93,21 @@ def start(db, sock, *extra):
             return d
     d.kill()
     raise SystemExit(f"FAIL: gpuctld did not start its queue: {line!r}")
+
+
+def background(user, *cmd, **kw):
+    """cmd as user, in a session of its own (so kill_group() ends whatever it started), output dropped
+    unless kw says otherwise"""
+    kw.setdefault("stdout", subprocess.DEVNULL)
+    kw.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen(testusers.as_user_cmd(user, *cmd), env=kw.pop("env", env), start_new_session=True,
+                            **kw)
+
+
+def kill_group(p):
+    """SIGKILL a background() process group, and reap its leader"""
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
 
 
 def refused(cmd, user=None):
@@ -139,8 +154,7 @@ try:
 
     # a user's lock file, held, in the shared socket directory: root's next gpuctld starts anyway
     hostile_sock = os.path.join(shared, "next.sock")
-    holder = subprocess.Popen(testusers.as_user_cmd(B, "flock", "-x", hostile_sock + ".lock", "sleep", "60"),
-                              env=env, start_new_session=True)
+    holder = background(B, "flock", "-x", hostile_sock + ".lock", "sleep", "60")
     for _ in range(100):
         if os.path.exists(hostile_sock + ".lock"):
             break
@@ -149,8 +163,7 @@ try:
     second = start(os.path.join(work, "next.db"), hostile_sock)
     check("daemons", queue_ok(hostile_sock), "root's gpuctld beside a user's lock file does not serve")
     gpuctld_proc.stop(second)
-    os.killpg(holder.pid, signal.SIGKILL)  # flock and its sleep
-    holder.wait()
+    kill_group(holder)  # flock and its sleep
 
     # the kernel drops the lock when the holder dies, even by SIGKILL
     first.send_signal(signal.SIGKILL)
@@ -217,19 +230,15 @@ os.write(fd, json.dumps({{"pid": {shell}, "supervisor": {shell}, "uid": {pwd_uid
 open("{sync}/ready", "w").close()
 time.sleep(30)
 """
-    forger = subprocess.Popen(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", forge), env=env,
-                              start_new_session=True)
+    forger = background(B, "/usr/bin/python3", "-c", forge, stdout=None, stderr=None)
     out, err = victim.communicate(timeout=30)
-    os.killpg(forger.pid, signal.SIGKILL)
-    forger.wait()
+    kill_group(forger)
     check("own lease", "rc=1" in out and "GPU 3 is leased by" in err, f"forged record: {out!r} {err!r}")
     print("own lease: a record forged by another user to name the shell does not make its GPU the shell's")
 
     # ---- control: other users' names never reach a terminal raw (item 7)
     evil = "evil\nname\x1b[31mRED\x9b"
-    holder = subprocess.Popen(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--gpus", "5", "--name",
-                                                    evil, "--", "sleep", "30"),
-                              env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    holder = background(A, GPUCTL, "--sim", NODE, "run", "--gpus", "5", "--name", evil, "--", "sleep", "30")
     qd = start(db, sock)
     qenv = dict(env, GPUCTL_QUEUE_SOCKET=sock)
     p = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "-n", "8", "--name", "q\x1b[2Jx\ny", "--",
@@ -259,8 +268,7 @@ time.sleep(30)
     sj = json.loads(subprocess.run([GPUCTL, "show", job, "--json"], env=qenv, capture_output=True,
                                    text=True).stdout)
     check("control", sj["job"]["name"] == "q\x1b[2Jx\ny", f"show --json lost the exact name: {sj['job']!r}")
-    os.killpg(holder.pid, signal.SIGKILL)
-    holder.wait()
+    kill_group(holder)
     gpuctld_proc.stop(qd)
     print("control: leases, ls, queue and show print other users' names with control characters replaced")
 
@@ -280,8 +288,7 @@ for _ in range(100):
 print(len(held), flush=True)
 time.sleep(30)
 """
-    hogp = subprocess.Popen(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", hog), env=env, stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    hogp = background(B, "/usr/bin/python3", "-c", hog, stdout=subprocess.PIPE, text=True)
     hogp.stdout.readline()
     time.sleep(0.3)  # gpuctld has accepted (or refused) them all
     t0 = time.monotonic()
@@ -291,8 +298,7 @@ time.sleep(30)
     check("crowd", pa.returncode == 0 and took < 5, f"{A}'s queue beside {B}'s 100 connections: {pa.returncode} "
           f"{pa.stderr!r} after {took:.1f} s")
     check("crowd", queue_ok(crowd_sock), "root's queue beside 100 connections of a user")
-    os.killpg(hogp.pid, signal.SIGKILL)
-    hogp.wait()
+    kill_group(hogp)
     print(f"crowd: with {B} holding its connections, {A}'s gpuctl queue answered in {took * 1000:.0f} ms, root's too")
 
     # ---- slow: B asks for a big answer on 20 connections and never reads
@@ -313,8 +319,7 @@ for _ in range(20):
 print("asked", flush=True)
 time.sleep(30)
 """
-    slowp = subprocess.Popen(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", slow), env=env, stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
+    slowp = background(B, "/usr/bin/python3", "-c", slow, stdout=subprocess.PIPE, text=True)
     slowp.stdout.readline()
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -323,8 +328,7 @@ time.sleep(30)
     took = time.monotonic() - t0
     check("slow", pa.returncode == 0 and took < 2, f"{A}'s queue while {B} does not read: {pa.returncode} "
           f"{pa.stderr!r} after {took:.1f} s")
-    os.killpg(slowp.pid, signal.SIGKILL)
-    slowp.wait()
+    kill_group(slowp)
     gpuctld_proc.stop(cd)
     print(f"slow: with 20 of {B}'s big answers unread, {A}'s gpuctl queue answered in {took * 1000:.0f} ms")
 
@@ -367,8 +371,7 @@ time.sleep(30)
     # ---- mutex: B holds .mutex; A's run and a queued job of A's still start at once
     msock = os.path.join(shared, "mutex.sock")
     md = start(os.path.join(work, "mutex.db"), msock)
-    held = subprocess.Popen(testusers.as_user_cmd(B, "flock", "-x", os.path.join(shared, ".mutex"), "sleep", "30"),
-                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    held = background(B, "flock", "-x", os.path.join(shared, ".mutex"), "sleep", "30")
     time.sleep(0.5)
     t0 = time.monotonic()
     r = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--", "true"), env=env,
@@ -385,8 +388,7 @@ time.sleep(30)
           f"in {run_took:.1f} s")
     check("mutex", w.returncode == 0 and job_took < 5, f"{A}'s queued job with .mutex held: {w.returncode} "
           f"{w.stdout!r} in {job_took:.1f} s")
-    os.killpg(held.pid, signal.SIGKILL)
-    held.wait()
+    kill_group(held)
     gpuctld_proc.stop(md)
     print(f"mutex: with {B} holding .mutex, {A}'s run took {run_took:.2f} s and a queued job {job_took:.2f} s")
 
@@ -400,12 +402,7 @@ time.sleep(30)
     os.chown(old, pwd.getpwnam(A).pw_uid, pwd.getpwnam(A).pw_gid)
     os.chmod(old, 0o600)
     fresh_sock = os.path.join(shared, "fresh.sock")
-    fd = subprocess.Popen(gpuctld_cmd(os.path.join(work, "fresh.db"), fresh_sock, logs="oldlogs"), env=env,
-                          stderr=subprocess.PIPE, text=True)
-    daemons.append(fd)
-    for _ in range(10):
-        if "queue on" in fd.stderr.readline():
-            break
+    fd = start(os.path.join(work, "fresh.db"), fresh_sock, logs="oldlogs")
     benv = dict(env, GPUCTL_QUEUE_SOCKET=fresh_sock)
     p = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "submit", "--", "echo", "hello from B"), env=benv,
                        capture_output=True, text=True, timeout=30, cwd="/")
