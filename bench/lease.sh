@@ -62,8 +62,8 @@ echo "gpuctl lease bench — $(nproc) cores, $cpu, $(date +%F), commit $commit"
 "$GPUCTL" --sim "$NODE" run --gpus 0 -- "$STAMP" -s 1 "$TMP/ho/check" ||
 	die "gpuctl run --gpus 0 -- stamp failed"
 [ -s "$TMP/ho/check" ] || die "stamp wrote nothing"
-# waiters' tickets (NUMBER.PID) live in the state directory itself
-[ -z "$(ls "$GPUCTL_STATE_DIR" | grep -E '^[0-9]{20}\.')" ] || die "queue not empty before the hand-over test"
+# waiters' tickets (ticket.<16 hex>) live in the state directory itself
+[ -z "$(ls "$GPUCTL_STATE_DIR" | grep -E '^ticket\.')" ] || die "queue not empty before the hand-over test"
 fs=$(df --output=fstype "$GPUCTL_STATE_DIR" 2>/dev/null | tail -n 1) || fs=unknown
 echo "state dir: $GPUCTL_STATE_DIR ($fs; set TMPDIR to move it, e.g. TMPDIR=/dev/shm for tmpfs like /run)"
 echo "runs: $RUNS rounds of 5 commands, interleaved, after 5 warm-up rounds; $HANDOVERS hand-overs"
@@ -105,14 +105,14 @@ cat <<'EOF'
    runs the command); target ≤ 2 ms. The split: process start = gpuctl
    --version - true (exec, dynamic linking); NVML open + sample = query -
    --version (dlopen of the simulator, one sample; query also prints a small
-   CSV); lease + child = run - query (state dir, lock, record, fork/exec/wait
+   CSV); lease + child = run - query (state dir, claim file, lock, record, rename, look for rivals, fork/exec/wait
    of true), to be compared with floor - true (flock(1)'s lock + its child).
 2. ms from the moment the holder's job wrote its last timestamp (just before
    it exits) to the moment the waiter's job wrote its first: the job's exit,
    the holder's release, the waiter's wake-up, re-sampling, taking the lease
    and starting the job. The holder's job sleeps 100 ms; the waiter is
    started once that job runs and a sample counts only if the waiter was seen
-   queued (its ticket in queue/; for flock a blocked entry in /proc/locks) at
+   queued (its ticket in the state directory; for flock a blocked entry in /proc/locks) at
    least 5 ms before the holder's job ended, else it is retried; slack = the
    least such margin (ms), retries = samples thrown away. p90 is the nearest
    rank. Target: median < 20 ms. A MISS is not a failure.

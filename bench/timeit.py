@@ -31,7 +31,7 @@
         Hand-over latency: N times, starts the holder, PREFIX + [STAMP -r
         READY -s SLEEP A], waits for READY (the holder has its lock), starts
         the waiter, PREFIX + [STAMP B], and polls until the waiter is queued:
-        with --queue, a ticket <20 digits>.<waiter pid> in DIR; with --locks,
+        with --queue, a ticket.<16 hex> in DIR naming the waiter; with --locks,
         a blocked ("->") entry of the waiter's pid in /proc/locks. A sample
         counts only when the waiter was seen queued at least MIN-SLACK ms
         before the holder's A timestamp (so it was asleep, waiting, when the
@@ -48,6 +48,7 @@ benchmark of a failing command measures nothing. A MISS is not an error.
 """
 import argparse
 import math
+import json
 import os
 import shlex
 import shutil
@@ -175,14 +176,18 @@ def read_ns(path):
 
 
 def queued_ticket(qdir, pid):
+    """a ticket.<16 hex> in qdir whose record names pid as its supervisor"""
     try:
-        names = os.listdir(qdir)
+        names = [n for n in os.listdir(qdir) if n.startswith("ticket.")]
     except OSError:
         return False
     for n in names:
-        num, dot, p = n.partition(".")
-        if dot and p == str(pid) and len(num) == 20 and num.isdigit():
-            return True
+        try:
+            with open(os.path.join(qdir, n)) as f:
+                if json.loads(f.read() or "{}").get("supervisor") == pid:
+                    return True
+        except (OSError, ValueError):
+            pass
     return False
 
 

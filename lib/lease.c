@@ -1,20 +1,45 @@
 /*
  * lease.c — per-GPU leases and the FIFO of waiters (see lease.h).
  *
- * Layout of the state directory (shared, mode 1777 like /tmp, or private):
- *   gpu-<UUID>   one per GPU ever leased: flock(LOCK_EX) = leased; the
- *                content is the holder's record (JSON), for display only
- *   .mutex       flock'ed around every try and peek, so that a reader's
- *                probing LOCK_SH can never make an acquirer's LOCK_EX|LOCK_NB
- *                fail, and a multi-GPU acquisition is atomic
- *   seq          the last ticket number handed out
- *   queue/<n>.<pid>  one ticket per waiter, flock'ed by it for its life and
- *                made visible (renamed in) only once locked and numbered
+ * The state directory is shared by every user of the machine (mode 1777, like
+ * /tmp) or private. On a shared machine any other user may be hostile, so no
+ * file in it is one that every user must open, lock or write: each user
+ * creates, locks and writes only its own files, and reads the others' without
+ * locking them. (A shared file anyone can lock is a file anyone can hold
+ * forever; one anyone can create first is one its creator can chmod 600.)
  *
- * Files are never unlinked once a lock may be taken on them (unlink + flock
- * races are a classic); a free GPU's file simply keeps its last record.
- * Every path is opened relative to the directory with O_NOFOLLOW, so a
- * symlink planted in a shared directory is refused, not followed.
+ *   gpu-<UUID>.<16 hex>  a claim: one GPU, one acquisition
+ *   ticket.<16 hex>      a waiter in the queue
+ *   .new-<16 hex>        either, being made
+ *
+ * A claim or ticket is made mode 0600 under a temporary name, write-locked
+ * with an open-file-description lock (fcntl F_OFD_SETLK), given its record,
+ * made readable (0644), and only then renamed in: a visible one was locked
+ * before anyone could see it. It is live while that lock is held, and the
+ * kernel drops the lock when the last process holding the file dies, even by
+ * SIGKILL — no daemon needed. Readers test the lock with F_OFD_GETLK, which
+ * takes nothing: the read lock another user can take on a file it may only
+ * read neither counts as a claim nor stops one. A visible file that is not
+ * locked is dead for good; its owner (or root) removes it when it sees it.
+ *
+ * Who holds a claim is the file's owner, the kernel's word; the record (JSON:
+ * pid, name, command) is the holder's word about itself, for display only,
+ * and a pid in it that is not the owner's process is not shown.
+ *
+ * Two acquirers of one GPU each make their claim, then look for the other's:
+ * a live claim as old as ours or older (by ctime, which the kernel sets and
+ * nobody can set back) means ours goes. At most one keeps the GPU; on a tie
+ * both go and try again.
+ *
+ * Waiters are served in the order of their tickets (ctime, then the number in
+ * the record, then the inode). A waiter waits only for the tickets that were
+ * live when it joined, so a ticket made long ago and locked later cannot jump
+ * in front of it; and a ticket ahead that lets the GPUs it could take sit free
+ * for LEASE_IDLE_MS loses its place (with every other ticket of its user's
+ * ahead), so a planted ticket stalls the queue for that long at most.
+ *
+ * Everything is opened relative to the directory with O_NOFOLLOW (a planted
+ * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
  */
 #include "lease.h"
 #include "errbuf.h"
@@ -28,38 +53,77 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#define NAME_MAX_LEN (LEASE_UUID_MAX + 24)
+#define RECORD_MAX 4096
+#define STALE_NEW_S 60   /* a .new- file this old was left by a crash between open and rename */
+
 struct lease_dir {
 	int dfd;    /* the state directory */
-	int mutex;  /* .mutex */
-	bool locked;            /* mutex_lock took it (mutex_unlock lets it go) */
-	long long skip_until;   /* monotonic ms: until then the mutex is not waited for */
 	int ino;    /* inotify, -1 until a waiter needs it */
+	uid_t uid;  /* ours (effective) */
 	char path[PATH_MAX];
+};
+
+/* the order of claims and tickets: all three from the kernel but num, which only breaks ties */
+struct key {
+	int64_t ctime_ns;
+	uint64_t num;
+	ino_t ino;
+};
+
+struct claim {
+	int fd;
+	char name[NAME_MAX_LEN];
 };
 
 struct lease {
 	struct lease_dir *d;
 	struct lease_info me;
 	size_t n;
-	int fds[];
+	size_t reclen;  /* the longest record written: later ones are padded to it */
+	struct claim c[];
+};
+
+/* a ticket that was live, and older than ours, when we joined */
+struct ahead {
+	char name[32];
+	dev_t dev;
+	ino_t ino;
+	uid_t uid;
+	unsigned want;
+	struct key key;
+	long long idle_since;   /* monotonic ms: since when it could have taken GPUs and did not */
 };
 
 struct lease_ticket {
 	struct lease_dir *d;
 	int fd;
 	uint64_t num;
-	char name[64];
+	char name[32];
+	struct ahead *ahead;
+	size_t nahead;
+};
+
+/* what probe() found */
+struct seen {
+	bool live;
+	uid_t uid;
+	dev_t dev;
+	ino_t ino;
+	struct key key;
+	struct lease_info info;  /* with want_record */
 };
 
 /* A shared directory must not let others replace our files. */
@@ -107,28 +171,10 @@ static int open_dir(const char *path, mode_t mode, bool create, char *err, size_
 		errbuf_set(err, errlen, "cannot open state directory '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	if (access(path, W_OK | X_OK) < 0) {
+	if (create && access(path, W_OK | X_OK) < 0) {
 		errbuf_set(err, errlen, "cannot use state directory '%s': %s (set GPUCTL_STATE_DIR to a "
 			"writable directory)", path, strerror(errno));
 		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* A file every user of the directory can open for writing: 0666 despite umask. */
-static int open_shared(int dfd, const char *name, int flags)
-{
-	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    (st.st_mode & 0777) != 0666)
-		(void)fchmod(fd, 0666);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
 		return -1;
 	}
 	return fd;
@@ -140,10 +186,10 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	struct lease_dir *d = calloc(1, sizeof *d);
 	if (!d)
 		return GC_ENOMEM;
-	d->dfd = d->mutex = d->ino = -1;
+	d->dfd = d->ino = -1;
+	d->uid = geteuid();
 	const char *env = getenv("GPUCTL_STATE_DIR");
 	int fd = -1;
-	mode_t mode = 0700;
 	if (!path && env && *env)
 		path = env;
 	if (path) {
@@ -152,8 +198,7 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	} else if (access("/run/gpuctl", W_OK | X_OK) == 0 ||
 		   (access("/run/gpuctl", F_OK) < 0 && access("/run", W_OK | X_OK) == 0)) {
 		/* shared by every user of the machine, like /tmp */
-		mode = 01777;
-		fd = open_dir("/run/gpuctl", mode, create, err, errlen);
+		fd = open_dir("/run/gpuctl", 01777, create, err, errlen);
 		snprintf(d->path, sizeof d->path, "/run/gpuctl");
 	} else {
 		const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -173,27 +218,12 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 	}
 	d->dfd = fd;
 	int rc = check_dir(fd, d->path, err, errlen);
-	if (rc != GC_OK)
-		goto fail;
-	/*
-	 * The waiters' tickets live in the state directory itself, beside the lease
-	 * files: a subdirectory would belong to whichever user made it first, and that
-	 * user could then lock everyone else out of the queue.
-	 */
-	d->mutex = open_shared(fd, ".mutex", create ? O_RDWR | O_CREAT : O_RDWR);
-	if (d->mutex < 0)
-		d->mutex = openat(fd, ".mutex", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (d->mutex < 0) {
-		/* a reader may find the directory before any writer has set it up: nothing is leased */
-		rc = !create && errno == ENOENT ? GC_ENOTFOUND : GC_EIO;
-		errbuf_set(err, errlen, "cannot open '%s/.mutex': %s", d->path, strerror(errno));
-		goto fail;
+	if (rc != GC_OK) {
+		lease_dir_close(d);
+		return rc;
 	}
 	*out = d;
 	return GC_OK;
-fail:
-	lease_dir_close(d);
-	return rc;
 }
 
 void lease_dir_close(struct lease_dir *d)
@@ -202,8 +232,6 @@ void lease_dir_close(struct lease_dir *d)
 		return;
 	if (d->dfd >= 0)
 		close(d->dfd);
-	if (d->mutex >= 0)
-		close(d->mutex);
 	if (d->ino >= 0)
 		close(d->ino);
 	free(d);
@@ -214,50 +242,11 @@ const char *lease_dir_path(const struct lease_dir *d)
 	return d->path;
 }
 
-#define MUTEX_WAIT_MS 100   /* the longest anyone holds .mutex when all is well is microseconds */
-#define MUTEX_SKIP_MS 5000
-
 static long long mono_now_ms(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/*
- * .mutex keeps a record from being read half written and ticket numbers in the
- * order tickets appear. Every user can lock it, so one user holding it must not
- * stall everyone (and a blocked flock would not even let SIGINT through): it is
- * waited for at most MUTEX_WAIT_MS, then done without, best effort, and not
- * waited for again for MUTEX_SKIP_MS. Each lease is still its own file's flock.
- */
-static void mutex_lock(struct lease_dir *d)
-{
-	d->locked = false;
-	long long start = mono_now_ms();
-	if (start < d->skip_until)
-		return;
-	for (;;) {
-		if (flock(d->mutex, LOCK_EX | LOCK_NB) == 0) {
-			d->locked = true;
-			return;
-		}
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return;
-		long long now = mono_now_ms();
-		if (now - start >= MUTEX_WAIT_MS) {
-			d->skip_until = now + MUTEX_SKIP_MS;
-			return;
-		}
-		nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
-	}
-}
-
-static void mutex_unlock(struct lease_dir *d)
-{
-	if (d->locked)
-		flock(d->mutex, LOCK_UN);
-	d->locked = false;
 }
 
 static bool valid_uuid(const char *u)
@@ -270,9 +259,60 @@ static bool valid_uuid(const char *u)
 	return n > 0 && n < LEASE_UUID_MAX;
 }
 
-static void file_name(char *buf, size_t len, const char *uuid)
+static bool hex16(const char *s)
 {
-	snprintf(buf, len, "gpu-%s", uuid);
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return false;
+	return n == 16;
+}
+
+/* 16 random hex digits: a name nobody can guess and make first */
+static void random_hex(char out[17])
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		v = ((uint64_t)t.tv_nsec << 20) ^ (uint64_t)getpid() ^ ((uint64_t)t.tv_sec << 40);
+	}
+	snprintf(out, 17, "%016" PRIx64, v);
+}
+
+/*
+ * The GPU a claim's name is for: "gpu-<UUID>.<16 hex>" → uuid (len ≥ LEASE_UUID_MAX).
+ * false for anything else (an old gpu-<UUID> lease file of an earlier version among them).
+ */
+static bool claim_uuid(const char *name, char *uuid, size_t len)
+{
+	if (strncmp(name, "gpu-", 4) != 0)
+		return false;
+	const char *dot = strrchr(name, '.');
+	if (!dot || !hex16(dot + 1) || (size_t)(dot - name - 4) >= len)
+		return false;
+	memcpy(uuid, name + 4, (size_t)(dot - name - 4));
+	uuid[dot - name - 4] = '\0';
+	return valid_uuid(uuid);
+}
+
+static bool ticket_name(const char *name)
+{
+	return strncmp(name, "ticket.", 7) == 0 && hex16(name + 7);
+}
+
+static int key_cmp(const struct key *a, const struct key *b)
+{
+	if (a->ctime_ns != b->ctime_ns)
+		return a->ctime_ns < b->ctime_ns ? -1 : 1;
+	if (a->num != b->num)
+		return a->num < b->num ? -1 : 1;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+
+static int64_t ctime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -303,30 +343,25 @@ static void text_for_json(char *s)
 			*p = '?';
 }
 
-static int write_record(int fd, const struct lease_info *in, uint64_t ticket)
+/* The record as JSON (caller frees with free), NULL when out of memory. */
+static char *record_json(const struct lease_info *in, uint64_t ticket)
 {
 	struct lease_info copy = *in, *i = &copy;
 	text_for_json(copy.user);
 	text_for_json(copy.name);
 	text_for_json(copy.command);
 	text_for_json(copy.request);
-	json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:I, s:s, s:s, s:s}", "pid", (json_int_t)i->pid,
+	json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:I, s:s, s:s, s:s, s:I}", "pid", (json_int_t)i->pid,
 			      "supervisor", (json_int_t)i->supervisor, "uid", (json_int_t)i->uid,
 			      "user", i->user, "since", (json_int_t)i->since, "name", i->name,
-			      "command", i->command, "request", i->request);
+			      "command", i->command, "request", i->request, "want", (json_int_t)i->want);
 	if (!o)
-		return -1;
+		return NULL;
 	if (ticket)
 		json_object_set_new(o, "ticket", json_integer((json_int_t)ticket));
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	if (!s)
-		return -1;
-	size_t n = strlen(s);
-	/* write, then cut to length: truncating to 0 first costs ~1 ms on ext4 */
-	int rc = (pwrite(fd, s, n, 0) == (ssize_t)n && ftruncate(fd, (off_t)n) == 0) ? 0 : -1;
-	free(s);
-	return rc;
+	return s;
 }
 
 static void copy_field(char *dst, size_t len, json_t *o, const char *key)
@@ -335,50 +370,153 @@ static void copy_field(char *dst, size_t len, json_t *o, const char *key)
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
-static void read_record(int fd, struct lease_info *i, uint64_t *ticket)
+/* the owner of process pid, or (uid_t)-1 when there is none */
+static uid_t owner_of(pid_t pid)
 {
-	char buf[4096];
-	memset(i, 0, sizeof *i);
-	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-	if (n <= 0)
-		return;
-	json_t *o = json_loadb(buf, (size_t)n, 0, NULL);
-	if (!o)
-		return;
-	i->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
-	i->supervisor = (pid_t)json_integer_value(json_object_get(o, "supervisor"));
-	i->uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
-	i->since = json_integer_value(json_object_get(o, "since"));
-	copy_field(i->user, sizeof i->user, o, "user");
-	copy_field(i->name, sizeof i->name, o, "name");
-	copy_field(i->command, sizeof i->command, o, "command");
-	copy_field(i->request, sizeof i->request, o, "request");
-	if (ticket)
-		*ticket = (uint64_t)json_integer_value(json_object_get(o, "ticket"));
-	json_decref(o);
+	char path[32];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	return pid > 0 && stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
 }
 
-/* ---- leases ------------------------------------------------------------- */
-
-/* 1 held (record read), 0 free, <0 error; called with the mutex held */
-static int peek_locked(struct lease_dir *d, const char *name, struct lease_info *info)
+/*
+ * The record of an open claim or ticket, as far as it can be believed: who is the
+ * file's owner, since is its ctime, and a pid that is not the owner's is dropped.
+ * A record being rewritten (lease_set_pid) may be read torn: read again.
+ */
+static void read_record(int fd, const struct stat *st, struct lease_info *i, uint64_t *ticket)
 {
-	int fd = openat(d->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : GC_EIO;
-	int rc;
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);
-		rc = 0;
-	} else if (errno == EWOULDBLOCK) {
-		if (info)
-			read_record(fd, info, NULL);
-		rc = 1;
+	memset(i, 0, sizeof *i);
+	char buf[RECORD_MAX];
+	json_t *o = NULL;
+	for (int tries = 0; !o && tries < 3; tries++) {
+		ssize_t n = pread(fd, buf, sizeof buf, 0);
+		if (n <= 0)
+			break;
+		o = json_loadb(buf, (size_t)n, 0, NULL);
+	}
+	if (o) {
+		i->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+		i->supervisor = (pid_t)json_integer_value(json_object_get(o, "supervisor"));
+		copy_field(i->name, sizeof i->name, o, "name");
+		copy_field(i->command, sizeof i->command, o, "command");
+		copy_field(i->request, sizeof i->request, o, "request");
+		json_int_t w = json_integer_value(json_object_get(o, "want"));
+		i->want = w > 0 && w < 65536 ? (unsigned)w : 1;
+		if (ticket)
+			*ticket = (uint64_t)json_integer_value(json_object_get(o, "ticket"));
+		json_decref(o);
 	} else {
-		rc = GC_EIO;
+		i->want = 1;
+	}
+	i->uid = st->st_uid;
+	i->since = (int64_t)st->st_ctim.tv_sec;
+	struct passwd pw, *res = NULL;
+	char pwbuf[2048];
+	if (getpwuid_r(i->uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+		snprintf(i->user, sizeof i->user, "%s", res->pw_name);
+	else
+		snprintf(i->user, sizeof i->user, "%u", (unsigned)i->uid);
+	/* a live process of someone else's is not the owner's job (a gone one names nobody) */
+	if (i->pid > 0 && owner_of(i->pid) != st->st_uid && owner_of(i->pid) != (uid_t)-1)
+		i->pid = 0;
+	if (i->supervisor > 0 && owner_of(i->supervisor) != st->st_uid && owner_of(i->supervisor) != (uid_t)-1)
+		i->supervisor = 0;
+}
+
+/*
+ * Look at one visible claim or ticket: 1 live (s filled, the record too with
+ * want_record), 0 dead or not believable (another user's file that others may
+ * write to, or not a plain file). A dead one of ours, or any with root, is
+ * removed: nobody will lock it again.
+ */
+static int probe(struct lease_dir *d, const char *name, bool want_record, struct seen *s)
+{
+	int fd = openat(d->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return 0;
+	}
+	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	bool live = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_WRLCK;
+	if (!live) {
+		if (st.st_uid == d->uid || d->uid == 0)
+			(void)unlinkat(d->dfd, name, 0);
+		close(fd);
+		return 0;
+	}
+	if (s) {
+		s->live = true;
+		s->uid = st.st_uid;
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+		s->key = (struct key){ctime_ns(&st), 0, st.st_ino};
+		if (want_record)
+			read_record(fd, &st, &s->info, &s->key.num);
 	}
 	close(fd);
+	return 1;
+}
+
+/* A .new- file of ours left by a crash between making and renaming it. */
+static void reap_new(struct lease_dir *d, const char *name)
+{
+	struct stat st;
+	if (fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == d->uid && S_ISREG(st.st_mode) &&
+	    st.st_ctim.tv_sec + STALE_NEW_S < time(NULL))
+		(void)unlinkat(d->dfd, name, 0);
+}
+
+/* Visit every entry of the directory: fn returns non-zero to stop (that is returned). */
+static int scan(struct lease_dir *d, int (*fn)(struct lease_dir *, const char *, void *), void *arg)
+{
+	int fd = dup(d->dfd);
+	if (fd < 0)
+		return GC_EIO;
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return GC_EIO;
+	}
+	rewinddir(dir);
+	int rc = 0;
+	for (struct dirent *e; !rc && (e = readdir(dir));) {
+		if (strncmp(e->d_name, ".new-", 5) == 0)
+			reap_new(d, e->d_name);
+		else if (e->d_name[0] != '.')
+			rc = fn(d, e->d_name, arg);
+	}
+	closedir(dir);
 	return rc;
+}
+
+/*
+ * Make the locked file `final` holding `rec` (see the top): 0 with *out its
+ * descriptor and *st its stat, or -1 with errno.
+ */
+static int make_locked(struct lease_dir *d, const char *final, const char *rec, int *out, struct stat *st)
+{
+	char hex[17], tmp[32];
+	random_hex(hex);
+	snprintf(tmp, sizeof tmp, ".new-%s", hex);
+	int fd = openat(d->dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	size_t len = strlen(rec);
+	if (fcntl(fd, F_OFD_SETLK, &fl) < 0 || pwrite(fd, rec, len, 0) != (ssize_t)len || fchmod(fd, 0644) < 0 ||
+	    renameat2(d->dfd, tmp, d->dfd, final, RENAME_NOREPLACE) < 0 || fstat(fd, st) < 0) {
+		int e = errno;
+		(void)unlinkat(d->dfd, tmp, 0);
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	*out = fd;
+	return 0;
 }
 
 /* a zombie has ended: it holds no file, whoever has yet to reap it */
@@ -420,34 +558,6 @@ static pid_t opener_of(dev_t dev, ino_t ino)
 	}
 	closedir(proc);
 	return found;
-}
-
-/* the record names a job and a supervisor that are both gone, yet the lock is held: by an
- * orphan of the job. Name it when it can be seen. Outside the mutex: /proc is slow. */
-static void note_orphan(struct lease_dir *d, const char *name, struct lease_info *info)
-{
-	info->orphan = false;
-	info->live = 0;
-	if (info->pid <= 0 || alive(info->pid) || alive(info->supervisor))
-		return;
-	info->orphan = true;
-	struct stat st;
-	if (fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		info->live = opener_of(st.st_dev, st.st_ino);
-}
-
-int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
-{
-	if (!valid_uuid(uuid))
-		return GC_EINVAL;
-	char name[LEASE_UUID_MAX + 8];
-	file_name(name, sizeof name, uuid);
-	mutex_lock(d);
-	int rc = peek_locked(d, name, info);
-	mutex_unlock(d);
-	if (rc == 1 && info)
-		note_orphan(d, name, info);
-	return rc;
 }
 
 /* the parent of pid; 0 if gone */
@@ -493,43 +603,124 @@ static bool holds_open(pid_t pid, dev_t dev, ino_t ino)
 	return found;
 }
 
+/* ---- leases ------------------------------------------------------------- */
+
+/* the oldest live claim of one GPU (or, with `mine`, of ours that an ancestor holds) */
+struct find {
+	const char *uuid;
+	bool want_record;
+	int found;
+	char name[NAME_MAX_LEN];
+	struct seen s;
+};
+
+static int find_claim(struct lease_dir *d, const char *name, void *arg)
+{
+	struct find *f = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid) || strcmp(uuid, f->uuid) != 0)
+		return 0;
+	struct seen s;
+	if (probe(d, name, f->want_record, &s) != 1)
+		return 0;
+	if (!f->found || key_cmp(&s.key, &f->s.key) < 0) {
+		f->s = s;
+		snprintf(f->name, sizeof f->name, "%s", name);
+	}
+	f->found = 1;
+	return 0;
+}
+
+/* the record names a job and a supervisor that are both gone, yet the lock is held: by an
+ * orphan of the job. Name it when it can be seen. */
+static void note_orphan(struct lease_info *info, dev_t dev, ino_t ino)
+{
+	info->orphan = false;
+	info->live = 0;
+	if (info->pid <= 0 || alive(info->pid) || alive(info->supervisor))
+		return;
+	info->orphan = true;
+	info->live = opener_of(dev, ino);
+}
+
+int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
+{
+	if (!valid_uuid(uuid))
+		return GC_EINVAL;
+	struct find f = {.uuid = uuid, .want_record = info != NULL};
+	int rc = scan(d, find_claim, &f);
+	if (rc < 0)
+		return rc;
+	if (f.found && info) {
+		*info = f.s.info;
+		note_orphan(info, f.s.dev, f.s.ino);
+	}
+	return f.found;
+}
+
+/* a live claim of the GPU held for us by an ancestor (see lease_ours) */
+struct ours {
+	const char *uuid;
+	int found;          /* 1: ours; otherwise info is the first live claim seen */
+	bool any;
+	struct lease_info info;
+	dev_t dev;
+	ino_t ino;
+};
+
+static int find_ours(struct lease_dir *d, const char *name, void *arg)
+{
+	struct ours *o = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid) || strcmp(uuid, o->uuid) != 0)
+		return 0;
+	struct seen s;
+	if (probe(d, name, true, &s) != 1)
+		return 0;
+	if (!o->any)
+		o->info = s.info;
+	o->any = true;
+	const struct lease_info *i = &s.info;
+	/* the record is the holder's word: believe it only where the kernel agrees */
+	if (s.uid != getuid() || !(is_ancestor(i->pid) || is_ancestor(i->supervisor)))
+		return 0;
+	if (!holds_open(i->pid, s.dev, s.ino) && !holds_open(i->supervisor, s.dev, s.ino))
+		return 0;
+	o->info = s.info;
+	o->dev = s.dev;
+	o->ino = s.ino;
+	o->found = 1;
+	return 1;
+}
+
 int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info)
 {
 	if (!valid_uuid(uuid))
 		return GC_EINVAL;
-	char name[LEASE_UUID_MAX + 8];
-	file_name(name, sizeof name, uuid);
-	struct lease_info me;
-	mutex_lock(d);
-	int rc = peek_locked(d, name, &me);
-	struct stat st;
-	bool have = rc == 1 && fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	mutex_unlock(d);
-	if (rc != 1)
+	struct ours o = {.uuid = uuid};
+	int rc = scan(d, find_ours, &o);
+	if (rc < 0)
 		return rc;
-	if (info)
-		*info = me;
-	/* the record is the holder's word: believe it only where the kernel agrees */
-	if (!have || me.uid != getuid() || !(is_ancestor(me.pid) || is_ancestor(me.supervisor)))
-		return 0;
-	return holds_open(me.pid, st.st_dev, st.st_ino) || holds_open(me.supervisor, st.st_dev, st.st_ino);
+	if (info && o.any)
+		*info = o.info;
+	return o.found;
 }
 
 int lease_drop_ours(struct lease_dir *d, const char *uuid)
 {
-	struct lease_info info;
-	int rc = lease_ours(d, uuid, &info);
-	if (rc != 1)
+	if (!valid_uuid(uuid))
+		return GC_EINVAL;
+	struct ours o = {.uuid = uuid};
+	int rc = scan(d, find_ours, &o);
+	if (rc < 0)
 		return rc;
+	if (!o.found)
+		return 0;
 	/* only a holder that is not one of our ancestors (pick --lease's): an outer gpuctl run
 	 * lets its GPUs go when its job ends, not before */
-	char name[LEASE_UUID_MAX + 8];
-	file_name(name, sizeof name, uuid);
-	struct stat st;
-	if (is_ancestor(info.supervisor) || fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !holds_open(info.supervisor, st.st_dev, st.st_ino))
+	if (is_ancestor(o.info.supervisor) || !holds_open(o.info.supervisor, o.dev, o.ino))
 		return GC_EBUSY;
-	if (kill(info.supervisor, SIGTERM) < 0)
+	if (kill(o.info.supervisor, SIGTERM) < 0)
 		return errno == ESRCH ? 1 : GC_EIO;
 	/* its death drops the lock: wait for that, up to 2 s */
 	for (int i = 0; i < 200; i++) {
@@ -540,11 +731,51 @@ int lease_drop_ours(struct lease_dir *d, const char *uuid)
 	return GC_ETIMEDOUT;
 }
 
-static void close_all(int *fds, size_t n)
+/* Let go of claims: closing drops the lock (unless the job's processes still hold the
+ * file, an orphan); a claim nobody holds any more is removed. */
+static void drop_claims(struct lease_dir *d, struct claim *c, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].fd < 0)
+			continue;
+		close(c[i].fd);
+		c[i].fd = -1;
+		(void)probe(d, c[i].name, false, NULL);
+	}
+}
+
+/* the other claims on our GPUs, after ours are made */
+struct rivals {
+	struct lease *l;
+	const char *const *uuids;
+	struct stat *mine;      /* [n] */
+	size_t busy;
+	bool found, tie;
+};
+
+static int find_rival(struct lease_dir *d, const char *name, void *arg)
+{
+	struct rivals *r = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid))
+		return 0;
+	for (size_t i = 0; i < r->l->n; i++) {
+		if (strcmp(uuid, r->uuids[i]) != 0 || strcmp(name, r->l->c[i].name) == 0)
+			continue;
+		struct seen s;
+		if (probe(d, name, false, &s) != 1)
+			return 0;
+		/* the older one keeps the GPU; as old: neither does */
+		int64_t ours = ctime_ns(&r->mine[i]);
+		if (s.key.ctime_ns <= ours) {
+			r->busy = i;
+			r->found = true;
+			r->tie = s.key.ctime_ns == ours;
+			return 1;
+		}
+		return 0;
+	}
+	return 0;
 }
 
 int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
@@ -557,66 +788,52 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 			return GC_EINVAL;
 		}
 	}
-	struct lease *l = calloc(1, sizeof *l + n * sizeof l->fds[0]);
-	size_t *order = malloc((n ? n : 1) * sizeof *order);
-	if (!l || !order) {
+	struct lease *l = calloc(1, sizeof *l + n * sizeof l->c[0]);
+	struct stat *st = calloc(n ? n : 1, sizeof *st);
+	char *rec = record_json(me, 0);
+	if (!l || !st || !rec) {
 		free(l);
-		free(order);
+		free(st);
+		free(rec);
 		return GC_ENOMEM;
 	}
 	l->d = d;
 	l->n = n;
 	l->me = *me;
+	l->reclen = strlen(rec);
 	for (size_t i = 0; i < n; i++)
-		l->fds[i] = -1;
-	/* one global order (by UUID) so that two acquirers can never deadlock */
-	for (size_t i = 0; i < n; i++)
-		order[i] = i;
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && strcmp(uuids[order[j - 1]], uuids[order[j]]) > 0; j--) {
-			size_t t = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
+		l->c[i].fd = -1;
 	int rc = GC_OK;
-	mutex_lock(d);
-	for (size_t k = 0; k < n; k++) {
-		size_t i = order[k];
-		char name[LEASE_UUID_MAX + 8];
-		file_name(name, sizeof name, uuids[i]);
-		int fd = open_shared(d->dfd, name, O_RDWR | O_CREAT);
-		if (fd < 0) {
-			errbuf_set(err, errlen, "cannot open lease file '%s/%s': %s", d->path, name,
-				errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+	for (size_t i = 0; i < n && rc == GC_OK; i++) {
+		char hex[17];
+		random_hex(hex);
+		snprintf(l->c[i].name, sizeof l->c[i].name, "gpu-%s.%s", uuids[i], hex);
+		if (make_locked(d, l->c[i].name, rec, &l->c[i].fd, &st[i]) < 0) {
+			errbuf_set(err, errlen, "cannot make a lease in '%s': %s", d->path, strerror(errno));
 			rc = GC_EIO;
-			break;
-		}
-		l->fds[i] = fd;
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			if (errno == EWOULDBLOCK) {
-				*busy = i;
-				rc = GC_EBUSY;
-			} else {
-				errbuf_set(err, errlen, "cannot lock '%s/%s': %s", d->path, name, strerror(errno));
-				rc = GC_EIO;
-			}
-			break;
 		}
 	}
 	if (rc == GC_OK) {
-		for (size_t i = 0; i < n; i++) {
-			if (write_record(l->fds[i], me, 0) < 0) {
-				errbuf_set(err, errlen, "cannot write lease file in '%s': %s", d->path,
-					strerror(errno));
-				rc = GC_EIO;
-				break;
+		struct rivals r = {.l = l, .uuids = uuids, .mine = st};
+		if (scan(d, find_rival, &r) < 0) {
+			errbuf_set(err, errlen, "cannot read state directory '%s': %s", d->path, strerror(errno));
+			rc = GC_EIO;
+		} else if (r.found) {
+			*busy = r.busy;
+			rc = GC_EBUSY;
+			if (r.tie) {
+				/* the other made its claim in the same clock tick: go, and come back at
+				 * another moment than it will */
+				uint32_t us = 0;
+				(void)getrandom(&us, sizeof us, 0);
+				nanosleep(&(struct timespec){.tv_nsec = (long)(1000 + us % 4000) * 1000}, NULL);
 			}
 		}
 	}
-	mutex_unlock(d);
-	free(order);
+	free(st);
+	free(rec);
 	if (rc != GC_OK) {
-		close_all(l->fds, n); /* closing drops every lock taken so far */
+		drop_claims(d, l->c, n);
 		free(l);
 		return rc;
 	}
@@ -629,16 +846,29 @@ void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)
 	l->me.pid = pid;
 	if (supervisor)
 		l->me.supervisor = supervisor;
-	mutex_lock(l->d); /* readers never see half a record */
-	for (size_t i = 0; i < l->n; i++)
-		(void)write_record(l->fds[i], &l->me, 0);
-	mutex_unlock(l->d);
+	char *rec = record_json(&l->me, 0);
+	if (!rec)
+		return;
+	/* overwrite in place, padded with blanks to the longest so far: never a cut-short
+	 * file, and a reader that catches a torn record reads it again */
+	size_t len = strlen(rec);
+	size_t full = len > l->reclen ? len : l->reclen;
+	char *buf = malloc(full);
+	if (buf) {
+		memcpy(buf, rec, len);
+		memset(buf + len, ' ', full - len);
+		for (size_t i = 0; i < l->n; i++)
+			(void)pwrite(l->c[i].fd, buf, full, 0);
+		l->reclen = full;
+		free(buf);
+	}
+	free(rec);
 }
 
 int lease_inherit(struct lease *l)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (fcntl(l->fds[i], F_SETFD, 0) < 0)
+		if (fcntl(l->c[i].fd, F_SETFD, 0) < 0)
 			return GC_EIO;
 	return GC_OK;
 }
@@ -647,12 +877,9 @@ void lease_release(struct lease *l)
 {
 	if (!l)
 		return;
-	/* the record stays: a free file is told apart by its lock, not its content */
-	close_all(l->fds, l->n);
+	drop_claims(l->d, l->c, l->n);
 	free(l);
 }
-
-/* ---- the queue ---------------------------------------------------------- */
 
 static int watch(struct lease_dir *d)
 {
@@ -670,20 +897,37 @@ static int watch(struct lease_dir *d)
 	return 0;
 }
 
-static uint64_t next_number(struct lease_dir *d)
+/* ---- the queue ---------------------------------------------------------- */
+
+struct snap {
+	struct lease_ticket *t;
+	struct key mine;
+	int rc;
+};
+
+static int note_ahead(struct lease_dir *d, const char *name, void *arg)
 {
-	int fd = open_shared(d->dfd, "seq", O_RDWR | O_CREAT);
-	if (fd < 0)
+	struct snap *sn = arg;
+	struct seen s;
+	if (!ticket_name(name) || strcmp(name, sn->t->name) == 0 || probe(d, name, true, &s) != 1 ||
+	    key_cmp(&s.key, &sn->mine) >= 0)
 		return 0;
-	char buf[32] = "";
-	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	uint64_t v = strtoull(buf, NULL, 10) + 1;
-	int w = snprintf(buf, sizeof buf, "%" PRIu64 "\n", v);
-	if (pwrite(fd, buf, (size_t)w, 0) != w || ftruncate(fd, w) < 0)
-		v = 0;
-	close(fd);
-	return v;
+	struct lease_ticket *t = sn->t;
+	struct ahead *p = realloc(t->ahead, (t->nahead + 1) * sizeof *p);
+	if (!p) {
+		sn->rc = GC_ENOMEM;
+		return 1;
+	}
+	t->ahead = p;
+	struct ahead *a = &p[t->nahead++];
+	memset(a, 0, sizeof *a);
+	snprintf(a->name, sizeof a->name, "%s", name);
+	a->dev = s.dev;
+	a->ino = s.ino;
+	a->uid = s.uid;
+	a->want = s.info.want;
+	a->key = s.key;
+	return 0;
 }
 
 int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct lease_ticket **out,
@@ -703,33 +947,27 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	char tmp[64];
-	snprintf(tmp, sizeof tmp, ".new-%d-%ld", (int)getpid(), (long)ts.tv_nsec);
-	int rc = GC_OK;
-	/* numbering and appearing under one lock: a lower number is always visible first */
-	mutex_lock(d);
-	t->num = next_number(d);
-	t->fd = openat(d->dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (t->num == 0 || t->fd < 0 || flock(t->fd, LOCK_EX | LOCK_NB) < 0 ||
-	    write_record(t->fd, me, t->num) < 0) {
-		errbuf_set(err, errlen, "cannot join the queue in '%s': %s", d->path, strerror(errno));
-		rc = GC_EIO;
-	} else {
-		snprintf(t->name, sizeof t->name, "%020" PRIu64 ".%d", t->num, (int)getpid());
-		if (renameat(d->dfd, tmp, d->dfd, t->name) < 0) {
-			errbuf_set(err, errlen, "cannot join the queue in '%s': %s", d->path,
-				strerror(errno));
-			rc = GC_EIO;
-		}
-	}
-	if (rc != GC_OK)
-		(void)unlinkat(d->dfd, tmp, 0);
-	mutex_unlock(d);
-	if (rc != GC_OK) {
-		if (t->fd >= 0)
-			close(t->fd);
+	t->num = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	char hex[17];
+	random_hex(hex);
+	snprintf(t->name, sizeof t->name, "ticket.%s", hex);
+	char *rec = record_json(me, t->num);
+	struct stat st;
+	if (!rec || make_locked(d, t->name, rec, &t->fd, &st) < 0) {
+		errbuf_set(err, errlen, "cannot join the queue in '%s': %s", d->path,
+			   rec ? strerror(errno) : "out of memory");
+		free(rec);
 		free(t);
-		return rc;
+		return GC_EIO;
+	}
+	free(rec);
+	/* those in line before us, as of now: we wait for them and for nobody else */
+	struct snap sn = {t, {ctime_ns(&st), t->num, st.st_ino}, GC_OK};
+	int rc = scan(d, note_ahead, &sn);
+	if (rc < 0 || sn.rc != GC_OK) {
+		errbuf_set(err, errlen, "cannot read the queue in '%s'", d->path);
+		lease_queue_leave(t);
+		return rc < 0 ? rc : sn.rc;
 	}
 	*out = t;
 	return GC_OK;
@@ -740,59 +978,81 @@ uint64_t lease_ticket_number(const struct lease_ticket *t)
 	return t->num;
 }
 
-/* Visit every ticket: fn returns non-zero to stop. */
-static int each_ticket(struct lease_dir *d, int (*fn)(struct lease_dir *, const char *, uint64_t, void *),
-		       void *arg)
-{
-	int fd = dup(d->dfd);
-	if (fd < 0)
-		return GC_EIO;
-	DIR *dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return GC_EIO;
-	}
-	rewinddir(dir);
-	int rc = 0;
-	struct dirent *e;
-	while (!rc && (e = readdir(dir))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char *end;
-		uint64_t num = strtoull(e->d_name, &end, 10);
-		if (*end != '.')
-			continue;
-		rc = fn(d, e->d_name, num, arg);
-	}
-	closedir(dir);
-	return rc;
-}
+/* how many of uuids[n] (NULLs skipped) no live claim holds; *total the others */
+struct freecount {
+	const char *const *uuids;
+	size_t n;
+	bool *held;
+};
 
-/* 1 live (record read if info), 0 stale or gone */
-static int ticket_live(struct lease_dir *d, const char *name, struct lease_info *info, bool reap)
+static int note_held(struct lease_dir *d, const char *name, void *arg)
 {
-	int fd = openat(d->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	struct freecount *f = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid))
 		return 0;
-	int live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-	if (live && info)
-		read_record(fd, info, NULL);
-	if (!live && reap)
-		(void)unlinkat(d->dfd, name, 0); /* its waiter died; fails harmlessly if not ours to remove */
-	close(fd);
-	return live;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->uuids[i] && !f->held[i] && strcmp(f->uuids[i], uuid) == 0 && probe(d, name, false, NULL) == 1)
+			f->held[i] = true;
+	return 0;
 }
 
-static int older_live(struct lease_dir *d, const char *name, uint64_t num, void *arg)
+static void drop_ahead(struct lease_ticket *t, size_t i)
 {
-	const struct lease_ticket *t = arg;
-	return num < t->num && ticket_live(d, name, NULL, true);
+	t->ahead[i] = t->ahead[--t->nahead];
 }
 
-int lease_queue_is_head(struct lease_dir *d, const struct lease_ticket *t)
+int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char *const *uuids, size_t n)
 {
-	int rc = each_ticket(d, older_live, (void *)t);
-	return rc < 0 ? rc : !rc;
+	/* who of those ahead is still in line (the same file, still locked) */
+	for (size_t i = 0; i < t->nahead;) {
+		struct seen s;
+		if (probe(d, t->ahead[i].name, false, &s) == 1 && s.dev == t->ahead[i].dev && s.ino == t->ahead[i].ino)
+			i++;
+		else
+			drop_ahead(t, i);
+	}
+	if (!t->nahead || !uuids)
+		return !t->nahead;
+	/* the first of them: does it let GPUs it could take sit free? */
+	size_t total = 0, nfree = 0;
+	bool *held = calloc(n ? n : 1, sizeof *held);
+	if (!held)
+		return GC_ENOMEM;
+	struct freecount f = {uuids, n, held};
+	int rc = scan(d, note_held, &f);
+	for (size_t i = 0; i < n; i++) {
+		total += uuids[i] != NULL;
+		nfree += uuids[i] && !held[i];
+	}
+	free(held);
+	if (rc < 0)
+		return rc;
+	long long now = mono_now_ms();
+	for (;;) {
+		size_t first = 0;
+		for (size_t i = 1; i < t->nahead; i++)
+			if (key_cmp(&t->ahead[i].key, &t->ahead[first].key) < 0)
+				first = i;
+		struct ahead *a = &t->ahead[first];
+		if (a->want > nfree && a->want <= total) {
+			a->idle_since = 0;
+			return 0;
+		}
+		if (!a->idle_since)
+			a->idle_since = now;
+		if (now - a->idle_since < LEASE_IDLE_MS)
+			return 0;
+		/* it passed up its turn: it, and the rest of its user's tickets, lose their place */
+		uid_t who = a->uid;
+		for (size_t i = 0; i < t->nahead;)
+			if (t->ahead[i].uid == who)
+				drop_ahead(t, i);
+			else
+				i++;
+		if (!t->nahead)
+			return 1;
+	}
 }
 
 void lease_queue_withdraw(struct lease_ticket *t)
@@ -808,7 +1068,9 @@ void lease_queue_leave(struct lease_ticket *t)
 	if (!t)
 		return;
 	lease_queue_withdraw(t);
-	close(t->fd);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->ahead);
 	free(t);
 }
 
@@ -850,95 +1112,116 @@ void lease_watch_drain(struct lease_dir *d)
 
 /* ---- listings ----------------------------------------------------------- */
 
+struct item {
+	struct key key;
+	char uuid[LEASE_UUID_MAX];      /* claims */
+	uint64_t ticket;                /* tickets */
+	struct lease_info info;
+};
+
+struct items {
+	struct item *v;
+	size_t n, cap;
+	bool tickets;
+	int rc;
+};
+
+static int collect(struct lease_dir *d, const char *name, void *arg)
+{
+	struct items *it = arg;
+	char uuid[LEASE_UUID_MAX] = "";
+	struct seen s;
+	if (!(it->tickets ? ticket_name(name) : claim_uuid(name, uuid, sizeof uuid)) ||
+	    probe(d, name, true, &s) != 1)
+		return 0;
+	if (it->n == it->cap) {
+		size_t cap = it->cap ? it->cap * 2 : 8;
+		struct item *p = realloc(it->v, cap * sizeof *p);
+		if (!p) {
+			it->rc = GC_ENOMEM;
+			return 1;
+		}
+		it->v = p;
+		it->cap = cap;
+	}
+	struct item *e = &it->v[it->n++];
+	e->key = s.key;
+	snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
+	e->ticket = s.key.num;
+	e->info = s.info;
+	if (!it->tickets)
+		note_orphan(&e->info, s.dev, s.ino);
+	return 0;
+}
+
+/* by GPU, then oldest first */
+static int by_uuid_key(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	int c = strcmp(x->uuid, y->uuid);
+	return c ? c : key_cmp(&x->key, &y->key);
+}
+
 int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	int fd = dup(d->dfd);
-	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
-		return GC_EIO;
+	struct items it = {.rc = GC_OK};
+	int rc = scan(d, collect, &it);
+	if (rc < 0 || it.rc != GC_OK) {
+		free(it.v);
+		return rc < 0 ? rc : it.rc;
 	}
-	rewinddir(dir);
-	size_t cap = 0;
-	int rc = GC_OK;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		if (strncmp(e->d_name, "gpu-", 4) != 0 || !valid_uuid(e->d_name + 4))
-			continue;
-		struct lease_info info;
-		mutex_lock(d);
-		int held = peek_locked(d, e->d_name, &info);
-		mutex_unlock(d);
-		if (held != 1)
-			continue;
-		note_orphan(d, e->d_name, &info);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			struct lease_entry *p = realloc(*out, cap * sizeof *p);
-			if (!p) {
-				rc = GC_ENOMEM;
-				break;
-			}
-			*out = p;
-		}
-		snprintf((*out)[*n].uuid, sizeof (*out)[*n].uuid, "%s", e->d_name + 4);
-		(*out)[*n].info = info;
-		(*n)++;
+	if (it.n > 1)
+		qsort(it.v, it.n, sizeof *it.v, by_uuid_key);
+	struct lease_entry *v = calloc(it.n ? it.n : 1, sizeof *v);
+	if (!v) {
+		free(it.v);
+		return GC_ENOMEM;
 	}
-	closedir(dir);
-	return rc;
+	size_t k = 0;
+	for (size_t i = 0; i < it.n; i++) {
+		/* one holder per GPU: the oldest claim (a second one is a race about to end) */
+		if (i && strcmp(it.v[i].uuid, it.v[i - 1].uuid) == 0)
+			continue;
+		snprintf(v[k].uuid, sizeof v[k].uuid, "%s", it.v[i].uuid);
+		v[k++].info = it.v[i].info;
+	}
+	free(it.v);
+	*out = v;
+	*n = k;
+	return GC_OK;
 }
 
-struct qlist {
-	struct lease_waiter *v;
-	size_t n, cap;
-	int rc;
-};
-
-static int collect(struct lease_dir *d, const char *name, uint64_t num, void *arg)
+static int by_key(const void *a, const void *b)
 {
-	struct qlist *q = arg;
-	struct lease_info info;
-	if (!ticket_live(d, name, &info, false))
-		return 0;
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 8;
-		struct lease_waiter *p = realloc(q->v, cap * sizeof *p);
-		if (!p) {
-			q->rc = GC_ENOMEM;
-			return 1;
-		}
-		q->v = p;
-		q->cap = cap;
-	}
-	q->v[q->n].ticket = num;
-	q->v[q->n].info = info;
-	q->n++;
-	return 0;
-}
-
-static int by_ticket(const void *a, const void *b)
-{
-	uint64_t x = ((const struct lease_waiter *)a)->ticket, y = ((const struct lease_waiter *)b)->ticket;
-	return x < y ? -1 : x > y;
+	return key_cmp(&((const struct item *)a)->key, &((const struct item *)b)->key);
 }
 
 int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n)
 {
-	struct qlist q = {NULL, 0, 0, GC_OK};
-	int rc = each_ticket(d, collect, &q);
-	if (rc < 0 || q.rc != GC_OK) {
-		free(q.v);
-		*out = NULL;
-		*n = 0;
-		return rc < 0 ? rc : q.rc;
+	*out = NULL;
+	*n = 0;
+	struct items it = {.tickets = true, .rc = GC_OK};
+	int rc = scan(d, collect, &it);
+	if (rc < 0 || it.rc != GC_OK) {
+		free(it.v);
+		return rc < 0 ? rc : it.rc;
 	}
-	if (q.n > 1)
-		qsort(q.v, q.n, sizeof *q.v, by_ticket);
-	*out = q.v;
-	*n = q.n;
+	/* oldest first, in the order the waiters themselves go by */
+	if (it.n > 1)
+		qsort(it.v, it.n, sizeof *it.v, by_key);
+	struct lease_waiter *v = calloc(it.n ? it.n : 1, sizeof *v);
+	if (!v) {
+		free(it.v);
+		return GC_ENOMEM;
+	}
+	for (size_t i = 0; i < it.n; i++) {
+		v[i].ticket = it.v[i].ticket;
+		v[i].info = it.v[i].info;
+	}
+	free(it.v);
+	*out = v;
+	*n = it.n;
 	return GC_OK;
 }

@@ -1,14 +1,15 @@
 /*
  * lease.h — per-GPU leases on this host, and the queue of those waiting.
  *
- * A lease is a flock(2) on one file per GPU (named by UUID) in a state
- * directory shared by every user of the machine. The kernel drops the lock
- * when the last process holding the file dies — even by SIGKILL — so a
- * crashed job never leaves a GPU taken. Waiters take numbered tickets and
- * are served first come, first served; a waiter that dies leaves the queue
- * the same way. Release is seen by waiters through inotify within
- * milliseconds. Policy (which GPUs) lives in select.c; this file only
- * knows UUIDs.
+ * A lease is a lock on a claim file per GPU in a state directory shared by
+ * every user of the machine; each user locks and writes only files it made
+ * itself, so no user can hold, break or forge another's (lease.c says how).
+ * The kernel drops the lock when the last process holding the file dies —
+ * even by SIGKILL — so a crashed job never leaves a GPU taken. Waiters take
+ * tickets and are served first come, first served; a waiter that dies leaves
+ * the queue the same way. Release is seen by waiters through inotify within
+ * milliseconds. Policy (which GPUs) lives in select.c; this file only knows
+ * UUIDs.
  */
 #ifndef GPUCTL_LIB_LEASE_H
 #define GPUCTL_LIB_LEASE_H
@@ -24,12 +25,13 @@
 struct lease_info {
 	pid_t pid;          /* the job's process (group leader) */
 	pid_t supervisor;   /* the gpuctl process that took the lease */
-	uid_t uid;
+	uid_t uid;          /* read back: the claim's owner, whatever the record says */
 	char user[33];
 	int64_t since;      /* seconds since the epoch */
 	char name[64];      /* --name, or "" */
 	char command[256];  /* the command line, truncated */
 	char request[128];  /* queue tickets: what is asked for ("2 GPUs") */
+	unsigned want;      /* queue tickets: how many GPUs, for the waiters behind (≥ 1) */
 	/* set by readers (lease_peek, lease_list), not stored: the job and its supervisor have
 	 * exited but the lease is still held, by a process the job left behind */
 	bool orphan;
@@ -89,8 +91,21 @@ void lease_release(struct lease *l);
 /* Join the queue: a ticket numbered after every earlier one. */
 int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct lease_ticket **out,
 		     char *err, size_t errlen);
-/* 1 when no live ticket is older than t, 0 when one is, <0 on error. */
-int lease_queue_is_head(struct lease_dir *d, const struct lease_ticket *t);
+/*
+ * A ticket ahead of ours that lets the GPUs it could take sit free this long
+ * loses its place: a waiter that never takes its turn (a planted ticket) holds
+ * the queue up for no longer.
+ */
+#define LEASE_IDLE_MS 2000
+
+/*
+ * 1 when t is at the head of the queue: no ticket that was live when t joined
+ * (and older) still is, 0 when one is, <0 on error. uuids[n] are the GPUs of
+ * the machine (NULL entries skipped): a ticket ahead for which as many of them
+ * as it wants have been free for LEASE_IDLE_MS is passed over. uuids NULL:
+ * strictly first come, first served.
+ */
+int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char *const *uuids, size_t n);
 /* Leave the queue and free the ticket. NULL is fine. */
 void lease_queue_leave(struct lease_ticket *t);
 /*

@@ -289,8 +289,10 @@ void lease_holder_text(const struct lease_info *raw, char *buf, size_t len)
 	else if (i->orphan)
 		w = snprintf(buf, len, "%s (an orphan of pid %d, which has exited; since %s", i->user[0] ? i->user : "?",
 			     (int)i->pid, when);
-	else
+	else if (i->pid > 0)
 		w = snprintf(buf, len, "%s (pid %d, since %s", i->user[0] ? i->user : "?", (int)i->pid, when);
+	else /* its record named no process of its owner's */
+		w = snprintf(buf, len, "%s (since %s", i->user[0] ? i->user : "?", when);
 	if (w > 0 && (size_t)w < len && i->name[0])
 		w += snprintf(buf + w, len - (size_t)w, ", job '%s'", i->name);
 	if (w > 0 && (size_t)w < len)

@@ -438,6 +438,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	request_describe(r, desc, sizeof desc);
 	struct lease_info me;
 	lease_info_self(&me, j->name, cmd, desc);
+	me.want = r->n_auto || r->sel.n == 0 ? 1 : (unsigned)r->sel.n;
 	catch_signals();
 
 	/* -n auto may take every GPU */
@@ -460,7 +461,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	}
 	for (;;) {
 		char why[2048] = "";
-		int head = t ? lease_queue_is_head(d, t) : 1;
+		int head = t ? lease_queue_is_head(d, t, r->uuids, r->ngpus) : 1;
 		if (head < 0) {
 			cli_err("cannot read the queue in '%s'", lease_dir_path(d));
 			rc = EXIT_FAIL;

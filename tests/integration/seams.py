@@ -30,9 +30,14 @@ between daemons, with two real unprivileged users created here.
   first:     in a root-owned 1777 state directory, the first user's
              `gpuctl run --wait` owns nothing the others need: root's and the
              other user's runs still work (issue 17, item 3).
-  mutex:     one user holding the state directory's .mutex (flock -x)
-             stalls neither another user's gpuctl run nor gpuctld's
-             dispatch for long (issue 17, item 1).
+  files:     one user doing everything it can to the shared state
+             directory's files at once — holding .mutex, breaking seq (the
+             files older versions shared), making every GPU's lease file
+             first with mode 600, writing into and read-locking another
+             user's live claim, forging a record, planting a ticket made
+             early and locked late, and keeping a ticket in line that never
+             takes its turn — while the other user runs, waits and queues
+             (issue 17, items 1 and 2).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -221,20 +226,23 @@ CUDA_VISIBLE_DEVICES=3 GPUCTL_SIM={NODE} {GPUCTL} run -- true; echo "rc=$?"
             break
         time.sleep(0.05)
     shell = int(open(f"{sync}/shell").read())
+    # B's own claim on GPU 3, locked, whose record says it is A's shell's (uid, user, pid)
     forge = f"""
 import fcntl, json, os, time
-fd = os.open("{shared}/gpu-{uuid}", os.O_RDWR | os.O_CREAT, 0o666)
-fcntl.flock(fd, fcntl.LOCK_EX)
+fd = os.open("{shared}/gpu-{uuid}.00000000000000b0", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
 os.write(fd, json.dumps({{"pid": {shell}, "supervisor": {shell}, "uid": {pwd_uid(A)}, "user": "{A}", "since": 1,
                         "name": "", "command": "forged", "request": ""}}).encode())
+fcntl.lockf(fd, fcntl.LOCK_EX)
 open("{sync}/ready", "w").close()
 time.sleep(30)
 """
     forger = background(B, "/usr/bin/python3", "-c", forge, stdout=None, stderr=None)
     out, err = victim.communicate(timeout=30)
     kill_group(forger)
-    check("own lease", "rc=1" in out and "GPU 3 is leased by" in err, f"forged record: {out!r} {err!r}")
-    print("own lease: a record forged by another user to name the shell does not make its GPU the shell's")
+    # the holder is who made the claim, whatever its record says; A's pid in it is not shown as B's
+    check("own lease", "rc=1" in out and f"GPU 3 is leased by {B} (since" in err, f"forged record: {out!r} {err!r}")
+    print("own lease: a record forged by another user to name the shell does not make its GPU the shell's, "
+          "and names its maker")
 
     # ---- control: other users' names never reach a terminal raw (item 7)
     evil = "evil\nname\x1b[31mRED\x9b"
@@ -368,29 +376,135 @@ time.sleep(30)
     check("first", not owned, f"the state directory got subdirectories: {owned}")
     print(f"first: after {A} waited in line first, root's and {B}'s runs still work")
 
-    # ---- mutex: B holds .mutex; A's run and a queued job of A's still start at once
-    msock = os.path.join(shared, "mutex.sock")
-    md = start(os.path.join(work, "mutex.db"), msock)
-    held = background(B, "flock", "-x", os.path.join(shared, ".mutex"), "sleep", "30")
+    # ---- files: everything B can do to the shared state directory's files at once (item 2, and 1)
+    fdir = os.path.join(work, "files")  # a fresh root-owned 1777 state directory, as /run/gpuctl is
+    os.makedirs(fdir)
+    os.chmod(fdir, 0o1777)
+    fenv = dict(env, GPUCTL_STATE_DIR=fdir)
+    uuids = subprocess.run([GPUCTL, "--sim", NODE, "query", "--query-gpu=uuid", "--format=csv,noheader"],
+                           env=env, capture_output=True, text=True).stdout.split()
+    # A leases GPU 0 first, so that B has a live claim of A's to attack
+    a_hold = background(A, GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--", "sleep", "60", env=fenv)
+    for _ in range(100):
+        if any(n.startswith(f"gpu-{uuids[0]}.") for n in os.listdir(fdir)):
+            break
+        time.sleep(0.05)
+    attack = f"""
+import fcntl, glob, json, os, time
+d = "{fdir}"
+uuids = {uuids!r}
+keep = []
+# what every user used to have to lock or write: hold it, break it
+for name in (".mutex", "seq"):
+    fd = os.open(os.path.join(d, name), os.O_RDWR | os.O_CREAT, 0o600)
+    os.write(fd, b"18446744073709551615")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    keep.append(fd)
+# every lease file an older gpuctl would use, and one named as a claim for each GPU, made first, mode 600
+for u in uuids:
+    for name in ("gpu-" + u, "gpu-" + u + ".00000000000000c0"):
+        fd = os.open(os.path.join(d, name), os.O_RDWR | os.O_CREAT, 0o600)
+        keep.append(fd)
+# A's live claim: write into it (refused), read-lock it (no effect)
+for path in [p for p in glob.glob(os.path.join(d, "gpu-{uuids[0]}.*")) if not p.endswith("c0")]:
+    try:
+        os.open(path, os.O_WRONLY)
+        print("WROTE", path, flush=True)
+    except PermissionError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, bytes(32))
+        keep.append(fd)
+    except OSError:
+        pass
+# a ticket made now, when nobody waits, and locked only once A waits
+t = os.open(os.path.join(d, "ticket.00000000000000c1"), os.O_RDWR | os.O_CREAT, 0o644)
+os.write(t, json.dumps({{"ticket": 1, "want": 1}}).encode())
+open(os.path.join(d, "planted"), "w").close()
+while not glob.glob(os.path.join(d, "a-waits")):
+    time.sleep(0.02)
+fcntl.lockf(t, fcntl.LOCK_EX)
+# and a ticket that is in line before A's next wait and never takes its turn
+u = os.open(os.path.join(d, ".new-00000000000000c2"), os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(u, fcntl.LOCK_EX)
+os.write(u, json.dumps({{"ticket": 2, "want": 1}}).encode())
+os.fchmod(u, 0o644)
+os.rename(os.path.join(d, ".new-00000000000000c2"), os.path.join(d, "ticket.00000000000000c2"))
+open(os.path.join(d, "locked"), "w").close()
+time.sleep(60)
+"""
+    attacker = background(B, "/usr/bin/python3", "-c", attack, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=fenv)
+    for _ in range(200):
+        if os.path.exists(os.path.join(fdir, "planted")):
+            break
+        time.sleep(0.05)
+    check("files", os.path.exists(os.path.join(fdir, "planted")), f"{B}'s attack did not get going")
+    # A's holder's record is still A's, and B's writes did not get in
+    lj = json.loads(subprocess.run([GPUCTL, "--sim", NODE, "leases", "--json"], env=fenv, capture_output=True,
+                                   text=True).stdout or "{}")
+    held = {l["gpu"]: l["user"] for l in lj.get("leases", [])}
+    check("files", held == {0: A}, f"leases with {B}'s files planted: {held}")
+    # A takes 3 GPUs at once, and every GPU but the one A holds
+    r3 = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "-n", "3", "--", "true"), env=fenv,
+                        capture_output=True, text=True, timeout=30, cwd="/")
+    check("files", r3.returncode == 0, f"{A}'s run -n 3 with {B}'s files planted: {r3.returncode} {r3.stderr!r}")
+    r7 = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "-n", "7", "--", "true"), env=fenv,
+                        capture_output=True, text=True, timeout=30, cwd="/")
+    check("files", r7.returncode == 0, f"{A}'s run -n 7 with {B}'s files planted: {r7.returncode} {r7.stderr!r}")
+    # A waits for the GPU it holds; B then locks its old ticket: A must not wait behind it
+    waiter = background(A, GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--wait", "--", "true", env=fenv,
+                        stderr=subprocess.PIPE)
     time.sleep(0.5)
+    open(os.path.join(fdir, "a-waits"), "w").close()
+    for _ in range(100):
+        if os.path.exists(os.path.join(fdir, "locked")):
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    job_pid = [l["pid"] for l in lj.get("leases", []) if l["gpu"] == 0]
+    if job_pid:
+        os.kill(job_pid[0], signal.SIGKILL)  # the job runs in a process group of its own
     t0 = time.monotonic()
-    r = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--", "true"), env=env,
+    a_hold.wait()  # the holder sees its job end and lets GPU 0 go
+    try:
+        waiter.wait(timeout=8)
+    except subprocess.TimeoutExpired:
+        kill_group(waiter)
+    late_took = time.monotonic() - t0
+    check("files", waiter.returncode == 0 and late_took < 1.5,
+          f"{A}'s run --wait behind a ticket {B} locked late: rc {waiter.returncode} after {late_took:.1f} s "
+          f"{waiter.stderr.read()!r}")
+    # B's ticket c2 was in line before this wait, and never takes its turn: A waits LEASE_IDLE_MS at most
+    a_hold = background(A, GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "sleep", "1", env=fenv)
+    time.sleep(0.4)
+    t0 = time.monotonic()
+    r = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--wait", "--", "true"), env=fenv,
                        capture_output=True, text=True, timeout=60, cwd="/")
-    run_took = time.monotonic() - t0
+    idle_took = time.monotonic() - t0
+    a_hold.wait()
+    check("files", r.returncode == 0 and idle_took < 6,
+          f"{A}'s run --wait behind {B}'s idle ticket: rc {r.returncode} after {idle_took:.1f} s {r.stderr!r}")
+    # gpuctld (root) dispatches A's queued job with all of it in place
+    msock = os.path.join(shared, "files.sock")
+    md = start(os.path.join(work, "files.db"), msock)
     menv = dict(env, GPUCTL_QUEUE_SOCKET=msock)
     t0 = time.monotonic()
-    job = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "--", "true"), env=menv, capture_output=True,
-                         text=True, timeout=60, cwd="/").stdout.strip()
+    job = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "-n", "3", "--", "true"), env=menv,
+                         capture_output=True, text=True, timeout=60, cwd="/").stdout.strip()
     w = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "wait", job), env=menv, capture_output=True, text=True,
                        timeout=60)
     job_took = time.monotonic() - t0
-    check("mutex", r.returncode == 0 and run_took < 3, f"{A}'s run with .mutex held: {r.returncode} {r.stderr!r} "
-          f"in {run_took:.1f} s")
-    check("mutex", w.returncode == 0 and job_took < 5, f"{A}'s queued job with .mutex held: {w.returncode} "
-          f"{w.stdout!r} in {job_took:.1f} s")
-    kill_group(held)
+    check("files", w.returncode == 0 and job_took < 5, f"{A}'s queued job: {w.returncode} {w.stdout!r} in "
+          f"{job_took:.1f} s")
     gpuctld_proc.stop(md)
-    print(f"mutex: with {B} holding .mutex, {A}'s run took {run_took:.2f} s and a queued job {job_took:.2f} s")
+    kill_group(attacker)
+    out = attacker.stdout.read().decode() + attacker.stderr.read().decode()
+    check("files", "WROTE" not in out and "Traceback" not in out, f"{B}'s attack: {out!r}")
+    print(f"files: with {B} holding .mutex, breaking seq, making every lease file first (mode 600), read-locking "
+          f"{A}'s claim and planting tickets, {A}'s run -n 3 and -n 7 worked, a wait behind a late-locked ticket "
+          f"took {late_took:.2f} s, behind an idle one {idle_took:.2f} s, a queued job {job_took:.2f} s")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
     logs = os.path.join(work, "oldlogs")

@@ -2,7 +2,10 @@
  * test-lease.c — lib/lease.c: a lease is all-or-nothing, dies with its
  * holder (even SIGKILL), passes to an exec'd job, wakes a waiter through
  * inotify, and the queue is first come first served with dead waiters
- * skipped. Unsafe directories and planted symlinks are refused.
+ * skipped. Unsafe directories and planted symlinks are refused. What
+ * another user could do to the files (a read lock, a claim-named file others
+ * may write, a ticket that never takes its turn) does not hold or fool
+ * anyone; tests/integration/seams.py does the rest with two real users.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -205,10 +210,10 @@ static void test_queue_fifo_and_stale(void **state)
 	assert_int_equal(n, 2); /* the dead waiter is not listed */
 	assert_int_equal(w[0].ticket, lease_ticket_number(t1));
 	free(w);
-	assert_int_equal(lease_queue_is_head(d, t1), 1); /* the dead one does not block */
-	assert_int_equal(lease_queue_is_head(d, t2), 0);
+	assert_int_equal(lease_queue_is_head(d, t1, NULL, 0), 1); /* the dead one does not block */
+	assert_int_equal(lease_queue_is_head(d, t2, NULL, 0), 0);
 	lease_queue_leave(t1);
-	assert_int_equal(lease_queue_is_head(d, t2), 1);
+	assert_int_equal(lease_queue_is_head(d, t2, NULL, 0), 1);
 	lease_queue_leave(t2);
 	lease_dir_close(d);
 }
@@ -279,22 +284,154 @@ static void test_unsafe_places_refused(void **state)
 	/* a state directory that cannot be created */
 	assert_int_equal(lease_dir_open(&d, "/proc/gpuctl-no-such-dir", true, err, sizeof err), GC_EIO);
 	assert_non_null(strstr(err, "/proc/gpuctl-no-such-dir"));
-	/* a symlink planted where a lease file goes is not followed */
+	/* a symlink planted where a claim goes is neither followed nor taken for a claim */
 	d = open_dir();
 	char link[128];
-	snprintf(link, sizeof link, "%s/gpu-GPU-cccccccc", dir);
+	snprintf(link, sizeof link, "%s/gpu-GPU-cccccccc.0123456789abcdef", dir);
 	assert_int_equal(symlink("/etc/passwd", link), 0);
 	const char *c = "GPU-cccccccc";
 	struct lease *l = NULL;
 	size_t busy;
 	struct lease_info info = me("x");
-	assert_int_equal(lease_try(d, &c, 1, &info, &l, &busy, err, sizeof err), GC_EIO);
-	assert_non_null(strstr(err, "symbolic link"));
+	assert_int_equal(lease_peek(d, c, NULL), 0);
+	assert_int_equal(lease_try(d, &c, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	assert_int_equal(lease_peek(d, c, NULL), 1);
+	lease_release(l);
+	assert_int_equal(lease_peek(d, c, NULL), 0);
 	/* a UUID cannot name a path */
 	const char *evil = "../../etc/passwd";
 	assert_int_equal(lease_try(d, &evil, 1, &info, &l, &busy, err, sizeof err), GC_EINVAL);
 	assert_int_equal(lease_peek(d, evil, NULL), GC_EINVAL);
 	lease_dir_close(d);
+}
+
+/* the name of the one visible file whose name starts with prefix, in dir */
+static void find_file(const char *prefix, char *out, size_t len)
+{
+	DIR *dd = opendir(dir);
+	assert_non_null(dd);
+	out[0] = '\0';
+	for (struct dirent *e; (e = readdir(dd));)
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			snprintf(out, len, "%s/%s", dir, e->d_name);
+	closedir(dd);
+	assert_true(out[0] != '\0');
+}
+
+static void test_read_lock_neither_holds_nor_blocks(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	struct lease *l = NULL;
+	size_t busy;
+	char err[256], path[512];
+	struct lease_info info = me("r");
+	assert_int_equal(lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	find_file("gpu-GPU-aaaaaaaa", path, sizeof path);
+	/* a reader that may not write can take a read lock only: on a live claim it fails */
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), -1);
+	lease_release(l);
+	/* once released, it holds a read lock on the old file: the GPU is free all the same */
+	(void)fcntl(fd, F_OFD_SETLK, &fl);
+	assert_int_equal(lease_peek(d, A, NULL), 0);
+	assert_int_equal(lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	lease_release(l);
+	close(fd);
+	/* a claim-named file others may write to proves nothing, locked or not */
+	char fake[160];
+	snprintf(fake, sizeof fake, "%s/gpu-%s.00000000000000aa", dir, A);
+	fd = open(fake, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0666), 0);
+	fl.l_type = F_WRLCK;
+	assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(lease_peek(d, A, NULL), 0);
+	close(fd);
+	unlink(fake);
+	lease_dir_close(d);
+}
+
+static void test_idle_ticket_loses_its_place(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	char err[256];
+	struct lease_info info = me("q");
+	info.want = 1;
+	struct lease_ticket *t1, *t2;
+	assert_int_equal(lease_queue_join(d, &info, &t1, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_join(d, &info, &t2, err, sizeof err), GC_OK);
+	const char *gpus[2] = {A, B};
+	/* both GPUs held: t1 cannot go, so t2 waits for it however long */
+	struct lease *l = NULL;
+	size_t busy;
+	assert_int_equal(lease_try(d, gpus, 2, &info, &l, &busy, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS + 300) * 1000);
+	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
+	/* a GPU is free and t1 does not take it: after LEASE_IDLE_MS t2 goes first */
+	lease_release(l);
+	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS / 2) * 1000);
+	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS / 2 + 300) * 1000);
+	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 1);
+	lease_queue_leave(t1);
+	lease_queue_leave(t2);
+	lease_dir_close(d);
+}
+
+/* two processes try for one GPU at once, again and again: never both get it */
+static void test_race_never_both(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t kids[2];
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			struct lease_dir *cd = open_dir();
+			struct lease_info info = me("race");
+			char err[256];
+			int got = 0;
+			for (int i = 0; i < 300; i++) {
+				struct lease *l = NULL;
+				size_t busy;
+				if (lease_try(cd, &A, 1, &info, &l, &busy, err, sizeof err) == GC_OK) {
+					got++;
+					/* while we hold it, nobody else may: a second holder would show */
+					char c = 'h';
+					(void)write(p[1], &c, 1);
+					usleep(50);
+					c = 'r';
+					(void)write(p[1], &c, 1);
+					lease_release(l);
+				}
+			}
+			_exit(got > 0 ? 0 : 1);
+		}
+	}
+	close(p[1]);
+	int holders = 0, most = 0, took = 0;
+	char c;
+	while (read(p[0], &c, 1) == 1) {
+		holders += c == 'h' ? 1 : -1;
+		took += c == 'h';
+		if (holders > most)
+			most = holders;
+	}
+	close(p[0]);
+	for (int k = 0; k < 2; k++) {
+		int st;
+		waitpid(kids[k], &st, 0);
+	}
+	assert_true(took > 0);
+	assert_int_equal(most, 1);
 }
 
 int main(void)
@@ -307,6 +444,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_queue_fifo_and_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_wakes_waiter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsafe_places_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_lock_neither_holds_nor_blocks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_ticket_loses_its_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_race_never_both, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
