@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "http.h"
 #include "queue.h"
+#include "units.h"
 #include "sampler.h"
 
 #include <grp.h>
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
 		"               [--history DUR] [--max-connections N] [--timeout DUR] [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
-		"               --log-dir DIR --log-keep DUR --gpuctl PATH --admin-group GROUP --max-queued N]\n"
+		"               --log-dir DIR --log-keep DUR --job-keep DUR --gpuctl PATH --admin-group GROUP\n"
+		"               --max-queued N --max-job-bytes SIZE]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -50,10 +52,14 @@ static void usage(FILE *f)
 		"  --queue-socket PATH   where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)\n"
 		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
 		"  --log-keep DUR        remove a job's log this long after it ended (default 30d; 0: never)\n"
+		"  --job-keep DUR        forget a job (its record and log) this long after it ended (default 90d;\n"
+		"                        0: never)\n"
 		"  --gpuctl PATH         the gpuctl that runs jobs (default: beside gpuctld, else on PATH)\n"
 		"  --admin-group GROUP   members may see and cancel every job (root always may)\n"
 		"  --max-queued N        queued jobs one user may have (default 10000; 0: no limit; not root or\n"
-		"                        the admin group)\n");
+		"                        the admin group)\n"
+		"  --max-job-bytes SIZE  a job's command line and environment, as kept (default 256KiB; 0: no\n"
+		"                        limit; a request is at most 1MiB in any case)\n");
 }
 
 #define DEFAULT_DB_DIR "/var/lib/gpuctl"
@@ -118,6 +124,8 @@ int main(int argc, char **argv)
 		{"gpuctl", required_argument, NULL, 'g'},
 		{"admin-group", required_argument, NULL, 'a'},
 		{"max-queued", required_argument, NULL, 'M'},
+		{"job-keep", required_argument, NULL, 'J'},
+		{"max-job-bytes", required_argument, NULL, 'B'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -133,6 +141,7 @@ int main(int argc, char **argv)
 	struct queue_opts qo = {
 		.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
 		.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
+		.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
 	};
 	bool queue_on = true;
 	long long ms;
@@ -205,6 +214,26 @@ int main(int argc, char **argv)
 			else if ((rc = cli_parse_duration("--log-keep", optarg, &qo.log_keep_ms)))
 				return rc;
 			break;
+		case 'J':
+			if (strcmp(optarg, "0") == 0)
+				qo.job_keep_ms = 0;
+			else if ((rc = cli_parse_duration("--job-keep", optarg, &qo.job_keep_ms)))
+				return rc;
+			break;
+		case 'B': {
+			uint64_t bytes;
+			char err[200];
+			if (strcmp(optarg, "0") == 0) {
+				qo.max_job_bytes = 0;
+			} else if (units_parse_size(optarg, &bytes, err, sizeof err) != 0 || bytes < 4096 ||
+				   bytes > (1u << 20)) {
+				cli_err("invalid --max-job-bytes '%s' (a size from 4KiB to 1MiB, e.g. 256KiB, or 0)", optarg);
+				return EXIT_USAGE;
+			} else {
+				qo.max_job_bytes = (size_t)bytes;
+			}
+			break;
+		}
 		case 'g': qo.gpuctl = optarg; break;
 		case 'M':
 			if (strcmp(optarg, "0") == 0)

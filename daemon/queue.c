@@ -69,6 +69,8 @@
 #define CLIENT_TIMEOUT_MS 10000
 #define MAX_RUNNING 256
 #define MAX_AFTER 64                /* jobs one --after may name */
+#define LIST_PAGE 64                /* jobs in one answer to list */
+#define LIST_PAGE_BYTES (4u << 20)  /* and about this much of their command lines */
 #define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
 #define RUNNER_TIMEOUT_MS 5000      /* the runner answers a request within this, or is replaced */
 #define HEAD_FIRST 64               /* queued jobs dispatch reads first; more only while GPUs are left */
@@ -513,8 +515,13 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	json_decref(rq);
 	char err[256];
 	json_t *ans;
+	size_t stored = j.argv && j.env ? strlen(j.argv) + strlen(j.env) : 0;
 	if (!j.argv || !j.env)
 		ans = fail("out of memory");
+	else if (q->o.max_job_bytes > 0 && stored > q->o.max_job_bytes)
+		/* what one user may store is bounded: --max-queued jobs of at most this */
+		ans = fail("the command line and environment take %zu bytes, more than gpuctld keeps for a job "
+			   "(--max-job-bytes %zu)", stored, q->o.max_job_bytes);
 	else if (store_submit(q->st, &j, err, sizeof err) < 0)
 		ans = fail("%s", err);
 	else
@@ -527,24 +534,37 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	return ans;
 }
 
+/*
+ * One page of jobs: those after id "from" (0: from the start), at most LIST_PAGE
+ * of them and about LIST_PAGE_BYTES of command lines, then "next" (the id to ask
+ * from) when there may be more. No answer is ever so big that writing it holds
+ * the queue up or the client refuses it, however many jobs and however long
+ * their command lines.
+ */
 static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 {
 	bool all = json_is_true(json_object_get(req, "all"));
 	bool admin = is_admin(q, c->uid, c->gid);
+	json_int_t from = json_integer_value(json_object_get(req, "from"));
 	struct job *v;
 	size_t n;
-	if (store_list(q->st, all, !admin, c->uid, &v, &n) < 0)
+	if (store_list(q->st, all, !admin, c->uid, from > 0 ? from : 0, LIST_PAGE, &v, &n) < 0)
 		return fail("cannot read the queue: %s", store_errmsg(q->st));
 	json_t *a = json_array();
 	struct gpus_now now;
 	gpus_now(q, &now);
-	for (size_t i = 0; i < n; i++) {
+	size_t bytes = 0, i;
+	for (i = 0; i < n && (i == 0 || bytes < LIST_PAGE_BYTES); i++) {
 		json_t *o = job_json(&v[i]);
 		add_pending_reason(q, &now, &v[i], o);
 		json_array_append_new(a, o);
+		bytes += strlen(v[i].argv) + strlen(v[i].cwd) + 512;
 	}
+	json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
+	if (ans && (i < n || n == LIST_PAGE))
+		json_object_set_new(ans, "next", json_integer((json_int_t)v[i - 1].id));
 	store_list_free(v, n);
-	return json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
+	return ans;
 }
 
 /* the job, if c may see it; else an answer in *ans */
@@ -1441,19 +1461,41 @@ static void prune_log(void *arg, int64_t id)
 		logf_("cannot remove %s: %s", log, strerror(errno));
 }
 
+static long long half_or_hour(long long keep)
+{
+	return keep / 2 < 3600000 ? (keep / 2 > 100 ? keep / 2 : 100) : 3600000;
+}
+
 static void prune_logs(struct queue *q)
 {
-	long long keep = q->o.log_keep_ms;
-	q->prune_at = mono_ms() + (keep / 2 < 3600000 ? (keep / 2 > 100 ? keep / 2 : 100) : 3600000);
-	int64_t cut = now_ms() - keep;
-	struct prune p = {.q = q};
-	if (store_ended(q->st, q->pruned_until, cut, prune_log, &p) < 0) {
-		logf_("cannot list the jobs whose logs are due for removal: %s", store_errmsg(q->st));
-		return; /* the same window again next time: the removals are repeatable */
+	long long keep = q->o.log_keep_ms, jkeep = q->o.job_keep_ms;
+	long long every = keep > 0 && jkeep > 0 ? (half_or_hour(keep) < half_or_hour(jkeep) ? half_or_hour(keep)
+											     : half_or_hour(jkeep))
+				      : half_or_hour(keep > 0 ? keep : jkeep);
+	q->prune_at = mono_ms() + every;
+	if (keep > 0) {
+		int64_t cut = now_ms() - keep;
+		struct prune p = {.q = q};
+		if (store_ended(q->st, q->pruned_until, cut, prune_log, &p) < 0) {
+			logf_("cannot list the jobs whose logs are due for removal: %s", store_errmsg(q->st));
+			return; /* the same window again next time: the removals are repeatable */
+		}
+		q->pruned_until = cut;
+		if (p.gone)
+			logf_("removed %zu job log%s older than --log-keep", p.gone, p.gone == 1 ? "" : "s");
 	}
-	q->pruned_until = cut;
-	if (p.gone)
-		logf_("removed %zu job log%s older than --log-keep", p.gone, p.gone == 1 ? "" : "s");
+	if (jkeep > 0) {
+		/* records go, with the logs they still have (a --job-keep shorter than --log-keep) */
+		int64_t cut = now_ms() - jkeep;
+		struct prune p = {.q = q};
+		if (store_ended(q->st, 0, cut, prune_log, &p) < 0)
+			return;
+		int gone = store_forget(q->st, cut);
+		if (gone < 0)
+			logf_("cannot forget the jobs that ended before --job-keep: %s", store_errmsg(q->st));
+		else if (gone)
+			logf_("forgot %d job%s that ended longer ago than --job-keep", gone, gone == 1 ? "" : "s");
+	}
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -1578,10 +1620,17 @@ static void serve_client(struct queue *q, size_t i)
 /* after a restart: the jobs that were running when the daemon went away */
 static void recover(struct queue *q)
 {
+	/* a page at a time: the queued jobs' command lines need not all be in memory at once */
+	for (int64_t from = 0;;) {
 	struct job *v;
 	size_t n;
-	if (store_list(q->st, false, false, 0, &v, &n) < 0)
+	if (store_list(q->st, false, false, 0, from, 256, &v, &n) < 0)
 		return;
+	if (n == 0) {
+		store_list_free(v, n);
+		return;
+	}
+	from = v[n - 1].id;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].state != JOB_RUNNING)
 			continue;
@@ -1624,6 +1673,7 @@ static void recover(struct queue *q)
 		}
 	}
 	store_list_free(v, n);
+	}
 }
 
 /* poll's timeout: wait ms, or less to be back by monotonic ms `at` (0: no such time) */
@@ -1639,8 +1689,8 @@ static void *loop(void *arg)
 {
 	struct queue *q = arg;
 	recover(q);
-	if (q->o.log_keep_ms > 0)
-		q->prune_at = mono_ms(); /* at once, then every half --log-keep */
+	if (q->o.log_keep_ms > 0 || q->o.job_keep_ms > 0)
+		q->prune_at = mono_ms(); /* at once, then every half --log-keep or --job-keep */
 	q->dirty = q->deps_dirty = true;
 	settle(q);
 	if (q->render_at)

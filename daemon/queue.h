@@ -23,6 +23,8 @@ struct queue_opts {
 	const char *sim;         /* the simulated node, passed on to jobs; NULL for the driver */
 	gid_t admin_gid;         /* members may act on every job; (gid_t)-1: none */
 	long max_queued;         /* queued jobs one user (not root, not the admin group) may have; 0: no limit */
+	size_t max_job_bytes;    /* a job's argv and environment as stored (JSON); 0: no limit */
+	long long job_keep_ms;   /* an ended job's record is deleted this long after it ended; 0: kept */
 };
 
 struct queue;

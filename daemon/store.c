@@ -21,7 +21,7 @@
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
-	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, NSTMT
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, NSTMT
 };
 
 struct store {
@@ -257,8 +257,10 @@ static void copy_col(sqlite3_stmt *st, int c, char *buf, size_t len)
 	snprintf(buf, len, "%s", t ? (const char *)t : "");
 }
 
-#define COLUMNS "id, uid, gid, user, name, priority, ngpus, request, argv, env, cwd, after, state," \
+#define COLUMNS_WITH(env) "id, uid, gid, user, name, priority, ngpus, request, argv, " env ", cwd, after, state," \
 		" submitted_ms, started_ms, ended_ms, pid, pid_start, gpus, exit_code, reason, starts"
+#define COLUMNS COLUMNS_WITH("env")
+#define LISTED COLUMNS_WITH("'[]'")  /* a listing shows no environment: not read */
 
 /* a row of COLUMNS; -1 when out of memory */
 static int row(sqlite3_stmt *st, struct job *j)
@@ -360,19 +362,34 @@ static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j
 	return 0;
 }
 
-int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out, size_t *n)
+int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, struct job **out,
+	       size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	static const char every[] = "SELECT " COLUMNS " FROM jobs WHERE (? = 0 OR uid = ?) ORDER BY id";
-	static const char live[] = "SELECT " COLUMNS " FROM jobs WHERE state IN ('queued','running')"
-				   " AND (? = 0 OR uid = ?) ORDER BY id";
+	static const char every[] = "SELECT " LISTED " FROM jobs WHERE (? = 0 OR uid = ?) AND id > ? ORDER BY id LIMIT ?";
+	static const char live[] = "SELECT " LISTED " FROM jobs WHERE state IN ('queued','running')"
+				   " AND (? = 0 OR uid = ?) AND id > ? ORDER BY id LIMIT ?";
 	sqlite3_stmt *st = all ? stmt(s, ST_LIST_ALL, every) : stmt(s, ST_LIST_LIVE, live);
 	if (!st)
 		return -1;
 	sqlite3_bind_int(st, 1, mine);
 	sqlite3_bind_int64(st, 2, uid);
+	sqlite3_bind_int64(st, 3, from);
+	sqlite3_bind_int64(st, 4, limit ? (sqlite3_int64)limit : -1);
 	return collect(st, row, out, n);
+}
+
+int store_forget(struct store *s, int64_t to_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_FORGET, "DELETE FROM jobs WHERE state IN ('done','failed','cancelled','lost')"
+				" AND ended_ms <= ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, to_ms);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : -1;
 }
 
 int store_begin(struct store *s)

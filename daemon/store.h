@@ -68,9 +68,14 @@ int store_get(struct store *s, int64_t id, struct job *out);
 int64_t store_count_queued(struct store *s, uid_t uid);
 /*
  * Jobs in id order: queued and running ones, and with `all` ended ones too;
- * only uid's when `mine`. *out is freed with store_list_free.
+ * only uid's when `mine`; only those after id `from`, at most `limit` (0: no
+ * limit). Their environments are not read (env is "[]"). *out is freed with
+ * store_list_free.
  */
-int store_list(struct store *s, bool all, bool mine, uid_t uid, struct job **out, size_t *n);
+int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, struct job **out,
+	       size_t *n);
+/* Delete the jobs that ended at to_ms or before: how many, or -1. */
+int store_forget(struct store *s, int64_t to_ms);
 void store_list_free(struct job *v, size_t n);
 
 /*

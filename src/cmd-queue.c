@@ -405,12 +405,23 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_extra_arg("queue", argv[optind]);
-	json_t *req = json_pack("{s:s, s:b}", "op", "list", "all", all);
-	json_t *ans = ask(req);
-	json_decref(req);
-	if (!ans)
-		return EXIT_FAIL;
-	json_t *jobs = json_object_get(ans, "jobs");
+	/* a page at a time (gpuctld answers at most 64 jobs): the whole list, however long */
+	json_t *jobs = json_array();
+	for (json_int_t from = 0;;) {
+		json_t *req = json_pack("{s:s, s:b, s:I}", "op", "list", "all", all, "from", from);
+		json_t *ans = ask(req);
+		json_decref(req);
+		if (!ans) {
+			json_decref(jobs);
+			return EXIT_FAIL;
+		}
+		json_array_extend(jobs, json_object_get(ans, "jobs"));
+		json_int_t next = json_integer_value(json_object_get(ans, "next"));
+		json_decref(ans);
+		if (next <= from)
+			break;
+		from = next;
+	}
 	if (json) {
 		json_t *out = json_pack("{s:s, s:O}", "schema", "gpuctl.queue/1", "jobs", jobs);
 		char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
@@ -428,7 +439,7 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 		json_array_foreach(jobs, i, j)
 			print_job_line(j);
 	}
-	json_decref(ans);
+	json_decref(jobs);
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }
 

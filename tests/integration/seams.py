@@ -25,8 +25,12 @@ between daemons, with two real unprivileged users created here.
   slow:      twenty connections of one user that ask for a big answer (a job
              with an 800 KB command line) and never read it do not stall the
              queue for another user (issue 17, item 4).
-  bounds:    one user's queued jobs stop at --max-queued (root's do not), and
-             an --after list stops at 64 jobs (issue 17, item 6).
+  bounds:    one user's queued jobs stop at --max-queued (root's do not), an
+             --after list stops at 64 jobs, a job's command line and
+             environment at --max-job-bytes; root lists 90 jobs of 200 KB
+             each (18 MB, over the client's 16 MiB answer limit) page by
+             page; an ended job is forgotten after --job-keep (issue 17,
+             item 6).
   first:     in a root-owned 1777 state directory, the first user's
              `gpuctl run --wait` owns nothing the others need: root's and the
              other user's runs still work (issue 17, item 3).
@@ -282,7 +286,7 @@ time.sleep(30)
 
     # ---- crowd: B holds as many idle connections as it can; A and root still get answers
     crowd_sock = os.path.join(shared, "crowd.sock")
-    cd = start(os.path.join(work, "crowd.db"), crowd_sock)
+    cd = start(os.path.join(work, "crowd.db"), crowd_sock, "--max-job-bytes", "0")  # slow: a job of 800 KB
     hog = f"""
 import socket, time
 held = []
@@ -359,6 +363,44 @@ time.sleep(30)
     check("bounds", p.returncode == 1 and "at most 64" in p.stderr, f"--after with 65 ids: {p.returncode} {p.stderr!r}")
     gpuctld_proc.stop(bd)
     print("bounds: a user's third queued job refused at --max-queued 2, root's not; --after stops at 64 jobs")
+
+    # ---- bounds: a job's size, a list however long, ended jobs forgotten (item 6)
+    psock = os.path.join(shared, "pages.sock")
+    pd = start(os.path.join(work, "pages.db"), psock, "--job-keep", "2s")
+    penv = dict(env, GPUCTL_QUEUE_SOCKET=psock)
+
+    def submit_p(user, *args):
+        cmd = [GPUCTL, "submit", *args] if user is None else testusers.as_user_cmd(user, GPUCTL, "submit", *args)
+        return subprocess.run(cmd, env=penv, capture_output=True, text=True, timeout=60, cwd="/")
+    big = submit_p(B, "--", "true", *["x" * 100000] * 3)
+    check("bounds", big.returncode == 1 and "--max-job-bytes" in big.stderr,
+          f"a 300 KB command line at --max-job-bytes 256KiB: {big.returncode} {big.stderr!r}")
+    blocker = submit_p(B, "-n", "8", "--", "sleep", "60").stdout.strip()
+    for _ in range(90):
+        if submit_p(B, "--after", blocker, "--", "true", *["y" * 100000] * 2).returncode != 0:
+            break
+    t0 = time.monotonic()
+    lq = subprocess.run([GPUCTL, "queue", "--all"], env=penv, capture_output=True, text=True, timeout=60)
+    list_took = time.monotonic() - t0
+    rows = [l for l in lq.stdout.splitlines()[1:] if l.strip()]
+    check("bounds", lq.returncode == 0 and len(rows) == 91, f"root's queue --all over 90 jobs of 200 KB: "
+          f"{lq.returncode} {len(rows)} rows {lq.stderr[:200]!r}")
+    # a job that ended is forgotten after --job-keep
+    subprocess.run(testusers.as_user_cmd(B, GPUCTL, "cancel", blocker), env=penv, capture_output=True, timeout=30)
+    done = submit_p(A, "--", "true").stdout.strip()
+    subprocess.run(testusers.as_user_cmd(A, GPUCTL, "wait", done), env=penv, capture_output=True, timeout=60)
+    gone = False
+    for _ in range(100):
+        sh = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "show", done), env=penv, capture_output=True,
+                            text=True, timeout=30)
+        if sh.returncode == 1 and f"no job {done}" in sh.stderr:
+            gone = True
+            break
+        time.sleep(0.1)
+    check("bounds", gone, f"job {done} still shown after --job-keep 2s: {sh.stdout!r} {sh.stderr!r}")
+    gpuctld_proc.stop(pd)
+    print(f"bounds: a 300 KB job refused at --max-job-bytes; root's queue --all over 90 jobs of 200 KB "
+          f"(18 MB, in pages) took {list_took * 1000:.0f} ms; an ended job forgotten after --job-keep 2s")
 
     # ---- first: the first user to wait in line must not own the queue for everyone
     fresh_state = os.path.join(work, "run2")

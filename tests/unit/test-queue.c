@@ -95,16 +95,29 @@ static void test_store(void **state)
 	assert_int_equal(store_get(s, 999, &g), 0);
 	struct job *v;
 	size_t n;
-	assert_int_equal(store_list(s, false, false, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, false, false, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 1); /* c runs; a done, b cancelled */
 	store_list_free(v, n);
-	assert_int_equal(store_list(s, true, false, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(job_state_name(v[1].state), "cancelled");
 	assert_string_equal(v[1].reason, "by alice");
 	store_list_free(v, n);
-	assert_int_equal(store_list(s, true, true, 1000, &v, &n), 0);
+	assert_int_equal(store_list(s, true, true, 1000, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 2);
+	store_list_free(v, n);
+	/* a page: after the first job, one at most; no environment read */
+	assert_int_equal(store_list(s, true, false, 0, a.id, 1, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].id, b.id);
+	assert_string_equal(v[0].env, "[]");
+	store_list_free(v, n);
+	/* forgetting ended jobs: a and b ended, c runs and stays */
+	assert_int_equal(store_forget(s, 0), 0);
+	assert_int_equal(store_forget(s, INT64_MAX), 2);
+	assert_int_equal(store_list(s, true, false, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].id, c.id);
 	store_list_free(v, n);
 	assert_int_equal(store_integrity(s), 1);
 	store_close(s);
