@@ -26,6 +26,7 @@
  */
 #include "config.h"
 #include "queue.h"
+#include "runjob.h"
 #include "dispatch.h"
 #include "store.h"
 
@@ -450,24 +451,22 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	json_t *run = json_object_get(req, "run");
 	if (run && strings(run, 16) < 0)
 		return fail("run must be a list of at most 16 gpuctl run options");
+	/* each checked by the code gpuctl submit and gpuctl run check it with: what gpuctl run
+	 * would refuse must not be queued (it would fail at every start) */
 	size_t ri;
 	json_t *rv;
 	json_array_foreach(run, ri, rv) {
-		static const char *const flags[] = {"--spot", "--ack", NULL};
-		static const char *const valued[] = {"--cloud=", "--poll=", "--grace=", "--restart=", "--max-restarts=",
-						     "--backoff=", "--checkpoint-dir=", "--hang-timeout=", "--on-notice=",
-						     NULL};
-		const char *o = json_string_value(rv);
-		bool ok = json_string_length(rv) <= 4096;
-		bool known = false;
-		for (size_t f = 0; flags[f]; f++)
-			known |= strcmp(o, flags[f]) == 0;
-		for (size_t f = 0; valued[f]; f++)
-			known |= strncmp(o, valued[f], strlen(valued[f])) == 0;
-		if (!ok || !known)
-			return fail("'%.64s' is not a gpuctl run option a queued job may take (--spot, --cloud, --poll, "
-				    "--grace, --on-notice, --ack, --restart, --max-restarts, --backoff, --checkpoint-dir, "
-				    "--hang-timeout)", o);
+		char why[300] = "";
+		struct runjob rj;
+		runjob_init(&rj);
+		cli_err_buf = why;
+		cli_err_len = sizeof why;
+		int rc = json_string_length(rv) <= 4096 ? runjob_queued_option(&rj, json_string_value(rv)) : EXIT_USAGE;
+		cli_err_buf = NULL;
+		cli_err_len = 0;
+		runjob_release(&rj);
+		if (rc != EXIT_OK)
+			return fail("%s", why[0] ? why : "a gpuctl run option over 4096 bytes");
 	}
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
 	struct sampler_gpu gs[MAX_GPUS];

@@ -160,14 +160,20 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:n:h", opts, &li)) != -1) {
-		if (strchr("SCPGRXBKTOA", c) && c != 0) {
-			if ((rc = runjob_option(rj, c, optarg)) != EXIT_OK)
-				return rc;
+		if (strchr(RUNJOB_QUEUED, c) && c != 0) {
+			/* checked in the form the queue stores it, by the code gpuctld checks it with */
 			char *o = NULL;
-			if (li < 0 || asprintf(&o, "--%s%s%s", opts[li].name, optarg ? "=" : "", optarg ? optarg : "") < 0 ||
-			    json_array_append_new(runopts, json_string(o)) < 0) {
+			if (li < 0 || asprintf(&o, "--%s%s%s", opts[li].name, optarg ? "=" : "", optarg ? optarg : "") < 0) {
+				cli_err("out of memory");
+				return EXIT_FAIL;
+			}
+			if ((rc = runjob_queued_option(rj, o)) != EXIT_OK) {
 				free(o);
-				cli_err("option '%s' is not UTF-8 text, which the queue stores", li < 0 ? "?" : opts[li].name);
+				return rc;
+			}
+			if (json_array_append_new(runopts, json_string(o)) < 0) {
+				free(o);
+				cli_err("option '%s' is not UTF-8 text, which the queue stores", opts[li].name);
 				return EXIT_USAGE;
 			}
 			free(o);

@@ -8,6 +8,7 @@
  * stay leased for exactly as long as any process of the job lives.
  */
 #include "runjob.h"
+#include <getopt.h>
 #include "jobstatus.h"
 #include "shquote.h"
 
@@ -144,6 +145,24 @@ static int parse_backoff(const char *arg, struct sv_opts *o)
 	return EXIT_OK;
 }
 
+int runjob_queued_option(struct runjob *j, const char *opt)
+{
+	static const struct option opts[] = {RUNJOB_LONG_OPTIONS};
+	const char *eq = strchr(opt, '=');
+	size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
+	for (size_t i = 0; opt[0] == '-' && opt[1] == '-' && i < sizeof opts / sizeof opts[0]; i++) {
+		if (!strchr(RUNJOB_QUEUED, opts[i].val) || strlen(opts[i].name) != len - 2 ||
+		    strncmp(opts[i].name, opt + 2, len - 2) != 0)
+			continue;
+		if ((opts[i].has_arg == required_argument) != (eq != NULL))
+			break;
+		return runjob_option(j, opts[i].val, eq ? eq + 1 : NULL);
+	}
+	cli_err("'%.64s' is not a gpuctl run option a queued job may take (--spot, --cloud, --poll, --grace, "
+		"--on-notice, --ack, --restart, --max-restarts, --backoff, --checkpoint-dir, --hang-timeout)", opt);
+	return EXIT_USAGE;
+}
+
 void runjob_init(struct runjob *j)
 {
 	memset(j, 0, sizeof *j);
@@ -197,7 +216,17 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 		return EXIT_OK;
 	case 'N': j->name = arg; return EXIT_OK;
 	case 'S': j->spot = true; return EXIT_OK;
-	case 'C': j->cloud_arg = arg; j->spot = true; return EXIT_OK;
+	case 'C': {
+		enum spot_cloud cloud;
+		bool autodetect;
+		if (spot_parse_cloud(arg, &cloud, &autodetect) < 0) {
+			cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", arg);
+			return EXIT_USAGE;
+		}
+		j->cloud_arg = arg;
+		j->spot = true;
+		return EXIT_OK;
+	}
 	case 'P':
 		if ((rc = cli_parse_duration("--poll", arg, &ms)))
 			return rc;

@@ -68,6 +68,17 @@ struct runjob {
 void runjob_init(struct runjob *j);
 /* One option ('n', the request options and the above): -1 when not ours, else an exit code. */
 int runjob_option(struct runjob *j, int c, const char *arg);
+/*
+ * The run options a queued job may take (gpuctl submit passes them on, gpuctld
+ * passes them to the job's gpuctl run): their letters in RUNJOB_LONG_OPTIONS.
+ */
+#define RUNJOB_QUEUED "SCPGRXBKTOA"
+/*
+ * One of them as the queue stores it, "--NAME" or "--NAME=VALUE": checked by
+ * runjob_option, as gpuctl run checks it. An exit code (EXIT_USAGE with the
+ * reason through cli_err for anything else).
+ */
+int runjob_queued_option(struct runjob *j, const char *opt);
 /* Lease, run cmd (borrowed, NULL-terminated) under the supervisor, release. An exit code. */
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd);
 /* setenv(3), remembered for --dry-run. An exit code. */

@@ -385,6 +385,20 @@ time.sleep(30)
     rows = [l for l in lq.stdout.splitlines()[1:] if l.strip()]
     check("bounds", lq.returncode == 0 and len(rows) == 91, f"root's queue --all over 90 jobs of 200 KB: "
           f"{lq.returncode} {len(rows)} rows {lq.stderr[:200]!r}")
+    # a raw request with a run option gpuctl run would refuse is refused at submit, not started 5 times
+    raw = f"""
+import json, os, socket
+s = socket.socket(socket.AF_UNIX)
+s.connect({psock!r})
+s.sendall(json.dumps({{"op": "submit", "gpus": 1, "priority": 0, "argv": ["true"], "env": [], "cwd": "/",
+                      "run": ["--cloud="]}}).encode() + b"\\n")
+print(s.makefile().readline(), end="")
+"""
+    r = subprocess.run(testusers.as_user_cmd(B, "/usr/bin/python3", "-c", raw), env=penv, capture_output=True,
+                       text=True, timeout=30)
+    ans = json.loads(r.stdout or "{}")
+    check("bounds", ans.get("ok") is False and "invalid --cloud ''" in ans.get("error", ""),
+          f"a raw submit with --cloud=: {r.stdout!r} {r.stderr!r}")
     # a job that ended is forgotten after --job-keep
     subprocess.run(testusers.as_user_cmd(B, GPUCTL, "cancel", blocker), env=penv, capture_output=True, timeout=30)
     done = submit_p(A, "--", "true").stdout.strip()
@@ -400,7 +414,8 @@ time.sleep(30)
     check("bounds", gone, f"job {done} still shown after --job-keep 2s: {sh.stdout!r} {sh.stderr!r}")
     gpuctld_proc.stop(pd)
     print(f"bounds: a 300 KB job refused at --max-job-bytes; root's queue --all over 90 jobs of 200 KB "
-          f"(18 MB, in pages) took {list_took * 1000:.0f} ms; an ended job forgotten after --job-keep 2s")
+          f"(18 MB, in pages) took {list_took * 1000:.0f} ms; a raw submit with --cloud= refused; an ended job "
+          f"forgotten after --job-keep 2s")
 
     # ---- first: the first user to wait in line must not own the queue for everyone
     fresh_state = os.path.join(work, "run2")
