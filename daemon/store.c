@@ -21,7 +21,7 @@
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
-	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, NSTMT
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, NSTMT
 };
 
 struct store {
@@ -71,6 +71,35 @@ static const char *const migrations[] = {
 	"CREATE INDEX jobs_state ON jobs(state, priority, id);",
 	/* 2: the queued jobs in dispatch order (priority first, then FIFO) straight from the index */
 	"DROP INDEX jobs_state;"
+	"CREATE INDEX jobs_order ON jobs(state, priority DESC, id);"
+	"CREATE INDEX jobs_waiting ON jobs(id) WHERE state = 'queued' AND after IS NOT NULL;",
+	/*
+	 * 3: argv and env last. SQLite keeps a row's columns in order and puts what does
+	 * not fit in its page in a chain of overflow pages: a column after a 200 KB command
+	 * line (state, times, GPUs) was read by walking that chain, so every dispatch round
+	 * and every --after check paid for every command line. The ids go on from where they
+	 * were (sqlite_sequence), so a forgotten job's id is never handed out again.
+	 */
+	"CREATE TABLE jobs_new ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT NOT NULL,"
+	" name TEXT NOT NULL DEFAULT '', priority INTEGER NOT NULL DEFAULT 0,"
+	" ngpus INTEGER NOT NULL, request TEXT NOT NULL DEFAULT '{}',"
+	" cwd TEXT NOT NULL, after TEXT,"
+	" state TEXT NOT NULL CHECK (state IN ('queued','running','done','failed','cancelled','lost')),"
+	" submitted_ms INTEGER NOT NULL, started_ms INTEGER NOT NULL DEFAULT 0, ended_ms INTEGER NOT NULL DEFAULT 0,"
+	" pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0, gpus TEXT NOT NULL DEFAULT '',"
+	" exit_code INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
+	" starts INTEGER NOT NULL DEFAULT 0,"
+	" argv TEXT NOT NULL, env TEXT NOT NULL);"
+	"INSERT INTO jobs_new (id, uid, gid, user, name, priority, ngpus, request, cwd, after, state, submitted_ms,"
+	" started_ms, ended_ms, pid, pid_start, gpus, exit_code, reason, starts, argv, env)"
+	" SELECT id, uid, gid, user, name, priority, ngpus, request, cwd, after, state, submitted_ms,"
+	" started_ms, ended_ms, pid, pid_start, gpus, exit_code, reason, starts, argv, env FROM jobs;"
+	"DELETE FROM sqlite_sequence WHERE name = 'jobs_new';"
+	"INSERT INTO sqlite_sequence (name, seq) SELECT 'jobs_new', seq FROM sqlite_sequence WHERE name = 'jobs';"
+	"DROP TABLE jobs;"
+	"ALTER TABLE jobs_new RENAME TO jobs;"
 	"CREATE INDEX jobs_order ON jobs(state, priority DESC, id);"
 	"CREATE INDEX jobs_waiting ON jobs(id) WHERE state = 'queued' AND after IS NOT NULL;",
 };
@@ -336,11 +365,14 @@ void store_list_free(struct job *v, size_t n)
 }
 
 /* every row of st (reset here) through fill into *out[*n]: 0, or -1 with nothing kept */
-static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), struct job **out, size_t *n)
+/* every row of st (reset here) through fill into *out[*n], or until the rows' argv pass `budget`
+ * bytes (0: no budget): 0, or -1 with nothing kept */
+static int collect_upto(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), size_t budget,
+			struct job **out, size_t *n)
 {
-	size_t cap = 0;
+	size_t cap = 0, used = 0;
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((!budget || used < budget) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct job *p = realloc(*out, cap * sizeof *p);
@@ -350,9 +382,12 @@ static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j
 		}
 		if (*n == cap || fill(st, &(*out)[*n]) < 0)
 			break;
+		used += (*out)[*n].argv ? strlen((*out)[*n].argv) : 0;
 		(*n)++;
 	}
 	done(st);
+	if (budget && used >= budget)
+		return 0; /* stopped early: the rest is another page */
 	if (rc != SQLITE_DONE) {
 		store_list_free(*out, *n);
 		*out = NULL;
@@ -362,8 +397,13 @@ static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j
 	return 0;
 }
 
-int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, struct job **out,
-	       size_t *n)
+static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), struct job **out, size_t *n)
+{
+	return collect_upto(st, fill, 0, out, n);
+}
+
+int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, size_t budget,
+	       struct job **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -377,7 +417,20 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, si
 	sqlite3_bind_int64(st, 2, uid);
 	sqlite3_bind_int64(st, 3, from);
 	sqlite3_bind_int64(st, 4, limit ? (sqlite3_int64)limit : -1);
-	return collect(st, row, out, n);
+	return collect_upto(st, row, budget, out, n);
+}
+
+int store_state(struct store *s, int64_t id, enum job_state *out)
+{
+	sqlite3_stmt *st = stmt(s, ST_STATE, "SELECT state FROM jobs WHERE id = ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = state_of((const char *)sqlite3_column_text(st, 0));
+	done(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
 int store_forget(struct store *s, int64_t to_ms)

@@ -69,11 +69,14 @@ int64_t store_count_queued(struct store *s, uid_t uid);
 /*
  * Jobs in id order: queued and running ones, and with `all` ended ones too;
  * only uid's when `mine`; only those after id `from`, at most `limit` (0: no
- * limit). Their environments are not read (env is "[]"). *out is freed with
- * store_list_free.
+ * limit), and no more once their command lines (argv) reach `budget` bytes
+ * (0: no budget; the row that passes it is the last). Their environments are
+ * not read (env is "[]"). *out is freed with store_list_free.
  */
-int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, struct job **out,
-	       size_t *n);
+int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, size_t budget,
+	       struct job **out, size_t *n);
+/* A job's state alone (its command line is not read): 1 found, 0 no such job, -1 error. */
+int store_state(struct store *s, int64_t id, enum job_state *out);
 /* Delete the jobs that ended at to_ms or before: how many, or -1. */
 int store_forget(struct store *s, int64_t to_ms);
 void store_list_free(struct job *v, size_t n);

@@ -411,7 +411,7 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_extra_arg("queue", argv[optind]);
-	/* a page at a time (gpuctld answers at most 64 jobs): the whole list, however long */
+	/* a page at a time (gpuctld answers at most 16 jobs): the whole list, however long */
 	json_t *jobs = json_array();
 	for (json_int_t from = 0;;) {
 		json_t *req = json_pack("{s:s, s:b, s:I}", "op", "list", "all", all, "from", from);

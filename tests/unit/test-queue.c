@@ -50,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 2);
+	assert_int_equal(store_schema_version(s), 3);
 	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -95,27 +95,32 @@ static void test_store(void **state)
 	assert_int_equal(store_get(s, 999, &g), 0);
 	struct job *v;
 	size_t n;
-	assert_int_equal(store_list(s, false, false, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, false, false, 0, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 1); /* c runs; a done, b cancelled */
 	store_list_free(v, n);
-	assert_int_equal(store_list(s, true, false, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(job_state_name(v[1].state), "cancelled");
 	assert_string_equal(v[1].reason, "by alice");
 	store_list_free(v, n);
-	assert_int_equal(store_list(s, true, true, 1000, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, true, 1000, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 2);
 	store_list_free(v, n);
 	/* a page: after the first job, one at most; no environment read */
-	assert_int_equal(store_list(s, true, false, 0, a.id, 1, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, a.id, 1, 0, &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].id, b.id);
 	assert_string_equal(v[0].env, "[]");
 	store_list_free(v, n);
+	/* a byte budget: the row that reaches it is the last */
+	assert_int_equal(store_list(s, true, false, 0, 0, 0, 1, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].id, a.id);
+	store_list_free(v, n);
 	/* forgetting ended jobs: a and b ended, c runs and stays */
 	assert_int_equal(store_forget(s, 0), 0);
 	assert_int_equal(store_forget(s, INT64_MAX), 2);
-	assert_int_equal(store_list(s, true, false, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].id, c.id);
 	store_list_free(v, n);
@@ -261,11 +266,12 @@ static void test_store_migrates_v1(void **state)
 		"CREATE INDEX jobs_state ON jobs(state, priority, id);"
 		"INSERT INTO jobs (uid, gid, user, ngpus, argv, env, cwd, after, state, submitted_ms)"
 		" VALUES (1000, 1000, 'alice', 2, '[\"true\"]', '[]', '/', '7', 'queued', 5);"
+		"UPDATE sqlite_sequence SET seq = 41 WHERE name = 'jobs';" /* jobs 2-41 were forgotten */
 		"PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 2);
+	assert_int_equal(store_schema_version(s), 3);
 	struct job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
@@ -274,6 +280,17 @@ static void test_store_migrates_v1(void **state)
 	assert_int_equal(v[0].ngpus, 2);
 	assert_null(v[0].argv); /* brief */
 	store_list_free(v, n);
+	struct job g;
+	assert_int_equal(store_get(s, 1, &g), 1);
+	assert_string_equal(g.argv, "[\"true\"]");
+	assert_string_equal(g.cwd, "/");
+	job_release(&g);
+	/* ids go on after the forgotten ones */
+	struct job j = {.uid = 1000, .gid = 1000, .ngpus = 1, .request = "{}", .argv = "[\"x\"]", .env = "[]",
+			.cwd = "/"};
+	snprintf(j.user, sizeof j.user, "alice");
+	assert_int_equal(store_submit(s, &j, err, sizeof err), 0);
+	assert_int_equal(j.id, 42);
 	assert_int_equal(store_integrity(s), 1);
 	store_close(s);
 	assert_int_equal(tmpdir_remove(dir), 0);
