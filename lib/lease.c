@@ -36,7 +36,10 @@
  * live when it joined, so a ticket made long ago and locked later cannot jump
  * in front of it; and a ticket ahead that lets the GPUs it could take sit free
  * for LEASE_IDLE_MS loses its place (with every other ticket of its user's
- * ahead), so a planted ticket stalls the queue for that long at most.
+ * ahead), so a planted ticket stalls the queue for that long at most; one that
+ * is that old already and finds GPUs for it free when a waiter first looks is
+ * passed at once (a waiter that joins in the very millisecond a GPU frees may
+ * thus race the head for it).
  *
  * Everything is opened relative to the directory with O_NOFOLLOW (a planted
  * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
@@ -105,6 +108,7 @@ struct ahead {
 	unsigned want;
 	struct key key;
 	long long idle_since;   /* monotonic ms: since when it could have taken GPUs and did not */
+	bool seen;              /* it has been looked at as the first in line */
 };
 
 struct lease_ticket {
@@ -1035,12 +1039,19 @@ int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char 
 			if (key_cmp(&t->ahead[i].key, &t->ahead[first].key) < 0)
 				first = i;
 		struct ahead *a = &t->ahead[first];
+		bool fresh = !a->seen;
+		a->seen = true;
 		if (a->want > nfree && a->want <= total) {
 			a->idle_since = 0;
 			return 0;
 		}
+		/* first in line for LEASE_IDLE_MS already, with GPUs for it free when we first look: it has
+		 * let them be (a head takes free GPUs within milliseconds), so it is not waited for at all */
+		struct timespec rt;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		int64_t age_ms = ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - a->key.ctime_ns) / 1000000;
 		if (!a->idle_since)
-			a->idle_since = now;
+			a->idle_since = fresh && age_ms >= LEASE_IDLE_MS ? now - LEASE_IDLE_MS : now;
 		if (now - a->idle_since < LEASE_IDLE_MS)
 			return 0;
 		/* it passed up its turn: it, and the rest of its user's tickets, lose their place */

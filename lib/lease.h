@@ -94,7 +94,7 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 /*
  * A ticket ahead of ours that lets the GPUs it could take sit free this long
  * loses its place: a waiter that never takes its turn (a planted ticket) holds
- * the queue up for no longer.
+ * the queue up for no longer (and not at all a waiter that comes later).
  */
 #define LEASE_IDLE_MS 2000
 

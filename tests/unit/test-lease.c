@@ -379,8 +379,19 @@ static void test_idle_ticket_loses_its_place(void **state)
 	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
 	usleep((LEASE_IDLE_MS / 2 + 300) * 1000);
 	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 1);
-	lease_queue_leave(t1);
+	/* a waiter that comes now, with GPUs free and t1 idle that long already, passes it at once */
+	struct lease_ticket *t3;
+	assert_int_equal(lease_queue_join(d, &info, &t3, err, sizeof err), GC_OK);
 	lease_queue_leave(t2);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 1);
+	/* but not one still young: t4 waits for t3 while it could go (t1 gone: passing it would pass
+	 * every ticket of its user, t3's too, and here they are all ours) */
+	lease_queue_leave(t1);
+	struct lease_ticket *t4;
+	assert_int_equal(lease_queue_join(d, &info, &t4, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_is_head(d, t4, gpus, 2), 0);
+	lease_queue_leave(t3);
+	lease_queue_leave(t4);
 	lease_dir_close(d);
 }
 
