@@ -9,6 +9,7 @@
  * forever; one anyone can create first is one its creator can chmod 600.)
  *
  *   gpu-<UUID>.<16 hex>  a claim: one GPU, one acquisition
+ *   port-<N>.<16 hex>    a claim on a TCP port, a launch's rendezvous (port.c)
  *   ticket.<16 hex>      a waiter in the queue
  *   .new-<16 hex>        either, being made
  *
@@ -285,19 +286,26 @@ static void random_hex(char out[17])
 }
 
 /*
- * The GPU a claim's name is for: "gpu-<UUID>.<16 hex>" → uuid (len ≥ LEASE_UUID_MAX).
- * false for anything else (an old gpu-<UUID> lease file of an earlier version among them).
+ * What a claim's name is for: "<prefix><ID>.<16 hex>" → id (len ≥ LEASE_UUID_MAX); the
+ * GPU of "gpu-<UUID>.<16 hex>". false for anything else (an old gpu-<UUID> lease file of
+ * an earlier version among them).
  */
-static bool claim_uuid(const char *name, char *uuid, size_t len)
+static bool claim_of(const char *name, const char *prefix, char *id, size_t len)
 {
-	if (strncmp(name, "gpu-", 4) != 0)
+	size_t p = strlen(prefix);
+	if (strncmp(name, prefix, p) != 0)
 		return false;
 	const char *dot = strrchr(name, '.');
-	if (!dot || !hex16(dot + 1) || (size_t)(dot - name - 4) >= len)
+	if (!dot || dot < name + p || !hex16(dot + 1) || (size_t)(dot - name - p) >= len)
 		return false;
-	memcpy(uuid, name + 4, (size_t)(dot - name - 4));
-	uuid[dot - name - 4] = '\0';
-	return valid_uuid(uuid);
+	memcpy(id, name + p, (size_t)(dot - name - p));
+	id[dot - name - p] = '\0';
+	return valid_uuid(id);
+}
+
+static bool claim_uuid(const char *name, char *uuid, size_t len)
+{
+	return claim_of(name, "gpu-", uuid, len);
 }
 
 static bool ticket_name(const char *name)
@@ -751,6 +759,7 @@ static void drop_claims(struct lease_dir *d, struct claim *c, size_t n)
 /* the other claims on our GPUs, after ours are made */
 struct rivals {
 	struct lease *l;
+	const char *prefix;
 	const char *const *uuids;
 	struct stat *mine;      /* [n] */
 	size_t busy;
@@ -761,7 +770,7 @@ static int find_rival(struct lease_dir *d, const char *name, void *arg)
 {
 	struct rivals *r = arg;
 	char uuid[LEASE_UUID_MAX];
-	if (!claim_uuid(name, uuid, sizeof uuid))
+	if (!claim_of(name, r->prefix, uuid, sizeof uuid))
 		return 0;
 	for (size_t i = 0; i < r->l->n; i++) {
 		if (strcmp(uuid, r->uuids[i]) != 0 || strcmp(name, r->l->c[i].name) == 0)
@@ -782,8 +791,9 @@ static int find_rival(struct lease_dir *d, const char *name, void *arg)
 	return 0;
 }
 
-int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
-	      struct lease **out, size_t *busy, char *err, size_t errlen)
+/* Claim every one of ids[n] (each "<prefix><id>.<16 hex>"), or none: see lease_try. */
+static int claim_try(struct lease_dir *d, const char *prefix, const char *const *uuids, size_t n,
+		     const struct lease_info *me, struct lease **out, size_t *busy, char *err, size_t errlen)
 {
 	*out = NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -811,14 +821,14 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 	for (size_t i = 0; i < n && rc == GC_OK; i++) {
 		char hex[17];
 		random_hex(hex);
-		snprintf(l->c[i].name, sizeof l->c[i].name, "gpu-%s.%s", uuids[i], hex);
+		snprintf(l->c[i].name, sizeof l->c[i].name, "%s%s.%s", prefix, uuids[i], hex);
 		if (make_locked(d, l->c[i].name, rec, &l->c[i].fd, &st[i]) < 0) {
 			errbuf_set(err, errlen, "cannot make a lease in '%s': %s", d->path, strerror(errno));
 			rc = GC_EIO;
 		}
 	}
 	if (rc == GC_OK) {
-		struct rivals r = {.l = l, .uuids = uuids, .mine = st};
+		struct rivals r = {.l = l, .prefix = prefix, .uuids = uuids, .mine = st};
 		if (scan(d, find_rival, &r) < 0) {
 			errbuf_set(err, errlen, "cannot read state directory '%s': %s", d->path, strerror(errno));
 			rc = GC_EIO;
@@ -843,6 +853,26 @@ int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const str
 	}
 	*out = l;
 	return GC_OK;
+}
+
+int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
+	      struct lease **out, size_t *busy, char *err, size_t errlen)
+{
+	return claim_try(d, "gpu-", uuids, n, me, out, busy, err, errlen);
+}
+
+int lease_port_try(struct lease_dir *d, int port, const struct lease_info *me, struct lease **out, char *err,
+		   size_t errlen)
+{
+	if (port <= 0 || port > 65535) {
+		errbuf_set(err, errlen, "invalid port %d", port);
+		return GC_EINVAL;
+	}
+	char id[8];
+	snprintf(id, sizeof id, "%d", port);
+	const char *ids[1] = {id};
+	size_t busy;
+	return claim_try(d, "port-", ids, 1, me, out, &busy, err, errlen);
 }
 
 void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)

@@ -81,6 +81,13 @@ int lease_drop_ours(struct lease_dir *d, const char *uuid);
  */
 int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
 	      struct lease **out, size_t *busy, char *err, size_t errlen);
+/*
+ * Claim TCP port `port` for a rendezvous the way a GPU is leased (lib/port.c):
+ * 0 with *out (lease_release gives it back), GC_EBUSY when another claim holds
+ * it, other GC_E* with err set.
+ */
+int lease_port_try(struct lease_dir *d, int port, const struct lease_info *me, struct lease **out, char *err,
+		   size_t errlen);
 /* Record the job's pid once it is started (and the holding process, when not 0). */
 void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor);
 /* Let the lock files pass to a child across exec, so the job holds them too. */

@@ -175,7 +175,7 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 		char err[512];
 		int port;
 		/* a dry run holds nothing, but still names a port free now */
-		int pr = port_reserve(d && !j->dry_run ? lease_dir_path(d) : NULL, &port, &L->port, err, sizeof err);
+		int pr = port_reserve(j->dry_run ? NULL : d, &port, &L->port, err, sizeof err);
 		if (pr != GC_OK) {
 			cli_err("%s", err);
 			return EXIT_FAIL;

@@ -40,8 +40,8 @@ between daemons, with two real unprivileged users created here.
              first with mode 600, writing into and read-locking another
              user's live claim, forging a record, planting a ticket made
              early and locked late, and keeping a ticket in line that never
-             takes its turn — while the other user runs, waits and queues
-             (issue 17, items 1 and 2).
+             takes its turn, making queue/ and ports/ first — while the other
+             user runs, launches, waits and queues (issue 17, items 1-3).
   stale log: a new queue database over an old --log-dir that holds another
              user's 1.log: the new job 1 gets a log of its own, never the old
              output (issue 17, item 7).
@@ -475,6 +475,9 @@ for path in [p for p in glob.glob(os.path.join(d, "gpu-{uuids[0]}.*")) if not p.
         keep.append(fd)
     except OSError:
         pass
+# the subdirectories older versions needed, made first and closed to everyone
+for sub in ("queue", "ports"):
+    os.makedirs(os.path.join(d, sub), mode=0o700, exist_ok=True)
 # a ticket made now, when nobody waits, and locked only once A waits
 t = os.open(os.path.join(d, "ticket.00000000000000c1"), os.O_RDWR | os.O_CREAT, 0o644)
 os.write(t, json.dumps({{"ticket": 1, "want": 1}}).encode())
@@ -510,6 +513,18 @@ time.sleep(60)
     r7 = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "-n", "7", "--", "true"), env=fenv,
                         capture_output=True, text=True, timeout=30, cwd="/")
     check("files", r7.returncode == 0, f"{A}'s run -n 7 with {B}'s files planted: {r7.returncode} {r7.stderr!r}")
+    # A launches (a stand-in torchrun): its rendezvous port is claimed with B's ports/ in the way
+    fake = os.path.join(work, "fakebin")
+    os.makedirs(fake, exist_ok=True)
+    with open(os.path.join(fake, "torchrun"), "w") as f:
+        f.write("#!/bin/sh\necho \"$@\"\n")
+    os.chmod(os.path.join(fake, "torchrun"), 0o755)
+    os.chmod(fake, 0o755)
+    ln = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "launch", "-n", "1", "--", "train.py"),
+                        env=dict(fenv, PATH=fake + ":" + os.environ["PATH"]), capture_output=True, text=True,
+                        timeout=30, cwd="/")
+    check("files", ln.returncode == 0 and re.search(r"127\.0\.0\.1:\d+", ln.stdout),
+          f"{A}'s launch with {B}'s ports/ made first: {ln.returncode} {ln.stdout!r} {ln.stderr!r}")
     # A waits for the GPU it holds; B then locks its old ticket: A must not wait behind it
     waiter = background(A, GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--wait", "--", "true", env=fenv,
                         stderr=subprocess.PIPE)
@@ -560,7 +575,8 @@ time.sleep(60)
     out = attacker.stdout.read().decode() + attacker.stderr.read().decode()
     check("files", "WROTE" not in out and "Traceback" not in out, f"{B}'s attack: {out!r}")
     print(f"files: with {B} holding .mutex, breaking seq, making every lease file first (mode 600), read-locking "
-          f"{A}'s claim and planting tickets, {A}'s run -n 3 and -n 7 worked, a wait behind a late-locked ticket "
+          f"{A}'s claim, planting tickets and making queue/ and ports/ first, {A}'s run -n 3 and -n 7 and a launch "
+          f"worked, a wait behind a late-locked ticket "
           f"took {late_took:.2f} s, behind an idle one {idle_took:.2f} s, a queued job {job_took:.2f} s")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log

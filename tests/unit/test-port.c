@@ -1,7 +1,8 @@
 /*
  * test-port.c — lib/port.c: a held port is never handed out again while
- * held, not even when the kernel offers the same number; its file goes away
- * on release; without a state directory a port is named and nothing held.
+ * held, not even when the kernel offers the same number; its claim goes away
+ * on release; without a state directory a port is named and nothing held; a
+ * closed ports/ directory (what older versions shared) is not in the way.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,34 +19,58 @@
 #include <unistd.h>
 
 #include "gpuctl/gpuctl.h"
+#include "lease.h"
 #include "port.h"
 #include "tmpdir.h"
+
+static struct lease_dir *open_dir(const char *dir)
+{
+	struct lease_dir *d = NULL;
+	char err[256] = "";
+	if (lease_dir_open(&d, dir, true, err, sizeof err) != GC_OK)
+		fail_msg("lease_dir_open: %s", err);
+	return d;
+}
+
+/* how many port claims are left in dir */
+static int claims(const char *dir)
+{
+	DIR *dd = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; dd && (e = readdir(dd));)
+		n += strncmp(e->d_name, "port-", 5) == 0;
+	if (dd)
+		closedir(dd);
+	return n;
+}
 
 static void test_distinct_and_released(void **state)
 {
 	(void)state;
-	char dir[64], path[160], err[256];
+	char dir[64], err[256];
 	assert_int_equal(tmpdir_make(dir, sizeof dir, "port"), 0);
+	struct lease_dir *d = open_dir(dir);
 	struct port_hold *h[32];
 	int ports[32];
+	struct lease_info me = {.pid = getpid(), .supervisor = getpid(), .uid = getuid()};
 	for (int i = 0; i < 32; i++) {
-		assert_int_equal(port_reserve(dir, &ports[i], &h[i], err, sizeof err), GC_OK);
+		assert_int_equal(port_reserve(d, &ports[i], &h[i], err, sizeof err), GC_OK);
 		for (int k = 0; k < i; k++)
 			assert_int_not_equal(ports[i], ports[k]);
-		snprintf(path, sizeof path, "%s/ports/%d", dir, ports[i]);
-		/* held: another taker cannot lock it */
-		int fd = open(path, O_RDONLY);
-		assert_true(fd >= 0);
-		assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), -1);
-		close(fd);
+		/* held: another taker cannot have it */
+		struct lease *l = NULL;
+		assert_int_equal(lease_port_try(d, ports[i], &me, &l, err, sizeof err), GC_EBUSY);
 	}
-	for (int i = 0; i < 32; i++) {
+	assert_int_equal(claims(dir), 32);
+	for (int i = 0; i < 32; i++)
 		port_release(h[i]);
-		snprintf(path, sizeof path, "%s/ports/%d", dir, ports[i]);
-		struct stat st;
-		assert_int_equal(stat(path, &st), -1);
-	}
+	assert_int_equal(claims(dir), 0);
+	/* released: it can be had again */
+	struct lease *l = NULL;
+	assert_int_equal(lease_port_try(d, ports[0], &me, &l, err, sizeof err), GC_OK);
+	lease_release(l);
 	port_release(NULL);
+	lease_dir_close(d);
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
@@ -59,14 +85,22 @@ static void test_no_state_dir(void **state)
 	assert_true(port > 0 && port < 65536);
 }
 
-static void test_unusable_dir(void **state)
+/* a ports/ directory someone made first and closed (as older versions used) is not needed */
+static void test_closed_ports_dir(void **state)
 {
 	(void)state;
-	char err[256] = "";
+	char dir[64], sub[96], err[256] = "";
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "port"), 0);
+	snprintf(sub, sizeof sub, "%s/ports", dir);
+	assert_int_equal(mkdir(sub, 0), 0);
+	struct lease_dir *d = open_dir(dir);
 	int port;
 	struct port_hold *h;
-	assert_int_equal(port_reserve("/nonexistent/gpuctl", &port, &h, err, sizeof err), GC_EIO);
-	assert_non_null(strstr(err, "/nonexistent/gpuctl/ports"));
+	assert_int_equal(port_reserve(d, &port, &h, err, sizeof err), GC_OK);
+	port_release(h);
+	lease_dir_close(d);
+	assert_int_equal(rmdir(sub), 0);
+	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
 int main(void)
@@ -74,7 +108,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_distinct_and_released),
 		cmocka_unit_test(test_no_state_dir),
-		cmocka_unit_test(test_unusable_dir),
+		cmocka_unit_test(test_closed_ports_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
