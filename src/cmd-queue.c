@@ -56,6 +56,17 @@ static json_t *ask(json_t *req)
 		close(fd);
 		return NULL;
 	}
+	/* a job carries its environment: tell it to gpuctld (root's), or to one of our own, never
+	 * to a socket another user put where gpuctld's goes, in a directory everyone may write */
+	struct ucred peer;
+	socklen_t plen = sizeof peer;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || (peer.uid != 0 && peer.uid != getuid())) {
+		cli_err("refusing the queue socket '%s': it is served by uid %d, not by root or you (another user's "
+			"program, not gpuctld?)", path, plen == sizeof peer ? (int)peer.uid : -1);
+		free(text);
+		close(fd);
+		return NULL;
+	}
 	size_t len = strlen(text), off = 0;
 	bool ok = true;
 	while (ok && off < len) {

@@ -9,6 +9,9 @@ between daemons, with two real unprivileged users created here.
              lock file another user left in a shared socket directory does
              not keep root's gpuctld from starting; after the first dies by
              SIGKILL the next one starts.
+  squat:     a socket another user serves where gpuctld's goes is refused
+             by gpuctl submit (root's and users'): it is not root's or one's
+             own, and a job's environment is never sent to it.
   own lease: in a shell that ran `eval "$(gpuctl pick --lease --format
              env)"`, gpuctl run and gpuctl launch use those GPUs and only
              those, without leasing them again, and the lease outlives them;
@@ -182,6 +185,41 @@ try:
     gpuctld_proc.stop(again)
     check("daemons", not os.path.exists(sock), "a stopped gpuctld left its socket")
     print("daemons: a user's held lock file does not block root; after SIGKILL the next gpuctld starts")
+
+    # ---- squat: B serves a socket where gpuctld's goes; A's and root's jobs (with their environments)
+    # are not sent to it
+    fake = os.path.join(shared, "squat.sock")
+    squat = f"""
+import json, os, socket
+s = socket.socket(socket.AF_UNIX)
+s.bind({fake!r})
+os.chmod({fake!r}, 0o777)
+s.listen(8)
+print("up", flush=True)
+while True:
+    c, _ = s.accept()
+    try:
+        got = c.makefile().readline()
+        if got:
+            open({os.path.join(shared, "squat.got")!r}, "a").write(got)
+        c.sendall(b'{{"ok": true, "id": 1, "jobs": []}}\\n')
+    except OSError:
+        pass
+    c.close()
+"""
+    squatter = background(B, "/usr/bin/python3", "-c", squat, stdout=subprocess.PIPE, text=True)
+    squatter.stdout.readline()
+    senv = dict(env, GPUCTL_QUEUE_SOCKET=fake, MY_SECRET="hunter2")
+    for who in (A, None):
+        cmd = [GPUCTL, "submit", "--", "true"]
+        p = subprocess.run(testusers.as_user_cmd(who, *cmd) if who else cmd, env=senv, capture_output=True,
+                           text=True, timeout=30, cwd="/")
+        check("squat", p.returncode == 1 and "refusing the queue socket" in p.stderr,
+              f"{who or 'root'}'s submit to {B}'s socket: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    got = os.path.join(shared, "squat.got")
+    check("squat", not os.path.exists(got), f"{B}'s socket got: {open(got).read()[:200] if os.path.exists(got) else ''!r}")
+    kill_group(squatter)
+    print(f"squat: {A}'s and root's submits refused {B}'s socket in gpuctld's place; it got nothing")
 
     # ---- own lease: a run inside the shell's pick --lease (item 3)
     script = r"""
