@@ -93,7 +93,8 @@ struct claim {
 };
 
 struct lease {
-	struct lease_dir *d;
+	struct lease_dir *d;    /* &own: a lease may outlive the handle it was taken through */
+	struct lease_dir own;   /* its directory (a descriptor of its own), for the release */
 	struct lease_info me;
 	size_t n;
 	size_t reclen;  /* the longest record written: later ones are padded to it */
@@ -811,10 +812,20 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 		free(rec);
 		return GC_ENOMEM;
 	}
-	l->d = d;
+	l->own = *d;
+	l->own.ino = -1;
+	l->own.dfd = fcntl(d->dfd, F_DUPFD_CLOEXEC, 0);
+	l->d = &l->own;
 	l->n = n;
 	l->me = *me;
 	l->reclen = strlen(rec);
+	if (l->own.dfd < 0) {
+		errbuf_set(err, errlen, "cannot use state directory '%s': %s", d->path, strerror(errno));
+		free(l);
+		free(st);
+		free(rec);
+		return GC_EIO;
+	}
 	for (size_t i = 0; i < n; i++)
 		l->c[i].fd = -1;
 	int rc = GC_OK;
@@ -848,6 +859,7 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 	free(rec);
 	if (rc != GC_OK) {
 		drop_claims(d, l->c, n);
+		close(l->own.dfd);
 		free(l);
 		return rc;
 	}
@@ -912,6 +924,7 @@ void lease_release(struct lease *l)
 	if (!l)
 		return;
 	drop_claims(l->d, l->c, l->n);
+	close(l->own.dfd);
 	free(l);
 }
 

@@ -17,7 +17,7 @@ struct port_hold;
 struct lease_dir;
 
 /*
- * Choose and hold a port. d (borrowed, outlives the hold) is the lease state
+ * Choose and hold a port. d (borrowed; the hold may outlive it) is the lease state
  * directory; NULL: only name a port free now and hold nothing (*out = NULL).
  * 0 with *port and *out, or a negative GC_E* with a message in err.
  */

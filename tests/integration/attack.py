@@ -221,7 +221,7 @@ open(os.path.join(state, "attacking"), "w").close()
 # lock the late ticket now that A is about, and list the whole queue over and over
 fcntl.lockf(late, fcntl.LOCK_EX)
 # (raw pages, answers read and dropped: what costs gpuctld, not what costs B's own CPU to parse)
-listed = 0
+listed = pages = 0
 while True:
     frm = 0
     while True:
@@ -231,6 +231,10 @@ while True:
         f = s.makefile("rb")
         line = f.readline()
         s.close()
+        if line:
+            pages += 1
+            with open(os.path.join(state, "pages"), "w") as f:
+                f.write(str(pages))
         m = re.search(rb'"next": *([0-9]+)', line[-200:])
         if not m:
             break
@@ -290,8 +294,11 @@ try:
           f"not {B}")
     kill_group(attacker)
     said = attacker.stdout.read() + attacker.stderr.read()
-    listed = open(os.path.join(state, "listed")).read() if os.path.exists(os.path.join(state, "listed")) else "0"
-    check("attack", int(listed) > 0, f"{B}'s queue --all loop never got an answer")
+    def count(name):
+        path = os.path.join(state, name)
+        return open(path).read() or "0" if os.path.exists(path) else "0"
+    listed, pages = count("listed"), count("pages")
+    check("attack", int(pages) > 0, f"{B}'s listing of the queue never got an answer")
     flood = re.search(r"^flood (\d+)", said, re.M)
     check("attack", flood and int(flood.group(1)) >= 190, f"{B}'s flood: {said!r}")
 
@@ -299,7 +306,7 @@ try:
     print(f"attack: {B} set up in {set_up:.1f} s: .mutex and seq held, every lease file made first (600), "
           f"a forged claim on GPU 7, tickets planted, queue/ and ports/ made first, 20 big answers unread, "
           f"{idle.group(1) if idle else '?'} idle connections, {flood.group(1) if flood else '?'} jobs of 200 KB "
-          f"with --after 64, queue --all {listed} times (40 MB each, in pages)")
+          f"with --after 64, the whole queue (40 MB) listed {listed} times ({pages} pages)")
     print(f"{'median ms':<34}{'unloaded':>10}{'attacked':>10}{'ratio':>8}")
     for k, what in (("queued", f"{A}'s queued job: submit -> start"), ("run", f"{A}'s gpuctl run -> start"),
                     ("scrape", "GET /metrics")):
