@@ -26,7 +26,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
-		"               [--history DUR] [--max-connections N] [--timeout DUR] [--threads N]\n"
+		"               [--history DUR] [--max-connections N] [--max-per-client N] [--timeout DUR]\n"
+		"               [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
 		"               --log-dir DIR --log-keep DUR --job-keep DUR --gpuctl PATH --admin-group GROUP\n"
 		"               --max-queued N --max-job-bytes SIZE]\n"
@@ -43,7 +44,10 @@ static void usage(FILE *f)
 		"  --interval DUR        time between samples (default 1s; 0.1s to 1h)\n"
 		"  --history DUR         how much history to keep (default 1h; at most 100000 samples)\n"
 		"  --max-connections N   connections served at once (default 256)\n"
-		"  --timeout DUR         close a connection idle this long (default 10s)\n"
+		"  --max-per-client N    connections one local user (by uid) or one remote address may hold\n"
+		"                        (default 32)\n"
+		"  --timeout DUR         cut off a request not answered this long after it began, however\n"
+		"                        slowly the client sends it (default 10s)\n"
 		"  --threads N           request threads (default: the number of CPUs, at most 8)\n"
 		"  --labels dcgm|snake   dcgm (default): dcgm-exporter's modelName label; snake: model_name,\n"
 		"                        which promtool check metrics does not flag\n"
@@ -114,6 +118,7 @@ int main(int argc, char **argv)
 		{"history", required_argument, NULL, 'H'},
 		{"max-connections", required_argument, NULL, 'c'},
 		{"timeout", required_argument, NULL, 't'},
+		{"max-per-client", required_argument, NULL, 'm'},
 		{"threads", required_argument, NULL, 'T'},
 		{"labels", required_argument, NULL, 'L'},
 		{"no-queue", no_argument, NULL, 'Q'},
@@ -135,7 +140,7 @@ int main(int argc, char **argv)
 	struct sampler_opts so = {.sim = env && *env ? env : NULL, .interval_ms = 1000, .history_ms = 3600000};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct http_opts ho = {
-		.listen = "127.0.0.1:9400", .max_connections = 256, .timeout_s = 10,
+		.listen = "127.0.0.1:9400", .max_connections = 256, .per_client = 32, .timeout_s = 10,
 		.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
 	};
 	struct queue_opts qo = {
@@ -175,6 +180,15 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			ho.max_connections = (unsigned)n;
+			break;
+		case 'm':
+			if ((rc = cli_parse_count("--max-per-client", optarg, &n)))
+				return rc;
+			if (n > 65536) {
+				cli_err("invalid --max-per-client '%s' (at most 65536)", optarg);
+				return EXIT_USAGE;
+			}
+			ho.per_client = (unsigned)n;
 			break;
 		case 't':
 			if ((rc = cli_parse_duration("--timeout", optarg, &ms)))

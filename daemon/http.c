@@ -2,9 +2,19 @@
  * http.c — gpuctld's HTTP server on libmicrohttpd (see http.h).
  *
  * Bounds: a connection limit; a per-connection memory pool (libmicrohttpd
- * answers 431/414 when headers or the URL do not fit in it); an inactivity
- * timeout for slow clients; GET and HEAD only (405); no request body (413).
+ * answers 431/414 when headers or the URL do not fit in it); GET and HEAD
+ * only (405); no request body (413); at most MAX_ARGS query arguments (414).
  * Every response is a copy of bytes the sampler has already rendered.
+ *
+ * Connections are accepted here, not by libmicrohttpd, so that two more
+ * bounds hold. A deadline: each request, from the connection's start (or the
+ * end of the previous request on it) to the end of its answer, gets --timeout
+ * in all; libmicrohttpd's own timeout only counts silence, so a client that
+ * trickles a header byte every few seconds kept its slot for ever. And a
+ * share: one client — a local user, known by the uid that owns its end of a
+ * loopback connection (/proc/net/tcp), else a remote address — holds at most
+ * --max-per-client connections, so neither one local user nor one address can
+ * take every slot from a Prometheus server or a browser.
  */
 #include "http.h"
 #include "metrics.h"
@@ -12,32 +22,92 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "errbuf.h"
 
 #define POOL_BYTES (16 * 1024)   /* request line + headers must fit (431 otherwise) */
+#define MAX_ARGS 64              /* query arguments in one request (414 beyond) */
+#define REAP_MS 250              /* how often deadlines are looked at */
 
 /* the dashboard page, embedded at build time (daemon/embed.py) */
 extern const char gpuctld_dashboard_html[];
 extern const size_t gpuctld_dashboard_html_len;
 
+/* a connection we accepted and handed to libmicrohttpd */
+struct conn {
+	int fd;
+	long long start_ms;      /* monotonic: its start, or the end of its last request */
+	bool reaped;             /* shut down for its deadline; libmicrohttpd closes it */
+	char client[48];         /* "uid N" or an address */
+};
+
 struct http {
 	struct MHD_Daemon *d;
 	struct sampler *s;
 	struct queue *q;
-	int fd;
+	int fd;                  /* the listening socket, ours */
+	int stop;                /* eventfd: the acceptor leaves */
+	pthread_t acceptor;
+	bool started;
+	unsigned max_connections, per_client;
+	long long timeout_ms;
+	struct sockaddr_storage self;
+	pthread_mutex_t mu;      /* conns */
+	struct conn *conns;
+	size_t nconns;
+	unsigned long refused;   /* over a client's share, since start */
 };
 
-/* per-request state: the first call only allocates it */
+static long long mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* index of fd's entry, or -1; with mu held */
+static ssize_t conn_find(struct http *h, int fd)
+{
+	for (size_t i = 0; i < h->nconns; i++)
+		if (h->conns[i].fd == fd)
+			return (ssize_t)i;
+	return -1;
+}
+
+static int conn_fd(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+/* a request on c is over: its connection's next deadline counts from now */
+static void conn_rearm(struct http *h, struct MHD_Connection *c)
+{
+	int fd = conn_fd(c);
+	pthread_mutex_lock(&h->mu);
+	ssize_t i = conn_find(h, fd);
+	if (i >= 0)
+		h->conns[i].start_ms = mono_ms();
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* per-request state, made when the request line is in (uri_log) */
 struct req {
+	bool started;                /* the handler has seen the headers */
 	bool body;                   /* the client sent a body */
+	bool refused;                /* answered 414 before libmicrohttpd parsed the arguments */
 };
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type, char *buf,
@@ -129,11 +199,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)upload;
 	struct http *h = cls;
 	struct req *q = *con_cls;
-	if (!q) {
+	if (!q || q->refused)
+		return MHD_NO;
+	if (!q->started) {
 		/* first call: headers only. Refuse now what would come with a body, before it is read */
-		if (!(q = calloc(1, sizeof *q)))
-			return MHD_NO;
-		*con_cls = q;
+		q->started = true;
 		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 			return error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -174,11 +244,184 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 static void done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
-	(void)cls;
-	(void)c;
 	(void)t;
 	free(*con_cls);
 	*con_cls = NULL;
+	conn_rearm(cls, c);
+}
+
+/*
+ * The request line is in, its query not yet parsed: libmicrohttpd keeps each
+ * argument in the connection's memory pool, and one with a few hundred of them
+ * ran out of it and closed the connection without a word (after 10 s). Count
+ * them here first, and answer 414 straight away past MAX_ARGS.
+ */
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	struct req *q = calloc(1, sizeof *q);
+	const char *query = strchr(uri, '?');
+	size_t args = 0;
+	for (const char *p = query; p && *p && args <= MAX_ARGS; p++)
+		args += *p == '?' || *p == '&' || *p == ';';
+	if (args > MAX_ARGS) {
+		static const char msg[] = "HTTP/1.1 414 URI Too Long\r\nContent-Type: text/plain; charset=utf-8\r\n"
+					  "Content-Length: 38\r\nConnection: close\r\n\r\n"
+					  "too many query arguments (at most 64)\n";
+		int fd = conn_fd(c);
+		if (fd >= 0) {
+			(void)send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)shutdown(fd, SHUT_RDWR);
+		}
+		if (q)
+			q->refused = true;
+	}
+	return q;
+}
+
+/* libmicrohttpd is about to close a connection: forget it (before its fd can be reused) */
+static void notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode t)
+{
+	(void)socket_context;
+	if (t != MHD_CONNECTION_NOTIFY_CLOSED)
+		return;
+	struct http *h = cls;
+	int fd = conn_fd(c);
+	pthread_mutex_lock(&h->mu);
+	ssize_t i = conn_find(h, fd);
+	if (i >= 0)
+		h->conns[i] = h->conns[--h->nconns];
+	pthread_mutex_unlock(&h->mu);
+}
+
+/*
+ * The uid that owns the client's end of a loopback TCP connection, from
+ * /proc/net/tcp or tcp6 (the line whose local address is the peer and whose
+ * remote address is us). -1 when not found.
+ */
+static long loopback_uid(const struct sockaddr_storage *peer, const struct sockaddr_storage *self)
+{
+	char want_local[64], want_rem[64];
+	const char *table;
+	if (peer->ss_family == AF_INET) {
+		const struct sockaddr_in *p = (const void *)peer, *m = (const void *)self;
+		snprintf(want_local, sizeof want_local, "%08X:%04X", p->sin_addr.s_addr, ntohs(p->sin_port));
+		snprintf(want_rem, sizeof want_rem, "%08X:%04X", m->sin_addr.s_addr, ntohs(m->sin_port));
+		table = "/proc/net/tcp";
+	} else {
+		const struct sockaddr_in6 *p = (const void *)peer, *m = (const void *)self;
+		const uint32_t *a = (const void *)&p->sin6_addr, *b = (const void *)&m->sin6_addr;
+		snprintf(want_local, sizeof want_local, "%08X%08X%08X%08X:%04X", a[0], a[1], a[2], a[3],
+			 ntohs(p->sin6_port));
+		snprintf(want_rem, sizeof want_rem, "%08X%08X%08X%08X:%04X", b[0], b[1], b[2], b[3],
+			 ntohs(m->sin6_port));
+		table = "/proc/net/tcp6";
+	}
+	FILE *f = fopen(table, "re");
+	if (!f)
+		return -1;
+	char line[512], local[64], rem[64];
+	long uid = -1, u;
+	int lines = 0;
+	while (uid < 0 && lines++ < 1000000 && fgets(line, sizeof line, f))
+		if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %ld", local, rem, &u) == 3 &&
+		    strcmp(local, want_local) == 0 && strcmp(rem, want_rem) == 0)
+			uid = u;
+	fclose(f);
+	return uid;
+}
+
+static bool is_loopback(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+	if (a->ss_family != AF_INET6)
+		return false;
+	const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+	return IN6_IS_ADDR_LOOPBACK(x) || (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127);
+}
+
+/* who a connection is from, for its share: a local user, or an address */
+static void client_of(struct http *h, const struct sockaddr_storage *peer, char *out, size_t len)
+{
+	long uid = is_loopback(peer) ? loopback_uid(peer, &h->self) : -1;
+	if (uid >= 0) {
+		snprintf(out, len, "uid %ld", uid);
+		return;
+	}
+	char host[INET6_ADDRSTRLEN] = "?";
+	if (peer->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, host, sizeof host);
+	else if (peer->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, host, sizeof host);
+	snprintf(out, len, "%s", host);
+}
+
+/* over the deadline: shut down (libmicrohttpd sees the end and closes it); with mu held */
+static void reap(struct http *h, long long now)
+{
+	for (size_t i = 0; i < h->nconns; i++) {
+		struct conn *k = &h->conns[i];
+		if (!k->reaped && now - k->start_ms > h->timeout_ms) {
+			(void)shutdown(k->fd, SHUT_RDWR);
+			k->reaped = true;
+		}
+	}
+}
+
+static void *acceptor(void *arg)
+{
+	struct http *h = arg;
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+				   "Content-Length: 34\r\nConnection: close\r\n\r\ntoo many connections from you now\n";
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		reap(h, mono_ms());
+		bool room = h->nconns < h->max_connections; /* else the next waits in the backlog */
+		pthread_mutex_unlock(&h->mu);
+		struct pollfd p[2] = {{.fd = h->stop, .events = POLLIN}, {.fd = room ? h->fd : -1, .events = POLLIN}};
+		if (poll(p, 2, REAP_MS) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (!(p[1].revents & POLLIN))
+			continue;
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof peer;
+		int fd = accept4(h->fd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct conn k = {.fd = fd, .start_ms = mono_ms()};
+		client_of(h, &peer, k.client, sizeof k.client);
+		pthread_mutex_lock(&h->mu);
+		unsigned mine = 0;
+		for (size_t i = 0; i < h->nconns; i++)
+			mine += strcmp(h->conns[i].client, k.client) == 0;
+		struct conn *grown = mine < h->per_client ? realloc(h->conns, (h->nconns + 1) * sizeof *grown) : NULL;
+		if (grown) {
+			h->conns = grown;
+			h->conns[h->nconns++] = k;
+		} else {
+			h->refused++;
+		}
+		pthread_mutex_unlock(&h->mu);
+		if (!grown) {
+			/* its share is taken: say so, never wait on it */
+			(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+			(void)send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL);
+			close(fd);
+			continue;
+		}
+		if (MHD_add_connection(h->d, fd, (struct sockaddr *)&peer, plen) != MHD_YES) {
+			/* libmicrohttpd has closed it: forget it unless its close was already noticed */
+			pthread_mutex_lock(&h->mu);
+			ssize_t i = conn_find(h, fd);
+			if (i >= 0 && h->conns[i].start_ms == k.start_ms && !strcmp(h->conns[i].client, k.client))
+				h->conns[i] = h->conns[--h->nconns];
+			pthread_mutex_unlock(&h->mu);
+		}
+	}
+	return NULL;
 }
 
 /*
@@ -252,23 +495,37 @@ int http_start(struct http **out, struct sampler *s, const struct http_opts *o, 
 	h->s = s;
 	h->q = o->queue;
 	h->fd = fd;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-			 (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-	h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
-				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : 1,
-				MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
-				MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)POOL_BYTES,
-				MHD_OPTION_NOTIFY_COMPLETED, done, h,
-				MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-				MHD_OPTION_END);
-	if (!h->d) {
-		/* libmicrohttpd has closed the listening socket on its way out */
+	h->self = ss;
+	h->max_connections = o->max_connections;
+	h->per_client = o->per_client ? o->per_client : o->max_connections;
+	h->timeout_ms = (long long)o->timeout_s * 1000;
+	pthread_mutex_init(&h->mu, NULL);
+	h->stop = eventfd(0, EFD_CLOEXEC);
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ITC |
+			 MHD_USE_NO_LISTEN_SOCKET | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+	h->d = h->stop < 0 ? NULL
+			   : MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+					      MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : 1,
+					      MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+					      MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+					      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)POOL_BYTES,
+					      MHD_OPTION_NOTIFY_COMPLETED, done, h,
+					      MHD_OPTION_NOTIFY_CONNECTION, notify, h,
+					      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+					      MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
+					      MHD_OPTION_END);
+	if (!h->d || pthread_create(&h->acceptor, NULL, acceptor, h) != 0) {
 		errbuf_set(err, errlen, "cannot start the HTTP server on %s (libmicrohttpd refused its options)", url);
+		if (h->d)
+			MHD_stop_daemon(h->d);
+		if (h->stop >= 0)
+			close(h->stop);
+		close(fd);
+		pthread_mutex_destroy(&h->mu);
 		free(h);
 		return -1;
 	}
+	h->started = true;
 	*out = h;
 	return 0;
 }
@@ -277,6 +534,15 @@ void http_stop(struct http *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->d); /* closes the listen socket too */
+	if (h->started) {
+		uint64_t one = 1;
+		(void)write(h->stop, &one, sizeof one);
+		pthread_join(h->acceptor, NULL);
+	}
+	MHD_stop_daemon(h->d); /* closes the connections it has */
+	close(h->fd);
+	close(h->stop);
+	pthread_mutex_destroy(&h->mu);
+	free(h->conns);
 	free(h);
 }

@@ -16,7 +16,8 @@ struct http_opts {
 	const char *listen;          /* --listen, borrowed */
 	bool allow_remote;           /* a non-loopback --listen is allowed */
 	unsigned max_connections;
-	unsigned timeout_s;          /* an idle or slow connection is closed after this */
+	unsigned per_client;         /* connections one local user (by uid) or one remote address may hold */
+	unsigned timeout_s;          /* a request not answered this long after it began is cut off */
 	unsigned threads;            /* worker threads */
 	struct queue *queue;         /* borrowed: its lines join /metrics; NULL: no queue */
 };

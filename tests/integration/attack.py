@@ -12,7 +12,9 @@ User B, with nothing but its own account, at the same time:
   5. holds idle connections to the queue socket (all but two of its share);
   6. queues jobs up to its limit, each with 200 KB of command line and an
      --after list of 64 jobs, and lists the whole queue over and over;
-  and submits raw requests claiming to be root.
+  and submits raw requests claiming to be root. Then (item 8) B keeps 300
+  connections to the HTTP port trickling a header byte a second, from 30
+  loopback addresses, reopening each as it is closed.
 Meanwhile user A submits jobs to gpuctld one after another and runs
 `gpuctl run` directly, and a scraper reads /metrics. Printed: A's job start
 latency (submit → the job's first instruction) and the scrape latency,
@@ -244,6 +246,90 @@ while True:
         f.write(str(listed))
 """
 
+TRICKLE = r"""
+import json, socket, sys, time
+port, secs = int(sys.argv[1]), float(sys.argv[2])
+conns, opened_at = [], {}
+stats = {"opened": 0, "refused": 0, "cut": 0, "longest": 0.0}
+end = time.monotonic() + secs
+def open_one(i):
+    s = socket.socket()
+    s.bind(("127.0.0.%d" % (1 + i % 30), 0))  # many loopback addresses: one user all the same
+    try:
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    except OSError:
+        s.close()
+        return None
+    s.setblocking(False)
+    stats["opened"] += 1
+    opened_at[s] = time.monotonic()
+    return s
+conns = [open_one(i) for i in range(300)]
+while time.monotonic() < end:
+    for i, s in enumerate(conns):
+        if s is None:
+            conns[i] = open_one(i)
+            continue
+        try:
+            data = s.recv(200)
+            if data.startswith(b"HTTP/1.1 503"):
+                stats["refused"] += 1
+            elif not data:
+                stats["cut"] += 1
+                stats["longest"] = max(stats["longest"], time.monotonic() - opened_at[s])
+            s.close()
+            conns[i] = open_one(i)  # and again: it never stops
+            continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            conns[i] = open_one(i)
+            continue
+        try:
+            s.send(b"X")  # one byte of a header that never ends
+        except OSError:
+            pass
+    time.sleep(1.0)
+print(json.dumps(stats), flush=True)
+"""
+
+
+def http_phase():
+    """user B trickles 300 connections at gpuctld's HTTP port from 30 loopback addresses (item 8)"""
+    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--no-queue", "--timeout", "2s"],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        m = re.search(r"listening on (http://\S+)", d.stderr.readline())
+        if not m:
+            raise SystemExit("FAIL: gpuctld (no queue) did not start")
+        base = m.group(1).rstrip("/")
+        port = int(base.rsplit(":", 1)[1])
+
+        def scrapes(secs):
+            sc = Scraper(base)
+            sc.start()
+            time.sleep(secs)
+            sc.go = False
+            sc.join()
+            check("http", not sc.failed, f"{sc.failed} scrapes of /metrics failed")
+            return statistics.median(sc.times) if sc.times else float("nan"), len(sc.times)
+        calm, n_calm = scrapes(3)
+        t = background(B, "/usr/bin/python3", "-c", TRICKLE, str(port), "8", stdout=subprocess.PIPE, text=True)
+        time.sleep(1)
+        hot, n_hot = scrapes(5)
+        out, _ = t.communicate(timeout=30)
+        st = json.loads(out or "{}")
+        check("http", st.get("refused", 0) > 0, f"{B} was never refused a connection over its share: {st}")
+        check("http", st.get("cut", 0) > 0 and st.get("longest", 99) < 2 + 1.5,
+              f"{B}'s trickling connections not cut off at the 2 s deadline: {st}")
+        check("latency", hot <= 2 * calm + 50, f"GET /metrics under {B}'s trickle: {hot:.1f} ms, unloaded {calm:.1f} ms")
+        return calm, hot, st
+    finally:
+        gpuctld_proc.stop(d)
+
+
 daemon = None
 attacker = None
 try:
@@ -315,6 +401,11 @@ try:
         check("latency", hot[k] <= 2 * calm[k] + 50,
               f"{what}: {hot[k]:.1f} ms attacked, more than 2x the unloaded {calm[k]:.1f} ms (+50 ms)")
     print(f"scrapes: {calm['n_scrape']} unloaded, {hot['n_scrape']} attacked")
+    hc, hh, st = http_phase()
+    print(f"http: {B} kept 300 connections trickling a header byte a second from 30 loopback addresses "
+          f"(reopened when closed): {st.get('opened')} opened, {st.get('refused')} refused over its share of 32, "
+          f"{st.get('cut')} cut at the 2 s deadline (the longest lived {st.get('longest', 0):.1f} s)")
+    print(f"{'GET /metrics under the trickle':<34}{hc:>10.1f}{hh:>10.1f}{hh / hc if hc else float('nan'):>8.2f}")
 finally:
     if attacker and attacker.poll() is None:
         kill_group(attacker)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """gpuctld against bad and slow clients, and bad command lines (issue 8):
 
-  slow:      a client that connects and sends nothing, or trickles a header,
-             is closed after --timeout, and others are served meanwhile;
+  slow:      a client that connects and sends nothing, or trickles a header
+             (a byte every 0.3 s), is closed --timeout after it connected,
+             and others are served meanwhile;
   cap:       with --max-connections 4 and four idle connections open, a
              fifth waits unserved until they time out;
   oversized: a 64 KiB header gets 431, a 20 KiB URL 414 (or a close), a body
@@ -103,10 +104,13 @@ try:
           == 413, "GET with a body")
     big = request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 65536 + b"\r\nConnection: close\r\n\r\n")
     check("oversized", big in (431, None), f"64 KiB header: {big}")
+    many = "&".join(f"a{i}=1" for i in range(300)).encode()
+    args = request(port, b"GET /api/v1/history?" + many + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check("oversized", args == 414, f"300 query arguments: {args}")
     long_url = request(port, b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     check("oversized", long_url in (414, 431, None), f"20 KiB URL: {long_url}")
     check("oversized", get(port) == 200, "not served after the oversized requests")
-    print(f"codes: 404, 400, 405, 413; 64 KiB header -> {big}, 20 KiB URL -> {long_url}")
+    print(f"codes: 404, 400, 405, 413; 64 KiB header -> {big}, 20 KiB URL -> {long_url}, 300 arguments -> {args}")
 
     # ---- slow clients: silent, and trickling a header byte by byte
     silent = socket.create_connection(("127.0.0.1", port))
@@ -114,14 +118,22 @@ try:
     trickle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
     t0 = time.monotonic()
     served = get(port) == 200
-    for ch in b"X-Slow: ":
-        trickle.sendall(bytes([ch]))
-        time.sleep(0.3)  # each byte resets an inactivity timer, but not forever
+    # a byte every 0.3 s: each resets an inactivity timer, but the request's deadline (--timeout 1s
+    # from its start) holds whatever it sends
+    cut = None
+    for ch in b"X-Slow: abcdefghijklmnopqrstuvwxyz":
+        try:
+            trickle.sendall(bytes([ch]))
+        except OSError:
+            cut = time.monotonic() - t0
+            break
+        time.sleep(0.3)
     a = closed_within(silent, 5)
-    b = closed_within(trickle, 20)
+    b = cut if cut is not None else closed_within(trickle, 20)
     check("slow", served, "others not served while a slow client was connected")
     check("slow", a is not None and time.monotonic() - t0 < 6, f"silent client not closed (after {a})")
-    check("slow", b is not None, "trickling client never closed")
+    check("slow", b is not None and (cut is None or cut < 2.5),
+          f"trickling client not cut off at its deadline: {b} s after connecting")
     silent.close()
     trickle.close()
     print(f"slow: silent and trickling clients closed {time.monotonic() - t0:.1f}s after connecting "
