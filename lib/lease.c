@@ -116,7 +116,8 @@ struct ahead {
 struct lease_ticket {
 	struct lease_dir *d;
 	int fd;
-	uint64_t num;
+	uint64_t num;           /* the record's: only breaks ties within one clock tick */
+	int64_t ctime_ns;       /* when it appeared: its place in line */
 	char name[32];
 	struct ahead *ahead;
 	size_t nahead;
@@ -1008,6 +1009,7 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 		return GC_EIO;
 	}
 	free(rec);
+	t->ctime_ns = ctime_ns(&st);
 	/* those in line before us, as of now: we wait for them and for nobody else */
 	struct snap sn = {t, {ctime_ns(&st), t->num, st.st_ino}, GC_OK};
 	int rc = scan(d, note_ahead, &sn);
@@ -1022,7 +1024,7 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 
 uint64_t lease_ticket_number(const struct lease_ticket *t)
 {
-	return t->num;
+	return (uint64_t)t->ctime_ns;
 }
 
 /* how many of uuids[n] (NULLs skipped) no live claim holds; *total the others */
@@ -1201,7 +1203,7 @@ static int collect(struct lease_dir *d, const char *name, void *arg)
 	struct item *e = &it->v[it->n++];
 	e->key = s.key;
 	snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
-	e->ticket = s.key.num;
+	e->ticket = (uint64_t)s.key.ctime_ns;
 	e->info = s.info;
 	if (!it->tickets)
 		note_orphan(&e->info, s.dev, s.ino);

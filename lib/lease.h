@@ -123,6 +123,12 @@ void lease_queue_leave(struct lease_ticket *t);
 void lease_queue_withdraw(struct lease_ticket *t);
 /* Stop watching for releases (closing inotify can take milliseconds). */
 void lease_unwatch(struct lease_dir *d);
+/*
+ * A ticket's place in line: when it appeared in the directory (its ctime, in
+ * ns, as the kernel keeps it: on file systems whose clock ticks every few ms,
+ * waiters that join in one tick share a number and are served in either
+ * order).
+ */
 uint64_t lease_ticket_number(const struct lease_ticket *t);
 
 /*
@@ -149,7 +155,7 @@ int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n);
 
 /* Live waiters, oldest first. */
 struct lease_waiter {
-	uint64_t ticket;
+	uint64_t ticket;           /* as lease_ticket_number */
 	struct lease_info info;
 };
 int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n);
