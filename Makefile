@@ -7,7 +7,11 @@ SAN_BUILD ?= build-san
 DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev
 DEMO_NODE = examples/nodes/h100-8x-sxm.json
 
-.PHONY: all build deps demo check check-plain check-san bench clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = explain route catalog spot visible node
+
+.PHONY: all build deps demo check check-plain check-san bench fuzz clean
 
 all: build
 
@@ -61,5 +65,27 @@ bench: build
 	bench/exporter.sh $(BUILD)
 	bench/queue.sh $(BUILD)
 
+# libFuzzer on each target for FUZZ_SECONDS (default 60), with clang (installed when missing,
+# as root), the whole build instrumented (-Dfuzz=true). Each runs on a copy of its in-tree
+# corpus (tests/fuzz/corpus/TARGET; tests/explain for explain), which is never rewritten;
+# a crash fails the target and leaves its input in $(FUZZ_BUILD)/artifacts/.
+fuzz: deps
+	@command -v clang >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing clang"; apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang >/dev/null || exit 1; \
+	  else echo "make fuzz needs clang; run: sudo apt-get install -y clang" >&2; exit 1; fi; }
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_lundef=false >/dev/null
+	ninja -C $(FUZZ_BUILD) $(addprefix tests/fuzz/fuzz-,$(FUZZ_TARGETS))
+	@mkdir -p $(FUZZ_BUILD)/artifacts; rc=0; \
+	for t in $(FUZZ_TARGETS); do \
+	  seeds=tests/fuzz/corpus/$$t; [ $$t = explain ] && seeds=tests/explain; \
+	  work=$$(mktemp -d); cp -r $$seeds/. $$work/; \
+	  if ./$(FUZZ_BUILD)/tests/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) \
+	       -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $$work > $(FUZZ_BUILD)/fuzz-$$t.log 2>&1; then \
+	    echo "fuzz-$$t: $$(grep -E '^#[0-9]+.*DONE' $(FUZZ_BUILD)/fuzz-$$t.log | tail -1)"; \
+	  else echo "fuzz-$$t: FAILED, see $(FUZZ_BUILD)/fuzz-$$t.log and $(FUZZ_BUILD)/artifacts/"; rc=1; fi; \
+	  rm -rf $$work; \
+	done; exit $$rc
+
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
