@@ -20,8 +20,10 @@ Meanwhile user A submits jobs to gpuctld one after another and runs
 latency (submit → the job's first instruction) and the scrape latency,
 median of each, without and with the attack, and their ratios; each must stay
 within 2× of the unloaded run (with 50 ms of slack for a noisy machine), and
-everything A does must succeed. Also checked: B's forged claim shows as B's,
-B's raw "uid": 0 submit runs as B.
+everything A does must succeed. B's processes run at nice 19: on a 2-core
+machine its own CPU use (parsing 40 MB of pages) would otherwise measure the
+scheduler, not what gpuctl's shared state lets B cost A. Also checked: B's
+forged claim shows as B's, B's raw "uid": 0 submit runs as B.
 Skips (77) unless run as root with useradd. Usage: attack.py GPUCTLD GPUCTL SRCDIR
 """
 import json
@@ -316,13 +318,16 @@ def http_phase():
             check("http", not sc.failed, f"{sc.failed} scrapes of /metrics failed")
             return statistics.median(sc.times) if sc.times else float("nan"), len(sc.times)
         calm, n_calm = scrapes(3)
-        t = background(B, "/usr/bin/python3", "-c", TRICKLE, str(port), "8", stdout=subprocess.PIPE, text=True)
+        t = background(B, "nice", "-n", "19", "/usr/bin/python3", "-c", TRICKLE, str(port), "8",
+                       stdout=subprocess.PIPE, text=True)
         time.sleep(1)
         hot, n_hot = scrapes(5)
         out, _ = t.communicate(timeout=30)
         st = json.loads(out or "{}")
         check("http", st.get("refused", 0) > 0, f"{B} was never refused a connection over its share: {st}")
-        check("http", st.get("cut", 0) > 0 and st.get("longest", 99) < 2 + 1.5,
+        # B notices a cut on its next round (a second apart, slower under the sanitizers): well under
+        # the 8 s it trickles, which a connection without a deadline would live
+        check("http", st.get("cut", 0) > 0 and st.get("longest", 99) < 2 + 3,
               f"{B}'s trickling connections not cut off at the 2 s deadline: {st}")
         check("latency", hot <= 2 * calm + 50, f"GET /metrics under {B}'s trickle: {hot:.1f} ms, unloaded {calm:.1f} ms")
         return calm, hot, st
@@ -354,8 +359,10 @@ try:
     calm = phase("unloaded", url)
 
     t0 = time.monotonic()
-    attacker = background(B, "/usr/bin/python3", "-c", ATTACK, state, sock, GPUCTL, NODE, json.dumps(uuids),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # at nice 19: B's own CPU use (parsing pages, here on 2 cores) would measure the scheduler;
+    # what is measured is what gpuctl's shared state lets B cost A
+    attacker = background(B, "nice", "-n", "19", "/usr/bin/python3", "-c", ATTACK, state, sock, GPUCTL, NODE,
+                          json.dumps(uuids), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while not os.path.exists(os.path.join(state, "attacking")) and attacker.poll() is None and \
             time.monotonic() - t0 < 120:
         time.sleep(0.1)
