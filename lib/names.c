@@ -24,6 +24,7 @@ const char *gc_strerror(int err)
 	case GC_EIO: return "input/output error";
 	case GC_EBUSY: return "busy";
 	case GC_ETIMEDOUT: return "timed out";
+	case GC_ENOTNOW: return "not available now";
 	default: return "unknown error";
 	}
 }

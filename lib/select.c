@@ -496,11 +496,11 @@ static size_t grow_best_ranked(const gc_snapshot *s, const struct cand *c, size_
 int select_pick(const gc_snapshot *s, const struct select_request *r, const bool *leased, unsigned *out)
 {
 	if (!s || !r || !out || r->n == 0)
-		return -1;
+		return GC_EINVAL;
 	const unsigned n = r->n;
 	const size_t ng = s->ngpus;
 	if (select_eligible(s, r, leased, NULL) < n)
-		return -1;
+		return GC_ENOTNOW;
 
 	struct cand *c = malloc(ng * sizeof *c);
 	int *w = malloc(ng * sizeof *w);

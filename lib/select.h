@@ -119,8 +119,8 @@ size_t select_eligible(const gc_snapshot *s, const struct select_request *r, con
  * least utilized, then GPU 0 last, then lower index) and, for n > 1 with a
  * topology matrix, the set whose worst pairwise link is best. out[r->n]
  * receives NVML indices sorted ascending (CUDA's PCI order).
- * Returns 0; -1 when fewer than r->n GPUs are eligible (or r->n is 0);
- * GC_ENOMEM when memory runs out.
+ * Returns 0; GC_ENOTNOW when fewer than r->n GPUs are eligible; GC_EINVAL
+ * when r->n is 0; GC_ENOMEM when memory runs out.
  */
 int select_pick(const gc_snapshot *s, const struct select_request *r, const bool *leased, unsigned *out);
 

@@ -23,22 +23,28 @@
 extern "C" {
 #endif
 
-/* Error codes: 0 on success, a negative GC_E* on failure. */
+/*
+ * Error codes: 0 on success, a negative GC_E* on failure. None is -1, so a
+ * bare -1 that slips out of some function can never pass for one (it used to
+ * read as GC_ENOLIB: "no driver", exit 3). tests/docs/check-errors.py holds
+ * the public functions to that.
+ */
 enum gc_error {
 	GC_OK = 0,
-	GC_ENOLIB = -1,      /* the NVML library cannot be loaded */
-	GC_ENODRIVER = -2,   /* library loaded, kernel driver not loaded */
-	GC_EMISMATCH = -3,   /* kernel module and user library versions differ */
-	GC_ENOPERM = -4,     /* insufficient permissions */
-	GC_EGPULOST = -5,    /* a GPU fell off the bus / needs reset */
-	GC_ENOMEM = -6,      /* out of memory */
-	GC_EINVAL = -7,      /* invalid argument */
-	GC_ENOTFOUND = -8,   /* no such GPU / entry */
-	GC_ESIM = -9,        /* the simulated node description is invalid */
-	GC_ENVML = -10,      /* any other NVML failure */
-	GC_EIO = -11,        /* a file could not be read or written */
-	GC_EBUSY = -12,      /* held by someone else (a lease) */
-	GC_ETIMEDOUT = -13,  /* waited as long as asked */
+	GC_ENOLIB = -2,      /* the NVML library cannot be loaded */
+	GC_ENODRIVER = -3,   /* library loaded, kernel driver not loaded */
+	GC_EMISMATCH = -4,   /* kernel module and user library versions differ */
+	GC_ENOPERM = -5,     /* insufficient permissions */
+	GC_EGPULOST = -6,    /* a GPU fell off the bus / needs reset */
+	GC_ENOMEM = -7,      /* out of memory */
+	GC_EINVAL = -8,      /* invalid argument */
+	GC_ENOTFOUND = -9,   /* no such GPU / entry */
+	GC_ESIM = -10,       /* the simulated node description is invalid */
+	GC_ENVML = -11,      /* any other NVML failure */
+	GC_EIO = -12,        /* a file could not be read or written */
+	GC_EBUSY = -13,      /* held by someone else (a lease): not now */
+	GC_ETIMEDOUT = -14,  /* waited as long as asked */
+	GC_ENOTNOW = -15,    /* too few GPUs fit the request now: not now, try again or wait */
 };
 
 /* Return a static English description of a GC_E* code. */

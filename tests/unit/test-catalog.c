@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "gpuctl/gpuctl.h"
 #include "csv.h"
 
 static int load(catalog *c, const char *text, char *err, size_t errlen)
@@ -74,25 +75,25 @@ static void test_bad(void **state)
 	catalog c = {0};
 	char err[256];
 	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Region\nx,T4,1,us\n", err,
-			      sizeof err), -7);
+			      sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "no 'Price' column"));
-	assert_int_equal(load(&c, "", err, sizeof err), -7);
+	assert_int_equal(load(&c, "", err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "empty"));
 	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\nx,T4,1,cheap,us\n",
-			      err, sizeof err), -7);
+			      err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "line 2"));
 	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\n\"x,T4,1,1,us\n",
-			      err, sizeof err), -7);
+			      err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "never closed"));
 	assert_int_equal(load(&c, "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\n\"x\"y,T4,1,1,us\n",
-			      err, sizeof err), -7);
+			      err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "after a closing quote"));
 	const char bin[] = "InstanceType,AcceleratorName,AcceleratorCount,Price,Region\nx\0y,T4,1,1,us\n";
-	assert_int_equal(catalog_load_buf(&c, bin, sizeof bin - 1, "bin", NULL, err, sizeof err), -7);
+	assert_int_equal(catalog_load_buf(&c, bin, sizeof bin - 1, "bin", NULL, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "NUL"));
-	assert_int_equal(catalog_load(&c, "/nonexistent/catalog.csv", "aws", err, sizeof err), -8);
+	assert_int_equal(catalog_load(&c, "/nonexistent/catalog.csv", "aws", err, sizeof err), GC_ENOTFOUND);
 	assert_non_null(strstr(err, "/nonexistent/catalog.csv"));
-	assert_int_equal(catalog_load(&c, "/tmp", "aws", err, sizeof err), -7);
+	assert_int_equal(catalog_load(&c, "/tmp", "aws", err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "directory"));
 	catalog_free(&c);
 }

@@ -374,11 +374,11 @@ static void test_ranking(void **state)
 	bool leased[8] = {true, true, true, true, true, true, true, false};
 	r.n = 2;
 	unsigned out[2];
-	assert_int_equal(select_pick(s, &r, leased, out), -1);
+	assert_int_equal(select_pick(s, &r, leased, out), GC_ENOTNOW);
 	r.n = 1;
 	PICK(s, &r, leased, 7);
 	r.n = 0;
-	assert_int_equal(select_pick(s, &r, NULL, out), -1);
+	assert_int_equal(select_pick(s, &r, NULL, out), GC_EINVAL);
 	node_free(s);
 }
 
@@ -475,7 +475,7 @@ static void test_visible_devices(void **state)
 	PICK(s, &r, NULL, 3);
 	r.n = 3;
 	unsigned out[3];
-	assert_int_equal(select_pick(s, &r, NULL, out), -1);
+	assert_int_equal(select_pick(s, &r, NULL, out), GC_ENOTNOW);
 	char err[200];
 	assert_int_equal(select_possible(s, &r, err, sizeof err), -1);
 	assert_string_equal(err, "3 GPUs requested but only 2 are visible through CUDA_VISIBLE_DEVICES (0,3)");
@@ -614,7 +614,7 @@ static void test_256_gpus(void **state)
 	r.n = 129;
 	assert_int_equal(select_pick(s, &r, leased, out), 0);
 	r.n = 130;
-	assert_int_equal(select_pick(s, &r, leased, out), -1);
+	assert_int_equal(select_pick(s, &r, leased, out), GC_ENOTNOW);
 	r.n = 256;
 	assert_int_equal(select_pick(s, &r, NULL, out), 0);
 	for (unsigned k = 0; k < 256; k++)

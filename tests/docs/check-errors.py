@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The error codes' contract (DESIGN.md, convention 2; issue 18, item 4):
+  - every GC_E* in include/gpuctl/gpuctl.h is negative, distinct, and not -1,
+    so a bare -1 can never pass for one;
+  - no public function (gc_*, defined in lib/) returns a bare -1;
+  - gc_strerror names every code.
+Usage: check-errors.py SRCDIR
+"""
+import os
+import re
+import sys
+
+SRC = sys.argv[1]
+errors = []
+header = open(os.path.join(SRC, "include", "gpuctl", "gpuctl.h")).read()
+enum = re.search(r"enum gc_error \{(.*?)\};", header, re.S)
+codes = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"\b(GC_E[A-Z]+)\s*=\s*(-?\d+)", enum.group(1)))
+if len(codes) < 10:
+    errors.append(f"found only {len(codes)} GC_E* codes in gpuctl.h")
+for name, v in codes.items():
+    if v >= 0 or v == -1:
+        errors.append(f"{name} = {v}: a code must be negative and not -1")
+if len(set(codes.values())) != len(codes):
+    errors.append(f"two GC_E* codes share a value: {codes}")
+names = open(os.path.join(SRC, "lib", "names.c")).read()
+for name in codes:
+    if f"case {name}:" not in names:
+        errors.append(f"gc_strerror does not name {name}")
+
+# the body of each gc_* function defined in lib/*.c
+checked = 0
+for f in sorted(os.listdir(os.path.join(SRC, "lib"))):
+    if not f.endswith(".c"):
+        continue
+    text = open(os.path.join(SRC, "lib", f)).read()
+    for m in re.finditer(r"^[a-z][\w \*]*?\b(gc_\w+)\([^;{]*\)\s*\{", text, re.M):
+        depth, i = 1, m.end()
+        while depth and i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        body = text[m.end():i]
+        checked += 1
+        if re.search(r"\breturn\s+-1\s*;", body):
+            errors.append(f"lib/{f}: {m.group(1)}() returns a bare -1; return a GC_E* code")
+if checked < 10:
+    errors.append(f"found only {checked} public functions in lib/: the pattern is broken")
+print(f"{len(codes)} error codes, {checked} public functions checked")
+if errors:
+    print("FAIL")
+    for e in errors:
+        print("  " + e)
+    sys.exit(1)
+print("OK")
