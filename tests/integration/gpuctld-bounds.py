@@ -6,6 +6,15 @@
              and others are served meanwhile;
   cap:       with --max-connections 4 and four idle connections open, a
              fifth waits unserved until they time out;
+  share:     with --max-per-client 8, a ninth connection from the same user
+             (from another loopback address) is answered 503;
+  flood:     300 connections from 250 loopback addresses trickle a header byte
+             a second, reopened as soon as they are closed, with the share
+             lifted (as 300 users or remote addresses could): each is cut
+             within about two deadlines of its request line (a wait in the
+             backlog, then its own), and /metrics scrapes all succeed meanwhile.
+             The median scrape latency unloaded and under the flood, and their
+             ratio, are printed; only a sanity bound is asserted;
   oversized: a 64 KiB header gets 431, a 20 KiB URL 414 (or a close), a body
              413, POST 405; unknown paths 404, ?seconds=abc 400;
   listen:    a non-loopback --listen is refused (exit 2) without
@@ -17,9 +26,11 @@ import os
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import gpuctld_proc
@@ -159,6 +170,148 @@ try:
 finally:
     d.terminate()
     d.wait(timeout=10)
+
+# ---- the share: one client (here, this test's uid, whatever loopback address it uses) holds at
+# most --max-per-client connections; one more is answered 503 at once, and closed
+d, port = start("--timeout", "5s", "--max-per-client", "8")
+try:
+    held = []
+    for i in range(8):
+        s = socket.socket()
+        s.bind((f"127.0.0.{2 + i}", 0))
+        s.connect(("127.0.0.1", port))
+        held.append(s)
+    time.sleep(0.3)
+    extra = socket.socket()
+    extra.bind(("127.0.0.99", 0))
+    extra.settimeout(3)
+    extra.connect(("127.0.0.1", port))
+    try:
+        answer = extra.recv(200)
+    except (socket.timeout, ConnectionResetError):
+        answer = b""
+    extra.close()
+    check("share", answer.startswith(b"HTTP/1.1 503"), f"a ninth connection from another address: {answer[:40]!r}")
+    for s in held:
+        s.close()
+    time.sleep(0.3)
+    check("share", get(port) == 200, "not served once the share was given back")
+    print("share: with --max-per-client 8, a ninth connection (from another loopback address) got 503")
+finally:
+    gpuctld_proc.stop(d)
+
+
+# ---- a flood of tricklers (issue 17, item 8): 300 connections from 250 loopback addresses, each
+# sending a header byte a second and reopened as soon as it is closed, while /metrics is scraped.
+# --max-per-client is lifted so that this one test user can take every slot, as 300 users or
+# remote addresses could: only the deadline frees them.
+FLOOD, FLOOD_S, DEADLINE = 300, 10, 2.0
+LINE = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+
+
+class Flood(threading.Thread):
+    """FLOOD trickling connections, each reopened when closed; lifetimes counted from the request line"""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port, self.go = port, True
+        self.cut = []          # seconds each closed connection lived
+        self.refused = 0       # answered (503) rather than cut
+        self.opened = 0
+        self.oldest = 0.0      # the oldest connection still open at the end
+
+    def open_one(self, i):
+        s = socket.socket()
+        s.setblocking(False)
+        s.bind((f"127.0.0.{2 + i % 250}", 0))
+        s.connect_ex(("127.0.0.1", self.port))
+        return {"s": s, "sent": None, "last": 0.0}
+
+    def run(self):
+        conns = [self.open_one(i) for i in range(FLOOD)]
+        while self.go:
+            now = time.monotonic()
+            for i, c in enumerate(conns):
+                s, gone = c["s"], False
+                try:
+                    if c["sent"] is None:
+                        s.send(LINE)
+                        c["sent"] = c["last"] = now
+                        self.opened += 1
+                        continue
+                    data = s.recv(4096)
+                    if data.startswith(b"HTTP/"):
+                        self.refused += 1
+                    else:
+                        self.cut.append(now - c["sent"])
+                    gone = True
+                except BlockingIOError:
+                    if c["sent"] is not None and now - c["last"] >= 1.0:
+                        try:
+                            s.send(b"X")  # one byte of a header that never ends
+                            c["last"] = now
+                        except BlockingIOError:
+                            pass
+                        except OSError:
+                            self.cut.append(now - c["sent"])
+                            gone = True
+                except OSError:
+                    if c["sent"] is not None:
+                        self.cut.append(now - c["sent"])
+                    gone = True
+                if gone:
+                    s.close()
+                    conns[i] = self.open_one(i)
+            time.sleep(0.1)
+        now = time.monotonic()
+        self.oldest = max((now - c["sent"] for c in conns if c["sent"] is not None), default=0.0)
+        for c in conns:
+            c["s"].close()
+
+
+def scrape_ms(port, timeout=15):
+    t = time.monotonic()
+    code = request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout=timeout)
+    return code, (time.monotonic() - t) * 1000
+
+
+d, port = start("--timeout", "2s", "--max-per-client", "1000")
+try:
+    calm = [ms for code, ms in (scrape_ms(port) for _ in range(30)) if code == 200]
+    check("flood", len(calm) == 30, f"only {len(calm)} of 30 unloaded scrapes answered 200")
+    flood = Flood(port)
+    flood.start()
+    time.sleep(1)
+    hot, failed, t0 = [], [], time.monotonic()
+    while time.monotonic() - t0 < FLOOD_S - 1:
+        try:
+            code, ms = scrape_ms(port)
+        except OSError as e:
+            code, ms = repr(e), 0
+        (hot if code == 200 else failed).append(ms if code == 200 else code)
+        time.sleep(0.05)
+    flood.go = False
+    flood.join()
+    longest = max(flood.cut, default=0.0)
+    # a trickler waits in the backlog for a slot (up to a deadline, as every slot is freed by one),
+    # then has its own deadline; polled every 0.1 s, reaped every 0.25 s
+    bound = 2 * DEADLINE + 1.5
+    check("flood", len(flood.cut) >= FLOOD, f"only {len(flood.cut)} trickling connections were cut in {FLOOD_S} s")
+    check("flood", longest < bound and flood.oldest < bound,
+          f"a trickling connection lived {max(longest, flood.oldest):.1f} s (--timeout 2s; at most {bound:.1f} s)")
+    check("flood", not failed and len(hot) >= 5, f"scrapes under the flood: {len(hot)} answered, failed: {failed[:5]}")
+    med_calm = statistics.median(calm) if calm else float("nan")
+    med_hot = statistics.median(hot) if hot else float("nan")
+    # only a sanity bound: a scrape may wait in the backlog behind the flood, at most about a deadline
+    check("flood", med_hot < 2 * DEADLINE * 1000 + 1000, f"median scrape under the flood {med_hot:.0f} ms")
+    check("alive", d.poll() is None, "gpuctld died under the flood")
+    print(f"flood: {FLOOD} trickling connections from 250 loopback addresses for {FLOOD_S} s (--timeout 2s, "
+          f"--max-per-client 1000): {flood.opened} opened, {len(flood.cut)} cut (longest {longest:.1f} s after "
+          f"its request line), {flood.refused} answered; {len(hot)} scrapes answered, {len(failed)} failed")
+    print(f"flood: median GET /metrics {med_calm:.1f} ms unloaded ({len(calm)}), {med_hot:.1f} ms under the flood "
+          f"({len(hot)}, max {max(hot, default=0):.0f} ms), ratio {med_hot / med_calm:.1f}")
+finally:
+    gpuctld_proc.stop(d)
 
 # ---- command lines
 for args, code, frag in [
