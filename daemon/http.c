@@ -16,6 +16,7 @@
  * --max-per-client connections, so neither one local user nor one address can
  * take every slot from a Prometheus server or a browser.
  */
+#include "clock.h"
 #include "http.h"
 #include "metrics.h"
 #include "route.h"
@@ -70,13 +71,6 @@ struct http {
 	unsigned long refused;   /* over a client's share, since start */
 };
 
-static long long mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* index of fd's entry, or -1; with mu held */
 static ssize_t conn_find(struct http *h, int fd)
 {
@@ -99,7 +93,7 @@ static void conn_rearm(struct http *h, struct MHD_Connection *c)
 	pthread_mutex_lock(&h->mu);
 	ssize_t i = conn_find(h, fd);
 	if (i >= 0)
-		h->conns[i].start_ms = mono_ms();
+		h->conns[i].start_ms = clock_mono_ms();
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -376,7 +370,7 @@ static void *acceptor(void *arg)
 				   "Content-Length: 34\r\nConnection: close\r\n\r\ntoo many connections from you now\n";
 	for (;;) {
 		pthread_mutex_lock(&h->mu);
-		reap(h, mono_ms());
+		reap(h, clock_mono_ms());
 		bool room = h->nconns < h->max_connections; /* else the next waits in the backlog */
 		pthread_mutex_unlock(&h->mu);
 		struct pollfd p[2] = {{.fd = h->stop, .events = POLLIN}, {.fd = room ? h->fd : -1, .events = POLLIN}};
@@ -391,7 +385,7 @@ static void *acceptor(void *arg)
 		int fd = accept4(h->fd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		struct conn k = {.fd = fd, .start_ms = mono_ms()};
+		struct conn k = {.fd = fd, .start_ms = clock_mono_ms()};
 		client_of(h, &peer, k.client, sizeof k.client);
 		pthread_mutex_lock(&h->mu);
 		unsigned mine = 0;

@@ -24,6 +24,7 @@
  * ended. If the runner dies, its children are adopted like the jobs of an
  * earlier gpuctld, and the next start spawns a new runner.
  */
+#include "clock.h"
 #include "config.h"
 #include "queue.h"
 #include "runjob.h"
@@ -154,20 +155,6 @@ struct queue {
 	uint64_t started_total;
 	double wait_total;           /* seconds queued, over every job started */
 };
-
-static long long now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static long long mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -619,7 +606,7 @@ static json_t *op_cancel(struct queue *q, const struct client *c, json_t *req)
 	char why[96];
 	snprintf(why, sizeof why, "cancelled by uid %u", (unsigned)c->uid);
 	if (j.state == JOB_QUEUED) {
-		int r = store_cancel(q->st, j.id, why, now_ms());
+		int r = store_cancel(q->st, j.id, why, clock_real_ms());
 		ans = r == 1 ? json_pack("{s:b, s:s}", "ok", 1, "state", "cancelled")
 			     : fail("job %lld has just started or ended; look again", (long long)j.id);
 	} else if (j.state == JOB_RUNNING) {
@@ -723,7 +710,7 @@ static void lost(struct queue *q, int64_t id, const char *when)
 		logf_("job %lld %s", (long long)id, why);
 		return;
 	}
-	store_finish(q->st, id, JOB_LOST, 1, why, now_ms());
+	store_finish(q->st, id, JOB_LOST, 1, why, clock_real_ms());
 	logf_("job %lld %s", (long long)id, why);
 	q->deps_dirty = true;
 }
@@ -768,7 +755,7 @@ static void record_end(struct queue *q, struct fin *f)
 		snprintf(why, sizeof why, "its log could not be created (exit status 126; gpuctld's log says why)");
 	else if (code)
 		snprintf(why, sizeof why, "exit status %d", code);
-	if (store_finish(q->st, id, s, code, why, now_ms()) != 1)
+	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
 		logf_("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
 	q->deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
@@ -815,9 +802,9 @@ static int runner_take(struct queue *q, int kind, struct spawnrec *out)
 /* wait (at most RUNNER_TIMEOUT_MS) for the runner's next record of this kind: 0, or -1 */
 static int runner_wait(struct queue *q, int kind, struct spawnrec *out)
 {
-	long long deadline = mono_ms() + RUNNER_TIMEOUT_MS;
+	long long deadline = clock_mono_ms() + RUNNER_TIMEOUT_MS;
 	while (!runner_take(q, kind, out)) {
-		long long left = deadline - mono_ms();
+		long long left = deadline - clock_mono_ms();
 		struct pollfd p = {.fd = q->rfd, .events = POLLIN};
 		if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR) || runner_read(q) < 0)
 			return -1;
@@ -902,7 +889,7 @@ static int runner_send(struct queue *q, const char *buf, size_t len, const int *
 		struct cmsghdr align;
 	} u;
 	memset(&u, 0, sizeof u);
-	long long deadline = mono_ms() + RUNNER_TIMEOUT_MS;
+	long long deadline = clock_mono_ms() + RUNNER_TIMEOUT_MS;
 	size_t off = 0;
 	while (off < len) {
 		struct iovec iov = {.iov_base = (char *)buf + off, .iov_len = len - off};
@@ -923,7 +910,7 @@ static int runner_send(struct queue *q, const char *buf, size_t len, const int *
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		long long left = deadline - mono_ms();
+		long long left = deadline - clock_mono_ms();
 		struct pollfd p = {.fd = q->rfd, .events = POLLOUT};
 		if (n == 0 || errno != EAGAIN || left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
 			return -1;
@@ -966,8 +953,8 @@ static pid_t runner_spawn(struct queue *q, const struct spawnreq *r, const int *
 /* inside the round's transaction: job id could not be started on gpus, and why; -1 */
 static int start_failed(struct queue *q, int64_t id, const char *gpus, const char *why)
 {
-	store_start(q->st, id, 0, 0, gpus, now_ms());
-	store_finish(q->st, id, JOB_FAILED, 1, why, now_ms());
+	store_start(q->st, id, 0, 0, gpus, clock_real_ms());
+	store_finish(q->st, id, JOB_FAILED, 1, why, clock_real_ms());
 	logf_("job %lld failed to start: %s", (long long)id, why);
 	q->deps_dirty = true;
 	return -1;
@@ -1092,7 +1079,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const str
 		close(go[1]);
 		return start_failed(q, j->id, gpus, why);
 	}
-	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, now_ms()) != 1) {
+	if (store_start(q->st, j->id, pid, proc_start(pid), gpus, clock_real_ms()) != 1) {
 		logf_("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
 		close(go[1]); /* it leaves without running anything; the runner reaps it */
 		return -1;
@@ -1213,7 +1200,7 @@ static void render(struct queue *q)
 	size_t len = 0;
 	struct job *v;
 	size_t n;
-	q->rendered = mono_ms();
+	q->rendered = clock_mono_ms();
 	q->render_at = 0;
 	if (store_brief(q->st, STORE_LIVE, SIZE_MAX, &v, &n) < 0)
 		return;
@@ -1293,7 +1280,7 @@ static void render(struct queue *q)
 static void render_later(struct queue *q)
 {
 	if (!q->render_at) {
-		long long now = mono_ms(), next = q->rendered + RENDER_MS;
+		long long now = clock_mono_ms(), next = q->rendered + RENDER_MS;
 		q->render_at = next > now ? next : now;
 	}
 }
@@ -1311,7 +1298,7 @@ char *queue_jobs_json(struct queue *q, size_t *len)
 size_t queue_metrics(struct queue *q, char *buf, size_t len)
 {
 	pthread_mutex_lock(&q->mlock);
-	double oldest = q->oldest_ms ? (now_ms() - q->oldest_ms) / 1000.0 : 0;
+	double oldest = q->oldest_ms ? (clock_real_ms() - q->oldest_ms) / 1000.0 : 0;
 	int n = snprintf(buf, len,
 			 "%s# HELP gpuctl_queue_oldest_wait_seconds How long the longest-waiting queued job has "
 			 "waited (0: none waits).\n# TYPE gpuctl_queue_oldest_wait_seconds gauge\n"
@@ -1338,7 +1325,7 @@ static void cancel_orphans(struct queue *q)
 	for (size_t i = 0; i < n; i++) {
 		bool failed;
 		if (!deps_state(q, &v[i], &failed) && failed)
-			store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
+			store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", clock_real_ms());
 	}
 	store_list_free(v, n);
 }
@@ -1398,7 +1385,7 @@ static void dispatch(struct queue *q)
 			bool failed;
 			if (!deps_state(q, &v[i], &failed)) {
 				if (failed) {
-					store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", now_ms());
+					store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", clock_real_ms());
 					memo_cancelled(q, v[i].id);
 				}
 				continue;
@@ -1468,7 +1455,7 @@ static void settle(struct queue *q)
 		return;
 	}
 	q->nfin = 0;
-	long long now = now_ms();
+	long long now = clock_real_ms();
 	for (size_t i = 0; i < q->ngo; i++) {
 		(void)!write(q->go[i].fd, "x", 1); /* go */
 		close(q->go[i].fd);
@@ -1516,9 +1503,9 @@ static void prune_logs(struct queue *q)
 	long long every = keep > 0 && jkeep > 0 ? (half_or_hour(keep) < half_or_hour(jkeep) ? half_or_hour(keep)
 											     : half_or_hour(jkeep))
 				      : half_or_hour(keep > 0 ? keep : jkeep);
-	q->prune_at = mono_ms() + every;
+	q->prune_at = clock_mono_ms() + every;
 	if (keep > 0) {
-		int64_t cut = now_ms() - keep;
+		int64_t cut = clock_real_ms() - keep;
 		struct prune p = {.q = q};
 		if (store_ended(q->st, q->pruned_until, cut, prune_log, &p) < 0) {
 			logf_("cannot list the jobs whose logs are due for removal: %s", store_errmsg(q->st));
@@ -1530,7 +1517,7 @@ static void prune_logs(struct queue *q)
 	}
 	if (jkeep > 0) {
 		/* records go, with the logs they still have (a --job-keep shorter than --log-keep) */
-		int64_t cut = now_ms() - jkeep;
+		int64_t cut = clock_real_ms() - jkeep;
 		struct prune p = {.q = q};
 		if (store_ended(q->st, 0, cut, prune_log, &p) < 0)
 			return;
@@ -1573,7 +1560,7 @@ static void accept_client(struct queue *q)
 		return;
 	}
 	q->cl[q->ncl++] = (struct client){.fd = fd, .uid = cr.uid, .gid = cr.gid,
-					  .deadline = mono_ms() + CLIENT_TIMEOUT_MS};
+					  .deadline = clock_mono_ms() + CLIENT_TIMEOUT_MS};
 }
 
 /* send what the client's socket takes now of its answer; drop it once all is sent */
@@ -1657,7 +1644,7 @@ static void serve_client(struct queue *q, size_t i)
 	c->out = line;
 	c->outlen = len;
 	c->outoff = 0;
-	c->deadline = mono_ms() + CLIENT_TIMEOUT_MS;
+	c->deadline = clock_mono_ms() + CLIENT_TIMEOUT_MS;
 	write_answer(q, i);
 }
 
@@ -1710,7 +1697,7 @@ static void recover(struct queue *q)
 			} else if (st) {
 				/* it ended while gpuctld was away and left its status */
 				store_finish(q->st, v[i].id, code == 0 ? JOB_DONE : JOB_FAILED, code,
-					     code ? "exit status left while gpuctld was away" : "", now_ms());
+					     code ? "exit status left while gpuctld was away" : "", clock_real_ms());
 			} else {
 				lost(q, v[i].id, "while gpuctld was away");
 			}
@@ -1725,7 +1712,7 @@ static int sooner(int wait, long long at)
 {
 	if (!at)
 		return wait;
-	long long d = at - mono_ms();
+	long long d = at - clock_mono_ms();
 	return d < 0 ? 0 : d < wait ? (int)d : wait;
 }
 
@@ -1734,7 +1721,7 @@ static void *loop(void *arg)
 	struct queue *q = arg;
 	recover(q);
 	if (q->o.log_keep_ms > 0 || q->o.job_keep_ms > 0)
-		q->prune_at = mono_ms(); /* at once, then every half --log-keep or --job-keep */
+		q->prune_at = clock_mono_ms(); /* at once, then every half --log-keep or --job-keep */
 	q->dirty = q->deps_dirty = true;
 	settle(q);
 	if (q->render_at)
@@ -1770,7 +1757,7 @@ static void *loop(void *arg)
 			else if (p[base + i].revents)
 				serve_client(q, i);
 		base += ncl;
-		long long now = mono_ms();
+		long long now = clock_mono_ms();
 		for (size_t i = q->ncl; i-- > 0;)
 			if (now > q->cl[i].deadline)
 				drop_client(q, i); /* too slow to send its request */
@@ -1783,9 +1770,9 @@ static void *loop(void *arg)
 		runner_exits(q);
 		if (q->dirty || q->nfin)
 			settle(q);
-		if (q->render_at && mono_ms() >= q->render_at)
+		if (q->render_at && clock_mono_ms() >= q->render_at)
 			render(q);
-		if (q->prune_at && mono_ms() >= q->prune_at)
+		if (q->prune_at && clock_mono_ms() >= q->prune_at)
 			prune_logs(q);
 	}
 	return NULL;

@@ -6,6 +6,7 @@
  * and copy, so a scrape costs a memcpy however many scrapes come in, and
  * never waits on the driver.
  */
+#include "clock.h"
 #include "sampler.h"
 #include "metrics.h"
 #include "snapjson.h"
@@ -58,9 +59,7 @@ struct sampler {
 
 int64_t sampler_now_ms(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	return clock_mono_ms();
 }
 
 void frame_unref(struct frame *f)

@@ -45,6 +45,7 @@
  * Everything is opened relative to the directory with O_NOFOLLOW (a planted
  * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
  */
+#include "clock.h"
 #include "lease.h"
 #include "errbuf.h"
 #include "proc.h"
@@ -247,13 +248,6 @@ void lease_dir_close(struct lease_dir *d)
 const char *lease_dir_path(const struct lease_dir *d)
 {
 	return d->path;
-}
-
-static long long mono_now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static bool valid_uuid(const char *u)
@@ -1077,7 +1071,7 @@ int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char 
 	free(held);
 	if (rc < 0)
 		return rc;
-	long long now = mono_now_ms();
+	long long now = clock_mono_ms();
 	for (;;) {
 		size_t first = 0;
 		for (size_t i = 1; i < t->nahead; i++)

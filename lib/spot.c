@@ -14,6 +14,7 @@
  * struct spot_curl): the commands that watch no cloud start without it.
  */
 #define SPOT_INTERNAL
+#include "clock.h"
 #include "spot.h"
 #include "errbuf.h"
 #include "gpuctl/gpuctl.h"
@@ -247,16 +248,12 @@ int spot_parse_rfc1123(const char *s, int64_t *ms)
 
 int64_t spot_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_real_ms();
 }
 
 int64_t spot_mono_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_mono_ms();
 }
 
 const struct spot_opts *spot_opts_of(const struct spot_watcher *w)

@@ -8,6 +8,7 @@
  * the job is alive, its GPUs sit at 0 % and its processes gain no CPU time
  * for --hang-timeout.
  */
+#include "clock.h"
 #include "supervise.h"
 #include "ckpt.h"
 #include "spot.h"
@@ -74,20 +75,6 @@ static void logf_(struct sv_opts *o, const char *fmt, ...)
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	o->log(o->arg, line);
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t real_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void clock_text(int64_t ms, char *buf, size_t len)
@@ -239,13 +226,13 @@ static void stop_job(struct sv_opts *o, struct attempt *a, enum sv_end why, int6
 		if (deadline_real_ms > 0) {
 			/* a notice whose time has passed (or nearly, or a clock that is off) still
 			 * leaves the job its SIGTERM handler: SV_MIN_GRACE_MS at least */
-			int64_t left = deadline_real_ms - real_ms() - o->margin_ms;
+			int64_t left = deadline_real_ms - clock_real_ms() - o->margin_ms;
 			grace = left > SV_MIN_GRACE_MS ? (int)(left < 86400000 ? left : 86400000) : SV_MIN_GRACE_MS;
 		}
 	}
 	a->stopping = true;
 	a->reason = why;
-	a->kill_at = mono_ms() + grace;
+	a->kill_at = clock_mono_ms() + grace;
 	kill(-a->pid, SIGTERM);
 	logf_(o, "sent SIGTERM to the job (process group %d); SIGKILL in %.1f s if it is still running",
 	      (int)a->pid, grace / 1000.0);
@@ -384,13 +371,13 @@ static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigne
 		o->started(o->arg, pid);
 
 	struct attempt a = {.pid = pid, .last_cpu = -1};
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 	a.last_progress = now;
 	a.next_check = o->hang_timeout_ms > 0 ? now : -1;
 	int status = 0;
 	bool done = false;
 	while (!done) {
-		now = mono_ms();
+		now = clock_mono_ms();
 		int64_t wake = -1;
 		if (a.stopping && !a.killed)
 			wake = a.kill_at;
@@ -427,7 +414,7 @@ static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigne
 				if (!done)
 					on_notice(o, &a, &ev, orig, r);
 		}
-		now = mono_ms();
+		now = clock_mono_ms();
 		if (!done && a.stopping && !a.killed && now >= a.kill_at) {
 			logf_(o, "the job did not stop within the grace time: SIGKILL");
 			kill(-pid, SIGKILL);
@@ -473,7 +460,7 @@ void sv_new_run_id(char out[33])
 {
 	unsigned char b[8];
 	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-		int64_t t = real_ms() ^ getpid();
+		int64_t t = clock_real_ms() ^ getpid();
 		memcpy(b, &t, sizeof b);
 	}
 	for (size_t i = 0; i < sizeof b; i++)
@@ -518,9 +505,9 @@ int sv_run(struct sv_opts *o, struct sv_result *r)
 		logf_(o, "the job %s (status %d); restarting in %.1f s (restart %u of at most %u)",
 		      sv_end_name(r->end), r->status, wait / 1000.0, attempt + 1, o->max_restarts);
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
-		int64_t until = mono_ms() + wait;
+		int64_t until = clock_mono_ms() + wait;
 		bool stop = false;
-		for (int64_t left = wait; left > 0 && !stop; left = until - mono_ms()) {
+		for (int64_t left = wait; left > 0 && !stop; left = until - clock_mono_ms()) {
 			if (poll(&p, 1, (int)left) > 0) {
 				struct signalfd_siginfo si;
 				while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)

@@ -1,6 +1,7 @@
 /*
  * capture.c — run a helper program and take its output (see capture.h).
  */
+#include "clock.h"
 #include "capture.h"
 
 #include <errno.h>
@@ -14,13 +15,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 int capture_run(char *const argv[], const char *input, bool with_stderr, int timeout_ms, char **out, int *why)
 {
@@ -84,10 +78,10 @@ int capture_run(char *const argv[], const char *input, bool with_stderr, int tim
 	close(ep[0]);
 	char *buf = malloc(CAPTURE_OUT_MAX + 1);
 	size_t n = 0;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock_mono_ms() + timeout_ms;
 	bool timeout = false;
 	while (!missing && buf) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_mono_ms();
 		if (left <= 0) {
 			timeout = true;
 			break;
@@ -117,7 +111,7 @@ int capture_run(char *const argv[], const char *input, bool with_stderr, int tim
 		pid_t w = waitpid(pid, &st, timeout ? 0 : WNOHANG);
 		if (w == pid || (w < 0 && errno != EINTR))
 			break;
-		if (w == 0 && now_ms() >= deadline)
+		if (w == 0 && clock_mono_ms() >= deadline)
 			timeout = true;
 		else if (w == 0)
 			poll(NULL, 0, 10);

@@ -7,6 +7,7 @@
  * a signal N ended it). The lease files pass to the command, so its GPUs
  * stay leased for exactly as long as any process of the job lives.
  */
+#include "clock.h"
 #include "runjob.h"
 #include <getopt.h>
 #include "jobstatus.h"
@@ -39,13 +40,6 @@ static void catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		sigaction(sigs[i], &sa, NULL);
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int set_env(struct runjob *j, const unsigned *chosen)
@@ -475,7 +469,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	struct lease *l = NULL;
 	struct lease_ticket *t = NULL;
 	struct spot_watcher *watcher = NULL;
-	long long deadline = j->timeout_ms >= 0 ? now_ms() + j->timeout_ms : -1;
+	long long deadline = j->timeout_ms >= 0 ? clock_mono_ms() + j->timeout_ms : -1;
 	bool resample = false; /* request_prepare has just sampled */
 	unsigned races = 0;
 	if (!chosen) {
@@ -523,7 +517,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 			rc = 128 + got_signal;
 			break;
 		}
-		long long left = deadline < 0 ? 1000 : deadline - now_ms();
+		long long left = deadline < 0 ? 1000 : deadline - clock_mono_ms();
 		if (deadline >= 0 && left <= 0) {
 			cli_err("gave up waiting for %s after the --wait timeout: %s", desc, why);
 			rc = EXIT_FAIL;
