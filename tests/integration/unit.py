@@ -17,14 +17,17 @@ unit file itself, so the test fails when the unit regresses:
                    node added
 
 A real user (created here) then submits a job from a directory under /home
-that writes a file there; it must run, write the file and its output must
-be in `gpuctl logs`. With the unit of 1ec17da (ProtectSystem=strict,
-ProtectHome=yes) gpuctld exits 1 (it cannot make /var/lib/gpuctl/logs).
+that reads a file the user left in the machine's /tmp and writes a file
+there; it must run, write the file and its output must be in `gpuctl logs`.
+With the unit of 1ec17da (ProtectSystem=strict, ProtectHome=yes, PrivateTmp,
+NoNewPrivileges) gpuctld exits at start: it cannot make /var/lib/gpuctl
+(or, where that exists, its logs directory).
 Also checked, as settings (their effect needs systemd): KillMode=process
-(restarting gpuctld must leave its jobs running, for the next one to adopt)
-and RuntimeDirectoryMode=1777 with RuntimeDirectoryPreserve=yes (the lease
-directory every user shares is never removed while leases may live in it).
-Skips (77) unless root with useradd, unshare and mount.
+(restarting gpuctld must leave its jobs running, for the next one to adopt),
+RuntimeDirectoryMode=1777 with RuntimeDirectoryPreserve=yes (the lease
+directory every user shares is never removed while leases may live in it),
+and none of the settings in NOTICED, which jobs would notice.
+Skips (77) unless root with useradd, unshare, mount and setpriv.
 Usage: unit.py GPUCTLD GPUCTL SRCDIR [UNIT-FILE]
 """
 import os
@@ -41,8 +44,8 @@ import testusers
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 UNIT = sys.argv[4] if len(sys.argv) > 4 else os.path.join(SRC, "contrib", "gpuctld.service")
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
-    print("SKIP: the unit test needs root, unshare and mount")
+if os.geteuid() != 0 or not all(shutil.which(c) for c in ("unshare", "mount", "setpriv")):
+    print("SKIP: the unit test needs root, unshare, mount and setpriv")
     sys.exit(77)
 errors = []
 
@@ -76,17 +79,37 @@ def last(key, default=""):
     return svc.get(key, [default])[-1]
 
 
+# settings a job would notice that a mount namespace cannot reproduce: the unit must not set them
+NOTICED = {
+    "User": "gpuctld must be root to start jobs as their users",
+    "PrivateDevices": "NVML and the jobs need /dev/nvidia*",
+    "DevicePolicy": "NVML and the jobs need /dev/nvidia*",
+    "DeviceAllow": "NVML and the jobs need /dev/nvidia*",
+    "ProtectClock": "it closes the device policy: NVML and the jobs need /dev/nvidia*",
+    "PrivateNetwork": "NCCL and multi-node jobs need the network",
+    "RestrictAddressFamilies": "NCCL and InfiniBand verbs use netlink",
+    "SystemCallFilter": "jobs run any program",
+    "MemoryDenyWriteExecute": "JIT compilers a job runs (numba, Java, PyPy) make the code they write executable",
+    "RestrictNamespaces": "a job may start a container (Apptainer, bubblewrap)",
+    "PrivateUsers": "jobs run as their real users",
+}
+
+
 A, B = testusers.create("the unit test creates two users")
 work = tempfile.mkdtemp(prefix="gpuctl-unit-")
 os.chmod(work, 0o755)
 home = tempfile.mkdtemp(prefix="gpuctl-unit-", dir="/home") if os.path.isdir("/home") else None
-d = None
+d = utmp = None
 try:
     # ---- what the unit says, before it runs
     check("unit", last("KillMode") == "process", f"KillMode={last('KillMode')!r}: a restart would kill every job")
     check("unit", last("RuntimeDirectoryMode") == "1777" and last("RuntimeDirectoryPreserve") == "yes",
           "the lease directory must be 1777 and preserved: "
           f"RuntimeDirectoryMode={last('RuntimeDirectoryMode')!r} Preserve={last('RuntimeDirectoryPreserve')!r}")
+
+    for key, why in NOTICED.items():
+        v = last(key, "")
+        check("unit", v in ("", "no", "false", "root", "auto"), f"{key}={v}: {why}")
 
     # ---- the namespace: the unit's file system settings, then ExecStart. /var/lib and /run are
     # stand-ins (temporary directories bound over them inside the namespace only), so that the
@@ -159,6 +182,11 @@ try:
         if "queue on" in line:
             queue_up = True
             break
+    if not queue_up:
+        try:
+            d.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
     check("start", queue_up, f"gpuctld under the unit's settings did not start its queue: {said[-3:]} "
           f"(exit {d.poll()})")
 
@@ -169,9 +197,14 @@ try:
         shutil.chown(home, A)
         shutil.chown(wdir, A)
         os.chmod(home, 0o755)
+        # a file the user left in the machine's /tmp, for the job to read (PrivateTmp= would hide it)
+        utmp = tempfile.mkdtemp(prefix="gpuctl-unit-")
+        shutil.chown(utmp, A)
+        with open(os.path.join(utmp, "in"), "w") as f:
+            f.write("done\n")
         uenv = dict(env, GPUCTL_QUEUE_SOCKET=os.path.join(run_dir, "gpuctld.sock"), GPUCTL_STATE_DIR=run_dir)
         p = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "--", "sh", "-c",
-                                                 "echo hello from $(pwd); echo done > result"),
+                                                 f"echo hello from $(pwd); cat {utmp}/in > result"),
                            env=uenv, capture_output=True, text=True, timeout=30, cwd=wdir)
         job = p.stdout.strip()
         check("job", p.returncode == 0 and job.isdigit(), f"submit from {wdir}: {p.returncode} {p.stderr!r}")
@@ -188,7 +221,9 @@ try:
         lg = subprocess.run(["unshare", "-m", "--", "sh", "-c", view], env=uenv, capture_output=True, text=True,
                             timeout=30)
         check("job", f"hello from {wdir}" in lg.stdout, f"gpuctl logs {job}: {lg.stdout!r} {lg.stderr!r}")
-        print(f"job: {A}'s job ran in {wdir} under the unit's settings, wrote its file, and its log says so")
+        if not any(e.startswith("job:") for e in errors):
+            print(f"job: {A}'s job ran in {wdir} under the unit's settings, read /tmp, wrote its file "
+                  "and its log says so")
     elif not home:
         print("SKIP part: no /home on this machine")
 finally:
@@ -199,6 +234,8 @@ finally:
         except subprocess.TimeoutExpired:
             d.kill()
     subprocess.run(["rm", "-rf", work])
+    if utmp:
+        subprocess.run(["rm", "-rf", utmp])
     if home:
         subprocess.run(["rm", "-rf", home])
     testusers.cleanup()
