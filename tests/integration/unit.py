@@ -9,6 +9,8 @@ unit file itself, so the test fails when the unit regresses:
   ProtectHome=     yes: /home, /root, /run/user empty and closed (tmpfs 000);
                    read-only: read-only
   PrivateTmp=      yes: /tmp and /var/tmp private and empty
+  NoNewPrivileges=yes, CapabilityBoundingSet=, ProtectKernelModules=yes (its
+                   bounding set): setpriv --nnp / --bounding-set on gpuctld
   StateDirectory=, RuntimeDirectory=, LogsDirectory=, ReadWritePaths=:
                    writable, made with their modes (temporary directories
                    stand in for /var/lib/gpuctl and /run/gpuctl, bound over
@@ -18,7 +20,9 @@ unit file itself, so the test fails when the unit regresses:
 
 A real user (created here) then submits a job from a directory under /home
 that reads a file the user left in the machine's /tmp and writes a file
-there; it must run, write the file and its output must be in `gpuctl logs`.
+there; it must run, write the file, its output must be in `gpuctl logs`, and
+it must have what the user's shell has: NoNewPrivs 0 and the machine's
+capability bounding set (a setuid helper such as nvidia-modprobe works).
 With the unit of 1ec17da (ProtectSystem=strict, ProtectHome=yes, PrivateTmp,
 NoNewPrivileges) gpuctld exits at start: it cannot make /var/lib/gpuctl
 (or, where that exists, its logs directory).
@@ -77,6 +81,10 @@ svc = parse_unit(UNIT)
 
 def last(key, default=""):
     return svc.get(key, [default])[-1]
+
+
+def on(key):
+    return last(key, "no").lower() in ("yes", "true", "on", "1")
 
 
 # settings a job would notice that a mount namespace cannot reproduce: the unit must not set them
@@ -165,6 +173,15 @@ try:
     argv = shlex.split(last("ExecStart"))
     check("unit", argv and os.path.basename(argv[0]) == "gpuctld", f"ExecStart runs {argv[:1]}, not gpuctld")
     argv = [GPUCTLD] + argv[1:] + ["--sim", NODE, "--gpuctl", GPUCTL, "--listen", "127.0.0.1:0"]
+    # what the unit does to the credentials gpuctld (and so every job) inherits
+    caps = [c.lower().removeprefix("cap_") for v in svc.get("CapabilityBoundingSet", []) for c in v.lstrip("~").split()]
+    keep_only = any(not v.startswith("~") for v in svc.get("CapabilityBoundingSet", []))
+    bset = ["-all"] + [f"+{c}" for c in caps] if keep_only else [f"-{c}" for c in caps]
+    if on("ProtectKernelModules"):
+        bset.append("-sys_module")
+    if bset or on("NoNewPrivileges"):
+        argv = ["setpriv"] + (["--nnp"] if on("NoNewPrivileges") else []) + \
+            (["--bounding-set", ",".join(bset)] if bset else []) + ["--"] + argv
     sh.append("exec " + " ".join(shlex.quote(a) for a in argv))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
     env["GPUCTL_SIM_RUNDIR"] = os.path.join(work, "rd")
@@ -204,7 +221,8 @@ try:
             f.write("done\n")
         uenv = dict(env, GPUCTL_QUEUE_SOCKET=os.path.join(run_dir, "gpuctld.sock"), GPUCTL_STATE_DIR=run_dir)
         p = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "--", "sh", "-c",
-                                                 f"echo hello from $(pwd); cat {utmp}/in > result"),
+                                                 "echo hello from $(pwd); grep -E '^(NoNewPrivs|CapBnd):' "
+                                                 f"/proc/self/status; cat {utmp}/in > result"),
                            env=uenv, capture_output=True, text=True, timeout=30, cwd=wdir)
         job = p.stdout.strip()
         check("job", p.returncode == 0 and job.isdigit(), f"submit from {wdir}: {p.returncode} {p.stderr!r}")
@@ -221,9 +239,20 @@ try:
         lg = subprocess.run(["unshare", "-m", "--", "sh", "-c", view], env=uenv, capture_output=True, text=True,
                             timeout=30)
         check("job", f"hello from {wdir}" in lg.stdout, f"gpuctl logs {job}: {lg.stdout!r} {lg.stderr!r}")
+        # the job's credentials are what this test's own are (a user's shell on this machine): NoNewPrivs
+        # 0 and the full bounding set, so that setuid helpers work in jobs as they do for their users
+        def creds(text):
+            return dict(ln.split(":\t", 1) for ln in text.splitlines() if ln.startswith(("NoNewPrivs:", "CapBnd:")))
+        mine, got = creds(open("/proc/self/status").read()), creds(lg.stdout)
+        check("job", got.get("NoNewPrivs") == mine["NoNewPrivs"], f"job {job} has NoNewPrivs "
+              f"{got.get('NoNewPrivs')!r}: a setuid helper it runs (sudo, fusermount, nvidia-modprobe) "
+              "would not gain privileges")
+        check("job", got.get("CapBnd") == mine["CapBnd"], f"job {job}'s capability bounding set is "
+              f"{got.get('CapBnd')!r}, not the machine's {mine['CapBnd']}: a setuid helper (nvidia-modprobe "
+              "loading nvidia_uvm) would lack some")
         if not any(e.startswith("job:") for e in errors):
-            print(f"job: {A}'s job ran in {wdir} under the unit's settings, read /tmp, wrote its file "
-                  "and its log says so")
+            print(f"job: {A}'s job ran in {wdir} under the unit's settings, read /tmp, wrote its file, "
+                  "had its user's privileges, and its log says so")
     elif not home:
         print("SKIP part: no /home on this machine")
 finally:
@@ -241,6 +270,7 @@ finally:
     testusers.cleanup()
 
 print(f"unit: {UNIT}: " + " ".join(f"{k}={last(k)}" for k in ("ProtectSystem", "ProtectHome", "PrivateTmp",
+                                                                   "NoNewPrivileges", "ProtectKernelModules",
                                                                    "KillMode", "StateDirectory", "RuntimeDirectory")))
 if errors:
     print("FAIL")
