@@ -14,6 +14,7 @@
  * /usr/local/cuda), python3 on PATH or --python PATH, run with a time limit;
  * the launcher gpuctl launch would run and its Python (src/torchprobe.h).
  */
+#include "slurp.h"
 #include "capture.h"
 #include "cli.h"
 #include "doctor.h"
@@ -40,18 +41,12 @@ _Static_assert((int)CAPTURE_NOT_RUN == (int)DR_PY_MISSING && (int)CAPTURE_TIMEOU
 	       "doctor reads capture_run's codes as its own");
 
 
-/* a whole small file, or NULL */
-static char *slurp(const char *path, size_t max)
+/* a whole small file (lib/slurp.c: a file over 1 MiB is refused, never cut short), or NULL */
+static char *small_file(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return NULL;
-	char *buf = malloc(max + 1);
-	size_t n = buf ? fread(buf, 1, max, f) : 0;
-	fclose(f);
-	if (buf)
-		buf[n] = '\0';
-	return buf;
+	char *buf = NULL, err[300];
+	size_t len;
+	return slurp(path, 1u << 20, &buf, &len, err, sizeof err) == 0 ? buf : NULL;
 }
 
 static bool in_container(void)
@@ -208,7 +203,7 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	char *compat = NULL, *nvcc = NULL, *cjson = NULL, *pyout = NULL;
 	if (e.signatures_dir) {
 		snprintf(path, sizeof path, "%s/../cuda-compat.csv", e.signatures_dir);
-		compat = slurp(path, 1u << 20);
+		compat = small_file(path);
 	}
 	e.compat_csv = compat;
 	const char *cuda_home = getenv("CUDA_HOME");
@@ -229,7 +224,7 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	e.nvcc_out = nvcc;
 	char jpath[4300];
 	snprintf(jpath, sizeof jpath, "%s/version.json", cuda_home ? cuda_home : "/usr/local/cuda");
-	cjson = slurp(jpath, 1u << 20);
+	cjson = small_file(jpath);
 	e.cuda_json = cjson;
 	e.cuda_json_path = jpath;
 	e.python = python ? python : "python3";
