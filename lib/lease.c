@@ -1040,6 +1040,14 @@ static int note_held(struct lease_dir *d, const char *name, void *arg)
 	return 0;
 }
 
+int lease_held(struct lease_dir *d, const char *const *uuids, size_t n, bool *held)
+{
+	for (size_t i = 0; i < n; i++)
+		held[i] = false;
+	struct freecount f = {uuids, n, held};
+	return scan(d, note_held, &f);
+}
+
 static void drop_ahead(struct lease_ticket *t, size_t i)
 {
 	t->ahead[i] = t->ahead[--t->nahead];
@@ -1062,8 +1070,7 @@ int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char 
 	bool *held = calloc(n ? n : 1, sizeof *held);
 	if (!held)
 		return GC_ENOMEM;
-	struct freecount f = {uuids, n, held};
-	int rc = scan(d, note_held, &f);
+	int rc = lease_held(d, uuids, n, held);
 	for (size_t i = 0; i < n; i++) {
 		total += uuids[i] != NULL;
 		nfree += uuids[i] && !held[i];

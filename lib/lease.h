@@ -56,6 +56,11 @@ const char *lease_dir_path(const struct lease_dir *d);
 
 /* Is the GPU leased? 1 held (info filled if non-NULL), 0 free, <0 GC_E*. */
 int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info);
+/*
+ * Which of uuids[n] (NULL entries skipped) are leased: held[i], in one look
+ * at the directory (lease_peek looks once per GPU). 0, or <0 GC_E*.
+ */
+int lease_held(struct lease_dir *d, const char *const *uuids, size_t n, bool *held);
 
 /*
  * Is the GPU leased by an ancestor of this process (the shell of a `gpuctl pick

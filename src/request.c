@@ -371,11 +371,19 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 	int rc;
 	r->raced = false;
 	bool exact = r->gpus_spec || r->placed_spec;
-	for (size_t i = 0; i < r->ngpus; i++) {
-		/* with --gpus only its GPUs' leases matter (the others have no UUID sampled) */
-		int held = d && r->uuids[i] && (!exact || r->wanted[i]) ? lease_peek(d, r->uuids[i], NULL) : 0;
-		r->leased[i] = held == 1;
+	/* with --gpus only its GPUs' leases matter (the others have no UUID sampled); one look at
+	 * the state directory for all of them, however many files others have left in it */
+	const char **look = calloc(r->ngpus ? r->ngpus : 1, sizeof *look);
+	if (!look) {
+		cli_err("out of memory");
+		return GC_ENOMEM;
 	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		look[i] = r->uuids[i] && (!exact || r->wanted[i]) ? r->uuids[i] : NULL;
+	if (!d || lease_held(d, look, r->ngpus, r->leased) < 0)
+		for (size_t i = 0; i < r->ngpus; i++)
+			r->leased[i] = false;
+	free(look);
 	if (d && !r->placed_spec && (rc = inside_own_lease(r, d)))
 		return rc;
 	bool ok;
