@@ -74,7 +74,7 @@ fuzz: deps
 	  if [ "$$(id -u)" = 0 ]; then echo "installing clang"; apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang >/dev/null || exit 1; \
 	  else echo "make fuzz needs clang; run: sudo apt-get install -y clang" >&2; exit 1; fi; }
-	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_lundef=false >/dev/null
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true >/dev/null
 	ninja -C $(FUZZ_BUILD) $(addprefix tests/fuzz/fuzz-,$(FUZZ_TARGETS))
 	@mkdir -p $(FUZZ_BUILD)/artifacts; rc=0; \
 	for t in $(FUZZ_TARGETS); do \

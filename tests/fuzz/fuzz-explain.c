@@ -1,7 +1,7 @@
 /*
  * fuzz-explain.c — fuzz target for the signature matcher (lib/explain.c):
  * any bytes must scan without a crash, an overflow or a leak.
- *   libFuzzer:  make fuzz (or CC=clang meson setup build-fuzz -Dfuzz=true -Db_lundef=false), then
+ *   libFuzzer:  make fuzz (or CC=clang meson setup build-fuzz -Dfuzz=true), then
  *               mkdir -p /tmp/fz && build-fuzz/tests/fuzz/fuzz-explain /tmp/fz tests/explain
  *               (libFuzzer writes new inputs into the first directory only)
  *   make check: tests/unit/test-explain-replay feeds it the corpus and

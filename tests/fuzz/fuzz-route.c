@@ -3,7 +3,7 @@
  * (daemon/route.c): request paths, the ?seconds= parameter and --listen
  * addresses must never crash, overflow or leak, and what they accept must
  * be consistent (a port in range, a route only for the known paths).
- *   libFuzzer:  make fuzz (or CC=clang meson setup build-fuzz -Dfuzz=true -Db_lundef=false), then
+ *   libFuzzer:  make fuzz (or CC=clang meson setup build-fuzz -Dfuzz=true), then
  *               build-fuzz/tests/fuzz/fuzz-route /tmp/fz-route
  *   make check: tests/unit/test-route-replay runs it on deterministic
  *               random and mutated inputs under ASan.
