@@ -25,6 +25,18 @@ static uint64_t rnd(void)
 #define MAX_FILES 256
 #define MAX_SIZE (1u << 20)
 
+/* as libFuzzer does: the target gets exactly m bytes, so ASan sees a read past them */
+static void run(const uint8_t *p, size_t m)
+{
+	uint8_t *copy = malloc(m);
+	if (!copy && m)
+		return;
+	if (m)
+		memcpy(copy, p, m);
+	LLVMFuzzerTestOneInput(copy, m);
+	free(copy);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -50,7 +62,7 @@ int main(int argc, char **argv)
 		len[n] = in[n] ? fread(in[n], 1, MAX_SIZE, f) : 0;
 		fclose(f);
 		if (in[n])
-			LLVMFuzzerTestOneInput(in[n], len[n]);
+			run(in[n], len[n]);
 		n++;
 	}
 	closedir(d);
@@ -75,7 +87,7 @@ int main(int argc, char **argv)
 				m += add;
 			}
 		}
-		LLVMFuzzerTestOneInput(buf, m);
+		run(buf, m);
 	}
 	printf("%s: %zu corpus files and %ld mutations, no crash\n", argv[1], n, muts);
 	for (size_t i = 0; i < n; i++)
