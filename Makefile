@@ -9,6 +9,7 @@ DEMO_NODE = examples/nodes/h100-8x-sxm.json
 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_TIMEOUT ?= 10
 FUZZ_TARGETS = explain route catalog spot visible node
 
 .PHONY: all build deps demo check check-plain check-san bench fuzz clean
@@ -68,7 +69,9 @@ bench: build
 # libFuzzer on each target for FUZZ_SECONDS (default 60), with clang (installed when missing,
 # as root), the whole build instrumented (-Dfuzz=true). Each runs on a copy of its in-tree
 # corpus (tests/fuzz/corpus/TARGET; tests/explain for explain), which is never rewritten;
-# a crash fails the target and leaves its input in $(FUZZ_BUILD)/artifacts/.
+# a crash, a leak, a UBSan finding or one input running past FUZZ_TIMEOUT seconds (a hang:
+# libFuzzer's own default is 20 minutes) fails the target and leaves its input in
+# $(FUZZ_BUILD)/artifacts/.
 fuzz: deps
 	@command -v clang >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then echo "installing clang"; apt-get update -qq && \
@@ -80,7 +83,7 @@ fuzz: deps
 	for t in $(FUZZ_TARGETS); do \
 	  seeds=tests/fuzz/corpus/$$t; [ $$t = explain ] && seeds=tests/explain; \
 	  work=$$(mktemp -d); cp -r $$seeds/. $$work/; \
-	  if ./$(FUZZ_BUILD)/tests/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) \
+	  if ./$(FUZZ_BUILD)/tests/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
 	       -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $$work > $(FUZZ_BUILD)/fuzz-$$t.log 2>&1; then \
 	    echo "fuzz-$$t: $$(grep -E '^#[0-9]+.*DONE' $(FUZZ_BUILD)/fuzz-$$t.log | tail -1)"; \
 	  else echo "fuzz-$$t: FAILED, see $(FUZZ_BUILD)/fuzz-$$t.log and $(FUZZ_BUILD)/artifacts/"; rc=1; fi; \
