@@ -58,7 +58,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -419,12 +418,7 @@ static void read_record(int fd, const struct stat *st, struct lease_info *i, uin
 	}
 	i->uid = st->st_uid;
 	i->since = (int64_t)st->st_ctim.tv_sec;
-	struct passwd pw, *res = NULL;
-	char pwbuf[2048];
-	if (getpwuid_r(i->uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
-		snprintf(i->user, sizeof i->user, "%s", res->pw_name);
-	else
-		snprintf(i->user, sizeof i->user, "%u", (unsigned)i->uid);
+	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
 	/* a live process of someone else's is not the owner's job (a gone one names nobody) */
 	if (i->pid > 0 && owner_of(i->pid) != st->st_uid && owner_of(i->pid) != (uid_t)-1)
 		i->pid = 0;

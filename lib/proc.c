@@ -97,7 +97,7 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 	return 0;
 }
 
-static void user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache)
+void proc_user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache)
 {
 	if (cache) {
 		for (size_t i = 0; i < cache->n; i++) {
@@ -152,7 +152,7 @@ void proc_describe(gc_proc *p, const char *procfs, struct uid_cache *cache)
 		return;
 	p->visible = true;
 	p->uid = st.st_uid;
-	user_name(st.st_uid, p->user, sizeof p->user, cache);
+	proc_user_name(st.st_uid, p->user, sizeof p->user, cache);
 
 	char raw[4096];
 	snprintf(path, sizeof path, "%s/%u/cmdline", procfs, (unsigned)p->pid);

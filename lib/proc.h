@@ -20,6 +20,12 @@ struct uid_cache {
 void proc_describe(gc_proc *p, const char *procfs, struct uid_cache *cache);
 
 /*
+ * The name of user uid (safe for a terminal), or the number when it has none;
+ * through cache when non-NULL.
+ */
+void proc_user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache);
+
+/*
  * From /proc/PID/stat: its state letter ('R', 'S', 'Z' for a zombie, ...), its
  * parent and when it started (field 22, clock ticks since boot), each when
  * non-NULL. 0, or -1 when there is no such process (or no /proc).

@@ -2,6 +2,7 @@
  * request.c — the GPU request shared by `run` and `pick` (see request.h).
  */
 #include "request.h"
+#include "proc.h"
 #include "units.h"
 
 #include <ctype.h>
@@ -501,12 +502,7 @@ void lease_info_self(struct lease_info *i, const char *name, char *const *argv, 
 	memset(i, 0, sizeof *i);
 	i->pid = i->supervisor = getpid();
 	i->uid = getuid();
-	struct passwd pw, *res = NULL;
-	char buf[2048];
-	if (getpwuid_r(i->uid, &pw, buf, sizeof buf, &res) == 0 && res)
-		snprintf(i->user, sizeof i->user, "%s", res->pw_name);
-	else
-		snprintf(i->user, sizeof i->user, "%u", (unsigned)i->uid);
+	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
 	i->since = time(NULL);
 	snprintf(i->name, sizeof i->name, "%s", name ? name : "");
 	size_t off = 0;
