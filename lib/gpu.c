@@ -136,10 +136,10 @@ int gc_sim_library(const char *generation, char *buf, size_t len)
 	return GC_ENOTFOUND;
 }
 
-static int open_library(gc_ctx *ctx, const char *path)
+static int open_library(gc_ctx *ctx, const char *path, const char *sim_node)
 {
 	snprintf(ctx->library, sizeof ctx->library, "%s", path ? path : "libnvidia-ml.so.1");
-	return nvml_open(&ctx->nvml, path, ctx->err, sizeof ctx->err);
+	return nvml_open(&ctx->nvml, path, sim_node, ctx->err, sizeof ctx->err);
 }
 
 int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
@@ -156,8 +156,6 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 				 opts->sim_node);
 			return GC_ESIM;
 		}
-		if (setenv("GPUCTL_SIM_NODE", opts->sim_node, 1) != 0)
-			return GC_ENOMEM;
 		load_sim_texts(ctx, opts->sim_node);
 		if (gc_sim_library("modern", path, sizeof path) != GC_OK) {
 			snprintf(ctx->err, sizeof ctx->err,
@@ -165,7 +163,7 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 			snprintf(ctx->library, sizeof ctx->library, "%s", path);
 			return GC_ENOLIB;
 		}
-		int rc = open_library(ctx, path);
+		int rc = open_library(ctx, path, opts->sim_node);
 		if (rc != GC_OK)
 			return rc;
 		/*
@@ -186,7 +184,7 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 					 want, path);
 				return GC_ENOLIB;
 			}
-			return open_library(ctx, path);
+			return open_library(ctx, path, opts->sim_node);
 		}
 		return GC_OK;
 	}
@@ -195,7 +193,7 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 		if (env && *env)
 			lib = env;
 	}
-	return open_library(ctx, lib);
+	return open_library(ctx, lib, NULL);
 }
 
 void gc_ctx_free(gc_ctx *ctx)

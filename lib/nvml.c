@@ -273,7 +273,7 @@ static int init_error(struct nvml *n, nvmlReturn_t rc, const char *path, char *e
 	}
 }
 
-int nvml_open(struct nvml **out, const char *path, char *err, size_t errlen)
+int nvml_open(struct nvml **out, const char *path, const char *sim_node, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (!path)
@@ -297,6 +297,16 @@ int nvml_open(struct nvml **out, const char *path, char *err, size_t errlen)
 		dlclose(n->dl);
 		free(n);
 		return GC_ENOLIB;
+	}
+	if (sim_node) {
+		typedef int (*set_node_fn)(const char *);
+		set_node_fn set = (set_node_fn)nvml_symbol(n, "gpuctlSimSetNode");
+		if (!set || set(sim_node) != 0) {
+			errbuf_set(err, errlen, "%s is not the gpuctl simulator (no gpuctlSimSetNode)", path);
+			dlclose(n->dl);
+			free(n);
+			return GC_ENOLIB;
+		}
 	}
 	resolve(n);
 	nvmlReturn_t rc = n->init();

@@ -11,10 +11,11 @@ struct nvml;
 
 /*
  * Load `path` (NULL: libnvidia-ml.so.1), resolve symbols, initialise NVML
- * and enumerate devices. On failure returns a GC_E* code with a message in
- * err; *out is NULL.
+ * and enumerate devices. sim_node: the simulator's node file, handed to
+ * the library (gpuctlSimSetNode) before nvmlInit; NULL for a real driver.
+ * On failure returns a GC_E* code with a message in err; *out is NULL.
  */
-int nvml_open(struct nvml **out, const char *path, char *err, size_t errlen);
+int nvml_open(struct nvml **out, const char *path, const char *sim_node, char *err, size_t errlen);
 void nvml_close(struct nvml *n);
 size_t nvml_count(const struct nvml *n);
 const char *nvml_proc_api(const struct nvml *n);

@@ -74,6 +74,30 @@ static struct sim_node *node;	     /* loaded while refcount > 0 */
 static unsigned int refcount;
 static unsigned long long init_calls; /* for "after" on nvmlInit faults */
 static char last_error[512];
+static char *node_path; /* gpuctlSimSetNode's; NULL: $GPUCTL_SIM_NODE */
+
+/*
+ * The node file to simulate, given by libgpuctl's gc_ctx_open before
+ * nvmlInit, so that no library has to set an environment variable for
+ * another. NULL goes back to $GPUCTL_SIM_NODE. 0, or -1 out of memory.
+ */
+int gpuctlSimSetNode(const char *path)
+{
+	char *p = path ? strdup(path) : NULL;
+	if (path && !p)
+		return -1;
+	pthread_mutex_lock(&lock);
+	free(node_path);
+	node_path = p;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+/* the node file: the one set, else $GPUCTL_SIM_NODE (called with lock held) */
+static const char *node_file(void)
+{
+	return node_path ? node_path : getenv("GPUCTL_SIM_NODE");
+}
 
 const char *gpuctlSimLastError(void)
 {
@@ -151,7 +175,7 @@ static nvmlReturn_t init_common(bool v2)
 	pthread_mutex_lock(&lock);
 	call = init_calls++;
 	if (!node) {
-		const char *path = getenv("GPUCTL_SIM_NODE");
+		const char *path = node_file();
 
 		if (!path || !path[0]) {
 			snprintf(last_error, sizeof(last_error),
@@ -430,7 +454,7 @@ static nvmlReturn_t cuda_version(const char *fn, int *v)
 	pthread_mutex_lock(&lock);
 	n = node;
 	if (!n) {
-		const char *path = getenv("GPUCTL_SIM_NODE");
+		const char *path = node_file();
 
 		n = path && path[0] ? sim_node_load(path, err, sizeof(err)) : NULL;
 	}

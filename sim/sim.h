@@ -160,6 +160,7 @@ nvmlReturn_t nvmlInit(void);
 nvmlReturn_t nvmlShutdown(void);
 const char *nvmlErrorString(nvmlReturn_t r);
 const char *gpuctlSimLastError(void);
+int gpuctlSimSetNode(const char *path);
 /*
  * The driver generation the loaded node declares ("modern", "r535", ...), or
  * this library's own before a node is loaded. gpuctl reopens the matching

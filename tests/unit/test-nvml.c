@@ -151,6 +151,24 @@ static void test_legacy_memory_v1(void **state)
 	gc_ctx_free(ctx);
 }
 
+/*
+ * gc_ctx_open hands the node file to the simulator and touches no
+ * environment variable; a second context with another node sees that one
+ */
+static void test_open_sets_no_environment(void **state)
+{
+	(void)state;
+	unsetenv("GPUCTL_SIM_NODE");
+	gc_ctx *ctx = open_node("tests/cli/nodes", "full-2x.json");
+	assert_null(getenv("GPUCTL_SIM_NODE"));
+	assert_int_equal(gc_ctx_count(ctx), 2);
+	gc_ctx_free(ctx);
+	ctx = open_node("examples/nodes", "h100-8x-sxm.json");
+	assert_null(getenv("GPUCTL_SIM_NODE"));
+	assert_int_equal(gc_ctx_count(ctx), 8);
+	gc_ctx_free(ctx);
+}
+
 static void test_r410(void **state)
 {
 	(void)state;
@@ -438,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_r535_no_garbage_pids),
 		cmocka_unit_test(test_legacy_memory_v1),
 		cmocka_unit_test(test_r410),
+		cmocka_unit_test(test_open_sets_no_environment),
 		cmocka_unit_test(test_many_processes),
 		cmocka_unit_test(test_registered_process),
 		cmocka_unit_test(test_gpu_lost_mid_run),
