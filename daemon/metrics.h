@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "lease.h"
 
 /* NVML errors seen by the sampler, by function and status, since start */

@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "errbuf.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "lease.h"
 #include "pidlock.h"
 #include "proc.h"

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "errbuf.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "lease.h"
 #include "select.h"
 
@@ -353,7 +353,7 @@ void sampler_stop(struct sampler *s)
 		pthread_join(s->thread, NULL);
 	}
 	frame_unref(s->cur);
-	gc_snapshot_release(&s->snap);
+	gpu_snapshot_release(&s->snap);
 	gc_ctx_free(s->ctx);
 	lease_dir_close(s->leases);
 	free(s->held);

@@ -6,7 +6,7 @@
 #include "csv.h"
 #include "errbuf.h"
 #include "slurp.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
  */
 #include "ckpt.h"
 #include "errbuf.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <dirent.h>
 #include <errno.h>

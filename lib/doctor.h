@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 enum dr_status { DR_OK, DR_WARN, DR_FAIL, DR_SKIP };
 

@@ -12,7 +12,7 @@
  */
 #include "explain.h"
 #include "errbuf.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <ctype.h>
 #include <dirent.h>

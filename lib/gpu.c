@@ -302,7 +302,7 @@ int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *whi
 	return GC_OK;
 }
 
-void gc_snapshot_release(gc_snapshot *snap)
+void gpu_snapshot_release(gc_snapshot *snap)
 {
 	if (!snap)
 		return;
@@ -313,4 +313,185 @@ void gc_snapshot_release(gc_snapshot *snap)
 	free(snap->gpus);
 	free(snap->topo);
 	memset(snap, 0, sizeof *snap);
+}
+
+gc_snapshot *gc_snapshot_new(void)
+{
+	return calloc(1, sizeof(gc_snapshot));
+}
+
+void gc_snapshot_free(gc_snapshot *snap)
+{
+	gpu_snapshot_release(snap);
+	free(snap);
+}
+
+size_t gc_snapshot_count(const gc_snapshot *snap)
+{
+	return snap ? snap->ngpus : 0;
+}
+
+const char *gc_snapshot_driver(const gc_snapshot *snap)
+{
+	return snap ? snap->driver_version : "";
+}
+
+int gc_snapshot_cuda(const gc_snapshot *snap)
+{
+	return snap ? snap->cuda_version : 0;
+}
+
+int64_t gc_snapshot_time_ms(const gc_snapshot *snap)
+{
+	return snap ? snap->time_ms : 0;
+}
+
+int gc_value_status(const gc_snapshot *snap, size_t gpu, unsigned value)
+{
+	if (!snap || gpu >= snap->ngpus || value >= GC_V__COUNT)
+		return GC_EINVAL;
+	return snap->gpus[gpu].st[value];
+}
+
+static size_t count_procs(const gc_gpu *g, unsigned type)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < g->nprocs; i++)
+		n += (g->procs[i].type & type) != 0;
+	return n;
+}
+
+/* the number a value stands for (gc_value_u64's table); false for a string value */
+static bool value_number(const gc_gpu *g, unsigned v, uint64_t *x)
+{
+	switch (v) {
+	case GC_V_PCI: *x = g->pci_bus; break;
+	case GC_V_MEM_TOTAL: *x = g->mem_total; break;
+	case GC_V_MEM_RESERVED: *x = g->mem_reserved; break;
+	case GC_V_MEM_USED: *x = g->mem_used; break;
+	case GC_V_MEM_FREE: *x = g->mem_free; break;
+	case GC_V_UTIL_GPU: *x = g->util_gpu; break;
+	case GC_V_UTIL_MEM: *x = g->util_mem; break;
+	case GC_V_TEMP: *x = g->temp; break;
+	case GC_V_FAN: *x = g->fan; break;
+	case GC_V_POWER_DRAW: *x = g->power_draw; break;
+	case GC_V_POWER_LIMIT: *x = g->power_limit; break;
+	case GC_V_POWER_ENFORCED: *x = g->power_enforced; break;
+	case GC_V_POWER_DEFAULT: *x = g->power_default; break;
+	case GC_V_POWER_MIN: *x = g->power_min; break;
+	case GC_V_POWER_MAX: *x = g->power_max; break;
+	case GC_V_CLK_GR: *x = g->clk_gr; break;
+	case GC_V_CLK_SM: *x = g->clk_sm; break;
+	case GC_V_CLK_MEM: *x = g->clk_mem; break;
+	case GC_V_CLK_VIDEO: *x = g->clk_video; break;
+	case GC_V_CLK_MAX_GR: *x = g->clk_max_gr; break;
+	case GC_V_CLK_MAX_SM: *x = g->clk_max_sm; break;
+	case GC_V_CLK_MAX_MEM: *x = g->clk_max_mem; break;
+	case GC_V_REASONS: *x = g->reasons; break;
+	case GC_V_REASONS_SUPPORTED: *x = g->reasons_supported; break;
+	case GC_V_ECC_MODE: *x = g->ecc_mode; break;
+	case GC_V_ECC_PENDING: *x = g->ecc_pending; break;
+	case GC_V_ECC_CORR_VOL: *x = g->ecc_corr_vol; break;
+	case GC_V_ECC_UNCORR_VOL: *x = g->ecc_uncorr_vol; break;
+	case GC_V_ECC_CORR_AGG: *x = g->ecc_corr_agg; break;
+	case GC_V_ECC_UNCORR_AGG: *x = g->ecc_uncorr_agg; break;
+	case GC_V_PERSISTENCE: *x = g->persistence; break;
+	case GC_V_COMPUTE_MODE: *x = g->compute_mode; break;
+	case GC_V_PSTATE: *x = g->pstate; break;
+	case GC_V_MIG_CURRENT: *x = g->mig_current; break;
+	case GC_V_MIG_PENDING: *x = g->mig_pending; break;
+	case GC_V_MIG_DEVICES: *x = g->nmig; break;
+	case GC_V_PCIE_GEN: *x = g->pcie_gen; break;
+	case GC_V_PCIE_GEN_MAX: *x = g->pcie_gen_max; break;
+	case GC_V_PCIE_WIDTH: *x = g->pcie_width; break;
+	case GC_V_PCIE_WIDTH_MAX: *x = g->pcie_width_max; break;
+	case GC_V_ENERGY: *x = g->energy_mj; break;
+	case GC_V_COMPUTE_CAP: *x = (uint64_t)(g->cc_major * 10 + g->cc_minor); break;
+	case GC_V_RETIRED_PENDING: *x = g->retired_pending; break;
+	case GC_V_REMAPPED_ROWS: *x = g->remap_uncorr; break;
+	case GC_V_PROCS: *x = count_procs(g, GC_PROC_COMPUTE); break;
+	case GC_V_GPROCS: *x = count_procs(g, GC_PROC_GRAPHICS); break;
+	default: return false; /* name, UUID, serial, VBIOS */
+	}
+	return true;
+}
+
+int gc_value_u64(const gc_snapshot *snap, size_t gpu, unsigned value, uint64_t *out)
+{
+	int st = gc_value_status(snap, gpu, value);
+	uint64_t x;
+	if (st < 0 || !out || !value_number(&snap->gpus[gpu], value, &x))
+		return GC_EINVAL;
+	if (st == GC_ST_OK)
+		*out = x;
+	return st;
+}
+
+int gc_value_str(const gc_snapshot *snap, size_t gpu, unsigned value, const char **out)
+{
+	int st = gc_value_status(snap, gpu, value);
+	if (st < 0 || !out)
+		return GC_EINVAL;
+	const gc_gpu *g = &snap->gpus[gpu];
+	const char *v;
+	switch (value) {
+	case GC_V_NAME: v = g->name; break;
+	case GC_V_UUID: v = g->uuid; break;
+	case GC_V_SERIAL: v = g->serial; break;
+	case GC_V_VBIOS: v = g->vbios; break;
+	case GC_V_PCI: v = g->bus_id; break;
+	default: return GC_EINVAL;
+	}
+	if (st == GC_ST_OK)
+		*out = v;
+	return st;
+}
+
+size_t gc_proc_count(const gc_snapshot *snap, size_t gpu)
+{
+	return snap && gpu < snap->ngpus ? snap->gpus[gpu].nprocs : 0;
+}
+
+int gc_proc_get(const gc_snapshot *snap, size_t gpu, size_t i, gc_proc *out, size_t size)
+{
+	if (!out || gpu >= gc_snapshot_count(snap) || i >= snap->gpus[gpu].nprocs)
+		return GC_EINVAL;
+	memcpy(out, &snap->gpus[gpu].procs[i], size < sizeof *out ? size : sizeof *out);
+	return GC_OK;
+}
+
+/* a copy of n elements of size sz, or NULL (also for none) */
+static void *dup_array(const void *src, size_t n, size_t sz, bool *oom)
+{
+	if (!src || !n)
+		return NULL;
+	void *p = malloc(n * sz);
+	if (!p)
+		*oom = true;
+	else
+		memcpy(p, src, n * sz);
+	return p;
+}
+
+int gpu_snapshot_copy(gc_snapshot *dst, const gc_snapshot *src)
+{
+	gpu_snapshot_release(dst);
+	bool oom = false;
+	*dst = *src;
+	dst->gpus = dup_array(src->gpus, src->ngpus, sizeof *src->gpus, &oom);
+	dst->topo = dup_array(src->topo, src->ngpus * src->ngpus, sizeof *src->topo, &oom);
+	for (size_t i = 0; dst->gpus && i < dst->ngpus; i++) {
+		gc_gpu *g = &dst->gpus[i];
+		g->procs = dup_array(g->procs, g->nprocs, sizeof *g->procs, &oom);
+		g->procs_cap = g->procs ? g->nprocs : 0;
+		g->mig = dup_array(g->mig, g->nmig, sizeof *g->mig, &oom);
+		g->mig_cap = g->mig ? g->nmig : 0;
+	}
+	if (!dst->gpus)
+		dst->ngpus = 0;
+	if (oom) {
+		gpu_snapshot_release(dst);
+		return GC_ENOMEM;
+	}
+	return GC_OK;
 }

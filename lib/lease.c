@@ -49,7 +49,7 @@
 #include "lease.h"
 #include "errbuf.h"
 #include "proc.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1275,4 +1275,21 @@ int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n)
 	*out = v;
 	*n = it.n;
 	return GC_OK;
+}
+
+void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request)
+{
+	memset(i, 0, sizeof *i);
+	i->pid = i->supervisor = getpid();
+	i->uid = getuid();
+	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
+	i->since = time(NULL);
+	snprintf(i->name, sizeof i->name, "%s", name ? name : "");
+	size_t off = 0;
+	for (size_t k = 0; argv && argv[k] && off + 1 < sizeof i->command; k++)
+		off += (size_t)snprintf(i->command + off, sizeof i->command - off, "%s%s", k ? " " : "", argv[k]);
+	for (char *p = i->command; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	snprintf(i->request, sizeof i->request, "%s", request ? request : "");
 }

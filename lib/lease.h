@@ -42,6 +42,10 @@ struct lease_dir;
 struct lease;
 struct lease_ticket;
 
+/* Fill a lease_info for this process: user, since, name (NULL: none), command line
+ * (argv, NULL-terminated, or NULL), request (NULL: none). */
+void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request);
+
 /*
  * Open the state directory: `path`, else $GPUCTL_STATE_DIR, else /run/gpuctl
  * (created mode 1777 when /run is writable), else $XDG_RUNTIME_DIR/gpuctl

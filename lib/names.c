@@ -3,7 +3,7 @@
  * event reasons (as nvidia-smi's --query-gpu names them) and topology
  * levels (as nvidia-smi topo -m prints them), and the CUDA version as text.
  */
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <stdio.h>
 

@@ -302,7 +302,11 @@ int nvml_open(struct nvml **out, const char *path, const char *sim_node, char *e
 		typedef int (*set_node_fn)(const char *);
 		set_node_fn set = (set_node_fn)nvml_symbol(n, "gpuctlSimSetNode");
 		if (!set || set(sim_node) != 0) {
-			errbuf_set(err, errlen, "%s is not the gpuctl simulator (no gpuctlSimSetNode)", path);
+			if (set)
+				errbuf_set(err, errlen, "simulated node path too long (%zu bytes): '%.200s...'",
+					   strlen(sim_node), sim_node);
+			else
+				errbuf_set(err, errlen, "%s is not the gpuctl simulator (no gpuctlSimSetNode)", path);
 			dlclose(n->dl);
 			free(n);
 			return GC_ENOLIB;

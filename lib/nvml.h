@@ -5,7 +5,7 @@
 #ifndef GPUCTL_LIB_NVML_H
 #define GPUCTL_LIB_NVML_H
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 struct nvml;
 

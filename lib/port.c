@@ -10,7 +10,7 @@
 #include "port.h"
 #include "errbuf.h"
 #include "lease.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <errno.h>
 #include <netinet/in.h>

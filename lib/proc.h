@@ -5,7 +5,7 @@
 #ifndef GPUCTL_LIB_PROC_H
 #define GPUCTL_LIB_PROC_H
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 struct uid_cache {
 	size_t n;

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 struct select_request {
 	unsigned n;               /* GPUs wanted, >= 1 */

@@ -3,7 +3,7 @@
  */
 #include "slurp.h"
 #include "errbuf.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <errno.h>
 #include <fcntl.h>

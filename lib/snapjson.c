@@ -5,7 +5,7 @@
  * supported" is also named in the GPU's "errors" object. Written with the
  * streaming writer (jsonw.c): a 256-GPU snapshot is 1.4 MB of JSON.
  */
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include "jsonw.h"
 #include "snapjson.h"

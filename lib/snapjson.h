@@ -6,7 +6,7 @@
 #ifndef GPUCTL_LIB_SNAPJSON_H
 #define GPUCTL_LIB_SNAPJSON_H
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "jsonw.h"
 
 struct snapjson_extra {

@@ -9,7 +9,7 @@
  */
 #include "spawnreq.h"
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <stdlib.h>
 #include <string.h>

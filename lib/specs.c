@@ -8,7 +8,7 @@
 #include "csv.h"
 #include "errbuf.h"
 #include "slurp.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <ctype.h>
 #include <math.h>

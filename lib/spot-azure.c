@@ -11,7 +11,7 @@
  */
 #define SPOT_INTERNAL
 #include "spot.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
  */
 #define SPOT_INTERNAL
 #include "spot.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <stdio.h>
 #include <string.h>

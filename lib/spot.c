@@ -17,7 +17,7 @@
 #include "clock.h"
 #include "spot.h"
 #include "errbuf.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <dlfcn.h>
 #include <errno.h>

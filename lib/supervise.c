@@ -12,7 +12,7 @@
 #include "supervise.h"
 #include "ckpt.h"
 #include "spot.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 #include <ctype.h>
 #include <dirent.h>

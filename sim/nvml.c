@@ -74,21 +74,20 @@ static struct sim_node *node;	     /* loaded while refcount > 0 */
 static unsigned int refcount;
 static unsigned long long init_calls; /* for "after" on nvmlInit faults */
 static char last_error[512];
-static char *node_path; /* gpuctlSimSetNode's; NULL: $GPUCTL_SIM_NODE */
+static char node_path[4096]; /* gpuctlSimSetNode's; "": $GPUCTL_SIM_NODE */
 
 /*
  * The node file to simulate, given by libgpuctl's gc_ctx_open before
  * nvmlInit, so that no library has to set an environment variable for
- * another. NULL goes back to $GPUCTL_SIM_NODE. 0, or -1 out of memory.
+ * another (kept in a static buffer: nothing to free when the library is
+ * unloaded). NULL goes back to $GPUCTL_SIM_NODE. 0, or -1 when too long.
  */
 int gpuctlSimSetNode(const char *path)
 {
-	char *p = path ? strdup(path) : NULL;
-	if (path && !p)
+	if (path && strlen(path) >= sizeof(node_path))
 		return -1;
 	pthread_mutex_lock(&lock);
-	free(node_path);
-	node_path = p;
+	snprintf(node_path, sizeof(node_path), "%s", path ? path : "");
 	pthread_mutex_unlock(&lock);
 	return 0;
 }
@@ -96,7 +95,7 @@ int gpuctlSimSetNode(const char *path)
 /* the node file: the one set, else $GPUCTL_SIM_NODE (called with lock held) */
 static const char *node_file(void)
 {
-	return node_path ? node_path : getenv("GPUCTL_SIM_NODE");
+	return node_path[0] ? node_path : getenv("GPUCTL_SIM_NODE");
 }
 
 const char *gpuctlSimLastError(void)

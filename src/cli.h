@@ -6,7 +6,7 @@
 #ifndef GPUCTL_CLI_H
 #define GPUCTL_CLI_H
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include <stdio.h>
 
 /* Exit codes: stable, documented in docs/exit-codes.md and gpuctl(1). */

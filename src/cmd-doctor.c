@@ -275,7 +275,7 @@ out:
 	free(cjson);
 	free(pyout);
 	torchprobe_release(&tp);
-	gc_snapshot_release(&snap);
+	gpu_snapshot_release(&snap);
 	gc_ctx_free(ctx);
 	return rc;
 }

@@ -177,7 +177,7 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 out:
 	free(held);
 	free(waiting);
-	gc_snapshot_release(&snap);
+	gpu_snapshot_release(&snap);
 	gc_ctx_free(ctx);
 	lease_dir_close(d);
 	return rc;

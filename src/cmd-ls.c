@@ -375,7 +375,7 @@ int cmd_ls(const struct cli_global *g, int argc, char **argv)
 out:
 	lease_dir_close(l.leases);
 	free(l.which);
-	gc_snapshot_release(&l.snap);
+	gpu_snapshot_release(&l.snap);
 	gc_ctx_free(l.ctx);
 	return rc;
 }

@@ -559,7 +559,7 @@ int cmd_query(const struct cli_global *g, int argc, char **argv)
 out:
 	free(q.which);
 	free(q.line);
-	gc_snapshot_release(&q.snap);
+	gpu_snapshot_release(&q.snap);
 	gc_ctx_free(q.ctx);
 	return rc;
 }

@@ -497,26 +497,9 @@ void request_describe(const struct request *r, char *buf, size_t len)
 	}
 }
 
-void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request)
-{
-	memset(i, 0, sizeof *i);
-	i->pid = i->supervisor = getpid();
-	i->uid = getuid();
-	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
-	i->since = time(NULL);
-	snprintf(i->name, sizeof i->name, "%s", name ? name : "");
-	size_t off = 0;
-	for (size_t k = 0; argv && argv[k] && off + 1 < sizeof i->command; k++)
-		off += (size_t)snprintf(i->command + off, sizeof i->command - off, "%s%s", k ? " " : "", argv[k]);
-	for (char *p = i->command; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	snprintf(i->request, sizeof i->request, "%s", request ? request : "");
-}
-
 void request_release(struct request *r)
 {
-	gc_snapshot_release(&r->snap);
+	gpu_snapshot_release(&r->snap);
 	gc_ctx_free(r->ctx);
 	free(r->placed_buf);
 	free(r->uuids);

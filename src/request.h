@@ -84,7 +84,5 @@ void request_release(struct request *r);
 
 /* Who holds a lease, for messages: "alice (pid 4121, since 10:02, job 'train')". */
 void lease_holder_text(const struct lease_info *i, char *buf, size_t len);
-/* Fill a lease_info for this process: user, since, name, command line. */
-void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request);
 
 #endif

@@ -112,7 +112,10 @@ const char *gc_reason_name(uint64_t bit);
 
 enum gc_proc_type { GC_PROC_COMPUTE = 1, GC_PROC_GRAPHICS = 2 };
 
-/* One process using a GPU. */
+/*
+ * One process using a GPU (gc_proc_get). Fields are only ever added at the
+ * end: a program built against an older header passes its smaller size.
+ */
 typedef struct gc_proc {
 	uint32_t pid;
 	unsigned type;            /* GC_PROC_* bits */
@@ -127,61 +130,11 @@ typedef struct gc_proc {
 				     argv0 are the node file's ("user", "command"), for display */
 } gc_proc;
 
-/*
- * One MIG device of a GPU in MIG mode: a compute instance inside a GPU
- * instance, what CUDA sees instead of the GPU (by its MIG UUID). Each value
- * has its own status, as in gc_gpu.
- */
-typedef struct gc_mig {
-	unsigned index;           /* NVML's MIG device index under its GPU */
-	uint8_t st_uuid, st_profile, st_mem, st_gi, st_ci; /* GC_ST_* of the values below */
-	char uuid[96];            /* "MIG-..." */
-	char profile[32];         /* "1g.10gb": what follows " MIG " in the device's name */
-	uint64_t mem_total, mem_used, mem_free; /* bytes, its own slice of the GPU's memory */
-	unsigned gpu_instance_id, compute_instance_id;
-} gc_mig;
-
-/* One GPU in a snapshot. Read a value only when st[its gc_value] == GC_ST_OK. */
-typedef struct gc_gpu {
-	unsigned index;
-	uint8_t st[GC_V__COUNT];
-	char name[96];
-	char uuid[96];
-	char serial[32];
-	char vbios[32];
-	char bus_id[32];          /* "00000000:18:00.0" */
-	unsigned pci_domain, pci_bus, pci_device;
-	uint32_t pci_device_id, pci_subsystem_id;
-	uint64_t mem_total, mem_reserved, mem_used, mem_free; /* bytes */
-	unsigned util_gpu, util_mem;                          /* percent */
-	unsigned temp;                                        /* degrees C */
-	unsigned fan;                                         /* percent */
-	unsigned power_draw, power_limit, power_enforced;     /* milliwatts */
-	unsigned power_default, power_min, power_max;         /* milliwatts */
-	unsigned clk_gr, clk_sm, clk_mem, clk_video;          /* MHz */
-	unsigned clk_max_gr, clk_max_sm, clk_max_mem;         /* MHz */
-	uint64_t reasons, reasons_supported;
-	bool ecc_mode, ecc_pending;
-	uint64_t ecc_corr_vol, ecc_uncorr_vol, ecc_corr_agg, ecc_uncorr_agg;
-	bool persistence;
-	unsigned compute_mode;    /* 0 Default, 1 Exclusive_Thread, 2 Prohibited, 3 Exclusive_Process */
-	unsigned pstate;          /* 0..15 */
-	bool mig_current, mig_pending;
-	unsigned pcie_gen, pcie_gen_max, pcie_width, pcie_width_max;
-	uint64_t energy_mj;       /* millijoules since driver load */
-	int cc_major, cc_minor;
-	bool retired_pending;     /* retired pages wait for a reboot or reset */
-	unsigned remap_corr, remap_uncorr; /* rows remapped for correctable/uncorrectable errors */
-	bool remap_pending;       /* remappings wait for a GPU reset */
-	bool remap_failure;       /* a remapping has failed in the past */
-	size_t nprocs;
-	gc_proc *procs;           /* owned by the snapshot */
-	size_t procs_cap;         /* private: allocated entries of procs */
-	size_t nmig;              /* MIG devices, valid when st[GC_V_MIG_DEVICES] == GC_ST_OK */
-	gc_mig *mig;              /* owned by the snapshot */
-	size_t mig_cap;           /* private: allocated entries of mig */
-	bool lost;                /* a call returned GPU_IS_LOST in this sample */
-} gc_gpu;
+/* A GPU of a snapshot, and the snapshot: opaque outside the library (read
+ * them with the accessors below), so that a new value changes no layout a
+ * program was built against. */
+typedef struct gc_gpu gc_gpu;
+typedef struct gc_snapshot gc_snapshot;
 
 /* Pairwise topology levels, as nvidia-smi topo -m names them. */
 enum gc_topo {
@@ -194,17 +147,6 @@ enum gc_topo {
 	GC_TOPO_SYS = 50,       /* across NUMA nodes */
 };
 const char *gc_topo_name(int level); /* "PIX", ..., "X"; "N/A" when unknown */
-
-/* One sample of the whole node. */
-typedef struct gc_snapshot {
-	char driver_version[80];   /* "" when unknown */
-	char nvml_version[80];
-	int cuda_version;          /* 12040 for 12.4; 0 when unknown */
-	int64_t time_ms;           /* wall clock (ms since the epoch) of the sample */
-	size_t ngpus;
-	gc_gpu *gpus;              /* owned by the snapshot */
-	int *topo;                 /* ngpus*ngpus gc_topo levels, or NULL when not requested */
-} gc_snapshot;
 
 typedef struct gc_ctx gc_ctx;
 
@@ -237,7 +179,93 @@ const char *gc_ctx_proc_api(const gc_ctx *ctx);
  */
 int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask,
 		  const bool *which, bool topo);
-void gc_snapshot_release(gc_snapshot *snap);
+
+/* A new empty snapshot for gc_ctx_sample (NULL when out of memory), and its end. */
+gc_snapshot *gc_snapshot_new(void);
+void gc_snapshot_free(gc_snapshot *snap);
+
+/* The snapshot's GPUs (every GPU of the node: position i is NVML index i). */
+size_t gc_snapshot_count(const gc_snapshot *snap);
+/* Its driver version ("550.54.14"; "" when unknown), its CUDA driver version
+ * (12040 for 12.4; 0 when unknown), and the wall-clock ms of the sample. */
+const char *gc_snapshot_driver(const gc_snapshot *snap);
+int gc_snapshot_cuda(const gc_snapshot *snap);
+int64_t gc_snapshot_time_ms(const gc_snapshot *snap);
+
+/*
+ * One value of GPU `gpu`: its status (GC_ST_OK, or why it is not valid;
+ * GC_ST_UNSET when it was not sampled). A negative GC_EINVAL for a GPU or
+ * value out of range.
+ */
+int gc_value_status(const gc_snapshot *snap, size_t gpu, unsigned value);
+/*
+ * A number: memory in bytes, power in mW, clocks in MHz, percentages,
+ * degrees C, reason bits, energy in mJ, booleans as 0/1, the compute
+ * capability as major*10+minor, GC_V_PCI as the bus number, GC_V_PROCS and
+ * GC_V_GPROCS and GC_V_MIG_DEVICES as a count, GC_V_REMAPPED_ROWS as the
+ * rows remapped for uncorrectable errors. Returns the value's status:
+ * GC_ST_OK with *out set, another GC_ST_* (*out untouched), or GC_EINVAL
+ * for a string value (name, UUID, serial, VBIOS) or one out of range.
+ */
+int gc_value_u64(const gc_snapshot *snap, size_t gpu, unsigned value, uint64_t *out);
+/*
+ * A string (GC_V_NAME, GC_V_UUID, GC_V_SERIAL, GC_V_VBIOS, GC_V_PCI as the
+ * bus id "00000000:18:00.0"), borrowed from the snapshot until its next
+ * sample. Returns the status as gc_value_u64 does; GC_EINVAL for a number.
+ */
+int gc_value_str(const gc_snapshot *snap, size_t gpu, unsigned value, const char **out);
+/*
+ * The processes of GPU gpu sampled (GC_V_PROCS and GC_V_GPROCS; one using
+ * the GPU both ways is listed once, with both type bits), and process i of
+ * them copied into *out, whose size the caller gives (sizeof(gc_proc) of
+ * its header). GC_OK, or GC_EINVAL for an index out of range.
+ */
+size_t gc_proc_count(const gc_snapshot *snap, size_t gpu);
+int gc_proc_get(const gc_snapshot *snap, size_t gpu, size_t i, gc_proc *out, size_t size);
+
+/*
+ * A request for GPUs, as `gpuctl pick` and `gpuctl run` take it. Set size
+ * to sizeof(gc_request): fields are only ever added at the end, and the
+ * library reads only those the caller's size covers (the rest count as 0).
+ */
+typedef struct gc_request {
+	size_t size;              /* sizeof(gc_request) */
+	unsigned n;               /* GPUs wanted, >= 1 */
+	uint64_t min_free_mem;    /* bytes free at least; 0 = any */
+	int max_util;             /* percent busy at most; -1 = any (0 means idle) */
+	const char *model;        /* glob or substring of the GPU name ("A100"); NULL = any */
+	bool shared;              /* other users' processes do not make a GPU busy */
+	const char *name;         /* the lease's name in `gpuctl leases`; NULL = none */
+} gc_request;
+
+/*
+ * Choose r->n GPUs that are free now in snap (not leased by anyone in the
+ * state directory, which state_dir names: NULL for $GPUCTL_STATE_DIR, else
+ * /run/gpuctl, as gpuctl does), best first as `gpuctl pick` ranks them.
+ * out[r->n] receives NVML indices in ascending order. GC_OK; GC_ENOTNOW
+ * when fewer fit now; GC_EINVAL for a bad request; another GC_E*.
+ */
+int gc_pick(const gc_snapshot *snap, const gc_request *r, const char *state_dir, unsigned *out);
+
+/*
+ * Pick and lease: the GPUs are held for this process until
+ * gc_lease_release (or its exit, even by SIGKILL); every gpuctl of every
+ * user on the machine then passes them over. Another process leasing one
+ * of them between the choice and the lease makes it choose again. GC_OK
+ * with *out set; GC_ENOTNOW when too few GPUs fit now; another GC_E* with
+ * a message in err (errlen bytes) for anything else.
+ */
+typedef struct gc_lease gc_lease;
+int gc_lease_take(const gc_snapshot *snap, const gc_request *r, const char *state_dir, gc_lease **out,
+		  char *err, size_t errlen);
+/* how many GPUs, and the NVML index of the i-th (ascending) */
+size_t gc_lease_count(const gc_lease *l);
+unsigned gc_lease_gpu(const gc_lease *l, size_t i);
+/* the leased GPUs as a CUDA_VISIBLE_DEVICES value (UUIDs, which CUDA numbers the same
+ * whatever its device order) in buf (len bytes). GC_OK, or GC_EINVAL when it does not fit. */
+int gc_lease_visible(const gc_lease *l, char *buf, size_t len);
+/* Give the GPUs back; NULL is ignored. */
+void gc_lease_release(gc_lease *l);
 
 /*
  * Path of the simulator library for a driver generation ("modern", "r535",

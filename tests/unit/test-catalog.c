@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "csv.h"
 
 static int load(catalog *c, const char *text, char *err, size_t errlen)

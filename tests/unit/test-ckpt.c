@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "ckpt.h"
 #include "tmpdir.h"
 

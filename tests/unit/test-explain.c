@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "explain.h"
 
 static struct ex_db *db;

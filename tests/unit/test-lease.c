@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "lease.h"
 #include "tmpdir.h"
 

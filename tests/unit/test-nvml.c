@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "tmpdir.h"
 
 static char node_path[PATH_MAX];
@@ -88,7 +88,7 @@ static void test_modern_full(void **state)
 	assert_int_equal(s.topo[0 * 2 + 0], GC_TOPO_SELF);
 	assert_int_equal(s.topo[0 * 2 + 1], GC_TOPO_SYS);
 	assert_int_equal(s.topo[1 * 2 + 0], GC_TOPO_SYS);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -103,7 +103,7 @@ static void test_h100_topology(void **state)
 	assert_int_equal(s.topo[0 * 8 + 1], GC_TOPO_PIX);
 	assert_int_equal(s.topo[0 * 8 + 2], GC_TOPO_NODE);
 	assert_int_equal(s.topo[0 * 8 + 4], GC_TOPO_SYS);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -128,7 +128,7 @@ static void test_r535_no_garbage_pids(void **state)
 	assert_string_equal(gc_ctx_proc_api(ctx), "nvmlDeviceGetComputeRunningProcesses_v2");
 	check_l4_procs(&s.gpus[0]);
 	assert_string_equal(s.driver_version, "535.54.03");
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -147,7 +147,7 @@ static void test_legacy_memory_v1(void **state)
 	/* no ClocksEventReasons: the throttle-reasons entry point still answers */
 	assert_int_equal(g->st[GC_V_REASONS], GC_ST_OK);
 	check_l4_procs(g);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -182,7 +182,7 @@ static void test_r410(void **state)
 	assert_int_equal(g->st[GC_V_MIG_CURRENT], GC_ST_NOT_SUPPORTED);
 	assert_int_equal(s.cuda_version, 10000);
 	check_l4_procs(g);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -202,7 +202,7 @@ static void test_many_processes(void **state)
 			assert_int_equal(g->procs[i].used_memory, (i + 1) * 1048576ULL);
 		}
 	}
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -245,7 +245,7 @@ static void test_registered_process(void **state)
 	assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_PROCS), NULL, false), GC_OK);
 	for (size_t p = 0; p < s.gpus[1].nprocs; p++)
 		assert_int_not_equal(s.gpus[1].procs[p].pid, (uint32_t)child);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 	unsetenv("GPUCTL_SIM_RUNDIR");
 	assert_int_equal(tmpdir_remove(dir), 0);
@@ -270,7 +270,7 @@ static void test_gpu_lost_mid_run(void **state)
 	assert_int_equal(s.gpus[1].st[GC_V_UTIL_GPU], GC_ST_GPU_LOST);
 	assert_false(s.gpus[0].lost);
 	assert_int_equal(s.gpus[0].st[GC_V_TEMP], GC_ST_OK);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -283,7 +283,7 @@ static void test_error_statuses(void **state)
 	assert_int_equal(s.gpus[0].st[GC_V_PROCS], GC_ST_NO_PERMISSION);
 	assert_int_equal(s.gpus[0].st[GC_V_POWER_DRAW], GC_ST_UNKNOWN_ERROR);
 	assert_int_equal(s.gpus[0].st[GC_V_TEMP], GC_ST_OK);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -297,7 +297,7 @@ static void test_selection_skips_gpus(void **state)
 	assert_int_equal(s.gpus[2].st[GC_V_TEMP], GC_ST_OK);
 	assert_int_equal(s.gpus[0].st[GC_V_TEMP], GC_ST_UNSET);
 	assert_null(s.topo);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 }
 
@@ -396,14 +396,14 @@ static void test_mig_devices(void **state)
 	assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_NAME), NULL, false), GC_OK);
 	assert_int_equal(s.gpus[0].st[GC_V_MIG_DEVICES], GC_ST_UNSET);
 	assert_int_equal(s.gpus[0].nmig, 0);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 
 	/* R410 has no MIG calls; a GPU without MIG ("mig": null): not supported, never "none" */
 	ctx = open_node("tests/cli/nodes", "r410.json");
 	sample_all(ctx, &s);
 	assert_int_equal(s.gpus[0].st[GC_V_MIG_DEVICES], GC_ST_NOT_SUPPORTED);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 
 	char dir[PATH_MAX];
@@ -411,7 +411,7 @@ static void test_mig_devices(void **state)
 	ctx = open_text(dir, "{\"gpus\": [{\"mig\": null}]}");
 	sample_all(ctx, &s);
 	assert_int_equal(s.gpus[0].st[GC_V_MIG_DEVICES], GC_ST_NOT_SUPPORTED);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 
 	/* one failing value of a MIG device is that value's status; a failing enumeration the list's */
@@ -431,7 +431,7 @@ static void test_mig_devices(void **state)
 	assert_int_equal(g->mig[0].st_mem, GC_ST_OK);
 	assert_true(g->mig[0].mem_used == 1048576ULL);
 	assert_int_equal(s.gpus[1].st[GC_V_MIG_DEVICES], GC_ST_UNKNOWN_ERROR);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 	assert_int_equal(tmpdir_remove(dir), 0);
 }

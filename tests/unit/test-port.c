@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "lease.h"
 #include "port.h"
 #include "tmpdir.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 
 static json_t *snapshot_json(const char *node, const bool *which)
 {
@@ -34,7 +34,7 @@ static json_t *snapshot_json(const char *node, const bool *which)
 	if (!root)
 		fail_msg("invalid JSON: %s", err.text);
 	free(text);
-	gc_snapshot_release(&s);
+	gpu_snapshot_release(&s);
 	gc_ctx_free(ctx);
 	return root;
 }

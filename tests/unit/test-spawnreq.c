@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "jobstatus.h"
 #include "spawnreq.h"
 #include "tmpdir.h"

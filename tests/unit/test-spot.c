@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl.h"
+#include "gpu.h"
 #include "spot.h"
 #include "tmpdir.h"
 

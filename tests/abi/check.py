@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""tests/abi/check.py BUILD_DIR SOURCE_DIR — libgpuctl as a program outside
+the tree sees it (issue 18):
+
+1. `meson install --destdir` puts the shared library, its header and its
+   pkg-config file in a scratch root;
+2. tests/abi/abi.c is compiled with nothing but `pkg-config --cflags --libs
+   gpuctl` from there, and run against a simulated node (the installed
+   simulator) and a scratch state directory: it samples, picks, leases and
+   releases a GPU;
+3. `nm -D` of the installed library shows only the public gc_* API: every
+   defined symbol is gc_* (or the version node), and exactly the functions
+   the installed header declares.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+build, src = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+for tool in ("pkg-config", "nm", "cc"):
+    if not shutil.which(tool):
+        print(f"skip: {tool} is not installed")
+        sys.exit(77)
+
+root = tempfile.mkdtemp(prefix="gpuctl-abi.")
+try:
+    r = run(["meson", "install", "-C", build, "--no-rebuild", "--quiet", "--destdir", root])
+    check(r.returncode == 0, "meson install --destdir: " + (r.stderr.strip()[-300:] or "ok"))
+    pcs = glob.glob(os.path.join(root, "**", "pkgconfig", "gpuctl.pc"), recursive=True)
+    check(len(pcs) == 1, f"one gpuctl.pc installed ({pcs})")
+    if failures:
+        sys.exit(1)
+    pcdir = os.path.dirname(pcs[0])
+    libdir = os.path.dirname(pcdir)
+    env = dict(os.environ, PKG_CONFIG_PATH=pcdir, PKG_CONFIG_SYSROOT_DIR=root)
+    env.pop("PKG_CONFIG_LIBDIR", None)
+    r = run(["pkg-config", "--cflags", "--libs", "gpuctl"], env=env)
+    check(r.returncode == 0 and "-lgpuctl" in r.stdout, "pkg-config --cflags --libs gpuctl: " + r.stdout.strip())
+    flags = r.stdout.split()
+    hdr = glob.glob(os.path.join(root, "**", "include", "gpuctl", "gpuctl.h"), recursive=True)
+    check(len(hdr) == 1, "the header is installed as include/gpuctl/gpuctl.h")
+    so = os.path.join(libdir, "libgpuctl.so.0")
+    check(os.path.exists(so), "libgpuctl.so.0 (the soname) is installed in " + libdir)
+
+    # a sanitized build's library needs the sanitizer runtime loaded first: build the
+    # program the same way (the plain build needs nothing of the kind)
+    needed = run(["readelf", "-d", so]).stdout
+    san = ["-fsanitize=address,undefined"] if "libasan" in needed else []
+    exe = os.path.join(root, "abi")
+    r = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *san, os.path.join(src, "tests", "abi", "abi.c"),
+             "-o", exe, *flags], env=env)
+    check(r.returncode == 0, "abi.c builds with pkg-config's flags alone: " + r.stderr.strip()[-600:])
+
+    if not failures:
+        state = os.path.join(root, "state")
+        os.mkdir(state, 0o700)
+        simdir = os.path.join(libdir, "gpuctl")
+        renv = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") and k != "CUDA_VISIBLE_DEVICES"}
+        renv.update(LD_LIBRARY_PATH=libdir, GPUCTL_SIM_LIBDIR=simdir)
+        node = os.path.join(src, "examples", "nodes", "l4-2x.json")
+        r = run([exe, node, state], env=renv, timeout=60)
+        print(r.stdout + r.stderr)
+        check(r.returncode == 0, f"abi runs against the installed library (exit {r.returncode})")
+        out = r.stdout
+        check(re.search(r"^gpus 2 driver \S+ cuda \d+$", out, re.M) is not None, "it sees the node's 2 GPUs")
+        check(re.search(r"^gpu 0 NVIDIA L4 GPU-\S+ total \d+", out, re.M) is not None, "it reads names, UUIDs, memory")
+        m = re.search(r"^leased 1 gpu (\d) visible (GPU-\S+)$", out, re.M)
+        check(m is not None, "it leases a GPU and renders its CUDA_VISIBLE_DEVICES by UUID")
+        check(re.search(r"^released; pick \d$", out, re.M) is not None, "the GPU is free again once released")
+        check(os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)),
+              "no claim is left in the state directory: " + " ".join(os.listdir(state)))
+
+    # nm -D: the public API and nothing else
+    r = run(["nm", "-D", "--defined-only", so])
+    syms = set()
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            syms.add((parts[1], parts[2].split("@")[0]))
+    other = sorted(n for t, n in syms if not n.startswith("gc_") and not (t == "A" and n.startswith("GPUCTL_")))
+    check(r.returncode == 0 and syms, "nm -D reads the library")
+    check(not other, "nm -D shows only gc_* symbols (others: " + " ".join(other[:20]) + ")")
+    header = open(hdr[0]).read() if hdr else ""
+    declared = set(re.findall(r"\b(gc_[a-z0-9_]+)\s*\(", header))
+    exported = {n for t, n in syms if n.startswith("gc_")}
+    check(exported == declared, "the exports are exactly the header's functions (exported only: %s; declared only: %s)"
+          % (" ".join(sorted(exported - declared)), " ".join(sorted(declared - exported))))
+finally:
+    shutil.rmtree(root, ignore_errors=True)
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
