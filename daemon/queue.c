@@ -300,40 +300,73 @@ static int strings(json_t *a, size_t max)
 static bool deps_state(struct queue *q, const struct job *j, bool *failed);
 static void memo_forget(struct queue *q);
 
-/* the GPUs as the dispatch round sees them: which are free now (no lease, no job starting) */
+/* the GPUs as the dispatch round sees them: the sampler's last sample, and which are free
+ * now (no lease, no job starting) */
 struct gpus_now {
-	struct sampler_gpu gs[MAX_GPUS];
+	gc_snapshot snap;      /* a copy, this round's own */
+	gc_snapshot view;      /* snap, cut to MAX_GPUS GPUs (shares its memory) */
 	size_t n;
 	bool is_free[MAX_GPUS];
 };
 
+/* GPU i's UUID, or NULL when this sample has none (it cannot be leased, so not used) */
+static const char *uuid_of(const gc_snapshot *s, size_t i)
+{
+	const gc_gpu *g = &s->gpus[i];
+	return g->st[GC_V_UUID] == GC_ST_OK && g->uuid[0] ? g->uuid : NULL;
+}
+
 static void gpus_now(struct queue *q, struct gpus_now *g)
 {
-	g->n = sampler_gpus(q->s, g->gs, MAX_GPUS);
+	memset(g, 0, sizeof *g);
+	if (sampler_snapshot(q->s, &g->snap) != GC_OK)
+		logf_("out of memory copying the last sample: no GPU is free this round");
+	g->n = g->snap.ngpus < MAX_GPUS ? g->snap.ngpus : MAX_GPUS;
+	g->view = g->snap;
+	g->view.ngpus = g->n;
+	g->view.topo = NULL; /* sized for snap.ngpus; dispatch ranks no topology */
 	for (size_t i = 0; i < g->n; i++)
-		g->is_free[i] = g->gs[i].uuid[0] && q->leases && lease_peek(q->leases, g->gs[i].uuid, NULL) == 0;
+		g->is_free[i] = uuid_of(&g->view, i) && q->leases && lease_peek(q->leases, uuid_of(&g->view, i), NULL) == 0;
 	for (size_t r = 0; r < q->nrun; r++)
 		for (size_t i = 0; i < g->n; i++)
 			if (q->run[r].gpus[i])
 				g->is_free[i] = false; /* between fork and gpuctl run's lease */
 }
 
-/*
- * May job j (of uid, with --model and --min-free-mem) run on GPU g: as gpuctl run,
- * not where another user's compute process runs; with `now`, the memory free now,
- * else whether it could ever (the GPU's total)
- */
-static bool gpu_fits(const struct sampler_gpu *g, uid_t uid, const char *model, long long minfree, bool now)
+static void gpus_now_release(struct gpus_now *g)
 {
-	/* in MIG mode CUDA cannot use it by index: never, not only not now */
-	if (!g->uuid[0] || g->mig || !select_model_matches(model, g->name[0] ? g->name : NULL))
-		return false;
-	if (!now)
-		return minfree <= 0 || g->mem_total == UINT64_MAX || g->mem_total >= (uint64_t)minfree;
-	bool mine = !g->others;
-	for (unsigned o = 0; mine && o < g->nowners; o++)
-		mine = g->owners[o] == uid;
-	return mine && (minfree <= 0 || (g->mem_free != UINT64_MAX && g->mem_free >= (uint64_t)minfree));
+	gpu_snapshot_release(&g->snap);
+}
+
+/*
+ * Job j's GPU request (its ngpus, --model and --min-free-mem, its user) as
+ * select.c takes it: the queue asks select_could and select_eligible, the
+ * rules gpuctl run and gpuctl pick decide by. rq is the job's request JSON.
+ */
+static void job_request(const struct job *j, const json_t *rq, struct select_request *r)
+{
+	json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+	memset(r, 0, sizeof *r);
+	r->n = j->ngpus;
+	r->model = json_string_value(json_object_get(rq, "model"));
+	r->min_free_mem = minfree > 0 ? (uint64_t)minfree : 0;
+	r->max_util = -1;
+	r->uid = j->uid;
+}
+
+/* the GPUs job j may use now, whether or not free (e[now->n]), and how many */
+static size_t job_eligible(const struct gpus_now *now, const struct job *j, bool *e)
+{
+	json_t *rq = json_loads(j->request, 0, NULL);
+	struct select_request r;
+	job_request(j, rq, &r);
+	enum select_why why[MAX_GPUS];
+	select_eligible(&now->view, &r, NULL, why);
+	json_decref(rq);
+	size_t k = 0;
+	for (size_t g = 0; g < now->n; g++)
+		k += (e[g] = why[g] == SELECT_OK && uuid_of(&now->view, g));
+	return k;
 }
 
 /* a queued job's reason, as Slurm's squeue REASON column: "pending" (one word) and "pending_reason" */
@@ -350,12 +383,14 @@ static void add_pending_reason(struct queue *q, const struct gpus_now *now, cons
 						 : "waits for job %s to succeed (--after)", j->after);
 	} else {
 		json_t *rq = json_loads(j->request, 0, NULL);
-		const char *model = json_string_value(json_object_get(rq, "model"));
-		long long minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+		struct select_request r;
+		job_request(j, rq, &r);
+		bool e[MAX_GPUS];
 		size_t ever = 0, fit = 0;
+		job_eligible(now, j, e);
 		for (size_t g = 0; g < now->n; g++) {
-			ever += gpu_fits(&now->gs[g], j->uid, model, minfree, false);
-			fit += now->is_free[g] && gpu_fits(&now->gs[g], j->uid, model, minfree, true);
+			ever += select_could(&now->view, g, &r) == SELECT_OK;
+			fit += now->is_free[g] && e[g];
 		}
 		json_decref(rq);
 		const char *s = j->ngpus == 1 ? "" : "s";
@@ -461,15 +496,19 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 			return fail("%s", why[0] ? why : "a gpuctl run option over 4096 bytes");
 	}
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
-	struct sampler_gpu gs[MAX_GPUS];
-	size_t ng = sampler_gpus(q->s, gs, MAX_GPUS), fit = 0, mig = 0;
+	struct gpus_now now;
+	gpus_now(q, &now);
+	struct job asked = {.ngpus = (unsigned)n};
+	struct select_request sr;
+	job_request(&asked, req, &sr);
+	size_t fit = 0, mig = 0;
 	json_int_t want = json_integer_value(minfree);
-	for (size_t g = 0; g < ng; g++) {
-		bool match = select_model_matches(json_string_value(model), gs[g].name[0] ? gs[g].name : NULL) &&
-			     (want <= 0 || gs[g].mem_total == UINT64_MAX || gs[g].mem_total >= (uint64_t)want);
-		fit += match && !gs[g].mig;
-		mig += match && gs[g].mig; /* only an administrator changes MIG mode */
+	for (size_t g = 0; g < now.n; g++) {
+		enum select_why w = select_could(&now.view, g, &sr);
+		fit += w == SELECT_OK;
+		mig += w == SELECT_MIG; /* only an administrator changes MIG mode */
 	}
+	gpus_now_release(&now);
 	if (mig && fit < (size_t)n)
 		return fail("%lld GPUs requested, but only %zu of this machine's GPUs could ever be handed out: "
 			    "%zu %s in MIG mode (CUDA sees only MIG devices there, by MIG UUID)",
@@ -552,6 +591,7 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 		json_array_append_new(a, o);
 		bytes += strlen(v[i].argv);
 	}
+	gpus_now_release(&now);
 	json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
 	/* a full page, by count or by bytes: there may be more */
 	if (ans && n && (n == LIST_PAGE || bytes >= LIST_PAGE_BYTES))
@@ -592,6 +632,7 @@ static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
 	struct gpus_now now;
 	gpus_now(q, &now);
 	add_pending_reason(q, &now, &j, o);
+	gpus_now_release(&now);
 	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", o, "log", log);
 	job_release(&j);
 	return ans;
@@ -968,15 +1009,16 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
  * gpuctl run only leases them and opens no NVML of its own. 0, or -1 (the
  * job failed, or stays queued when its start could not be recorded).
  */
-static int launch(struct queue *q, const struct job *j, const bool *g, const struct sampler_gpu *gs, size_t ngpu)
+static int launch(struct queue *q, const struct job *j, const bool *g, const gc_snapshot *gs)
 {
+	size_t ngpu = gs->ngpus;
 	char gpus[256], placed[MAX_GPUS * 100], name[80], log[4300], why[256] = "";
 	select_index_list(g, ngpu, gpus, sizeof gpus);
 	size_t off = 0;
 	placed[0] = '\0';
 	for (size_t i = 0; i < ngpu && off < sizeof placed; i++)
 		if (g[i])
-			off += (size_t)snprintf(placed + off, sizeof placed - off, "%s%zu=%s", off ? "," : "", i, gs[i].uuid);
+			off += (size_t)snprintf(placed + off, sizeof placed - off, "%s%zu=%s", off ? "," : "", i, uuid_of(gs, i));
 	snprintf(name, sizeof name, "job-%lld%s%s", (long long)j->id, j->name[0] ? "-" : "", j->name);
 	log_path(q, j->id, log, sizeof log);
 	/* everything the runner's child needs, sent in one request */
@@ -1348,13 +1390,14 @@ static void dispatch(struct queue *q)
 		q->deps_dirty = false;
 	}
 	gpus_now(q, &now);
-	const struct sampler_gpu *gs = now.gs;
 	const bool *is_free = now.is_free;
 	size_t ngpu = now.n;
 	for (size_t g = 0; g < ngpu; g++)
 		nfree += is_free[g];
-	if (!nfree)
+	if (!nfree) {
+		gpus_now_release(&now);
 		return;
+	}
 	/*
 	 * Plan the head of the queue; while GPUs are left over (every job read
 	 * could start or can never run), read further. sched_plan over a prefix
@@ -1390,15 +1433,9 @@ static void dispatch(struct queue *q)
 				}
 				continue;
 			}
-			/* the job's filters: which GPUs it may ever use, and which have the memory free now;
-			 * never a GPU in MIG mode (select_gpu_mig), as gpuctl run */
-			json_t *rq = json_loads(v[i].request, 0, NULL);
-			const char *model = json_string_value(json_object_get(rq, "model"));
-			json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+			/* the GPUs the job may use now, by gpuctl run's rules (select_eligible) */
 			bool *e = &elig[ns * MAX_GPUS];
-			for (size_t g = 0; g < ngpu; g++)
-				e[g] = gpu_fits(&gs[g], v[i].uid, model, minfree, true);
-			json_decref(rq);
+			job_eligible(&now, &v[i], e);
 			sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
 						      .eligible = e};
 		}
@@ -1413,13 +1450,14 @@ static void dispatch(struct queue *q)
 			g[out[s].gpus[x]] = true;
 		struct job j;
 		if (store_get(q->st, out[s].id, &j) == 1) {
-			launch(q, &j, g, gs, ngpu);
+			launch(q, &j, g, &now.view);
 			job_release(&j);
 		}
 	}
 	free(sj);
 	free(elig);
 	store_list_free(v, n);
+	gpus_now_release(&now);
 }
 
 /*

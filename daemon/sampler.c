@@ -31,6 +31,12 @@ struct point {
 	uint64_t mem_used;
 };
 
+/* what the history says of a GPU: the last UUID and size sampled */
+struct history_gpu {
+	char uuid[96];
+	uint64_t mem_total;
+};
+
 struct sampler {
 	struct sampler_opts o;
 	char hostname[256];
@@ -53,8 +59,9 @@ struct sampler {
 	size_t cap, head, count;           /* the history ring: cap samples */
 	int64_t *times;                    /* [cap] wall ms */
 	struct point *pts;                 /* [cap * ngpus] */
-	struct sampler_gpu *gpu;           /* [ngpus], as of the last sample: what sampler_gpus copies
-					      (the snapshot is the sampler thread's alone) */
+	struct history_gpu *gpu;           /* [ngpus]: the UUID and size the history names */
+	gc_snapshot view;                  /* the last good sample, for sampler_snapshot (snap is
+					      the sampler thread's alone) */
 };
 
 int64_t sampler_now_ms(void)
@@ -81,13 +88,12 @@ struct frame *sampler_frame(struct sampler *s)
 	return f;
 }
 
-size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max)
+int sampler_snapshot(struct sampler *s, gc_snapshot *out)
 {
 	pthread_mutex_lock(&s->lock);
-	size_t n = s->ngpus < max ? s->ngpus : max;
-	memcpy(out, s->gpu, n * sizeof *out);
+	int rc = gpu_snapshot_copy(out, &s->view);
 	pthread_mutex_unlock(&s->lock);
-	return n;
+	return rc;
 }
 
 size_t sampler_ngpus(const struct sampler *s)
@@ -186,27 +192,17 @@ static void record(struct sampler *s)
 		p->temp = g->st[GC_V_TEMP] == GC_ST_OK ? (int16_t)g->temp : -1;
 		p->power_mw = g->st[GC_V_POWER_DRAW] == GC_ST_OK ? (int32_t)g->power_draw : -1;
 		p->mem_used = g->st[GC_V_MEM_USED] == GC_ST_OK ? g->mem_used : UINT64_MAX;
-		struct sampler_gpu *o = &s->gpu[i];
+		struct history_gpu *o = &s->gpu[i];
 		if (g->st[GC_V_MEM_TOTAL] == GC_ST_OK)
 			o->mem_total = g->mem_total;
 		if (g->st[GC_V_UUID] == GC_ST_OK)
 			snprintf(o->uuid, sizeof o->uuid, "%s", g->uuid);
-		if (g->st[GC_V_NAME] == GC_ST_OK)
-			snprintf(o->name, sizeof o->name, "%s", g->name);
-		o->mem_free = g->st[GC_V_MEM_FREE] == GC_ST_OK ? g->mem_free : UINT64_MAX;
-		o->mig = select_gpu_mig(g);
-		o->nowners = 0;
-		o->others = g->st[GC_V_PROCS] != GC_ST_OK;
-		for (size_t k = 0; k < g->nprocs && !o->others; k++) {
-			const gc_proc *pr = &g->procs[k];
-			if (!(pr->type & GC_PROC_COMPUTE))
-				continue;
-			if (!pr->visible || o->nowners == sizeof o->owners / sizeof o->owners[0]) {
-				o->others = true;
-				break;
-			}
-			o->owners[o->nowners++] = pr->uid;
-		}
+	}
+	/* the queue's view: out of memory keeps the last one */
+	gc_snapshot copy = {0};
+	if (gpu_snapshot_copy(&copy, &s->snap) == GC_OK) {
+		gpu_snapshot_release(&s->view);
+		s->view = copy;
 	}
 }
 
@@ -324,7 +320,7 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 		return GC_ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		s->gpu[i].mem_total = s->gpu[i].mem_free = UINT64_MAX;
+		s->gpu[i].mem_total = UINT64_MAX;
 	sample_once(s);
 	if (!s->cur) {
 		errbuf_set(err, errlen, "the first sample failed: %s", gc_ctx_errmsg(s->ctx));
@@ -354,6 +350,7 @@ void sampler_stop(struct sampler *s)
 	}
 	frame_unref(s->cur);
 	gpu_snapshot_release(&s->snap);
+	gpu_snapshot_release(&s->view);
 	gc_ctx_free(s->ctx);
 	lease_dir_close(s->leases);
 	free(s->held);

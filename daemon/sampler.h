@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpu.h"
+
 /* One sample, rendered; immutable once published. */
 struct frame {
 	int refs;                /* atomic */
@@ -47,21 +49,12 @@ size_t sampler_ngpus(const struct sampler *s);
 struct frame *sampler_frame(struct sampler *s);
 void frame_unref(struct frame *f);
 
-/* What the queue needs of each GPU, as of the last sample ("" / UINT64_MAX: unknown). */
-struct sampler_gpu {
-	char uuid[96];
-	char name[96];
-	uint64_t mem_free;
-	uint64_t mem_total;
-	/* owners of its compute processes: a job may not share a GPU with another user's
-	 * (gpuctl run would refuse it); `others` when an owner is unknown or there are many */
-	uid_t owners[8];
-	unsigned nowners;
-	bool others;
-	bool mig;     /* in MIG mode (select_gpu_mig): never handed out by index */
-};
-/* Copy them into out[max]; returns the number of GPUs copied. */
-size_t sampler_gpus(struct sampler *s, struct sampler_gpu *out, size_t max);
+/*
+ * The last good sample, deep-copied into out (released first; the caller
+ * releases it with gpu_snapshot_release): the queue decides with the
+ * library's select.c on it, as gpuctl run does. GC_OK, or GC_ENOMEM.
+ */
+int sampler_snapshot(struct sampler *s, gc_snapshot *out);
 
 /* Monotonic milliseconds (the clock of frame.mono_ms). */
 int64_t sampler_now_ms(void);

@@ -195,6 +195,22 @@ static enum select_why why_of(const gc_snapshot *s, size_t i, const struct selec
 	return SELECT_OK;
 }
 
+enum select_why select_could(const gc_snapshot *s, size_t i, const struct select_request *r)
+{
+	const gc_gpu *g = &s->gpus[i];
+	if (r->allowed && !r->allowed[i])
+		return SELECT_NOT_VISIBLE;
+	if (r->exclude && r->exclude[i])
+		return SELECT_EXCLUDED;
+	if (!model_matches(r->model, g))
+		return SELECT_MODEL;
+	if (!mem_total_fits(g, r->min_free_mem))
+		return SELECT_MEMORY;
+	if (select_gpu_mig(g))
+		return SELECT_MIG; /* would do, but not by index */
+	return SELECT_OK;
+}
+
 size_t select_eligible(const gc_snapshot *s, const struct select_request *r, const bool *leased,
 		       enum select_why *why)
 {
@@ -262,7 +278,7 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 		err[0] = '\0';
 	if (!s || !r || r->n == 0) {
 		sb_printf(&b, "at least 1 GPU must be requested");
-		return -1;
+		return GC_EINVAL;
 	}
 	const size_t ng = s->ngpus;
 	const unsigned n = r->n;
@@ -276,7 +292,7 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 			sb_list(&b, NULL, ng);
 			sb_printf(&b, ")");
 		}
-		return -1;
+		return GC_EINVAL;
 	}
 
 	if (r->allowed) {
@@ -293,7 +309,7 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 				sb_list(&b, r->allowed, ng);
 				sb_printf(&b, ")");
 			}
-			return -1;
+			return GC_EINVAL;
 		}
 	}
 
@@ -318,7 +334,7 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 			}
 			if (named)
 				sb_printf(&b, ")");
-			return -1;
+			return GC_EINVAL;
 		}
 	}
 
@@ -337,28 +353,26 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 			fmt_gib(have, sizeof have, largest, false);
 			sb_printf(&b, "%u GPU%s with at least %s requested but the largest GPU here has %s",
 				  n, plural(n), want, have);
-			return -1;
+			return GC_EINVAL;
 		}
 	}
 
 	bool *ok = calloc(ng, sizeof *ok);
 	if (!ok) {
 		sb_printf(&b, "out of memory");
-		return -1;
+		return GC_ENOMEM;
 	}
 	bool *mig = calloc(ng, sizeof *mig);
 	if (!mig) {
 		free(ok);
 		sb_printf(&b, "out of memory");
-		return -1;
+		return GC_ENOMEM;
 	}
 	size_t count = 0, nmig = 0;
 	for (size_t i = 0; i < ng; i++) {
-		const gc_gpu *g = &s->gpus[i];
-		ok[i] = (!r->allowed || r->allowed[i]) && !(r->exclude && r->exclude[i]) &&
-			model_matches(r->model, g) && mem_total_fits(g, r->min_free_mem);
-		mig[i] = ok[i] && select_gpu_mig(g); /* would do, but not by index */
-		ok[i] = ok[i] && !mig[i];
+		enum select_why w = select_could(s, i, r);
+		ok[i] = w == SELECT_OK;
+		mig[i] = w == SELECT_MIG;
 		count += ok[i];
 		nmig += mig[i];
 	}
@@ -379,7 +393,7 @@ int select_possible(const gc_snapshot *s, const struct select_request *r, char *
 		}
 		free(ok);
 		free(mig);
-		return -1;
+		return GC_EINVAL;
 	}
 	free(ok);
 	free(mig);

@@ -91,7 +91,7 @@ const char *select_why_format(enum select_why w, const struct select_request *r,
  * processes and lost GPUs? Counts the GPUs that are allowed, not excluded,
  * match the model and whose TOTAL memory is at least r->min_free_mem (a GPU
  * whose total is unknown counts) and that are not in MIG mode (which only an
- * administrator changes). Returns 0, or -1 with a one-line message
+ * administrator changes). Returns 0, or GC_EINVAL (GC_ENOMEM) with a one-line message
  * in err (errlen bytes; lowercase, no trailing period), checked in order:
  *   "3 GPUs requested but only 2 exist on this machine (0-1)"
  *   "3 GPUs requested but only 2 are visible through CUDA_VISIBLE_DEVICES (0,3)"
@@ -105,6 +105,14 @@ const char *select_why_format(enum select_why w, const struct select_request *r,
  * equal).
  */
 int select_possible(const gc_snapshot *s, const struct select_request *r, char *err, size_t errlen);
+
+/*
+ * Could GPU i ever meet the request, ignoring leases, load, processes and
+ * lost GPUs (the rule select_possible counts by, and gpuctld's "NeverFits")?
+ * SELECT_OK, or the first of SELECT_NOT_VISIBLE, SELECT_EXCLUDED,
+ * SELECT_MODEL, SELECT_MEMORY (its total is too small), SELECT_MIG.
+ */
+enum select_why select_could(const gc_snapshot *s, size_t i, const struct select_request *r);
 
 /*
  * Per-GPU eligibility now. leased[ngpus] (borrowed, or NULL) marks GPUs

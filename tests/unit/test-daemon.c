@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "route.h"
 #include "sampler.h"
+#include "select.h"
 
 static void fill(gc_gpu *g, unsigned idx)
 {
@@ -163,10 +164,16 @@ static void test_sampler_mig(void **state)
 	struct sampler *s = NULL;
 	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
 		fail_msg("sampler_start: %s", err);
-	struct sampler_gpu gs[4];
-	assert_int_equal(sampler_gpus(s, gs, 4), 2);
-	assert_true(gs[0].mig);
-	assert_false(gs[1].mig);
+	gc_snapshot v = {0};
+	assert_int_equal(sampler_snapshot(s, &v), GC_OK);
+	assert_int_equal(v.ngpus, 2);
+	assert_true(select_gpu_mig(&v.gpus[0]));
+	assert_false(select_gpu_mig(&v.gpus[1]));
+	/* select.c's rules on it, as the queue asks them: GPU 0 could never be handed out */
+	struct select_request r = {.n = 1, .max_util = -1};
+	assert_int_equal(select_could(&v, 0, &r), SELECT_MIG);
+	assert_int_equal(select_could(&v, 1, &r), SELECT_OK);
+	gpu_snapshot_release(&v);
 	sampler_stop(s);
 }
 

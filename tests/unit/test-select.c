@@ -477,7 +477,7 @@ static void test_visible_devices(void **state)
 	unsigned out[3];
 	assert_int_equal(select_pick(s, &r, NULL, out), GC_ENOTNOW);
 	char err[200];
-	assert_int_equal(select_possible(s, &r, err, sizeof err), -1);
+	assert_int_equal(select_possible(s, &r, err, sizeof err), GC_EINVAL);
 	assert_string_equal(err, "3 GPUs requested but only 2 are visible through CUDA_VISIBLE_DEVICES (0,3)");
 	node_free(s);
 }
@@ -486,8 +486,8 @@ static void expect_impossible(const gc_snapshot *s, const struct select_request 
 {
 	char err[300];
 	int rc = select_possible(s, r, err, sizeof err);
-	if (rc != -1 || strcmp(err, want) != 0)
-		fail_msg("rc %d '%s', want -1 '%s'", rc, err, want);
+	if (rc != GC_EINVAL || strcmp(err, want) != 0)
+		fail_msg("rc %d '%s', want GC_EINVAL '%s'", rc, err, want);
 }
 
 static void test_possible(void **state)
@@ -580,11 +580,11 @@ static void test_possible(void **state)
 	/* tiny and absent error buffers */
 	r = req(99);
 	char small[10];
-	assert_int_equal(select_possible(s, &r, small, sizeof small), -1);
+	assert_int_equal(select_possible(s, &r, small, sizeof small), GC_EINVAL);
 	assert_string_equal(small, "99 GPUs r");
-	assert_int_equal(select_possible(s, &r, NULL, 0), -1);
+	assert_int_equal(select_possible(s, &r, NULL, 0), GC_EINVAL);
 	r.n = 0;
-	assert_int_equal(select_possible(s, &r, err, sizeof err), -1);
+	assert_int_equal(select_possible(s, &r, err, sizeof err), GC_EINVAL);
 	node_free(s);
 }
 
