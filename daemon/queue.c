@@ -9,7 +9,7 @@
  *
  * A round (settle) records every job that ended and starts what dispatch
  * chose in ONE transaction: one fsync however many jobs it moves. The
- * started jobs are spawned inside it and wait (gpuctl run --go-fd); they
+ * started jobs are spawned inside it and wait on their go pipe; they
  * go once the commit is on disk, so a crash at any point runs no job twice.
  * Dispatch reads only the head of the queue (in priority, id order) as far
  * as free GPUs remain, so a round costs the same with 10 or 10 000 queued
@@ -19,8 +19,9 @@
  * Jobs are started by the job runner, `gpuctl --runner 3`: one gpuctl
  * process this thread spawns and talks to over a socket pair
  * (lib/spawnreq.h). For each job it forks a child that becomes the user
- * and runs `gpuctl run --placed INDEX=UUID,… …` in-process, so no job pays
- * for an exec of gpuctl. The runner says which pid it forked and, later, how it
+ * and runs the job in-process (runjob_spawned: the GPUs dispatch chose,
+ * the job's options and command, as fields, never a command line), so no
+ * job pays for an exec of gpuctl. The runner says which pid it forked and, later, how it
  * ended. If the runner dies, its children are adopted like the jobs of an
  * earlier gpuctld, and the next start spawns a new runner.
  */
@@ -474,7 +475,7 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	json_t *requeue = json_object_get(req, "requeue");
 	if (requeue && !json_is_boolean(requeue))
 		return fail("requeue must be true or false");
-	/* gpuctl run's supervisor options, passed on: only these (never --gpus, --status-file, --go-fd) */
+	/* gpuctl run's supervisor options, passed on to the job: only these (never --gpus or an internal one) */
 	json_t *run = json_object_get(req, "run");
 	if (run && strings(run, 16) < 0)
 		return fail("run must be a list of at most 16 gpuctl run options");
@@ -716,7 +717,7 @@ static void vec_free(char **v)
 	free(v);
 }
 
-/* what job id's gpuctl run --status-slot left: 1 with *ran and *code, 0 when nothing was written */
+/* what job id left in its status record: 1 with *ran and *code, 0 when nothing was written */
 static int read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code)
 {
 	char path[4300];
@@ -1002,12 +1003,13 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 }
 
 /*
- * Inside the round's transaction: start job j on GPUs g (gs: their UUIDs).
- * Has the runner fork gpuctl run as the user with --go-fd 3: it waits for
- * settle() to write one byte once the round is committed. The GPUs go as
- * --placed INDEX=UUID: dispatch chose them from the sampler's view, so
- * gpuctl run only leases them and opens no NVML of its own. 0, or -1 (the
- * job failed, or stays queued when its start could not be recorded).
+ * Inside the round's transaction: start job j on GPUs g (gs: the sample they
+ * were chosen in). Has the runner fork the job as the user; it leases the
+ * GPUs and waits on its go pipe (fd 3) for settle() to write one byte once
+ * the round is committed. The GPUs go by index and UUID ("placed"):
+ * dispatch chose them from the sampler's view, so the job only leases them
+ * and opens no NVML of its own. 0, or -1 (the job failed, or stays queued
+ * when its start could not be recorded).
  */
 static int launch(struct queue *q, const struct job *j, const bool *g, const gc_snapshot *gs)
 {
@@ -1029,10 +1031,10 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	size_t na, ne;
 	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
 	json_t *rq = json_loads(j->request, 0, NULL), *run = json_object_get(rq, "run");
-	char **argv = calloc(na + 16 + json_array_size(run), sizeof *argv);
-	char status[4300], slot[24];
+	size_t nopts = json_array_size(run);
+	const char **opts = calloc(nopts + 1, sizeof *opts);
+	char status[4300];
 	status_path(q, j->uid, status, sizeof status);
-	snprintf(slot, sizeof slot, "%lld", (long long)j->id);
 	/* owned by the user, whose gpuctl runs write their records into it; this job's emptied */
 	int sfd = open(status, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (sfd < 0 || fchown(sfd, j->uid, j->gid) < 0 || jobstatus_clear(sfd, j->id) < 0)
@@ -1040,7 +1042,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	if (sfd >= 0)
 		close(sfd);
 	int go[2] = {-1, -1};
-	if (!cmd || !env || !argv)
+	if (!cmd || !env || !opts)
 		snprintf(why, sizeof why, "out of memory");
 	else if (q->nullfd < 0)
 		snprintf(why, sizeof why, "cannot open /dev/null");
@@ -1049,29 +1051,12 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	if (why[0]) {
 		vec_free(cmd);
 		vec_free(env);
-		free(argv);
+		free(opts);
 		json_decref(rq);
 		return start_failed(q, j->id, gpus, why);
 	}
-	size_t k = 0;
-	argv[k++] = (char *)"gpuctl";
-	argv[k++] = (char *)"run";
-	argv[k++] = (char *)"--placed";
-	argv[k++] = placed;
-	argv[k++] = (char *)"--name";
-	argv[k++] = name;
-	argv[k++] = (char *)"--status-file";
-	argv[k++] = status;
-	argv[k++] = (char *)"--status-slot";
-	argv[k++] = slot;
-	argv[k++] = (char *)"--go-fd";
-	argv[k++] = (char *)"3";
-	for (size_t i = 0; i < json_array_size(run); i++)
-		argv[k++] = (char *)json_string_value(json_array_get(run, i)); /* rq lives until after the spawn */
-	argv[k++] = (char *)"--";
-	for (size_t i = 0; i < na; i++)
-		argv[k++] = cmd[i];
-	argv[k] = NULL;
+	for (size_t i = 0; i < nopts; i++)
+		opts[i] = json_string_value(json_array_get(run, i)); /* rq lives until after the spawn */
 	/* the daemon's view of the node wins over what the submitter's environment said */
 	char idv[40], simv[4200], *keep[] = {"GPUCTL_SIM_LIBDIR", "GPUCTL_SIM_RUNDIR", "GPUCTL_STATE_DIR", NULL};
 	snprintf(idv, sizeof idv, "GPUCTL_JOB_ID=%lld", (long long)j->id);
@@ -1098,7 +1083,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	}
 	env[m] = NULL;
 	/*
-	 * Exactly once, whenever gpuctld dies: gpuctl run waits on --go-fd
+	 * Exactly once, whenever gpuctld dies: the job waits on its go pipe
 	 * until the round that records this start (with its pid) is committed.
 	 * One whose parent died first writes "0 0" (never ran) to the status
 	 * file and leaves: its start was not committed, or a restart finds
@@ -1106,7 +1091,9 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	 * is gone and left no status is lost.
 	 */
 	struct spawnreq sr = {.uid = j->uid, .gid = j->gid, .ngroups = (size_t)ngroups, .groups = groups,
-			      .cwd = j->cwd, .log = log, .argc = k, .argv = argv, .envc = m, .env = env};
+			      .cwd = j->cwd, .log = log, .placed = placed, .name = name, .status = status,
+			      .slot = (uint64_t)j->id, .nopts = nopts, .opts = (char **)opts, .argc = na, .argv = cmd,
+			      .envc = m, .env = env};
 	int fds[SPAWNREQ_NFDS] = {q->nullfd, go[0]};
 	pid_t pid = runner_spawn(q, &sr, fds, why, sizeof why);
 	close(go[0]);
@@ -1115,7 +1102,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 			free(env[i]);
 	free(env);
 	vec_free(cmd);
-	free(argv);
+	free(opts);
 	json_decref(rq);
 	if (pid < 0) {
 		close(go[1]);

@@ -3,7 +3,9 @@
  * to each other over a Unix stream socket. gpuctld sends one request per
  * job: a header, then a payload holding the user (uid, gid, groups), the
  * working directory, the job's log (which the runner's child creates, as
- * root, for the user), the argv of `gpuctl run …` and the environment; the
+ * root, for the user), the job itself (the GPUs dispatch chose, its name,
+ * where its exit status goes, its supervisor options and its command) and
+ * the environment; the
  * job's stdin and go pipe travel with the header as SCM_RIGHTS. The
  * runner answers with fixed-size records: HELLO once, SPAWNED for each
  * request (in order), EXITED whenever one of its children ends.
@@ -18,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPAWNREQ_MAGIC 0x67707232u     /* "gpr2": bumped when the layout changes */
+#define SPAWNREQ_MAGIC 0x67707233u     /* "gpr3": bumped when the layout changes */
 #define SPAWNREQ_MAX (4u << 20)        /* a payload, environment included */
 #define SPAWNREQ_MAX_GROUPS 65536u     /* NGROUPS_MAX on Linux */
 #define SPAWNREQ_NFDS 2                /* stdin, the go pipe (fd 3) */
@@ -36,8 +38,15 @@ struct spawnreq {
 	gid_t *groups;                  /* ngroups supplementary groups */
 	const char *cwd;
 	const char *log;                /* stdout and stderr: created if missing, owned by uid */
+	/* the job, as gpuctl run takes it in the runner's child (runjob_spawned) */
+	const char *placed;             /* the GPUs, "INDEX=UUID,…": chosen and checked by gpuctld */
+	const char *name;               /* its lease's name ("job-ID[-NAME]") */
+	const char *status;             /* the user's status file: the exit status goes there */
+	uint64_t slot;                  /* ... as job `slot`'s record (jobstatus.h), >= 1 */
+	size_t nopts;
+	char **opts;                    /* nopts supervisor options ("--NAME[=VALUE]", as queued), NULL-terminated */
 	size_t argc;
-	char **argv;                    /* argc strings, NULL-terminated */
+	char **argv;                    /* the command: argc strings, NULL-terminated */
 	size_t envc;
 	char **env;                     /* envc "NAME=value" strings, NULL-terminated */
 };

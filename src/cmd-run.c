@@ -41,12 +41,7 @@ static void usage(FILE *f)
 		"      --backoff=FIRST[:MAX]  wait before a restart, doubling (default 1s:5m)\n"
 		"      --checkpoint-dir=DIR   GPUCTL_CHECKPOINT_DIR, and GPUCTL_RESUME_FROM its newest checkpoint\n"
 		"      --hang-timeout=DUR stop a job whose GPUs show no progress for this long\n"
-		"\n"
-		"Used by gpuctld for queued jobs:\n"
-		"      --status-file=FILE at the end write \"RAN STATUS\" to FILE (RAN 0: CMD never started)\n"
-		"      --status-slot=ID   write it as job ID's record in FILE, shared by one user's jobs (gpuctld)\n"
-		"      --placed=I=UUID,.. exactly these GPUs, chosen and checked by gpuctld: lease them, open no NVML\n"
-		"      --go-fd=FD         once the GPUs are leased, read a byte from FD; at end of file run nothing (gpuctld)\n"
+
 		"\n"
 		"CMD gets CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUCTL_GPUS (indices),\n"
 		"GPUCTL_GPU_UUIDS and GPUCTL_NUM_GPUS. gpuctl exits with CMD's status, 128+N if a\n"
@@ -57,6 +52,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		RUNJOB_LONG_OPTIONS,
+		RUNJOB_INTERNAL_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

@@ -10,6 +10,7 @@
 #ifndef GPUCTL_RUNJOB_H
 #define GPUCTL_RUNJOB_H
 #include "request.h"
+#include "spawnreq.h"
 #include "spot.h"
 #include "supervise.h"
 
@@ -59,7 +60,17 @@ struct runjob {
 	{"checkpoint-dir", required_argument, NULL, 'K'},      \
 	{"hang-timeout", required_argument, NULL, 'T'},        \
 	{"on-notice", required_argument, NULL, 'O'},           \
-	{"ack", no_argument, NULL, 'A'},                      \
+	{"ack", no_argument, NULL, 'A'}
+
+/*
+ * gpuctl run's internal options, what runjob_spawned sets for a queued job
+ * (status file and slot, the placed GPUs, the go pipe): in no --help and no
+ * man page (tests/docs/check-docs.py holds them out). gpuctld does not use
+ * them: its runner calls runjob_spawned with the fields. `gpuctl run`
+ * still takes them so that tests/cli can drive those paths (a placed
+ * lease, the go pipe, a status record) from a shell without a daemon.
+ */
+#define RUNJOB_INTERNAL_OPTIONS                                \
 	{"status-file", required_argument, NULL, 'F'},         \
 	{"status-slot", required_argument, NULL, 'Z'},         \
 	{"placed", required_argument, NULL, 'Q'},              \
@@ -79,6 +90,16 @@ int runjob_option(struct runjob *j, int c, const char *arg);
  * reason through cli_err for anything else).
  */
 int runjob_queued_option(struct runjob *j, const char *opt);
+/*
+ * A queued job in gpuctld's runner's child (runner.c), in-process: the GPUs
+ * dispatch chose (r->placed) are leased, the command runs under the
+ * supervisor with r's options once the go byte comes on fd RUNJOB_GO_FD,
+ * and its exit status goes into r->status as job r->slot's record. What
+ * `gpuctl run` would do with the same options; no argv is built for it.
+ * An exit code.
+ */
+#define RUNJOB_GO_FD 3
+int runjob_spawned(const struct spawnreq *r);
 /* Lease, run cmd (borrowed, NULL-terminated) under the supervisor, release. An exit code. */
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd);
 /* setenv(3), remembered for --dry-run. An exit code. */

@@ -6,7 +6,7 @@
  * simulator) itself, exactly as an exec'd `gpuctl run` would. A child
  * becomes the job's user with setgroups/setresgid/setresuid — safe here,
  * where no other thread shares its credentials — enters the job's
- * directory, takes the job's environment and runs main_fn. When gpuctld
+ * directory, takes the job's environment and runs job_fn. When gpuctld
  * goes away (end of file) the runner leaves; its children run on.
  */
 #include "runner.h"
@@ -123,23 +123,25 @@ static void title_area(char **argv)
 }
 
 /*
- * What ps and pkill -f show for the child: its argv joined with spaces,
+ * What ps and pkill -f show for the child, "gpuctl job-ID[-NAME] -- CMD ARGS",
  * written over the runner's own argv and environment strings (no longer
  * in use: environ points at the request), cut to their length. Past the
  * end of the original argv the kernel reads on up to the first NUL.
  */
-static void set_title(char *const *argv)
+static void set_title(const struct spawnreq *r)
 {
 	if (title_len < 2)
 		return;
 	size_t off = 0;
-	for (size_t i = 0; argv[i] && off < title_len - 1; i++) {
+	const char *head[] = {"gpuctl", r->name, "--"};
+	for (size_t i = 0; off < title_len - 1 && i < 3 + r->argc; i++) {
+		const char *w = i < 3 ? head[i] : r->argv[i - 3];
 		if (i)
 			title_at[off++] = ' ';
-		size_t n = strlen(argv[i]);
+		size_t n = strlen(w);
 		if (n > title_len - 1 - off)
 			n = title_len - 1 - off;
-		memcpy(title_at + off, argv[i], n);
+		memcpy(title_at + off, w, n);
 		off += n;
 	}
 	memset(title_at + off, 0, title_len - off);
@@ -171,9 +173,9 @@ static int open_log(const struct spawnreq *r)
 	return open(r->log, flags | O_CREAT | O_EXCL, 0600);
 }
 
-/* the forked child: becomes the job's user and runs gpuctl run in-process */
+/* the forked child: becomes the job's user and runs the job in-process */
 __attribute__((noreturn)) static void child(const struct spawnreq *r, const int fds[SPAWNREQ_NFDS],
-					    int (*main_fn)(int, char **))
+					    int (*job_fn)(const struct spawnreq *))
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -190,7 +192,7 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 		cli_err("runner: cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
 		_exit(126);
 	}
-	/* the go pipe becomes fd 3, where --go-fd 3 reads it (the log is on 1 and 2 before) */
+	/* the go pipe becomes fd 3 (RUNJOB_GO_FD), where the job waits for it (the log is on 1 and 2 before) */
 	if (dup2(fds[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(fds[1], 3) < 0) {
 		cli_err("runner: cannot set up the job's files: %s", strerror(errno));
 		_exit(126);
@@ -207,8 +209,8 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 		_exit(126);
 	}
 	environ = r->env;
-	set_title(r->argv);
-	exit(main_fn((int)r->argc, r->argv));
+	set_title(r);
+	exit(job_fn(r));
 }
 
 /*
@@ -230,7 +232,7 @@ static void warm_nss(void)
 }
 
 /* one request: fork its child and say so. 0, or -1 when the socket is broken */
-static int serve_one(int sock, int sfd, int (*main_fn)(int, char **), int *eof)
+static int serve_one(int sock, int sfd, int (*job_fn)(const struct spawnreq *), int *eof)
 {
 	char *payload = NULL;
 	size_t len = 0;
@@ -250,7 +252,7 @@ static int serve_one(int sock, int sfd, int (*main_fn)(int, char **), int *eof)
 		if (pid == 0) {
 			close(sock);
 			close(sfd);
-			child(&r, fds, main_fn);
+			child(&r, fds, job_fn);
 		}
 		spawnreq_release(&r);
 	}
@@ -267,7 +269,7 @@ static void reap(int sock)
 		(void)send_rec(sock, SPAWNREC_EXITED, pid, st); /* gpuctld gone: it reads the status files */
 }
 
-int runner_serve(char **argv, const char *arg, int (*main_fn)(int argc, char **argv))
+int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnreq *r))
 {
 	char *end;
 	errno = 0;
@@ -305,7 +307,7 @@ int runner_serve(char **argv, const char *arg, int (*main_fn)(int argc, char **a
 		}
 		if (p[0].revents) {
 			int eof = 0;
-			if (serve_one(sock, sfd, main_fn, &eof) < 0) {
+			if (serve_one(sock, sfd, job_fn, &eof) < 0) {
 				cli_err("runner: gpuctld sent a broken request or went away mid-request");
 				return EXIT_FAIL;
 			}

@@ -2,8 +2,9 @@
  * runner.h — `gpuctl --runner FD`: gpuctld's job runner. One long-lived
  * gpuctl process that gpuctld starts and talks to over the socket FD
  * (lib/spawnreq.h). For each request it forks a child that becomes the
- * job's user and runs `gpuctl run …` in-process, without an exec: the
- * per-job cost of starting gpuctl (exec, dynamic linking) is paid once.
+ * job's user and runs the job in-process (runjob_spawned), without an exec
+ * and without a command line: the per-job cost of starting gpuctl (exec,
+ * dynamic linking, option parsing) is paid once.
  */
 #ifndef GPUCTL_RUNNER_H
 #define GPUCTL_RUNNER_H
@@ -11,12 +12,13 @@
 /*
  * Serve gpuctld on the socket fd `arg` names ("3"): HELLO, then a SPAWNED
  * record for each request and an EXITED record for each child that ends,
- * until gpuctld closes its end. Each child runs main_fn(argc, argv) with the
- * request's argv and environment and exits with what it returns. Returns
+ * until gpuctld closes its end. Each child runs job_fn(request) with the
+ * request's environment and exits with what it returns. Returns
  * the exit code (EXIT_USAGE for a bad fd, EXIT_OK at end of file, EXIT_FAIL
  * when the socket fails or a request is malformed). argv is the process's
  * own (main's): each child writes its title over it, for ps.
  */
-int runner_serve(char **argv, const char *arg, int (*main_fn)(int argc, char **argv));
+struct spawnreq;
+int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnreq *r));
 
 #endif

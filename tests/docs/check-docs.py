@@ -88,8 +88,14 @@ def table_names(text):
     return set(re.findall(r'\{"([a-z][a-z0-9-]*)", *(?:no|required|optional)_argument', text))
 
 
+runjob_h = read("src/runjob.h")
+internal_at = runjob_h.index("#define RUNJOB_INTERNAL_OPTIONS")
 shared = {"REQUEST_LONG_OPTIONS": table_names(read("src/request.h")),
-          "RUNJOB_LONG_OPTIONS": table_names(read("src/runjob.h"))}
+          "RUNJOB_LONG_OPTIONS": table_names(runjob_h[:internal_at])}
+# gpuctl run's internal options (runjob_spawned's fields): never in a --help or a man page
+internal = table_names(runjob_h[internal_at:])
+if internal != {"status-file", "status-slot", "placed", "go-fd"}:
+    errors.append(f"RUNJOB_INTERNAL_OPTIONS is not the four internal options: {sorted(internal)}")
 cmd_help = run("--help")
 commands = re.findall(r"^  (\w+)\s{2,}", cmd_help, re.M)
 
@@ -115,8 +121,14 @@ for cmd in commands:
     for macro, extra in shared.items():
         if macro in text:
             names |= extra
-    names -= {"help"}
+    names -= {"help"} | internal
     helptext = subprocess.run([gpuctl, cmd, "--help"], capture_output=True, text=True, env=probe_env).stdout
+    for name in sorted(internal):
+        if re.search(rf"--{re.escape(name)}\b", helptext):
+            errors.append(f"gpuctl {cmd} --help shows the internal option --{name}")
+        if os.path.exists(os.path.join(src, "docs/man", f"gpuctl-{cmd}.1")) and \
+                "\\-\\-" + name.replace("-", "\\-") in read(f"docs/man/gpuctl-{cmd}.1"):
+            errors.append(f"gpuctl-{cmd}.1 documents the internal option --{name}")
     man = read(f"docs/man/gpuctl-{cmd}.1") if os.path.exists(os.path.join(src, "docs/man", f"gpuctl-{cmd}.1")) else ""
     # a command whose --help sends the reader to gpuctl-run(1) for run's options has them there
     delegated = shared["RUNJOB_LONG_OPTIONS"] | shared["REQUEST_LONG_OPTIONS"] if "gpuctl-run(1)" in helptext else set()

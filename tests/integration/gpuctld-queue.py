@@ -445,7 +445,7 @@ try:
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
     for j in (rq, lo):
-        subprocess.run(["pkill", "-KILL", "-f", f"job-{j} --status-file"], check=False)
+        subprocess.run(["pkill", "-KILL", "-f", f"^gpuctl job-{j} --"], check=False)
     daemon = start()
     jrq = wait_state(rq, ("done", "failed", "lost"), 30)
     jlo = wait_state(lo, ("done", "failed", "lost"), 30)

@@ -1,7 +1,8 @@
 /*
  * test-spawnreq.c — lib/spawnreq.c and lib/jobstatus.c, the two formats
  * between gpuctld and the gpuctl runs it starts: a request survives
- * encoding whole (groups, argv, environment, empty strings); a payload that
+ * encoding whole (groups, the job's GPUs, name, status file and slot, its
+ * options, argv, environment, empty strings); a payload that
  * is cut short, claims more strings than it holds, lacks a NUL or has bytes
  * after its last string is refused; a status record is found only for its
  * own job, and a cleared or foreign slot says nothing.
@@ -23,15 +24,17 @@
 #include "spawnreq.h"
 #include "tmpdir.h"
 
-static char *argv_[] = {"gpuctl", "run", "--placed", "0=GPU-a", "--", "sh", "-c", "", NULL};
+static char *argv_[] = {"sh", "-c", "", NULL};
+static char *opts_[] = {"--spot", "--hang-timeout=10m", NULL};
 static char *env_[] = {"HOME=/home/a", "EMPTY=", NULL};
 static gid_t groups_[] = {27, 1001, 4294967294u};
 
 static struct spawnreq sample(void)
 {
 	return (struct spawnreq){.uid = 1001, .gid = 1001, .ngroups = 3, .groups = groups_, .cwd = "/home/a/w",
-				 .log = "/var/lib/gpuctl/logs/12.log",
-				 .argc = 8, .argv = argv_, .envc = 2, .env = env_};
+				 .log = "/var/lib/gpuctl/logs/12.log", .placed = "0=GPU-a,3=GPU-b", .name = "job-12",
+				 .status = "/var/lib/gpuctl/logs/user-1001.status", .slot = 0x100000012ull,
+				 .nopts = 2, .opts = opts_, .argc = 3, .argv = argv_, .envc = 2, .env = env_};
 }
 
 /* the payload of an encoded request (after its header), in a buffer of its own */
@@ -65,10 +68,18 @@ static void test_round_trip(void **state)
 		assert_int_equal(out.groups[i], groups_[i]);
 	assert_string_equal(out.cwd, "/home/a/w");
 	assert_string_equal(out.log, "/var/lib/gpuctl/logs/12.log");
-	assert_int_equal(out.argc, 8);
-	for (size_t i = 0; i < 8; i++)
+	assert_string_equal(out.placed, "0=GPU-a,3=GPU-b");
+	assert_string_equal(out.name, "job-12");
+	assert_string_equal(out.status, "/var/lib/gpuctl/logs/user-1001.status");
+	assert_true(out.slot == 0x100000012ull);
+	assert_int_equal(out.nopts, 2);
+	assert_string_equal(out.opts[0], "--spot");
+	assert_string_equal(out.opts[1], "--hang-timeout=10m");
+	assert_null(out.opts[2]);
+	assert_int_equal(out.argc, 3);
+	for (size_t i = 0; i < 3; i++)
 		assert_string_equal(out.argv[i], argv_[i]);
-	assert_null(out.argv[8]);
+	assert_null(out.argv[3]);
 	assert_int_equal(out.envc, 2);
 	assert_string_equal(out.env[1], "EMPTY=");
 	assert_null(out.env[2]);
@@ -97,7 +108,10 @@ static void test_refused(void **state)
 	/* counts larger than the payload could hold */
 	uint32_t big = 0x7fffffff;
 	memcpy(q, p, len);
-	memcpy(q + 3 * sizeof big, &big, sizeof big); /* argc */
+	memcpy(q + 4 * sizeof big, &big, sizeof big); /* argc */
+	assert_int_equal(spawnreq_decode(q, len, &out), GC_EINVAL);
+	memcpy(q, p, len);
+	memcpy(q + 3 * sizeof big, &big, sizeof big); /* nopts */
 	assert_int_equal(spawnreq_decode(q, len, &out), GC_EINVAL);
 	memcpy(q, p, len);
 	memcpy(q + 2 * sizeof big, &big, sizeof big); /* ngroups */
@@ -105,7 +119,7 @@ static void test_refused(void **state)
 	/* no command */
 	uint32_t zero = 0;
 	memcpy(q, p, len);
-	memcpy(q + 3 * sizeof zero, &zero, sizeof zero);
+	memcpy(q + 4 * sizeof zero, &zero, sizeof zero);
 	assert_int_equal(spawnreq_decode(q, len, &out), GC_EINVAL);
 	free(q);
 	free(p);
@@ -113,6 +127,9 @@ static void test_refused(void **state)
 	char *buf;
 	size_t n;
 	in.argc = 0;
+	assert_int_equal(spawnreq_encode(&in, &buf, &n), GC_EINVAL);
+	in = sample();
+	in.placed = NULL;
 	assert_int_equal(spawnreq_encode(&in, &buf, &n), GC_EINVAL);
 	in = sample();
 	char *huge = malloc(SPAWNREQ_MAX + 2);
