@@ -145,18 +145,8 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		{"after", required_argument, NULL, 'a'},
 		{"model", required_argument, NULL, 'm'},
 		{"min-free-mem", required_argument, NULL, 'M'},
-		/* gpuctl run's supervisor options, checked here and passed on (daemon/queue.c allows these) */
-		{"spot", no_argument, NULL, 'S'},
-		{"cloud", required_argument, NULL, 'C'},
-		{"poll", required_argument, NULL, 'P'},
-		{"grace", required_argument, NULL, 'G'},
-		{"restart", required_argument, NULL, 'R'},
-		{"max-restarts", required_argument, NULL, 'X'},
-		{"backoff", required_argument, NULL, 'B'},
-		{"checkpoint-dir", required_argument, NULL, 'K'},
-		{"hang-timeout", required_argument, NULL, 'T'},
-		{"on-notice", required_argument, NULL, 'O'},
-		{"ack", no_argument, NULL, 'A'},
+		/* gpuctl run's supervisor options, checked here and passed on (gpuctld checks them again) */
+		RUNJOB_SUPERVISOR_OPTIONS,
 		{"requeue", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -171,7 +161,7 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:n:h", opts, &li)) != -1) {
-		if (strchr(RUNJOB_QUEUED, c) && c != 0) {
+		if (runjob_is_supervisor_option(c)) {
 			/* checked in the form the queue stores it, by the code gpuctld checks it with */
 			char *o = NULL;
 			if (li < 0 || asprintf(&o, "--%s%s%s", opts[li].name, optarg ? "=" : "", optarg ? optarg : "") < 0) {

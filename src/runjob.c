@@ -139,21 +139,34 @@ static int parse_backoff(const char *arg, struct sv_opts *o)
 	return EXIT_OK;
 }
 
+static const struct option supervisor_options[] = {RUNJOB_SUPERVISOR_OPTIONS};
+#define N_SUPERVISOR (sizeof supervisor_options / sizeof supervisor_options[0])
+
+bool runjob_is_supervisor_option(int c)
+{
+	for (size_t i = 0; c > 0 && i < N_SUPERVISOR; i++)
+		if (supervisor_options[i].val == c)
+			return true;
+	return false;
+}
+
 int runjob_queued_option(struct runjob *j, const char *opt)
 {
-	static const struct option opts[] = {RUNJOB_LONG_OPTIONS};
 	const char *eq = strchr(opt, '=');
 	size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
-	for (size_t i = 0; opt[0] == '-' && opt[1] == '-' && i < sizeof opts / sizeof opts[0]; i++) {
-		if (!strchr(RUNJOB_QUEUED, opts[i].val) || strlen(opts[i].name) != len - 2 ||
-		    strncmp(opts[i].name, opt + 2, len - 2) != 0)
+	for (size_t i = 0; opt[0] == '-' && opt[1] == '-' && i < N_SUPERVISOR; i++) {
+		const struct option *o = &supervisor_options[i];
+		if (strlen(o->name) != len - 2 || strncmp(o->name, opt + 2, len - 2) != 0)
 			continue;
-		if ((opts[i].has_arg == required_argument) != (eq != NULL))
+		if ((o->has_arg == required_argument) != (eq != NULL))
 			break;
-		return runjob_option(j, opts[i].val, eq ? eq + 1 : NULL);
+		return runjob_option(j, o->val, eq ? eq + 1 : NULL);
 	}
-	cli_err("'%.64s' is not a gpuctl run option a queued job may take (--spot, --cloud, --poll, --grace, "
-		"--on-notice, --ack, --restart, --max-restarts, --backoff, --checkpoint-dir, --hang-timeout)", opt);
+	char names[400];
+	size_t off = 0;
+	for (size_t i = 0; i < N_SUPERVISOR && off < sizeof names; i++)
+		off += (size_t)snprintf(names + off, sizeof names - off, "%s--%s", i ? ", " : "", supervisor_options[i].name);
+	cli_err("'%.64s' is not a gpuctl run option a queued job may take (%s)", opt, names);
 	return EXIT_USAGE;
 }
 

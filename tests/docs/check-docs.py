@@ -90,8 +90,10 @@ def table_names(text):
 
 runjob_h = read("src/runjob.h")
 internal_at = runjob_h.index("#define RUNJOB_INTERNAL_OPTIONS")
+supervisor_at = runjob_h.index("#define RUNJOB_SUPERVISOR_OPTIONS")
 shared = {"REQUEST_LONG_OPTIONS": table_names(read("src/request.h")),
-          "RUNJOB_LONG_OPTIONS": table_names(runjob_h[:internal_at])}
+          "RUNJOB_LONG_OPTIONS": table_names(runjob_h[:internal_at]),
+          "RUNJOB_SUPERVISOR_OPTIONS": table_names(runjob_h[supervisor_at:runjob_h.index("#define RUNJOB_LONG_OPTIONS")])}
 # gpuctl run's internal options (runjob_spawned's fields): never in a --help or a man page
 internal = table_names(runjob_h[internal_at:])
 if internal != {"status-file", "status-slot", "placed", "go-fd"}:
