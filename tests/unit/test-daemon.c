@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <limits.h>
+#include <unistd.h>
 
 #include "metrics.h"
 #include "route.h"
@@ -177,6 +178,36 @@ static void test_sampler_mig(void **state)
 	sampler_stop(s);
 }
 
+/* a lost GPU is never dispatched to: the queue's copy of the sample carries it, and
+ * select_eligible (what dispatch asks) says SELECT_LOST, as gpuctl run would */
+static void test_sampler_lost(void **state)
+{
+	(void)state;
+	char node[PATH_MAX], err[256];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/tests/cli/nodes/lost.json", src ? src : ".");
+	/* GPU 1 falls off the bus on its third temperature read: a later sample shows it */
+	struct sampler_opts o = {.sim = node, .interval_ms = 20, .history_ms = 60000, .hostname = "h"};
+	struct sampler *s = NULL;
+	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
+		fail_msg("sampler_start: %s", err);
+	gc_snapshot v = {0};
+	for (int tries = 0; tries < 250; tries++) {
+		assert_int_equal(sampler_snapshot(s, &v), GC_OK);
+		assert_int_equal(v.ngpus, 2);
+		if (select_gpu_lost(&v.gpus[1]))
+			break;
+		usleep(20000);
+	}
+	struct select_request r = {.n = 1, .max_util = -1, .shared = true};
+	enum select_why why[2];
+	assert_int_equal(select_eligible(&v, &r, NULL, why), 1);
+	assert_int_equal(why[0], SELECT_OK);
+	assert_int_equal(why[1], SELECT_LOST);
+	gpu_snapshot_release(&v);
+	sampler_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_sampler_mig),
+		cmocka_unit_test(test_sampler_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
