@@ -286,13 +286,14 @@ static void copy_col(sqlite3_stmt *st, int c, char *buf, size_t len)
 	snprintf(buf, len, "%s", t ? (const char *)t : "");
 }
 
-#define COLUMNS_WITH(env) "id, uid, gid, user, name, priority, ngpus, request, argv, " env ", cwd, after, state," \
+#define HEAD "id, uid, gid, user, name, priority, ngpus, request" /* row_head reads these */
+#define COLUMNS_WITH(env) HEAD ", argv, " env ", cwd, after, state," \
 		" submitted_ms, started_ms, ended_ms, pid, pid_start, gpus, exit_code, reason, starts"
 #define COLUMNS COLUMNS_WITH("env")
 #define LISTED COLUMNS_WITH("'[]'")  /* a listing shows no environment: not read */
 
-/* a row of COLUMNS; -1 when out of memory */
-static int row(sqlite3_stmt *st, struct job *j)
+/* the columns of HEAD, which COLUMNS and BRIEF begin with */
+static void row_head(sqlite3_stmt *st, struct job *j)
 {
 	memset(j, 0, sizeof *j);
 	j->id = sqlite3_column_int64(st, 0);
@@ -303,6 +304,12 @@ static int row(sqlite3_stmt *st, struct job *j)
 	j->priority = sqlite3_column_int(st, 5);
 	j->ngpus = (unsigned)sqlite3_column_int(st, 6);
 	j->request = dup_col(st, 7);
+}
+
+/* a row of COLUMNS; -1 when out of memory */
+static int row(sqlite3_stmt *st, struct job *j)
+{
+	row_head(st, j);
 	j->argv = dup_col(st, 8);
 	j->env = dup_col(st, 9);
 	j->cwd = dup_col(st, 10);
@@ -464,20 +471,12 @@ int store_commit(struct store *s)
 	return -1;
 }
 
-#define BRIEF "id, uid, gid, user, name, priority, ngpus, request, after, state, submitted_ms, started_ms, gpus"
+#define BRIEF HEAD ", after, state, submitted_ms, started_ms, gpus"
 
 /* a row of BRIEF (argv, env and cwd left NULL); -1 when out of memory */
 static int brief_row(sqlite3_stmt *st, struct job *j)
 {
-	memset(j, 0, sizeof *j);
-	j->id = sqlite3_column_int64(st, 0);
-	j->uid = (uid_t)sqlite3_column_int64(st, 1);
-	j->gid = (gid_t)sqlite3_column_int64(st, 2);
-	copy_col(st, 3, j->user, sizeof j->user);
-	copy_col(st, 4, j->name, sizeof j->name);
-	j->priority = sqlite3_column_int(st, 5);
-	j->ngpus = (unsigned)sqlite3_column_int(st, 6);
-	j->request = dup_col(st, 7);
+	row_head(st, j);
 	j->after = dup_col(st, 8);
 	j->state = state_of((const char *)sqlite3_column_text(st, 9));
 	j->submitted_ms = sqlite3_column_int64(st, 10);
