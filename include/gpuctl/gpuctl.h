@@ -150,9 +150,16 @@ const char *gc_topo_name(int level); /* "PIX", ..., "X"; "N/A" when unknown */
 
 typedef struct gc_ctx gc_ctx;
 
+/*
+ * How to open: fields are only ever added at the end, and read as far as
+ * size says (0 counts as the fields below, so `{.sim_node = path}` stays
+ * valid).
+ */
 typedef struct gc_open_opts {
+	size_t size;           /* sizeof(gc_open_opts), or 0 */
 	const char *library;   /* borrowed; NULL: $GPUCTL_NVML_LIBRARY, else libnvidia-ml.so.1 */
-	const char *sim_node;  /* borrowed; non-NULL: load the simulator with this node file */
+	const char *sim_node;  /* borrowed; non-NULL: load the simulator with this node file
+				  (handed to it directly: no environment variable is set) */
 } gc_open_opts;
 
 /*

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	gc_ctx *ctx = NULL;
-	gc_open_opts o = {.sim_node = argv[1]};
+	gc_open_opts o = {.sim_node = argv[1], .size = sizeof o};
 	int rc = gc_ctx_open(&ctx, &o);
 	if (rc != GC_OK) {
 		fprintf(stderr, "abi: open: %s\n", gc_ctx_errmsg(ctx));
