@@ -154,17 +154,24 @@ static void test_listen(void **state)
 	}
 }
 
+/* a sampler on tests/cli/nodes/NAME, sampling every interval_ms */
+static struct sampler *start_sampler(const char *name, int interval_ms)
+{
+	char node[PATH_MAX], err[256];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/tests/cli/nodes/%s", src ? src : ".", name);
+	struct sampler_opts o = {.sim = node, .interval_ms = interval_ms, .history_ms = 60000, .hostname = "h"};
+	struct sampler *s = NULL;
+	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
+		fail_msg("sampler_start: %s", err);
+	return s;
+}
+
 /* the queue's view of a GPU in MIG mode: never handed out by index (as gpuctl run) */
 static void test_sampler_mig(void **state)
 {
 	(void)state;
-	char node[PATH_MAX], err[256];
-	const char *src = getenv("GPUCTL_SRCDIR");
-	snprintf(node, sizeof node, "%s/tests/cli/nodes/mig.json", src ? src : ".");
-	struct sampler_opts o = {.sim = node, .interval_ms = 60000, .history_ms = 60000, .hostname = "h"};
-	struct sampler *s = NULL;
-	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
-		fail_msg("sampler_start: %s", err);
+	struct sampler *s = start_sampler("mig.json", 60000);
 	gc_snapshot v = {0};
 	assert_int_equal(sampler_snapshot(s, &v), GC_OK);
 	assert_int_equal(v.ngpus, 2);
@@ -183,14 +190,8 @@ static void test_sampler_mig(void **state)
 static void test_sampler_lost(void **state)
 {
 	(void)state;
-	char node[PATH_MAX], err[256];
-	const char *src = getenv("GPUCTL_SRCDIR");
-	snprintf(node, sizeof node, "%s/tests/cli/nodes/lost.json", src ? src : ".");
 	/* GPU 1 falls off the bus on its third temperature read: a later sample shows it */
-	struct sampler_opts o = {.sim = node, .interval_ms = 20, .history_ms = 60000, .hostname = "h"};
-	struct sampler *s = NULL;
-	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
-		fail_msg("sampler_start: %s", err);
+	struct sampler *s = start_sampler("lost.json", 20);
 	gc_snapshot v = {0};
 	for (int tries = 0; tries < 250; tries++) {
 		assert_int_equal(sampler_snapshot(s, &v), GC_OK);
