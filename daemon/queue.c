@@ -317,7 +317,8 @@ static const char *uuid_of(const gc_snapshot *s, size_t i)
 	return g->st[GC_V_UUID] == GC_ST_OK && g->uuid[0] ? g->uuid : NULL;
 }
 
-static void gpus_now(struct queue *q, struct gpus_now *g)
+/* the sampler's last sample into g, no GPU free yet (what submit's check needs) */
+static void gpus_sample(struct queue *q, struct gpus_now *g)
 {
 	memset(g, 0, sizeof *g);
 	if (sampler_snapshot(q->s, &g->snap) != GC_OK)
@@ -326,8 +327,16 @@ static void gpus_now(struct queue *q, struct gpus_now *g)
 	g->view = g->snap;
 	g->view.ngpus = g->n;
 	g->view.topo = NULL; /* sized for snap.ngpus; dispatch ranks no topology */
-	for (size_t i = 0; i < g->n; i++)
-		g->is_free[i] = uuid_of(&g->view, i) && q->leases && lease_peek(q->leases, uuid_of(&g->view, i), NULL) == 0;
+}
+
+/* ... and which GPUs are free now: a look at each one's lease */
+static void gpus_now(struct queue *q, struct gpus_now *g)
+{
+	gpus_sample(q, g);
+	for (size_t i = 0; i < g->n; i++) {
+		const char *uuid = uuid_of(&g->view, i);
+		g->is_free[i] = uuid && q->leases && lease_peek(q->leases, uuid, NULL) == 0;
+	}
 	for (size_t r = 0; r < q->nrun; r++)
 		for (size_t i = 0; i < g->n; i++)
 			if (q->run[r].gpus[i])
@@ -355,19 +364,13 @@ static void job_request(const struct job *j, const json_t *rq, struct select_req
 	r->uid = j->uid;
 }
 
-/* the GPUs job j may use now, whether or not free (e[now->n]), and how many */
-static size_t job_eligible(const struct gpus_now *now, const struct job *j, bool *e)
+/* the GPUs request r may use now, whether or not free: e[now->n] */
+static void job_eligible(const struct gpus_now *now, const struct select_request *r, bool *e)
 {
-	json_t *rq = json_loads(j->request, 0, NULL);
-	struct select_request r;
-	job_request(j, rq, &r);
 	enum select_why why[MAX_GPUS];
-	select_eligible(&now->view, &r, NULL, why);
-	json_decref(rq);
-	size_t k = 0;
+	select_eligible(&now->view, r, NULL, why);
 	for (size_t g = 0; g < now->n; g++)
-		k += (e[g] = why[g] == SELECT_OK && uuid_of(&now->view, g));
-	return k;
+		e[g] = why[g] == SELECT_OK && uuid_of(&now->view, g);
 }
 
 /* a queued job's reason, as Slurm's squeue REASON column: "pending" (one word) and "pending_reason" */
@@ -388,7 +391,7 @@ static void add_pending_reason(struct queue *q, const struct gpus_now *now, cons
 		job_request(j, rq, &r);
 		bool e[MAX_GPUS];
 		size_t ever = 0, fit = 0;
-		job_eligible(now, j, e);
+		job_eligible(now, &r, e);
 		for (size_t g = 0; g < now->n; g++) {
 			ever += select_could(&now->view, g, &r) == SELECT_OK;
 			fit += now->is_free[g] && e[g];
@@ -498,7 +501,7 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	}
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
 	struct gpus_now now;
-	gpus_now(q, &now);
+	gpus_sample(q, &now);
 	struct job asked = {.ngpus = (unsigned)n};
 	struct select_request sr;
 	job_request(&asked, req, &sr);
@@ -1422,7 +1425,11 @@ static void dispatch(struct queue *q)
 			}
 			/* the GPUs the job may use now, by gpuctl run's rules (select_eligible) */
 			bool *e = &elig[ns * MAX_GPUS];
-			job_eligible(&now, &v[i], e);
+			json_t *rq = json_loads(v[i].request, 0, NULL);
+			struct select_request r;
+			job_request(&v[i], rq, &r);
+			job_eligible(&now, &r, e);
+			json_decref(rq);
 			sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
 						      .eligible = e};
 		}

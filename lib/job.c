@@ -29,8 +29,9 @@ int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lea
 	for (size_t i = 0; i < n; i++)
 		uuids[i] = s->gpus[i].st[GC_V_UUID] == GC_ST_OK ? s->gpus[i].uuid : NULL;
 	for (int tries = 0; tries < JOB_RACE_TRIES; tries++) {
-		memset(leased, 0, n * sizeof *leased);
-		if (d && (rc = lease_held(d, uuids, n, leased)) < 0) {
+		if (!d)
+			memset(leased, 0, n * sizeof *leased); /* lease_held clears it itself */
+		else if ((rc = lease_held(d, uuids, n, leased)) < 0) {
 			errbuf_set(err, errlen, "cannot read the leases in %s", lease_dir_path(d));
 			goto done;
 		}
