@@ -145,7 +145,7 @@ static enum MHD_Result metrics(struct http *h, struct MHD_Connection *c)
 	}
 	memcpy(buf, f->metrics, f->metrics_len);
 	size_t n = f->metrics_len;
-	n += metrics_age(buf + n, 512, (sampler_now_ms() - f->mono_ms) / 1000.0);
+	n += metrics_age(buf + n, 512, (clock_mono_ms() - f->mono_ms) / 1000.0);
 	if (h->q)
 		n += queue_metrics(h->q, buf + n, 65536);
 	frame_unref(f);
@@ -167,7 +167,7 @@ static enum MHD_Result gpus(struct http *h, struct MHD_Connection *c)
 	}
 	memcpy(buf, f->gpus, n - 2);
 	n -= 2;
-	n += (size_t)snprintf(buf + n, 64, ",\"age_ms\":%lld}}\n", (long long)(sampler_now_ms() - f->mono_ms));
+	n += (size_t)snprintf(buf + n, 64, ",\"age_ms\":%lld}}\n", (long long)(clock_mono_ms() - f->mono_ms));
 	frame_unref(f);
 	return send_text(c, MHD_HTTP_OK, "application/json", buf, n, MHD_RESPMEM_MUST_FREE);
 }

@@ -64,11 +64,6 @@ struct sampler {
 					      the sampler thread's alone) */
 };
 
-int64_t sampler_now_ms(void)
-{
-	return clock_mono_ms();
-}
-
 void frame_unref(struct frame *f)
 {
 	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -209,7 +204,7 @@ static void record(struct sampler *s)
 /* One sample: take it, render it, publish it. Called with the lock not held. */
 static void sample_once(struct sampler *s)
 {
-	int64_t t0 = sampler_now_ms();
+	int64_t t0 = clock_mono_ms();
 	struct timespec c0, c1;
 	clock_gettime(CLOCK_MONOTONIC, &c0);
 	int rc = gc_ctx_sample(s->ctx, &s->snap, GC_ALL_VALUES, NULL, false);

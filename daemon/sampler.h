@@ -20,7 +20,7 @@ struct frame {
 	int refs;                /* atomic */
 	uint64_t seq;
 	int64_t time_ms;         /* wall clock of the sample */
-	int64_t mono_ms;         /* monotonic clock of the sample, for its age */
+	int64_t mono_ms;         /* clock_mono_ms() of the sample, for its age */
 	char *metrics;           /* Prometheus text */
 	size_t metrics_len;
 	char *gpus;              /* /api/v1/gpus without the "sample" member's age */
@@ -55,9 +55,6 @@ void frame_unref(struct frame *f);
  * library's select.c on it, as gpuctl run does. GC_OK, or GC_ENOMEM.
  */
 int sampler_snapshot(struct sampler *s, gc_snapshot *out);
-
-/* Monotonic milliseconds (the clock of frame.mono_ms). */
-int64_t sampler_now_ms(void);
 
 /*
  * The history of the last `seconds` (<= 0: all) as gpuctl.history/1 JSON

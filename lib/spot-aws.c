@@ -10,6 +10,7 @@
  * at elevated risk). Each distinct notice is reported once.
  */
 #define SPOT_INTERNAL
+#include "clock.h"
 #include "spot.h"
 #include "gpu.h"
 
@@ -111,7 +112,7 @@ static int get_token(struct spot_watcher *w, struct aws *a)
 			return spot_fail(w, "%s: unusable token", url);
 	memcpy(a->token, b, l);
 	a->token[l] = '\0';
-	a->token_at = spot_mono_ms();
+	a->token_at = clock_mono_ms();
 	if (a->token_at == 0)
 		a->token_at = 1;
 	return GC_OK;
@@ -122,7 +123,7 @@ static int get(struct spot_watcher *w, struct aws *a, const char *path, char *ur
 {
 	snprintf(url, urllen, "%s%s", spot_base_url(w), path);
 	for (int attempt = 0;; attempt++) {
-		if (!a->token_at || spot_mono_ms() - a->token_at > TOKEN_REFRESH_MS) {
+		if (!a->token_at || clock_mono_ms() - a->token_at > TOKEN_REFRESH_MS) {
 			int rc = get_token(w, a);
 			if (rc)
 				return rc;

@@ -14,6 +14,7 @@
  * with its own backoff while the other keeps waiting.
  */
 #define SPOT_INTERNAL
+#include "clock.h"
 #include "spot.h"
 #include "gpu.h"
 
@@ -144,7 +145,7 @@ static int start(struct spot_watcher *w, struct gwatch *gw)
 static void report(struct spot_watcher *w, int which, const char *value, enum spot_kind kind)
 {
 	struct spot_event ev = {.kind = kind, .cloud = SPOT_GCP};
-	ev.notice_ms = spot_now_ms();
+	ev.notice_ms = clock_real_ms();
 	if (which == W_PREEMPTED) {
 		ev.deadline_ms = ev.notice_ms + PREEMPT_NOTICE_MS;
 		snprintf(ev.action, sizeof ev.action, "preempted");
@@ -191,7 +192,7 @@ static int finished(struct spot_watcher *w, int which, struct gwatch *gw)
 static int gcp_step(struct spot_watcher *w, void *st)
 {
 	struct gcp *g = st;
-	int64_t now = spot_mono_ms();
+	int64_t now = clock_mono_ms();
 	int failed = 0;
 	for (int i = 0; i < W_COUNT; i++) {
 		struct gwatch *gw = &g->w[i];
@@ -213,7 +214,7 @@ static int gcp_step(struct spot_watcher *w, void *st)
 	if (spot_wait(w, (int)wait) != GC_OK)
 		return 1; /* stopping */
 	int got = 0;
-	now = spot_mono_ms();
+	now = clock_mono_ms();
 	for (int i = 0; i < W_COUNT; i++) {
 		struct gwatch *gw = &g->w[i];
 		if (!gw->req.done)

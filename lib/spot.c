@@ -246,16 +246,6 @@ int spot_parse_rfc1123(const char *s, int64_t *ms)
 
 /* ---- clocks, queue, errors ---- */
 
-int64_t spot_now_ms(void)
-{
-	return clock_real_ms();
-}
-
-int64_t spot_mono_ms(void)
-{
-	return clock_mono_ms();
-}
-
 const struct spot_opts *spot_opts_of(const struct spot_watcher *w)
 {
 	return &w->opts;
@@ -270,7 +260,7 @@ void spot_emit(struct spot_watcher *w, const struct spot_event *ev)
 {
 	struct spot_event e = *ev;
 	if (!e.notice_ms)
-		e.notice_ms = spot_now_ms();
+		e.notice_ms = clock_real_ms();
 	if (e.cloud == SPOT_NONE)
 		e.cloud = w->ops->cloud;
 	pthread_mutex_lock(&w->lock);
@@ -457,7 +447,7 @@ static void finish(struct spot_req *r, CURLcode cc)
 
 int spot_wait(struct spot_watcher *w, int timeout_ms)
 {
-	int64_t end = spot_mono_ms() + timeout_ms;
+	int64_t end = clock_mono_ms() + timeout_ms;
 	for (;;) {
 		if (atomic_load(&w->stop))
 			return GC_ETIMEDOUT;
@@ -479,7 +469,7 @@ int spot_wait(struct spot_watcher *w, int timeout_ms)
 		}
 		if (got)
 			return GC_OK;
-		int64_t rest = end - spot_mono_ms();
+		int64_t rest = end - clock_mono_ms();
 		if (rest <= 0)
 			return GC_OK;
 		spot_curl.multi_poll(w->multi, NULL, 0, rest > 1000 ? 1000 : (int)rest, NULL);
@@ -548,7 +538,7 @@ static void *watch_main(void *arg)
 	bool reported = false;
 	while (!atomic_load(&w->stop)) {
 		/* a fixed rate: the next round starts poll_ms after this one started, not after it ended */
-		int64_t started = spot_mono_ms();
+		int64_t started = clock_mono_ms();
 		int rc = w->ops->step(w, w->state);
 		if (atomic_load(&w->stop))
 			break;
@@ -567,7 +557,7 @@ static void *watch_main(void *arg)
 			fails = 0;
 			reported = false;
 			if (!w->ops->self_paced) {
-				int64_t left = started + w->opts.poll_ms - spot_mono_ms();
+				int64_t left = started + w->opts.poll_ms - clock_mono_ms();
 				spot_wait(w, left > 0 ? (int)left : 0);
 			}
 		}

@@ -192,8 +192,6 @@ extern const struct spot_ops spot_aws_ops, spot_gcp_ops, spot_azure_ops;
 const struct spot_opts *spot_opts_of(const struct spot_watcher *w);
 /* base URL without a trailing slash */
 const char *spot_base_url(const struct spot_watcher *w);
-int64_t spot_now_ms(void);       /* CLOCK_REALTIME */
-int64_t spot_mono_ms(void);      /* CLOCK_MONOTONIC */
 
 /* Queue an event (notice_ms and cloud are filled in when 0). */
 void spot_emit(struct spot_watcher *w, const struct spot_event *ev);
