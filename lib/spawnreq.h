@@ -23,7 +23,8 @@
 #define SPAWNREQ_MAGIC 0x67707233u     /* "gpr3": bumped when the layout changes */
 #define SPAWNREQ_MAX (4u << 20)        /* a payload, environment included */
 #define SPAWNREQ_MAX_GROUPS 65536u     /* NGROUPS_MAX on Linux */
-#define SPAWNREQ_NFDS 2                /* stdin, the go pipe (fd 3) */
+#define SPAWNREQ_NFDS 2                /* stdin, the go pipe (SPAWNREQ_GO_FD in the job) */
+#define SPAWNREQ_GO_FD 3               /* where the runner's child puts the go pipe */
 
 struct spawnreq_hdr {
 	uint32_t magic;

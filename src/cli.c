@@ -540,3 +540,18 @@ bool cli_on_path(const char *name)
 	char buf[PATH_MAX];
 	return cli_find_on_path(name, buf, sizeof buf);
 }
+
+void cli_global_init(struct cli_global *g)
+{
+	const char *env = getenv("GPUCTL_SIM");
+	*g = (struct cli_global){.sim = env && *env ? env : NULL, .prog = "gpuctl"};
+}
+
+int cli_export_sim(const struct cli_global *g)
+{
+	if (g->sim && setenv("GPUCTL_SIM_NODE", g->sim, 1) != 0) {
+		cli_err("cannot set GPUCTL_SIM_NODE: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}

@@ -25,6 +25,15 @@ struct cli_global {
 	const char *prog;  /* "gpuctl" */
 };
 
+/* g as the environment sets it: prog "gpuctl", sim $GPUCTL_SIM (NULL when unset or empty) */
+void cli_global_init(struct cli_global *g);
+/*
+ * What a command runs (a job, nvidia-smi's simulator, a torch probe) sees the
+ * node g simulates: the library hands it to the simulator and sets no
+ * environment, so the program exports $GPUCTL_SIM_NODE. An exit code (printed).
+ */
+int cli_export_sim(const struct cli_global *g);
+
 /* the name error lines start with: "gpuctl", or "gpuctld" in the daemon */
 extern const char *cli_prog;
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

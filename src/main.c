@@ -7,7 +7,6 @@
 #include "runjob.h"
 #include "runner.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +97,8 @@ static int take_sim_after_verb(struct cli_global *g, int *argc, char **argv)
 
 static int gpuctl_main(int argc, char **argv)
 {
-	struct cli_global g = {.sim = NULL, .prog = "gpuctl"};
-	const char *env = getenv("GPUCTL_SIM");
-	if (env && *env)
-		g.sim = env;
+	struct cli_global g;
+	cli_global_init(&g);
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
@@ -142,19 +139,9 @@ static int gpuctl_main(int argc, char **argv)
 	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
 		if (strcmp(argv[i], commands[c].name) == 0) {
 			int n = argc - i, rc = take_sim_after_verb(&g, &n, argv + i);
-			if (rc)
-				return rc;
-			/*
-			 * What a command runs (a job, nvidia-smi's simulator, a torch
-			 * probe) sees the node this command simulates: the library
-			 * hands it to the simulator and sets no environment, so the
-			 * program does
-			 */
-			if (g.sim && setenv("GPUCTL_SIM_NODE", g.sim, 1) != 0) {
-				cli_err("cannot set GPUCTL_SIM_NODE: %s", strerror(errno));
-				return EXIT_FAIL;
-			}
-			return commands[c].fn(&g, n, argv + i);
+			if (!rc)
+				rc = cli_export_sim(&g);
+			return rc ? rc : commands[c].fn(&g, n, argv + i);
 		}
 	cli_err("unknown command '%s' (try 'gpuctl --help')", argv[i]);
 	return EXIT_USAGE;

@@ -416,21 +416,18 @@ static int write_status(const struct runjob *j, bool ran, int rc)
 
 int runjob_spawned(const struct spawnreq *r)
 {
-	struct cli_global g = {.prog = "gpuctl", .sim = getenv("GPUCTL_SIM")};
-	if (g.sim && !*g.sim)
-		g.sim = NULL;
-	if (g.sim && setenv("GPUCTL_SIM_NODE", g.sim, 1) != 0) {
-		cli_err("cannot set GPUCTL_SIM_NODE: %s", strerror(errno));
-		return EXIT_FAIL;
-	}
+	struct cli_global g;
+	cli_global_init(&g);
+	int rc = cli_export_sim(&g);
+	if (rc)
+		return rc;
 	struct runjob j;
 	runjob_init(&j);
 	j.r.placed_spec = r->placed;
 	j.name = r->name;
 	j.status_file = r->status;
 	j.status_slot = r->slot > 0 && r->slot <= INT64_MAX ? (long long)r->slot : -1;
-	j.go_fd = RUNJOB_GO_FD;
-	int rc = EXIT_OK;
+	j.go_fd = SPAWNREQ_GO_FD;
 	for (size_t i = 0; i < r->nopts && rc == EXIT_OK; i++)
 		rc = runjob_queued_option(&j, r->opts[i]);
 	if (rc == EXIT_OK)

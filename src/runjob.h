@@ -99,12 +99,11 @@ int runjob_queued_option(struct runjob *j, const char *opt);
 /*
  * A queued job in gpuctld's runner's child (runner.c), in-process: the GPUs
  * dispatch chose (r->placed) are leased, the command runs under the
- * supervisor with r's options once the go byte comes on fd RUNJOB_GO_FD,
+ * supervisor with r's options once the go byte comes on SPAWNREQ_GO_FD,
  * and its exit status goes into r->status as job r->slot's record. What
  * `gpuctl run` would do with the same options; no argv is built for it.
  * An exit code.
  */
-#define RUNJOB_GO_FD 3
 int runjob_spawned(const struct spawnreq *r);
 /* Lease, run cmd (borrowed, NULL-terminated) under the supervisor, release. An exit code. */
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd);

@@ -192,8 +192,8 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 		cli_err("runner: cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
 		_exit(126);
 	}
-	/* the go pipe becomes fd 3 (RUNJOB_GO_FD), where the job waits for it (the log is on 1 and 2 before) */
-	if (dup2(fds[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(fds[1], 3) < 0) {
+	/* the go pipe becomes SPAWNREQ_GO_FD, where the job waits for it (the log is on 1 and 2 before) */
+	if (dup2(fds[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(fds[1], SPAWNREQ_GO_FD) < 0) {
 		cli_err("runner: cannot set up the job's files: %s", strerror(errno));
 		_exit(126);
 	}
