@@ -1,0 +1,159 @@
+/*
+ * test-job.c — lib/job.c and the public snapshot accessors (lib/gpu.c) given
+ * bad input: a request without its size, for no GPU, with max_util out of
+ * range; more GPUs than the node has; NULL snapshots and outputs; GPUs and
+ * values out of range; a CUDA_VISIBLE_DEVICES buffer too small; a state
+ * directory that cannot be made; a simulated node path longer than
+ * PATH_MAX. Each is refused with its GC_E* code, and nothing is left leased.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "tmpdir.h"
+
+static gc_ctx *ctx;
+static gc_snapshot *snap;
+static char state[PATH_MAX];
+
+static int setup(void **st)
+{
+	(void)st;
+	char node[PATH_MAX];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/examples/nodes/l4-2x.json", src ? src : ".");
+	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	if (gc_ctx_open(&ctx, &o) != GC_OK || !(snap = gc_snapshot_new()) ||
+	    gc_ctx_sample(ctx, snap, GC_ALL_VALUES, NULL, false) != GC_OK || tmpdir_make(state, sizeof state, "job") < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	gc_snapshot_free(snap);
+	gc_ctx_free(ctx);
+	return tmpdir_remove(state);
+}
+
+static void test_bad_requests(void **st)
+{
+	(void)st;
+	unsigned out[4];
+	gc_request r = {.size = sizeof r, .n = 1, .max_util = -1};
+	gc_request nosize = {.n = 1, .max_util = -1};
+	assert_int_equal(gc_pick(snap, &nosize, state, out), GC_EINVAL);
+	gc_request none = {.size = sizeof none, .n = 0, .max_util = -1};
+	assert_int_equal(gc_pick(snap, &none, state, out), GC_EINVAL);
+	gc_request util = {.size = sizeof util, .n = 1, .max_util = 101};
+	assert_int_equal(gc_pick(snap, &util, state, out), GC_EINVAL);
+	util.max_util = -2;
+	assert_int_equal(gc_pick(snap, &util, state, out), GC_EINVAL);
+	assert_int_equal(gc_pick(NULL, &r, state, out), GC_EINVAL);
+	assert_int_equal(gc_pick(snap, NULL, state, out), GC_EINVAL);
+	assert_int_equal(gc_pick(snap, &r, state, NULL), GC_EINVAL);
+	/* more than the node has is "not now", never out of bounds */
+	gc_request many = {.size = sizeof many, .n = 3, .max_util = -1, .shared = true};
+	assert_int_equal(gc_pick(snap, &many, state, out), GC_ENOTNOW);
+	char err[256] = "";
+	gc_lease *l = (gc_lease *)1;
+	assert_int_equal(gc_lease_take(snap, &many, state, &l, err, sizeof err), GC_ENOTNOW);
+	assert_null(l);
+	assert_true(err[0] != '\0');
+	assert_int_equal(gc_lease_take(snap, &none, state, &l, err, sizeof err), GC_EINVAL);
+	assert_null(l);
+	assert_int_equal(gc_lease_take(snap, &r, state, NULL, err, sizeof err), GC_EINVAL);
+	/* a state directory that cannot be made: an error with a message, nothing leased */
+	err[0] = '\0';
+	assert_true(gc_lease_take(snap, &r, "/proc/gpuctl-no/state", &l, err, sizeof err) < 0);
+	assert_null(l);
+	assert_true(err[0] != '\0');
+	/* a pick from a state directory nobody made yet: nothing is leased there */
+	assert_int_equal(gc_pick(snap, &r, "/nonexistent/gpuctl-job-test", out), GC_OK);
+}
+
+static void test_lease_visible_bounds(void **st)
+{
+	(void)st;
+	gc_request r = {.size = sizeof r, .n = 1, .max_util = -1, .shared = true};
+	char err[256], small[8], cvd[256];
+	gc_lease *l = NULL;
+	assert_int_equal(gc_lease_take(snap, &r, state, &l, err, sizeof err), GC_OK);
+	assert_int_equal(gc_lease_visible(l, small, sizeof small), GC_EINVAL);
+	assert_int_equal(gc_lease_visible(l, cvd, sizeof cvd), GC_OK);
+	assert_int_equal(strncmp(cvd, "GPU-", 4), 0);
+	assert_int_equal(gc_lease_visible(NULL, cvd, sizeof cvd), GC_EINVAL);
+	assert_int_equal(gc_lease_visible(l, NULL, 0), GC_EINVAL);
+	assert_int_equal(gc_lease_count(NULL), 0);
+	assert_int_equal(gc_lease_gpu(l, 5), 0);
+	gc_lease_release(l);
+	gc_lease_release(NULL);
+}
+
+static void test_accessor_bounds(void **st)
+{
+	(void)st;
+	uint64_t x = 42;
+	const char *s = "untouched";
+	gc_proc p;
+	assert_int_equal(gc_value_status(NULL, 0, GC_V_NAME), GC_EINVAL);
+	assert_int_equal(gc_value_status(snap, 2, GC_V_NAME), GC_EINVAL);
+	assert_int_equal(gc_value_status(snap, 0, GC_V__COUNT), GC_EINVAL);
+	assert_int_equal(gc_value_u64(snap, 0, GC_V_UUID, &x), GC_EINVAL);
+	assert_int_equal(gc_value_u64(snap, 0, GC_V_MEM_TOTAL, NULL), GC_EINVAL);
+	assert_int_equal(gc_value_u64(snap, 0, 1000, &x), GC_EINVAL);
+	assert_int_equal(gc_value_str(snap, 0, GC_V_MEM_TOTAL, &s), GC_EINVAL);
+	assert_int_equal(gc_value_str(snap, (size_t)-1, GC_V_NAME, &s), GC_EINVAL);
+	assert_int_equal(x, 42);
+	assert_string_equal(s, "untouched");
+	assert_int_equal(gc_proc_count(snap, 2), 0);
+	assert_int_equal(gc_proc_get(snap, 0, gc_proc_count(snap, 0), &p, sizeof p), GC_EINVAL);
+	assert_int_equal(gc_proc_get(snap, 0, 0, NULL, sizeof p), GC_EINVAL);
+	assert_int_equal(gc_snapshot_count(NULL), 0);
+	assert_string_equal(gc_snapshot_driver(NULL), "");
+	/* a value that was not sampled says so and leaves *out alone */
+	gc_snapshot *few = gc_snapshot_new();
+	assert_non_null(few);
+	assert_int_equal(gc_ctx_sample(ctx, few, GC_BIT(GC_V_NAME), NULL, false), GC_OK);
+	assert_int_equal(gc_value_u64(few, 0, GC_V_MEM_TOTAL, &x), GC_ST_UNSET);
+	assert_int_equal(x, 42);
+	gc_snapshot_free(few);
+	gc_snapshot_free(NULL);
+}
+
+static void test_sim_node_too_long(void **st)
+{
+	(void)st;
+	size_t n = 5000;
+	char *path = malloc(n + 1);
+	assert_non_null(path);
+	memset(path, 'a', n);
+	path[0] = '/';
+	path[n] = '\0';
+	gc_ctx *c = NULL;
+	gc_open_opts o = {.sim_node = path};
+	/* the kernel refuses it (ENAMETOOLONG) before the simulator's own 4096-byte limit is reached */
+	assert_int_equal(gc_ctx_open(&c, &o), GC_ESIM);
+	assert_non_null(strstr(gc_ctx_errmsg(c), "cannot read simulated node"));
+	gc_ctx_free(c);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_lease_visible_bounds),
+		cmocka_unit_test(test_accessor_bounds),
+		cmocka_unit_test(test_sim_node_too_long),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
