@@ -442,3 +442,80 @@ int ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_
 	free(v);
 	return rc;
 }
+
+/* ---- `gpuctl ckpt list --json`, and the public gc_ckpt_* ---- */
+
+char *ckpt_entries_json(const struct ckpt_entry *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		char when[40] = "";
+		if (v[i].complete) {
+			time_t t = (time_t)(v[i].committed_ns / 1000000000);
+			struct tm tm;
+			gmtime_r(&t, &tm);
+			strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		}
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o}", "name", v[i].name, "kind",
+						  v[i].is_dir ? "directory" : "file", "complete", v[i].complete,
+						  "committed", v[i].complete ? json_string(when) : json_null()));
+	}
+	char *s = a ? json_dumps(a, JSON_INDENT(2)) : NULL;
+	json_decref(a);
+	return s;
+}
+
+/* a NULL or empty directory, or a NULL result pointer: GC_EINVAL with the message */
+static int bad_args(const char *fn, const char *dir, const void *out, char *err, size_t errlen)
+{
+	if (dir && *dir && out)
+		return GC_OK;
+	errbuf_set(err, errlen, "%s: %s", fn, !dir || !*dir ? "no checkpoint directory given" : "no place for the result");
+	return GC_EINVAL;
+}
+
+int gc_ckpt_commit(const char *dir, const char *path, char *err, size_t errlen)
+{
+	int rc = bad_args("gc_ckpt_commit", dir, path, err, errlen);
+	if (rc == GC_OK && !*path) {
+		errbuf_set(err, errlen, "gc_ckpt_commit: no checkpoint given (a file or directory in '%s')", dir);
+		rc = GC_EINVAL;
+	}
+	return rc != GC_OK ? rc : ckpt_commit(dir, path, err, errlen);
+}
+
+int gc_ckpt_latest(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
+{
+	int rc = bad_args("gc_ckpt_latest", dir, out, err, errlen);
+	return rc != GC_OK ? rc : ckpt_latest(dir, out, outlen, err, errlen);
+}
+
+int gc_ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_t errlen)
+{
+	size_t n = 0;
+	int rc = bad_args("gc_ckpt_prune", dir, &n, err, errlen);
+	if (rc == GC_OK)
+		rc = ckpt_prune(dir, keep, &n, err, errlen);
+	if (removed)
+		*removed = n;
+	return rc;
+}
+
+int gc_ckpt_list_json(const char *dir, char **json, char *err, size_t errlen)
+{
+	int rc = bad_args("gc_ckpt_list_json", dir, json, err, errlen);
+	if (rc != GC_OK)
+		return rc;
+	*json = NULL;
+	struct ckpt_entry *v;
+	size_t n;
+	if ((rc = ckpt_list(dir, &v, &n, err, errlen)) != GC_OK)
+		return rc;
+	*json = ckpt_entries_json(v, n);
+	free(v);
+	if (!*json) {
+		errbuf_set(err, errlen, "out of memory");
+		return GC_ENOMEM;
+	}
+	return GC_OK;
+}

@@ -35,6 +35,9 @@ int ckpt_latest(const char *dir, char *out, size_t outlen, char *err, size_t err
 /* Every entry of DIR, newest commit first, then uncommitted ones by name. Caller frees *out. */
 int ckpt_list(const char *dir, struct ckpt_entry **out, size_t *n, char *err, size_t errlen);
 
+/* The entries as `gpuctl ckpt list --json` prints them (commit times in UTC); free(), NULL when out of memory. */
+char *ckpt_entries_json(const struct ckpt_entry *v, size_t n);
+
 /*
  * Delete complete checkpoints beyond the `keep` newest (keep >= 1: the newest
  * is never deleted), with their markers. Uncommitted entries are left alone

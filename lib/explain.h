@@ -62,6 +62,15 @@ int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, s
 int ex_scan_buf(const struct ex_db *db, const char *buf, size_t len, struct ex_result *r);
 void ex_result_free(struct ex_result *r);
 
+/*
+ * The result as `gpuctl explain --json` prints it (schema gpuctl.explain/1),
+ * source naming the input; a string the caller frees, or NULL when out of
+ * memory (explain-json.c).
+ */
+char *ex_result_json(const char *source, const struct ex_result *r);
+/* a number explain shows without decimals */
+bool ex_whole(double x);
+
 /* Remove ANSI escape sequences and CRs from s[len] into out (outlen >= len + 1). */
 size_t ex_clean_line(const char *s, size_t len, char *out);
 

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 #include "cli.h"
+
+#include "datadir.h"
 #include "lease.h"
 #include "proc.h"
 
@@ -461,54 +463,22 @@ unsigned long long cli_mib(uint64_t bytes)
 	return (unsigned long long)(bytes / 1048576ULL + (bytes % 1048576ULL != 0));
 }
 
-/* the data directories in the order they are tried; [0] may be NULL */
-static void data_dirs(const char *dirs[3])
-{
-	const char *env = getenv("GPUCTL_DATA_DIR");
-	dirs[0] = env && *env ? env : NULL;
-	dirs[1] = GPUCTL_DATADIR;
-	dirs[2] = GPUCTL_SRC_DATADIR;
-}
-
 int cli_data_file(const char *name, char *buf, size_t len)
 {
-	const char *dirs[3];
-	data_dirs(dirs);
-	for (size_t i = 0; i < 3; i++) {
-		struct stat st;
-		if (!dirs[i])
-			continue;
-		snprintf(buf, len, "%s/%s", dirs[i], name);
-		if (stat(buf, &st) == 0)
-			return 0;
-		if (i == 0)
-			break;
-	}
-	cli_err("data file %s not found (looked in %s; set GPUCTL_DATA_DIR)", name, dirs[0] ? dirs[0] : dirs[1]);
+	char err[PATH_MAX + 100];
+	if (datadir_file(name, buf, len, err, sizeof err) == GC_OK)
+		return 0;
+	cli_err("%s", err);
 	return -1;
 }
 
-/* the signatures: $GPUCTL_DATA_DIR, the installed data, the source tree */
 int cli_signatures_dir(char *buf, size_t len, bool quiet)
 {
-	const char *dirs[3];
-	data_dirs(dirs);
-	const char *env = dirs[0];
-	for (size_t i = 0; i < 3; i++) {
-		struct stat st;
-		if (!dirs[i])
-			continue;
-		snprintf(buf, len, "%s/signatures", dirs[i]);
-		if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
-			return 0;
-		if (i == 0) {
-			if (!quiet)
-				cli_err("GPUCTL_DATA_DIR='%s' has no signatures/ directory", env);
-			return -1;
-		}
-	}
+	char err[PATH_MAX + 100];
+	if (datadir_signatures(buf, len, err, sizeof err) == GC_OK)
+		return 0;
 	if (!quiet)
-		cli_err("failure signatures not found (looked in %s/signatures; set GPUCTL_DATA_DIR)", GPUCTL_DATADIR);
+		cli_err("%s", err);
 	return -1;
 }
 

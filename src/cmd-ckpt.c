@@ -7,7 +7,6 @@
 #include "ckpt.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,16 +28,13 @@ static int fail(int rc, const char *err)
 	return rc == GC_EINVAL || rc == GC_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
 }
 
-/* when a checkpoint was committed: ISO 8601 in UTC for JSON, local time for people */
-static void commit_time(int64_t ns, bool utc, char *buf, size_t len)
+/* when a checkpoint was committed, in local time */
+static void commit_time(int64_t ns, char *buf, size_t len)
 {
 	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
-	if (utc)
-		gmtime_r(&t, &tm);
-	else
-		localtime_r(&t, &tm);
-	strftime(buf, len, utc ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S", &tm);
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
 static int list(const char *dir, bool json)
@@ -50,26 +46,19 @@ static int list(const char *dir, bool json)
 	if (rc != GC_OK)
 		return fail(rc, err);
 	if (json) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < n; i++) {
-			char when[40] = "";
-			if (v[i].complete)
-				commit_time(v[i].committed_ns, true, when, sizeof when);
-			json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o}", "name", v[i].name, "kind",
-							  v[i].is_dir ? "directory" : "file", "complete",
-							  v[i].complete,
-							  "committed", v[i].complete ? json_string(when) : json_null()));
+		char *s = ckpt_entries_json(v, n);
+		if (!s) {
+			free(v);
+			cli_err("out of memory");
+			return EXIT_FAIL;
 		}
-		char *s = json_dumps(a, JSON_INDENT(2));
-		json_decref(a);
-		if (s)
-			puts(s);
+		puts(s);
 		free(s);
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			char when[40] = "-";
 			if (v[i].complete)
-				commit_time(v[i].committed_ns, false, when, sizeof when);
+				commit_time(v[i].committed_ns, when, sizeof when);
 			printf("%-10s %-19s %s%s\n", v[i].complete ? "complete" : "incomplete", when, v[i].name,
 			       v[i].is_dir ? "/" : "");
 		}

@@ -10,37 +10,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* numbers are shown to two decimals (MiB to the hundredth, as PyTorch prints
- * them), whole ones without any */
-static bool whole(double x)
-{
-	return isfinite(x) && fabs(x) < 9007199254740992.0 && x == trunc(x);
-}
-
+/* numbers to two decimals (MiB to the hundredth, as PyTorch prints them), whole ones without any */
 static void print_value(const struct ex_value *v)
 {
 	double x = round(v->num * 100) / 100;
 	if (!v->is_num)
 		printf("%s=%s", v->name, v->str);
-	else if (whole(x))
+	else if (ex_whole(x))
 		printf("%s=%lld", v->name, (long long)x);
 	else
 		printf("%s=%.2f", v->name, v->num);
-}
-
-static json_t *json_num(double v)
-{
-	double x = round(v * 100) / 100;
-	if (!isfinite(x))
-		return json_null();
-	return whole(x) ? json_integer((json_int_t)x) : json_real(x);
 }
 
 static void text(const char *name, const struct ex_result *r)
@@ -74,31 +59,7 @@ static void text(const char *name, const struct ex_result *r)
 
 static int json(const char *name, const struct ex_result *r)
 {
-	json_t *root = json_pack("{s:s, s:s, s:I, s:I, s:b}", "schema", "gpuctl.explain/1", "source", name,
-				 "lines", (json_int_t)r->lines, "bytes", (json_int_t)r->bytes, "binary", r->binary);
-	json_t *a = json_array();
-	for (size_t i = 0; r && i < r->n; i++) {
-		const struct ex_finding *f = &r->findings[i];
-		json_t *vals = json_object();
-		for (size_t k = 0; k < f->nvalues; k++) {
-			const struct ex_value *v = &f->values[k];
-			json_object_set_new(vals, v->name, v->is_num ? json_num(v->num) : json_stringn_nocheck(v->str, strlen(v->str)));
-		}
-		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s%, s:o, s:s, s:s}", "id", f->id, "title", f->title,
-				      "count", (json_int_t)f->count, "first_line", (json_int_t)f->first_line,
-				      "line", f->line, strlen(f->line), "values", vals, "cause", f->cause, "fix", f->fix);
-		if (!o) {
-			/* a line that is not UTF-8: keep the finding, replace the line */
-			o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:s, s:s}", "id", f->id, "title", f->title,
-				      "count", (json_int_t)f->count, "first_line", (json_int_t)f->first_line, "line",
-				      "(not UTF-8)", "values", vals, "cause", f->cause, "fix", f->fix);
-		}
-		json_array_append_new(a, o);
-	}
-	json_object_set_new(root, "findings", a);
-	/* 15 digits: a number rounded to 0.01 prints as such, not as 98.560000000000002 */
-	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-	json_decref(root);
+	char *s = ex_result_json(name, r);
 	if (!s) {
 		cli_err("out of memory");
 		return EXIT_FAIL;

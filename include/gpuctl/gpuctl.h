@@ -304,6 +304,80 @@ const char *gc_value_source(unsigned v);
 /* nvidia-smi's words for a non-OK status: "N/A", "GPU is lost", ... */
 const char *gc_status_token(int st);
 
+/* ---- Checkpoints that survive being killed (docs/checkpoints.md, `gpuctl ckpt`) ---- */
+
+/*
+ * Mark path (an entry of dir, file or directory; a bare name is taken inside
+ * dir) complete: fsync it, record the commit durably, then repoint
+ * dir/latest at it. Only committed entries count, so a checkpoint cut off
+ * half-way is never the latest. GC_OK, or a GC_E* with a one-line message
+ * in err (errlen bytes).
+ */
+int gc_ckpt_commit(const char *dir, const char *path, char *err, size_t errlen);
+/* The newest complete checkpoint of dir as "DIR/NAME" in out (outlen bytes); GC_ENOTFOUND when none. */
+int gc_ckpt_latest(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
+/* Delete the complete checkpoints beyond the keep (>= 1) newest; *removed (NULL: not asked) counts them.
+ * Uncommitted entries are left alone: one may be being written. */
+int gc_ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_t errlen);
+/* Every entry of dir as `gpuctl ckpt list --json` prints it, in *json (the caller frees it with free()). */
+int gc_ckpt_list_json(const char *dir, char **json, char *err, size_t errlen);
+
+/* ---- Spot notices (docs/spot.md): the watcher `gpuctl run --spot` polls ---- */
+
+enum gc_cloud { GC_CLOUD_NONE, GC_CLOUD_AWS, GC_CLOUD_GCP, GC_CLOUD_AZURE };
+enum gc_spot_kind {
+	GC_SPOT_PREEMPT,  /* the VM will be reclaimed: checkpoint and stop */
+	GC_SPOT_WARNING,  /* AWS rebalance recommendation; GCP/Azure maintenance that is no termination */
+	GC_SPOT_ERROR,    /* the metadata service failed repeatedly: information only */
+};
+
+/* One notice. Fields are only ever added at the end: gc_spot_next copies as far as the caller's size. */
+typedef struct gc_spot_event {
+	int kind;             /* GC_SPOT_* */
+	int cloud;            /* GC_CLOUD_* */
+	int64_t notice_ms;    /* when the watcher saw it (ms since the epoch) */
+	int64_t deadline_ms;  /* when the VM goes away, if the cloud says; else 0 */
+	char action[32];      /* the cloud's word: "terminate", "preempted", "Preempt", ... */
+	char detail[256];     /* more, for people (GC_SPOT_ERROR: what failed) */
+	char id[128];         /* Azure's EventId (what gc_spot_ack approves); else "" */
+} gc_spot_event;
+
+/* Which cloud this machine runs on, from its DMI strings; GC_CLOUD_NONE when none or unreadable. */
+int gc_spot_detect(void);
+/* "none", "aws", "gcp", "azure"; NULL for a number that is none of them */
+const char *gc_cloud_name(int cloud);
+
+typedef struct gc_spot gc_spot;
+/*
+ * Watch cloud (GC_CLOUD_AWS, _GCP or _AZURE) for notices in a new thread;
+ * base_url NULL: $GPUCTL_METADATA_URL, else the cloud's metadata address.
+ * An unreachable metadata service is retried, never an error here. GC_OK
+ * with *out set; free it with gc_spot_stop.
+ */
+int gc_spot_start(gc_spot **out, int cloud, const char *base_url, char *err, size_t errlen);
+/* A descriptor that polls readable (POLLIN) while notices are queued; owned by the watcher. */
+int gc_spot_fd(const gc_spot *w);
+/* Take the oldest queued notice into *ev (size: sizeof(gc_spot_event)): 1, 0 when none (never blocks). */
+int gc_spot_next(gc_spot *w, gc_spot_event *ev, size_t size);
+/* Tell the cloud we are ready (Azure approves the event now); the others have nothing to approve: GC_OK. */
+int gc_spot_ack(gc_spot *w, const gc_spot_event *ev, size_t size, char *err, size_t errlen);
+/* Stop the thread and free the watcher; NULL is ignored. */
+void gc_spot_stop(gc_spot *w);
+
+/* ---- Explain a failed run's log (docs/explain.md, `gpuctl explain`) ---- */
+
+/*
+ * The known failures in a log, as `gpuctl explain --json` prints them
+ * (schema gpuctl.explain/1): read from fd to its end (gc_explain_fd;
+ * source NULL names it "stdin"), or from the len bytes at text
+ * (gc_explain_text; "text"). *json is freed by the caller with free().
+ * GC_OK (also when nothing is found: "findings" is empty); GC_ENOTFOUND
+ * when the failure signatures are not installed; GC_EIO when fd cannot be
+ * read; the message in err.
+ */
+int gc_explain_fd(int fd, const char *source, char **json, char *err, size_t errlen);
+int gc_explain_text(const char *text, size_t len, const char *source, char **json, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,15 +2,20 @@
  * abi.c — a program outside the tree, built only with
  * `pkg-config --cflags --libs gpuctl` against an installed libgpuctl
  * (tests/abi/check.py builds and runs it): opens a simulated node,
- * samples it, picks a GPU, leases it and releases it, through the public
- * API alone. Usage: abi NODE STATE_DIR. Prints what it saw; exit 0 when
- * every step did what the API says.
+ * samples it, picks a GPU, leases it and releases it; commits, finds and
+ * prunes checkpoints; explains a log; watches for a spot notice (the mock
+ * metadata server has one posted) — through the public API alone.
+ * Usage: abi NODE STATE_DIR CKPT_DIR METADATA_URL. Prints what it saw;
+ * exit 0 when every step did what the API says.
  */
 #include <gpuctl/gpuctl.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int fail(const char *what, int rc)
 {
@@ -18,10 +23,98 @@ static int fail(const char *what, int rc)
 	return 1;
 }
 
+/* write DIR/NAME with some bytes */
+static int put(const char *dir, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int ok = fd >= 0 && write(fd, "weights", 7) == 7;
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : fail("cannot write a checkpoint file", GC_EIO);
+}
+
+/* two checkpoints committed, the newest found, the older pruned; an uncommitted one never counts */
+static int ckpt(const char *dir)
+{
+	char err[512] = "", latest[4096], *json = NULL;
+	int rc;
+	if (put(dir, "step-1.pt") || put(dir, "step-2.pt") || put(dir, "step-3.pt"))
+		return 1;
+	if ((rc = gc_ckpt_latest(dir, latest, sizeof latest, err, sizeof err)) != GC_ENOTFOUND)
+		return fail("gc_ckpt_latest before any commit", rc);
+	if ((rc = gc_ckpt_commit(dir, "step-1.pt", err, sizeof err)) != GC_OK ||
+	    (rc = gc_ckpt_commit(dir, "step-2.pt", err, sizeof err)) != GC_OK) {
+		fprintf(stderr, "abi: commit: %s\n", err);
+		return 1;
+	}
+	if ((rc = gc_ckpt_latest(dir, latest, sizeof latest, err, sizeof err)) != GC_OK)
+		return fail("gc_ckpt_latest", rc);
+	printf("ckpt latest %s\n", strrchr(latest, '/') + 1);
+	if ((rc = gc_ckpt_list_json(dir, &json, err, sizeof err)) != GC_OK)
+		return fail("gc_ckpt_list_json", rc);
+	printf("ckpt list %s\n", strstr(json, "\"step-3.pt\"") && strstr(json, "\"complete\": false") ? "has the uncommitted one"
+														  : json);
+	free(json);
+	size_t removed = 0;
+	if ((rc = gc_ckpt_prune(dir, 1, &removed, err, sizeof err)) != GC_OK)
+		return fail("gc_ckpt_prune", rc);
+	printf("ckpt pruned %zu\n", removed);
+	if (gc_ckpt_prune(dir, 0, NULL, err, sizeof err) != GC_EINVAL || gc_ckpt_commit(NULL, "x", err, sizeof err) != GC_EINVAL)
+		return fail("bad checkpoint arguments were accepted", GC_EINVAL);
+	return 0;
+}
+
+/* a PyTorch OOM line is named */
+static int explain(void)
+{
+	static const char log[] = "step 10\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+				  "GPU 0 has a total capacity of 22.05 GiB of which 1.10 GiB is free.\n";
+	char err[512] = "", *json = NULL;
+	int rc = gc_explain_text(log, sizeof log - 1, "train.log", &json, err, sizeof err);
+	if (rc != GC_OK) {
+		fprintf(stderr, "abi: explain: %s\n", err);
+		return 1;
+	}
+	const char *id = strstr(json, "\"id\": \"");
+	printf("explain %.*s\n", id ? (int)strcspn(id + 7, "\"") : 4, id ? id + 7 : "none");
+	free(json);
+	return 0;
+}
+
+/* the notice the mock metadata server holds arrives as a GC_SPOT_PREEMPT */
+static int spot(const char *url)
+{
+	char err[512] = "";
+	gc_spot *w = NULL;
+	int rc = gc_spot_start(&w, GC_CLOUD_AWS, url, err, sizeof err);
+	if (rc != GC_OK) {
+		fprintf(stderr, "abi: spot: %s\n", err);
+		return 1;
+	}
+	gc_spot_event ev;
+	int got = 0;
+	for (int i = 0; i < 200 && got == 0; i++) {
+		struct pollfd p = {.fd = gc_spot_fd(w), .events = POLLIN};
+		if (poll(&p, 1, 100) > 0)
+			got = gc_spot_next(w, &ev, sizeof ev);
+		if (got == 1 && ev.kind == GC_SPOT_ERROR) {
+			fprintf(stderr, "abi: spot error: %s\n", ev.detail);
+			got = 0;
+		}
+	}
+	gc_spot_stop(w);
+	if (got != 1)
+		return fail("no spot notice within 20 s", GC_ETIMEDOUT);
+	printf("spot %s %s %s\n", ev.kind == GC_SPOT_PREEMPT ? "preempt" : "other", gc_cloud_name(ev.cloud), ev.action);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: abi NODE STATE_DIR\n");
+	if (argc != 5) {
+		fprintf(stderr, "usage: abi NODE STATE_DIR CKPT_DIR METADATA_URL\n");
 		return 2;
 	}
 	gc_ctx *ctx = NULL;
@@ -102,5 +195,5 @@ int main(int argc, char **argv)
 	printf("released; pick %u\n", again);
 	gc_snapshot_free(s);
 	gc_ctx_free(ctx);
-	return 0;
+	return ckpt(argv[3]) || explain() || spot(argv[4]);
 }

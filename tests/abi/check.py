@@ -7,7 +7,9 @@ the tree sees it (issue 18):
 2. tests/abi/abi.c is compiled with nothing but `pkg-config --cflags --libs
    gpuctl` from there, and run against a simulated node (the installed
    simulator) and a scratch state directory: it samples, picks, leases and
-   releases a GPU;
+   releases a GPU; commits and prunes checkpoints in a scratch directory;
+   explains a log line (with the installed signatures); and takes a spot
+   notice from the mock metadata server (tests/mock/metadata.py);
 3. `nm -D` of the installed library shows only the public gc_* API: every
    defined symbol is gc_* (or the version node), and exactly the functions
    the installed header declares.
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 build, src = sys.argv[1], sys.argv[2]
 failures = []
@@ -74,8 +77,24 @@ try:
         simdir = os.path.join(libdir, "gpuctl")
         renv = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") and k != "CUDA_VISIBLE_DEVICES"}
         renv.update(LD_LIBRARY_PATH=libdir, GPUCTL_SIM_LIBDIR=simdir)
-        node = os.path.join(src, "examples", "nodes", "l4-2x.json")
-        r = run([exe, node, state], env=renv, timeout=60)
+        ckdir = os.path.join(root, "ckpt")
+        os.mkdir(ckdir, 0o700)
+        datadirs = glob.glob(os.path.join(root, "**", "share", "gpuctl", "signatures"), recursive=True)
+        check(len(datadirs) == 1, "the failure signatures are installed")
+        if datadirs:
+            renv["GPUCTL_DATA_DIR"] = os.path.dirname(datadirs[0])
+        mock = subprocess.Popen([sys.executable, os.path.join(src, "tests", "mock", "metadata.py"), "0"],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            port = mock.stdout.readline().split()[-1]
+            url = "http://127.0.0.1:" + port
+            urllib.request.urlopen(urllib.request.Request(url + "/_ctl/preempt?cloud=aws", method="POST"),
+                                   timeout=10).read()
+            node = os.path.join(src, "examples", "nodes", "l4-2x.json")
+            r = run([exe, node, state, ckdir, url], env=renv, timeout=60)
+        finally:
+            mock.terminate()
+            mock.wait()
         print(r.stdout + r.stderr)
         check(r.returncode == 0, f"abi runs against the installed library (exit {r.returncode})")
         out = r.stdout
@@ -84,6 +103,13 @@ try:
         m = re.search(r"^leased 1 gpu (\d) visible (GPU-\S+)$", out, re.M)
         check(m is not None, "it leases a GPU and renders its CUDA_VISIBLE_DEVICES by UUID")
         check(re.search(r"^released; pick \d$", out, re.M) is not None, "the GPU is free again once released")
+        check(re.search(r"^ckpt latest step-2\.pt$", out, re.M) is not None, "the newest committed checkpoint is the latest")
+        check("ckpt list has the uncommitted one" in out, "the list shows the uncommitted one as such")
+        check(re.search(r"^ckpt pruned 1$", out, re.M) is not None and
+              sorted(f for f in os.listdir(ckdir) if f.startswith("step-")) == ["step-2.pt", "step-3.pt"],
+              "prune kept the newest and the uncommitted one: " + " ".join(sorted(os.listdir(ckdir))))
+        check(re.search(r"^explain pytorch-oom$", out, re.M) is not None, "explain names the PyTorch OOM")
+        check(re.search(r"^spot preempt aws terminate$", out, re.M) is not None, "the spot notice arrives")
         check(os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)),
               "no claim is left in the state directory: " + " ".join(os.listdir(state)))
 

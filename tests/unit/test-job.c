@@ -4,7 +4,9 @@
  * range; more GPUs than the node has; NULL snapshots and outputs; GPUs and
  * values out of range; a CUDA_VISIBLE_DEVICES buffer too small; a state
  * directory that cannot be made; a simulated node path longer than
- * PATH_MAX. Each is refused with its GC_E* code, and nothing is left leased.
+ * PATH_MAX; and the checkpoint, spot and explain functions without their
+ * directory, watcher, event, input or result. Each is refused with its
+ * GC_E* code, and nothing is left leased.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +149,53 @@ static void test_sim_node_too_long(void **st)
 	free(path);
 }
 
+static void test_ckpt_spot_explain_args(void **st)
+{
+	(void)st;
+	char err[256] = "", out[64];
+	char *json = (char *)err;
+	assert_int_equal(gc_ckpt_commit(NULL, "a", err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "no checkpoint directory"));
+	assert_int_equal(gc_ckpt_commit("", "a", err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_ckpt_commit(state, "", err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_ckpt_commit(state, NULL, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_ckpt_latest(state, NULL, 0, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_ckpt_latest(NULL, out, sizeof out, NULL, 0), GC_EINVAL);
+	size_t removed = 7;
+	assert_int_equal(gc_ckpt_prune(state, 0, &removed, err, sizeof err), GC_EINVAL);
+	assert_int_equal(removed, 0);
+	assert_int_equal(gc_ckpt_list_json(state, NULL, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_ckpt_list_json("/nonexistent/ckpt", &json, err, sizeof err), GC_EIO);
+	assert_non_null(strstr(err, "/nonexistent/ckpt"));
+
+	gc_spot *w = (gc_spot *)err;
+	assert_int_equal(gc_spot_start(NULL, GC_CLOUD_AWS, NULL, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_spot_start(&w, GC_CLOUD_NONE, NULL, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "GC_CLOUD_AWS"));
+	assert_int_equal(gc_spot_start(&w, 42, NULL, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_spot_start(&w, GC_CLOUD_GCP, "ftp://x", err, sizeof err), GC_EINVAL);
+	assert_null(w);
+	gc_spot_event ev;
+	assert_int_equal(gc_spot_fd(NULL), GC_EINVAL);
+	assert_int_equal(gc_spot_next(NULL, &ev, sizeof ev), GC_EINVAL);
+	assert_int_equal(gc_spot_ack(NULL, &ev, sizeof ev, err, sizeof err), GC_EINVAL);
+	gc_spot_stop(NULL);
+	assert_string_equal(gc_cloud_name(GC_CLOUD_AZURE), "azure");
+	assert_null(gc_cloud_name(-1));
+	assert_null(gc_cloud_name(GC_CLOUD_AZURE + 1));
+	int c = gc_spot_detect();
+	assert_true(c >= GC_CLOUD_NONE && c <= GC_CLOUD_AZURE);
+
+	assert_int_equal(gc_explain_fd(-1, NULL, &json, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_explain_text("x", 1, NULL, NULL, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_explain_text(NULL, 5, NULL, &json, err, sizeof err), GC_EINVAL);
+	/* an empty log: nothing found, a valid document */
+	assert_int_equal(gc_explain_text(NULL, 0, NULL, &json, err, sizeof err), GC_OK);
+	assert_non_null(strstr(json, "\"source\": \"text\""));
+	assert_non_null(strstr(json, "\"findings\": []"));
+	free(json);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_lease_visible_bounds),
 		cmocka_unit_test(test_accessor_bounds),
 		cmocka_unit_test(test_sim_node_too_long),
+		cmocka_unit_test(test_ckpt_spot_explain_args),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
