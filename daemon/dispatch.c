@@ -8,19 +8,19 @@
 
 static int order(const void *a, const void *b)
 {
-	const struct sched_job *x = *(const struct sched_job *const *)a, *y = *(const struct sched_job *const *)b;
+	const struct dispatch_job *x = *(const struct dispatch_job *const *)a, *y = *(const struct dispatch_job *const *)b;
 	if (x->priority != y->priority)
 		return x->priority > y->priority ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static bool can_use(const struct sched_job *j, size_t g)
+static bool can_use(const struct dispatch_job *j, size_t g)
 {
 	return !j->eligible || j->eligible[g];
 }
 
-size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		  struct sched_start *out, size_t max, size_t *left)
+size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_free, size_t ngpu,
+		  struct dispatch_start *out, size_t max, size_t *left)
 {
 	if (left) {
 		*left = 0;
@@ -29,7 +29,7 @@ size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, s
 	}
 	if (!n || !ngpu)
 		return 0;
-	const struct sched_job **v = malloc(n * sizeof *v);
+	const struct dispatch_job **v = malloc(n * sizeof *v);
 	bool *avail = malloc(ngpu * sizeof *avail);
 	if (!v || !avail) {
 		free(v);
@@ -42,7 +42,7 @@ size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, s
 	memcpy(avail, is_free, ngpu * sizeof *avail);
 	size_t k = 0;
 	for (size_t i = 0; i < n && k < max; i++) {
-		const struct sched_job *j = v[i];
+		const struct dispatch_job *j = v[i];
 		size_t possible = 0, now = 0;
 		for (size_t g = 0; g < ngpu; g++) {
 			possible += can_use(j, g);
@@ -51,7 +51,7 @@ size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, s
 		if (j->ngpus == 0 || j->ngpus > possible || j->ngpus > 64)
 			continue; /* can never run: not ours to hold GPUs for */
 		if (now >= j->ngpus) {
-			struct sched_start *s = &out[k++];
+			struct dispatch_start *s = &out[k++];
 			s->id = j->id;
 			s->n = 0;
 			for (size_t g = 0; g < ngpu && s->n < j->ngpus; g++)

@@ -16,14 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sched_job {
+struct dispatch_job {
 	int64_t id;
 	int priority;             /* higher first; ties by id (submission order) */
 	unsigned ngpus;           /* >= 1 */
 	const bool *eligible;     /* borrowed: [ngpu] GPUs its filters allow; NULL: all */
 };
 
-struct sched_start {
+struct dispatch_start {
 	int64_t id;
 	unsigned gpus[64];        /* GPU indices, ascending */
 	unsigned n;
@@ -42,6 +42,6 @@ struct sched_start {
  * order) and look further only while *left > 0. When allocation fails,
  * nothing starts and *left is the number of free GPUs.
  */
-size_t sched_plan(const struct sched_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		  struct sched_start *out, size_t max, size_t *left);
+size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_free, size_t ngpu,
+		  struct dispatch_start *out, size_t max, size_t *left);
 #endif

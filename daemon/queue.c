@@ -1390,14 +1390,14 @@ static void dispatch(struct queue *q)
 	}
 	/*
 	 * Plan the head of the queue; while GPUs are left over (every job read
-	 * could start or can never run), read further. sched_plan over a prefix
+	 * could start or can never run), read further. dispatch_plan over a prefix
 	 * starts what it would start over the whole queue once none are left.
 	 */
 	struct job *v = NULL;
 	size_t n = 0, k = 0;
-	struct sched_job *sj = NULL;
+	struct dispatch_job *sj = NULL;
 	bool *elig = NULL;
-	struct sched_start out[MAX_GPUS];
+	struct dispatch_start out[MAX_GPUS];
 	for (size_t limit = HEAD_FIRST;; limit *= 8) {
 		store_list_free(v, n);
 		free(sj);
@@ -1430,10 +1430,10 @@ static void dispatch(struct queue *q)
 			job_request(&v[i], rq, &r);
 			job_eligible(&now, &r, e);
 			json_decref(rq);
-			sj[ns++] = (struct sched_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
+			sj[ns++] = (struct dispatch_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
 						      .eligible = e};
 		}
-		k = sched_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
+		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
 		if (left == 0 || n < limit)
 			break;
 		k = 0;

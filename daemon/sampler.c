@@ -137,24 +137,24 @@ static void json_lease(struct jw *w, const gc_gpu *g, void *arg)
 	struct sampler *s = arg;
 	const struct lease_info *l = g->index < s->ngpus ? s->holder[g->index] : NULL;
 	if (!l) {
-		jw_null(w, "lease");
+		jsonw_null(w, "lease");
 		return;
 	}
 	char since[40];
 	/* the record is the holder's to write: keep a silly value from overflowing */
 	int64_t secs = l->since < 0 ? 0 : l->since > INT64_C(253402300799) ? INT64_C(253402300799) : l->since;
 	iso_time(secs * 1000, since, sizeof since);
-	jw_object(w, "lease");
-	jw_string(w, "user", l->user);
-	jw_uint(w, "uid", l->uid);
-	jw_int(w, "pid", l->pid);
+	jsonw_object(w, "lease");
+	jsonw_string(w, "user", l->user);
+	jsonw_uint(w, "uid", l->uid);
+	jsonw_int(w, "pid", l->pid);
 	if (l->name[0])
-		jw_string(w, "name", l->name);
+		jsonw_string(w, "name", l->name);
 	else
-		jw_null(w, "name");
-	jw_plain(w, "since", since);
-	jw_string(w, "command", l->command);
-	jw_end(w, '}');
+		jsonw_null(w, "name");
+	jsonw_plain(w, "since", since);
+	jsonw_string(w, "command", l->command);
+	jsonw_end(w, '}');
 }
 
 /* "sample" comes last: requests add its age_ms at the end (see http.c) */
@@ -163,12 +163,12 @@ static void json_sample(struct jw *w, void *arg)
 	struct sampler *s = arg;
 	char t[40];
 	iso_time(s->snap.time_ms, t, sizeof t);
-	jw_object(w, "sample");
-	jw_uint(w, "seq", s->seq);
-	jw_int(w, "interval_ms", s->o.interval_ms);
-	jw_int(w, "time_ms", s->snap.time_ms);
-	jw_plain(w, "time", t);
-	jw_end(w, '}');
+	jsonw_object(w, "sample");
+	jsonw_uint(w, "seq", s->seq);
+	jsonw_int(w, "interval_ms", s->o.interval_ms);
+	jsonw_int(w, "time_ms", s->snap.time_ms);
+	jsonw_plain(w, "time", t);
+	jsonw_end(w, '}');
 }
 
 /* the history gets this sample */
@@ -395,56 +395,56 @@ char *sampler_history_json(struct sampler *s, int64_t seconds, size_t *len)
 	char *out = NULL;
 	if (times && pts && uuid && mem_total) {
 		struct jw w;
-		jw_init(&w, false);
-		jw_object(&w, NULL);
-		jw_plain(&w, "schema", "gpuctl.history/1");
-		jw_int(&w, "interval_ms", s->o.interval_ms);
-		jw_int(&w, "history_ms", (long long)s->o.history_ms);
-		jw_array_inline(&w, "time");
+		jsonw_init(&w, false);
+		jsonw_object(&w, NULL);
+		jsonw_plain(&w, "schema", "gpuctl.history/1");
+		jsonw_int(&w, "interval_ms", s->o.interval_ms);
+		jsonw_int(&w, "history_ms", (long long)s->o.history_ms);
+		jsonw_array_inline(&w, "time");
 		for (size_t k = 0; k < n; k++)
-			jw_int(&w, NULL, times[k]);
-		jw_end(&w, ']');
-		jw_array(&w, "gpus");
+			jsonw_int(&w, NULL, times[k]);
+		jsonw_end(&w, ']');
+		jsonw_array(&w, "gpus");
 		for (size_t i = 0; i < ngpus; i++) {
-			jw_object(&w, NULL);
-			jw_uint(&w, "index", i);
+			jsonw_object(&w, NULL);
+			jsonw_uint(&w, "index", i);
 			if (uuid[i][0])
-				jw_string(&w, "uuid", uuid[i]);
+				jsonw_string(&w, "uuid", uuid[i]);
 			else
-				jw_null(&w, "uuid");
+				jsonw_null(&w, "uuid");
 			if (mem_total[i] != UINT64_MAX)
-				jw_uint(&w, "mem_total", mem_total[i]);
+				jsonw_uint(&w, "mem_total", mem_total[i]);
 			else
-				jw_null(&w, "mem_total");
+				jsonw_null(&w, "mem_total");
 			static const char *const keys[] = {"util", "mem_used", "temp", "power_w"};
 			for (int c = 0; c < 4; c++) {
-				jw_array_inline(&w, keys[c]);
+				jsonw_array_inline(&w, keys[c]);
 				for (size_t k = 0; k < n; k++) {
 					const struct point *p = &pts[k * ngpus + i];
 					switch (c) {
-					case 0: p->util < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->util); break;
+					case 0: p->util < 0 ? jsonw_null(&w, NULL) : jsonw_int(&w, NULL, p->util); break;
 					case 1:
 						if (p->mem_used == UINT64_MAX)
-							jw_null(&w, NULL);
+							jsonw_null(&w, NULL);
 						else
-							jw_uint(&w, NULL, p->mem_used);
+							jsonw_uint(&w, NULL, p->mem_used);
 						break;
-					case 2: p->temp < 0 ? jw_null(&w, NULL) : jw_int(&w, NULL, p->temp); break;
+					case 2: p->temp < 0 ? jsonw_null(&w, NULL) : jsonw_int(&w, NULL, p->temp); break;
 					case 3:
 						if (p->power_mw < 0)
-							jw_null(&w, NULL);
+							jsonw_null(&w, NULL);
 						else
-							jw_milli(&w, NULL, p->power_mw);
+							jsonw_milli(&w, NULL, p->power_mw);
 						break;
 					}
 				}
-				jw_end(&w, ']');
+				jsonw_end(&w, ']');
 			}
-			jw_end(&w, '}');
+			jsonw_end(&w, '}');
 		}
-		jw_end(&w, ']');
-		jw_end(&w, '}');
-		out = jw_finish(&w);
+		jsonw_end(&w, ']');
+		jsonw_end(&w, '}');
+		out = jsonw_finish(&w);
 		if (out)
 			*len = strlen(out);
 	}

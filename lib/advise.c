@@ -13,39 +13,39 @@
 #include <string.h>
 #include <strings.h>
 
-double adv_default_mfu(const adv_req *r)
+double advise_default_mfu(const advise_req *r)
 {
-	if (r->model.kind == MM_CNN)
-		return ADV_MFU_CNN;
+	if (r->model.kind == MEMMODEL_CNN)
+		return ADVISE_MFU_CNN;
 	switch (r->job.task) {
-	case MM_LORA: return ADV_MFU_LORA;
-	case MM_QLORA: return ADV_MFU_QLORA;
-	case MM_INFER: return ADV_MFU_PREFILL;
-	case MM_EMBED: return ADV_MFU_EMBED;
-	default: return ADV_MFU_TRAIN;
+	case MEMMODEL_LORA: return ADVISE_MFU_LORA;
+	case MEMMODEL_QLORA: return ADVISE_MFU_QLORA;
+	case MEMMODEL_INFER: return ADVISE_MFU_PREFILL;
+	case MEMMODEL_EMBED: return ADVISE_MFU_EMBED;
+	default: return ADVISE_MFU_TRAIN;
 	}
 }
 
 /* the precision tensor cores run at: fall back where the GPU lacks one (no bf16 on T4/V100) */
 static int compute_prec(const spec_gpu *g, int prec, int task)
 {
-	if ((task == MM_INFER || task == MM_EMBED || task == MM_QLORA) && prec == MM_INT4)
-		prec = MM_BF16; /* 4-bit weights are dequantized and multiplied in 16 bits */
-	if (task == MM_QLORA || task == MM_LORA)
-		prec = prec == MM_FP32 ? MM_FP32 : MM_BF16;
+	if ((task == MEMMODEL_INFER || task == MEMMODEL_EMBED || task == MEMMODEL_QLORA) && prec == MEMMODEL_INT4)
+		prec = MEMMODEL_BF16; /* 4-bit weights are dequantized and multiplied in 16 bits */
+	if (task == MEMMODEL_QLORA || task == MEMMODEL_LORA)
+		prec = prec == MEMMODEL_FP32 ? MEMMODEL_FP32 : MEMMODEL_BF16;
 	static const int chain[][3] = {
-		[MM_FP32] = {MM_FP32, MM_FP32, MM_FP32}, [MM_BF16] = {MM_BF16, MM_FP16, MM_FP32},
-		[MM_FP16] = {MM_FP16, MM_BF16, MM_FP32}, [MM_FP8] = {MM_FP8, MM_BF16, MM_FP16},
-		[MM_INT8] = {MM_INT8, MM_FP16, MM_BF16}, [MM_INT4] = {MM_BF16, MM_FP16, MM_FP32},
+		[MEMMODEL_FP32] = {MEMMODEL_FP32, MEMMODEL_FP32, MEMMODEL_FP32}, [MEMMODEL_BF16] = {MEMMODEL_BF16, MEMMODEL_FP16, MEMMODEL_FP32},
+		[MEMMODEL_FP16] = {MEMMODEL_FP16, MEMMODEL_BF16, MEMMODEL_FP32}, [MEMMODEL_FP8] = {MEMMODEL_FP8, MEMMODEL_BF16, MEMMODEL_FP16},
+		[MEMMODEL_INT8] = {MEMMODEL_INT8, MEMMODEL_FP16, MEMMODEL_BF16}, [MEMMODEL_INT4] = {MEMMODEL_BF16, MEMMODEL_FP16, MEMMODEL_FP32},
 	};
 	for (int i = 0; i < 3; i++)
 		if (g->peak[chain[prec][i]] > 0)
 			return chain[prec][i];
-	return MM_FP32;
+	return MEMMODEL_FP32;
 }
 
-double adv_hours(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
-		 const mm_mem *mem, int *cprec)
+double advise_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
+		 const memmodel_mem *mem, int *cprec)
 {
 	int p = compute_prec(g, r->job.prec, r->job.task);
 	if (cprec)
@@ -53,20 +53,20 @@ double adv_hours(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned tp
 	double peak = g->peak[p];
 	if (peak <= 0 || gpus == 0)
 		return INFINITY;
-	double mfu = r->mfu > 0 ? r->mfu : adv_default_mfu(r);
+	double mfu = r->mfu > 0 ? r->mfu : advise_default_mfu(r);
 	double n = r->model.active_params > 0 ? r->model.active_params : r->model.params;
 	double secs;
-	if (r->model.kind == MM_CNN) {
-		double f = 3 * r->model.flops_per_sample * r->tokens * (recompute == MM_RC_FULL ? 4.0 / 3 : 1);
+	if (r->model.kind == MEMMODEL_CNN) {
+		double f = 3 * r->model.flops_per_sample * r->tokens * (recompute == MEMMODEL_RC_FULL ? 4.0 / 3 : 1);
 		secs = f / (gpus * peak * mfu);
-	} else if (r->job.task == MM_TRAIN || r->job.task == MM_LORA || r->job.task == MM_QLORA) {
-		double k = r->job.task == MM_TRAIN ? 6 : 4;
-		if (recompute == MM_RC_FULL)
+	} else if (r->job.task == MEMMODEL_TRAIN || r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA) {
+		double k = r->job.task == MEMMODEL_TRAIN ? 6 : 4;
+		if (recompute == MEMMODEL_RC_FULL)
 			k += 2; /* the forward pass again */
-		else if (recompute == MM_RC_SELECTIVE)
+		else if (recompute == MEMMODEL_RC_SELECTIVE)
 			k *= 1.03;
 		secs = k * n * r->tokens / (gpus * peak * mfu);
-	} else if (r->job.task == MM_EMBED) {
+	} else if (r->job.task == MEMMODEL_EMBED) {
 		secs = 2 * n * r->tokens / (gpus * peak * mfu);
 	} else {
 		unsigned out = r->output_len ? r->output_len : 1;
@@ -76,8 +76,8 @@ double adv_hours(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned tp
 		double prefill = requests * prompt * 2 * n / (gpus * peak * mfu);
 		double b = r->job.batch ? r->job.batch : 1;
 		/* one decode step of a tensor-parallel group: its weights and the batch's KV cache */
-		double bytes = mem->weights * tp + mm_kv_per_token(&r->model, r->job.kv_prec) * (prompt + out / 2.0) * b;
-		double t_mem = bytes / (tp * g->bw * ADV_MBU_DECODE);
+		double bytes = mem->weights * tp + memmodel_kv_per_token(&r->model, r->job.kv_prec) * (prompt + out / 2.0) * b;
+		double t_mem = bytes / (tp * g->bw * ADVISE_MBU_DECODE);
 		double t_cmp = 2 * n * b / (tp * peak * mfu);
 		double step = t_mem > t_cmp ? t_mem : t_cmp;
 		double replicas = gpus / tp;
@@ -91,9 +91,9 @@ static bool in_list(const char *list, const char *s)
 	return !list || !*list || csv_in_list(list, ',', s);
 }
 
-static bool is_training(const adv_req *r)
+static bool is_training(const advise_req *r)
 {
-	return r->job.task == MM_TRAIN || r->job.task == MM_LORA || r->job.task == MM_QLORA;
+	return r->job.task == MEMMODEL_TRAIN || r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
 }
 
 /*
@@ -103,13 +103,13 @@ static bool is_training(const adv_req *r)
  * ZeRO-3 spans nodes only with `fabric`, a GPU network between them.
  * Returns false when nothing fits.
  */
-static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, bool allow_offload,
-		      double host, bool fabric, adv_plan *best)
+static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, bool allow_offload,
+		      double host, bool fabric, advise_plan *best)
 {
 	bool found = false;
 	double usable = g->mem * (1 - r->headroom);
 	bool train = is_training(r);
-	bool cnn = r->model.kind == MM_CNN;
+	bool cnn = r->model.kind == MEMMODEL_CNN;
 	for (unsigned tp = 1; tp <= per_node && tp <= gpus; tp *= 2) {
 		if (per_node % tp || gpus % tp || (cnn && tp > 1))
 			continue;
@@ -131,22 +131,22 @@ static bool best_plan(const adv_req *r, const spec_gpu *g, unsigned gpus, unsign
 						continue;
 					if (r->offload == 1 && !off && train)
 						continue;
-					mm_job j = r->job;
+					memmodel_job j = r->job;
 					j.tp = tp;
 					j.dp = gpus / tp;
 					j.zero = zero;
 					j.recompute = rc;
 					j.offload = off;
-					mm_mem m;
-					if (mm_estimate(&r->model, &j, &m, NULL, 0) != 0 || m.total > usable)
+					memmodel_mem m;
+					if (memmodel_estimate(&r->model, &j, &m, NULL, 0) != 0 || m.total > usable)
 						continue;
 					/* every GPU of a node offloads its own share to the node's memory */
-					double host_need = off ? m.cpu * (gpus < per_node ? gpus : per_node) * ADV_HOST_BUFFER
+					double host_need = off ? m.cpu * (gpus < per_node ? gpus : per_node) * ADVISE_HOST_BUFFER
 							       : 0;
 					if (off && !(host_need <= host))
 						continue;
 					int cp;
-					double h = adv_hours(r, g, gpus, tp, rc, &m, &cp);
+					double h = advise_hours(r, g, gpus, tp, rc, &m, &cp);
 					if (!isfinite(h))
 						continue;
 					/* offload costs time we do not model: only when nothing else fits. Plans
@@ -185,7 +185,7 @@ struct cache_ent {
 	bool fabric;
 	bool ok;
 	int why;
-	adv_plan plan;
+	advise_plan plan;
 	unsigned nodes;
 };
 
@@ -197,8 +197,8 @@ enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL, WHY_NO_FABRIC };
  * nodes that fit without offload, else with it. When none fits, *why says
  * whether only the network or the host memory was missing.
  */
-static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double host, bool fabric,
-		     adv_plan *p, unsigned *nodes, int *why)
+static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, double host, bool fabric,
+		     advise_plan *p, unsigned *nodes, int *why)
 {
 	bool train = is_training(r);
 	unsigned max_nodes = train ? (r->max_gpus >= count ? r->max_gpus / count : 0) : (r->max_gpus >= count);
@@ -214,7 +214,7 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double
 				continue;
 			/* more nodes only when the deadline asks for them */
 			while (r->deadline_h > 0 && p->hours > r->deadline_h && k < max_nodes) {
-				adv_plan q;
+				advise_plan q;
 				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, fabric, &q))
 					break;
 				*p = q;
@@ -225,7 +225,7 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double
 		}
 	}
 	/* what was missing: a GPU network between the nodes, or memory enough on the host? */
-	adv_plan q;
+	advise_plan q;
 	for (unsigned k = 2; train && !fabric && k <= max_nodes && *why == WHY_NOFIT; k++)
 		if (best_plan(r, g, k * count, count, r->offload != 0, host, true, &q))
 			*why = WHY_NO_FABRIC;
@@ -237,7 +237,7 @@ static bool plan_for(const adv_req *r, const spec_gpu *g, unsigned count, double
 
 static int by_cost(const void *a, const void *b)
 {
-	const adv_plan *x = a, *y = b;
+	const advise_plan *x = a, *y = b;
 	if (x->rank_cost != y->rank_cost)
 		return x->rank_cost < y->rank_cost ? -1 : 1;
 	if (x->hours != y->hours)
@@ -246,13 +246,13 @@ static int by_cost(const void *a, const void *b)
 	return c ? c : strcmp(x->row->region, y->row->region);
 }
 
-static void smallest_need(const adv_req *r, const spec_gpu *gpus, size_t ngpus, adv_need *need)
+static void smallest_need(const advise_req *r, const spec_gpu *gpus, size_t ngpus, advise_need *need)
 {
 	memset(need, 0, sizeof *need);
 	double best = INFINITY;
 	for (size_t i = 0; i < ngpus; i++) {
 		for (unsigned n = 1; n <= 4096; n *= 2) {
-			adv_plan p;
+			advise_plan p;
 			/* no instance here: the host memory is what the plan needs */
 			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, true, &p))
 				continue;
@@ -273,17 +273,17 @@ static void smallest_need(const adv_req *r, const spec_gpu *gpus, size_t ngpus, 
 	}
 }
 
-int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog *cat, adv_plan **out,
-	     size_t *n, adv_need *need, adv_skipped *skipped, char *err, size_t errlen)
+int advise_rank(const advise_req *r, const spec_gpu *gpus, size_t ngpus, const catalog *cat, advise_plan **out,
+	     size_t *n, advise_need *need, advise_skipped *skipped, char *err, size_t errlen)
 {
 	*out = NULL;
 	*n = 0;
 	memset(skipped, 0, sizeof *skipped);
 	memset(need, 0, sizeof *need);
-	mm_mem probe;
-	mm_job j = r->job;
+	memmodel_mem probe;
+	memmodel_job j = r->job;
 	j.dp = j.tp = 1;
-	if (mm_estimate(&r->model, &j, &probe, err, errlen) != 0)
+	if (memmodel_estimate(&r->model, &j, &probe, err, errlen) != 0)
 		return -1;
 	if (r->tokens <= 0) {
 		errbuf_set(err, errlen, "the amount of work (--tokens) must be positive");
@@ -291,7 +291,7 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 	}
 	struct cache_ent *cache = NULL;
 	size_t ncache = 0;
-	adv_plan *plans = NULL;
+	advise_plan *plans = NULL;
 	size_t np = 0, cap = 0;
 	for (size_t i = 0; i < cat->n; i++) {
 		const cat_row *row = &cat->rows[i];
@@ -337,7 +337,7 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 				skipped->no_fabric++;
 			continue;
 		}
-		adv_plan p = ce->plan;
+		advise_plan p = ce->plan;
 		p.row = row;
 		p.fabric = fab;
 		p.nodes = ce->nodes;
@@ -352,7 +352,7 @@ int adv_rank(const adv_req *r, const spec_gpu *gpus, size_t ngpus, const catalog
 			continue;
 		if (np == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
-			adv_plan *nx = realloc(plans, ncap * sizeof *nx);
+			advise_plan *nx = realloc(plans, ncap * sizeof *nx);
 			if (!nx)
 				goto nomem;
 			plans = nx;

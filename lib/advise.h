@@ -29,13 +29,13 @@
 #include <stddef.h>
 
 /* defaults when --mfu is not given; assumptions documented in docs/advise.md */
-#define ADV_MFU_TRAIN 0.40
-#define ADV_MFU_LORA 0.30
-#define ADV_MFU_QLORA 0.20
-#define ADV_MFU_PREFILL 0.50
-#define ADV_MBU_DECODE 0.70
-#define ADV_MFU_EMBED 0.40
-#define ADV_MFU_CNN 0.30
+#define ADVISE_MFU_TRAIN 0.40
+#define ADVISE_MFU_LORA 0.30
+#define ADVISE_MFU_QLORA 0.20
+#define ADVISE_MFU_PREFILL 0.50
+#define ADVISE_MBU_DECODE 0.70
+#define ADVISE_MFU_EMBED 0.40
+#define ADVISE_MFU_CNN 0.30
 
 /*
  * Host memory an offload plan needs per node: the offloaded states of the
@@ -44,11 +44,11 @@
  * fp32 copies in flight). A plan fits when that is at most the instance's
  * MemoryGiB; a catalog row without MemoryGiB gets no offload plan.
  */
-#define ADV_HOST_BUFFER 1.5
+#define ADVISE_HOST_BUFFER 1.5
 
-typedef struct adv_req {
-	mm_model model;
-	mm_job job;             /* task, precisions, optimizer, seq, batch, LoRA; dp/tp/zero filled per plan */
+typedef struct advise_req {
+	memmodel_model model;
+	memmodel_job job;             /* task, precisions, optimizer, seq, batch, LoRA; dp/tp/zero filled per plan */
 	double tokens;          /* work: training tokens, generated tokens, embedded tokens; CNN: samples */
 	unsigned output_len;    /* infer: tokens generated per request */
 	double mfu;             /* 0: the task's default */
@@ -65,9 +65,9 @@ typedef struct adv_req {
 	int offload;            /* -1: only when nothing else fits; 0 never; 1 always */
 	const spec_fabric *fabrics; /* borrowed: instance types with a GPU network between instances */
 	size_t nfabrics;
-} adv_req;
+} advise_req;
 
-typedef struct adv_plan {
+typedef struct advise_plan {
 	const cat_row *row;     /* borrowed from the catalog */
 	const spec_gpu *gpu;    /* borrowed from the GPU table */
 	const spec_fabric *fabric; /* borrowed from req->fabrics; NULL: none known between instances */
@@ -75,33 +75,33 @@ typedef struct adv_plan {
 	int zero, recompute;
 	bool offload;
 	int compute_prec;       /* the precision the time was computed at (fp16 where bf16 is missing) */
-	mm_mem mem;             /* per GPU */
+	memmodel_mem mem;             /* per GPU */
 	double usable;          /* bytes per GPU after headroom */
-	double host_need;       /* offload: host bytes per node (ADV_HOST_BUFFER included); else 0 */
+	double host_need;       /* offload: host bytes per node (ADVISE_HOST_BUFFER included); else 0 */
 	double hours;
 	double price_h, spot_h; /* whole plan ($/hour); < 0 unknown */
 	double cost, spot_cost; /* whole job; < 0 unknown */
 	double rank_cost;       /* what it is ranked by */
-} adv_plan;
+} advise_plan;
 
 /* what the smallest feasible setup needs, when nothing in the catalog fits */
-typedef struct adv_need {
+typedef struct advise_need {
 	const spec_gpu *gpu;    /* the GPU model needing the fewest GPUs, NULL if none fits at 4096 */
 	unsigned gpus;
-	mm_mem mem;
+	memmodel_mem mem;
 	int zero, recompute;
 	unsigned tp;
 	bool offload;
 	double host_need;       /* offload: host bytes per node of min(gpus, 8) GPUs; else 0 */
-} adv_need;
+} advise_need;
 
-/* catalog rows adv_rank left out for a reason the output should name */
-typedef struct adv_skipped {
+/* catalog rows advise_rank left out for a reason the output should name */
+typedef struct advise_skipped {
 	size_t unknown_gpus;    /* the accelerator is not in the GPU table */
 	size_t no_host_mem;     /* only CPU offload fits, and the row gives no MemoryGiB */
 	size_t host_too_small;  /* only CPU offload fits, and the offloaded states exceed MemoryGiB */
 	size_t no_fabric;       /* only ZeRO-3 across instances fits, and they have no GPU network */
-} adv_skipped;
+} advise_skipped;
 
 /*
  * Rank the catalog's instances for req. *out (freed with free()) holds the
@@ -109,14 +109,14 @@ typedef struct adv_skipped {
  * *need says what would). *skipped counts the rows left out for reasons
  * other than "does not fit". Returns 0, or -1 with a reason in err.
  */
-int adv_rank(const adv_req *req, const spec_gpu *gpus, size_t ngpus, const catalog *cat, adv_plan **out,
-	     size_t *n, adv_need *need, adv_skipped *skipped, char *err, size_t errlen);
+int advise_rank(const advise_req *req, const spec_gpu *gpus, size_t ngpus, const catalog *cat, advise_plan **out,
+	     size_t *n, advise_need *need, advise_skipped *skipped, char *err, size_t errlen);
 
 /* the task's default MFU */
-double adv_default_mfu(const adv_req *req);
+double advise_default_mfu(const advise_req *req);
 
 /* hours for the job on `gpus` GPUs of type g with tensor-parallel size tp */
-double adv_hours(const adv_req *req, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
-		 const mm_mem *mem, int *compute_prec);
+double advise_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
+		 const memmodel_mem *mem, int *compute_prec);
 
 #endif

@@ -15,24 +15,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *dr_status_name(enum dr_status s)
+const char *doctor_status_name(enum doctor_status s)
 {
 	switch (s) {
-	case DR_OK: return "ok";
-	case DR_WARN: return "warn";
-	case DR_FAIL: return "fail";
-	case DR_SKIP: return "skip";
+	case DOCTOR_OK: return "ok";
+	case DOCTOR_WARN: return "warn";
+	case DOCTOR_FAIL: return "fail";
+	case DOCTOR_SKIP: return "skip";
 	}
 	return "?";
 }
 
-static struct dr_check *add(struct dr_report *r, const char *id, enum dr_status st)
+static struct doctor_check *add(struct doctor_report *r, const char *id, enum doctor_status st)
 {
-	struct dr_check *p = realloc(r->checks, (r->n + 1) * sizeof *p);
+	struct doctor_check *p = realloc(r->checks, (r->n + 1) * sizeof *p);
 	if (!p)
 		return NULL;
 	r->checks = p;
-	struct dr_check *c = &r->checks[r->n++];
+	struct doctor_check *c = &r->checks[r->n++];
 	memset(c, 0, sizeof *c);
 	snprintf(c->id, sizeof c->id, "%s", id);
 	c->status = st;
@@ -51,11 +51,11 @@ static void say(char *dst, size_t len, const char *fmt, ...)
 #define FOUND(c, ...) say((c)->found, sizeof (c)->found, __VA_ARGS__)
 #define FIX(c, ...) say((c)->fix, sizeof (c)->fix, __VA_ARGS__)
 
-static void check_driver(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r)
+static void check_driver(const gc_snapshot *s, const struct doctor_env *e, struct doctor_report *r)
 {
-	struct dr_check *c;
+	struct doctor_check *c;
 	if (e->open_rc != GC_OK) {
-		if (!(c = add(r, "driver", DR_FAIL)))
+		if (!(c = add(r, "driver", DOCTOR_FAIL)))
 			return;
 		FOUND(c, "%s", e->open_msg && *e->open_msg ? e->open_msg : gc_strerror(e->open_rc));
 		switch (e->open_rc) {
@@ -75,7 +75,7 @@ static void check_driver(const gc_snapshot *s, const struct dr_env *e, struct dr
 		}
 		return;
 	}
-	if (!(c = add(r, "driver", s->ngpus ? DR_OK : DR_WARN)))
+	if (!(c = add(r, "driver", s->ngpus ? DOCTOR_OK : DOCTOR_WARN)))
 		return;
 	char cuda[16] = "unknown";
 	gc_cuda_version_str(s->cuda_version, cuda, sizeof cuda);
@@ -106,7 +106,7 @@ static const char *unread_why(const gc_gpu *g, unsigned v)
 	return g->lost && g->st[v] != GC_ST_OK ? gc_status_token(GC_ST_GPU_LOST) : gc_status_token(g->st[v]);
 }
 
-static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r)
+static void check_visible(const gc_snapshot *s, const struct doctor_env *e, struct doctor_report *r)
 {
 	const char *cvd = e->cuda_visible_devices;
 	const char *uuids[4096];
@@ -122,16 +122,16 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 	}
 	struct visible v;
 	visible_parse(cvd, uuids, n, &v);
-	struct dr_check *c = add(r, "env.cuda_visible_devices", DR_OK);
+	struct doctor_check *c = add(r, "env.cuda_visible_devices", DOCTOR_OK);
 	if (!c)
 		return;
 	if (cvd && !*cvd) {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "set but empty: CUDA sees no GPU at all");
 		FIX(c, "unset it (all GPUs) or name the GPUs; gpuctl run sets it for each job");
 	} else if (!s) {
 		/* nothing to count or match the list against */
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		if (!cvd)
 			FOUND(c, "unset: CUDA sees every GPU the driver shows; without a driver there are none to count");
 		else
@@ -143,19 +143,19 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 		else
 			FOUND(c, "unset: CUDA sees all %zu GPUs", n);
 	} else if ((v.stop == VISIBLE_STOP_NOMATCH || v.stop == VISIBLE_STOP_AMBIGUOUS) && no_uuid < n) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "CUDA_VISIBLE_DEVICES='%s': entry %zu %s, but the UUID of GPU %zu is not known (%s): "
 			 "cannot tell which GPUs CUDA sees",
 		      cvd, v.stop_at + 1,
 		      v.stop == VISIBLE_STOP_NOMATCH ? "matches no GPU's UUID" : "matches more than one GPU's UUID",
 		      no_uuid, unread_why(&s->gpus[no_uuid], GC_V_UUID));
 	} else if (v.n == 0) {
-		c->status = DR_FAIL;
+		c->status = DOCTOR_FAIL;
 		FOUND(c, "CUDA_VISIBLE_DEVICES='%s' leaves no GPU visible: entry %zu: %s", cvd, v.stop_at + 1,
 		      visible_stop_reason(v.stop));
 		FIX(c, "use indices 0-%zu or GPU UUIDs (gpuctl ls), each once, one form per list", n ? n - 1 : 0);
 	} else if (v.stop != VISIBLE_STOP_NONE) {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "CUDA_VISIBLE_DEVICES='%s': CUDA stops at entry %zu (%s) and sees only the %zu before it",
 		      cvd, v.stop_at + 1, visible_stop_reason(v.stop), v.n);
 		FIX(c, "remove or fix entry %zu", v.stop_at + 1);
@@ -178,12 +178,12 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 			mixed = true;
 	}
 	bool pci = e->cuda_device_order && strcmp(e->cuda_device_order, "PCI_BUS_ID") == 0;
-	if (!(c = add(r, "env.cuda_device_order", DR_OK)))
+	if (!(c = add(r, "env.cuda_device_order", DOCTOR_OK)))
 		return;
 	if (pci) {
 		FOUND(c, "PCI_BUS_ID: CUDA numbers GPUs as nvidia-smi does");
 	} else if (!s) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "CUDA_DEVICE_ORDER is %s; without a driver the GPUs' models are not known, so whether CUDA's "
 			 "order is nvidia-smi's cannot be told", e->cuda_device_order ? e->cuda_device_order : "unset");
 	} else if (v.form == VISIBLE_UUID || v.form == VISIBLE_MIG) {
@@ -191,13 +191,13 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 	} else if (v.form == VISIBLE_NONE) {
 		FOUND(c, "CUDA_VISIBLE_DEVICES names no GPU by index: CUDA's numbering does not matter");
 	} else if (mixed) {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "CUDA_DEVICE_ORDER is %s and the GPUs are not all the same model: CUDA numbers them "
 			 "fastest first, nvidia-smi and gpuctl by PCI bus, so cuda:0 may not be GPU 0",
 		      e->cuda_device_order ? e->cuda_device_order : "unset");
 		FIX(c, "export CUDA_DEVICE_ORDER=PCI_BUS_ID (gpuctl run does it for its jobs)");
 	} else if (no_name < n) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "GPU %zu's model is not known (%s): cannot tell whether all GPUs are the same model, so "
 			 "whether CUDA's order is nvidia-smi's", no_name, unread_why(&s->gpus[no_name], GC_V_NAME));
 	} else {
@@ -208,7 +208,7 @@ static void check_visible(const gc_snapshot *s, const struct dr_env *e, struct d
 static int probe_line(const char *out, const char *fw, char f[4][64], char *msg, size_t ml);
 
 /* the launcher's PyTorch, when its probe read it */
-static bool launcher_torch(const struct dr_env *e, struct torchenv *t)
+static bool launcher_torch(const struct doctor_env *e, struct torchenv *t)
 {
 	return e->launcher && e->launcher_python && e->launcher_rc == 0 && torchenv_parse(e->launcher_out, t) == 0;
 }
@@ -217,9 +217,9 @@ static bool launcher_torch(const struct dr_env *e, struct torchenv *t)
  * PYTORCH_CUDA_ALLOC_CONF against the PyTorch that would read it: python3's (or --python's) and the
  * launcher's. expandable_segments helps from 2.1 and breaks anything older.
  */
-static void check_alloc_conf(const struct dr_env *e, struct dr_report *r)
+static void check_alloc_conf(const struct doctor_env *e, struct doctor_report *r)
 {
-	struct dr_check *c = add(r, "env.pytorch_alloc_conf", DR_OK);
+	struct doctor_check *c = add(r, "env.pytorch_alloc_conf", DOCTOR_OK);
 	if (!c)
 		return;
 	const char *py = e->python ? e->python : "python3";
@@ -245,7 +245,7 @@ static void check_alloc_conf(const struct dr_env *e, struct dr_report *r)
 	}
 	if (e->alloc_conf && torchenv_conf_expandable(e->alloc_conf) && old[0]) {
 		/* the CPU build never reaches the CUDA allocator; the launcher's build is not known */
-		c->status = old_cuda ? DR_FAIL : DR_WARN;
+		c->status = old_cuda ? DOCTOR_FAIL : DOCTOR_WARN;
 		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF=%s, but %s is older than 2.1 and does not know expandable_segments: "
 			 "%s fails at the first CUDA allocation with 'RuntimeError: Unrecognized CachingAllocator "
 			 "option: expandable_segments'", e->alloc_conf, old, old_cuda ? "it" : "a CUDA build of it");
@@ -257,7 +257,7 @@ static void check_alloc_conf(const struct dr_env *e, struct dr_report *r)
 		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF is unset: right for %s, which does not know expandable_segments "
 			 "(PyTorch 2.1 and newer do)", old);
 	} else {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "PYTORCH_CUDA_ALLOC_CONF is unset: fragmentation can make PyTorch run out of memory with "
 			 "memory to spare");
 		if (old[0])
@@ -269,32 +269,32 @@ static void check_alloc_conf(const struct dr_env *e, struct dr_report *r)
 	}
 }
 
-static void check_env(const struct dr_env *e, struct dr_report *r)
+static void check_env(const struct doctor_env *e, struct doctor_report *r)
 {
-	struct dr_check *c;
+	struct doctor_check *c;
 	check_alloc_conf(e, r);
-	if (!(c = add(r, "env.nccl", DR_OK)))
+	if (!(c = add(r, "env.nccl", DOCTOR_OK)))
 		return;
 	const char *off = e->torch_nccl_async && strcmp(e->torch_nccl_async, "0") == 0 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING"
 			  : e->nccl_async && strcmp(e->nccl_async, "0") == 0 ? "NCCL_ASYNC_ERROR_HANDLING" : NULL;
 	if (off) {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "%s=0: when one rank dies the others wait for the NCCL timeout (30 minutes by default)", off);
 		FIX(c, "export %s=1 and use a short init_process_group timeout; gpuctl run --hang-timeout stops a "
 		       "hung job", off);
 	} else {
 		FOUND(c, "NCCL async error handling is not disabled");
 	}
-	if (!(c = add(r, "env.shm", DR_OK)))
+	if (!(c = add(r, "env.shm", DOCTOR_OK)))
 		return;
 	if (!e->in_container) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "not in a container: /dev/shm is the host's");
 	} else if (e->shm_bytes < 0) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "cannot read the size of /dev/shm");
 	} else if (e->shm_bytes < (int64_t)1 << 30) {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "/dev/shm in this container is %lld MiB: NCCL and DataLoader workers die of bus errors",
 		      (long long)(e->shm_bytes >> 20));
 		FIX(c, "start the container with --shm-size=16g or --ipc=host");
@@ -372,33 +372,33 @@ static void scope_of(struct gpu_scope *sc, const gc_snapshot *s, uint64_t mask)
  * check is ok only when every GPU that has the values was read, and skipped
  * when a GPU could not be read or none has them.
  */
-static void scope_verdict(struct dr_check *c, const struct gpu_scope *sc, size_t n, const char *good,
+static void scope_verdict(struct doctor_check *c, const struct gpu_scope *sc, size_t n, const char *good,
 			  const char *unreported)
 {
 	char list[512];
 	select_index_list(sc->unread, n, list, sizeof list);
-	if (c->status == DR_WARN || c->status == DR_FAIL) {
+	if (c->status == DOCTOR_WARN || c->status == DOCTOR_FAIL) {
 		if (sc->nunread)
 			MORE(c, "; GPU %s not checked (%s)", list, sc->why);
 	} else if (sc->nunread) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "GPU %s not checked (%s)", list, sc->why);
 		if (sc->nok)
 			MORE(c, "; the others: %s", good);
 	} else if (!sc->nok) {
-		c->status = DR_SKIP;
+		c->status = DOCTOR_SKIP;
 		FOUND(c, "%s", unreported);
 	} else {
-		c->status = DR_OK;
+		c->status = DOCTOR_OK;
 		FOUND(c, "%s", good);
 	}
 }
 
-static void check_lost(const gc_snapshot *s, struct dr_report *r)
+static void check_lost(const gc_snapshot *s, struct doctor_report *r)
 {
 	size_t n = s->ngpus;
 	bool *lost = calloc(n ? n : 1, sizeof *lost), *reset = calloc(n ? n : 1, sizeof *reset);
-	struct dr_check *c;
+	struct doctor_check *c;
 	if (!lost || !reset)
 		goto out;
 	size_t nlost = 0, nreset = 0, one = 0;
@@ -415,7 +415,7 @@ static void check_lost(const gc_snapshot *s, struct dr_report *r)
 		else
 			reset[i] = true, nreset++;
 	}
-	if (!(c = add(r, "health.lost", nlost + nreset ? DR_FAIL : DR_OK)))
+	if (!(c = add(r, "health.lost", nlost + nreset ? DOCTOR_FAIL : DOCTOR_OK)))
 		goto out;
 	if (!nlost && !nreset) {
 		FOUND(c, "no GPU is lost");
@@ -448,7 +448,7 @@ out:
 	free(reset);
 }
 
-static void check_health(const gc_snapshot *s, struct dr_report *r)
+static void check_health(const gc_snapshot *s, struct doctor_report *r)
 {
 	size_t n = s->ngpus;
 	bool *flag = calloc(n ? n : 1, sizeof *flag);
@@ -457,7 +457,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 	if (!flag || !sc.ok || !sc.unread || !failed)
 		goto out;
 	char list[512];
-	struct dr_check *c;
+	struct doctor_check *c;
 	bool any;
 
 	check_lost(s, r);
@@ -470,7 +470,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.persistence", any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.persistence", any ? DOCTOR_WARN : DOCTOR_OK))) {
 		if (any) {
 			FOUND(c, "persistence mode is off on GPU %s: each new CUDA process waits for the driver to "
 				 "initialise the GPU, and settings such as power limits reset", list);
@@ -491,7 +491,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.ecc", any ? DR_FAIL : DR_OK))) {
+	if ((c = add(r, "health.ecc", any ? DOCTOR_FAIL : DOCTOR_OK))) {
 		if (any) {
 			FOUND(c, "uncorrectable ECC errors since the driver loaded on GPU %s (up to %llu)", list,
 			      (unsigned long long)worst);
@@ -523,7 +523,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any_failed |= failed[i];
 		any |= flag[i];
 	}
-	if ((c = add(r, "health.remapped_rows", any_failed ? DR_FAIL : any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.remapped_rows", any_failed ? DOCTOR_FAIL : any ? DOCTOR_WARN : DOCTOR_OK))) {
 		if (any_failed) {
 			select_index_list(failed, n, list, sizeof list);
 			FOUND(c, "a memory row remapping has failed on GPU %s (%u rows remapped for uncorrectable "
@@ -552,7 +552,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.throttling", any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.throttling", any ? DOCTOR_WARN : DOCTOR_OK))) {
 		if (any) {
 			FOUND(c, "GPU %s %s slowed down right now (%s)", list, strchr(list, ',') ? "are" : "is",
 			      thermal ? "thermal or hardware slowdown" : "software power cap");
@@ -579,7 +579,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.pcie", any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.pcie", any ? DOCTOR_WARN : DOCTOR_OK))) {
 		if (any) {
 			FOUND(c, "PCIe link below its best while busy on GPU %s (%s)", list, detail);
 			FIX(c, "check the slot (a x16 card in a x8 slot), riser cables and BIOS PCIe settings");
@@ -600,7 +600,7 @@ static void check_health(const gc_snapshot *s, struct dr_report *r)
 		any |= flag[i];
 	}
 	select_index_list(flag, n, list, sizeof list);
-	if ((c = add(r, "health.leaked_memory", any ? DR_WARN : DR_OK))) {
+	if ((c = add(r, "health.leaked_memory", any ? DOCTOR_WARN : DOCTOR_OK))) {
 		if (any) {
 			FOUND(c, "GPU %s hold%s memory (up to %llu MiB) with no process attached", list,
 			      strchr(list, ',') ? "" : "s", (unsigned long long)(leaked >> 20));
@@ -617,28 +617,28 @@ out:
 	free(failed);
 }
 
-static void check_xid(const struct dr_env *e, struct dr_report *r)
+static void check_xid(const struct doctor_env *e, struct doctor_report *r)
 {
-	struct dr_check *c;
+	struct doctor_check *c;
 	if (!e->kernel_log) {
-		if ((c = add(r, "health.xid", DR_SKIP)))
+		if ((c = add(r, "health.xid", DOCTOR_SKIP)))
 			FOUND(c, "the kernel log is not readable (run as root to check for Xid errors)");
 		return;
 	}
-	struct ex_db *db = NULL;
+	struct explain_db *db = NULL;
 	char err[512];
-	if (!e->signatures_dir || ex_db_load(&db, e->signatures_dir, err, sizeof err) != GC_OK) {
-		if ((c = add(r, "health.xid", DR_SKIP)))
+	if (!e->signatures_dir || explain_db_load(&db, e->signatures_dir, err, sizeof err) != GC_OK) {
+		if ((c = add(r, "health.xid", DOCTOR_SKIP)))
 			FOUND(c, "the Xid table is not available");
 		return;
 	}
-	struct ex_result res;
-	ex_scan_buf(db, e->kernel_log, e->kernel_log_len, &res);
+	struct explain_result res;
+	explain_scan_buf(db, e->kernel_log, e->kernel_log_len, &res);
 	char list[400] = "";
 	size_t off = 0;
 	bool reset = false, any = false;
 	for (size_t i = 0; i < res.n; i++) {
-		const struct ex_finding *f = &res.findings[i];
+		const struct explain_finding *f = &res.findings[i];
 		if (strcmp(f->id, "xid") != 0)
 			continue;
 		any = true;
@@ -649,7 +649,7 @@ static void check_xid(const struct dr_env *e, struct dr_report *r)
 			off += (size_t)snprintf(list + off, sizeof list - off, "%sXid %s x%u", off ? ", " : "", f->key,
 						f->count);
 	}
-	if ((c = add(r, "health.xid", !any ? DR_OK : reset ? DR_FAIL : DR_WARN))) {
+	if ((c = add(r, "health.xid", !any ? DOCTOR_OK : reset ? DOCTOR_FAIL : DOCTOR_WARN))) {
 		if (any) {
 			FOUND(c, "the kernel log has %s", list);
 			FIX(c, "gpuctl explain on the kernel log (dmesg | gpuctl explain) says what each means%s",
@@ -658,13 +658,13 @@ static void check_xid(const struct dr_env *e, struct dr_report *r)
 			FOUND(c, "no Xid errors in the kernel log");
 		}
 	}
-	ex_result_free(&res);
-	ex_db_free(db);
+	explain_result_free(&res);
+	explain_db_free(db);
 }
 
 /* ---- the CUDA stack: toolkit, PyTorch, TensorFlow against the driver ---- */
 
-const char DR_PY_PROBE[] =
+const char DOCTOR_PY_PROBE[] =
 	"import sys\n"
 	"try:\n"
 	"    import torch\n"
@@ -746,7 +746,7 @@ enum { NEED_OK, NEED_MINOR, NEED_NEWER, NEED_UNKNOWN };
  * table does not list: why says so). why: a sentence with the numbers; fix: the
  * driver that would do.
  */
-static int cuda_need(const gc_snapshot *s, const struct dr_env *e, int maj, int min, char *why, size_t wl,
+static int cuda_need(const gc_snapshot *s, const struct doctor_env *e, int maj, int min, char *why, size_t wl,
 		     char *fix, size_t fl)
 {
 	why[0] = fix[0] = '\0';
@@ -804,9 +804,9 @@ static bool nvcc_release(const char *out, char *ver, size_t len)
 	return true;
 }
 
-static void check_toolkit(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r)
+static void check_toolkit(const gc_snapshot *s, const struct doctor_env *e, struct doctor_report *r)
 {
-	struct dr_check *c;
+	struct doctor_check *c;
 	char ver[32] = "", src[300] = "";
 	if (e->nvcc_out && nvcc_release(e->nvcc_out, ver, sizeof ver)) {
 		snprintf(src, sizeof src, "nvcc --version");
@@ -820,7 +820,7 @@ static void check_toolkit(const gc_snapshot *s, const struct dr_env *e, struct d
 	}
 	int maj, min;
 	if (!ver[0]) {
-		if ((c = add(r, "cuda.toolkit", DR_SKIP))) {
+		if ((c = add(r, "cuda.toolkit", DOCTOR_SKIP))) {
 			if (e->nvcc_out || e->cuda_json)
 				FOUND(c, "the CUDA toolkit's version could not be read from %s", e->nvcc_out ? "nvcc --version" : src);
 			else
@@ -830,13 +830,13 @@ static void check_toolkit(const gc_snapshot *s, const struct dr_env *e, struct d
 		return;
 	}
 	if (!cuda_ver(ver, &maj, &min)) {
-		if ((c = add(r, "cuda.toolkit", DR_WARN)))
+		if ((c = add(r, "cuda.toolkit", DOCTOR_WARN)))
 			FOUND(c, "%s reports CUDA '%s', which is not a version", src, ver);
 		return;
 	}
 	char why[480], fix[480];
 	int v = cuda_need(s, e, maj, min, why, sizeof why, fix, sizeof fix);
-	if (!(c = add(r, "cuda.toolkit", v == NEED_OK ? DR_OK : v == NEED_UNKNOWN ? DR_SKIP : DR_WARN)))
+	if (!(c = add(r, "cuda.toolkit", v == NEED_OK ? DOCTOR_OK : v == NEED_UNKNOWN ? DOCTOR_SKIP : DOCTOR_WARN)))
 		return;
 	if (v == NEED_UNKNOWN && why[0])
 		FOUND(c, "CUDA toolkit %s (%s): %s", ver, src, why);
@@ -875,18 +875,18 @@ static int probe_line(const char *out, const char *fw, char f[4][64], char *msg,
 	return -2;
 }
 
-static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct dr_report *r, const char *fw,
+static void check_framework(const gc_snapshot *s, const struct doctor_env *e, struct doctor_report *r, const char *fw,
 			    const char *id, const char *name)
 {
-	struct dr_check *c;
+	struct doctor_check *c;
 	const char *py = e->python ? e->python : "python3";
-	if (e->python_rc == DR_PY_MISSING) {
-		if ((c = add(r, id, DR_SKIP)))
+	if (e->python_rc == DOCTOR_PY_MISSING) {
+		if ((c = add(r, id, DOCTOR_SKIP)))
 			FOUND(c, "no Python interpreter '%s' (use --python PATH for a virtual environment's)", py);
 		return;
 	}
-	if (e->python_rc == DR_PY_TIMEOUT) {
-		if ((c = add(r, id, DR_WARN))) {
+	if (e->python_rc == DOCTOR_PY_TIMEOUT) {
+		if ((c = add(r, id, DOCTOR_WARN))) {
 			FOUND(c, "%s did not answer within the time limit while importing %s", py, name);
 			FIX(c, "run %s -c 'import %s' by hand: a hung import is often a stuck GPU or a network filesystem",
 			    py, fw);
@@ -896,12 +896,12 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	char f[4][64] = {{0}}, msg[256] = "";
 	int k = probe_line(e->python_out, fw, f, msg, sizeof msg);
 	if (k == 0) {
-		if ((c = add(r, id, DR_SKIP)))
+		if ((c = add(r, id, DOCTOR_SKIP)))
 			FOUND(c, "%s is not installed for %s", name, py);
 		return;
 	}
 	if (k == -1 || k == -2) {
-		if ((c = add(r, id, DR_WARN))) {
+		if ((c = add(r, id, DOCTOR_WARN))) {
 			if (k == -1)
 				FOUND(c, "importing %s with %s failed: %s", name, py, msg);
 			else
@@ -917,7 +917,7 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	int maj, min;
 	bool gpu_driver = s && e->open_rc == GC_OK && s->ngpus > 0;
 	if (strcmp(cuda, "-") == 0 || !cuda_ver(cuda, &maj, &min)) {
-		if ((c = add(r, id, gpu_driver ? DR_WARN : DR_OK))) {
+		if ((c = add(r, id, gpu_driver ? DOCTOR_WARN : DOCTOR_OK))) {
 			FOUND(c, "%s %s is a CPU-only build", name, ver);
 			if (gpu_driver)
 				FIX(c, "install a CUDA build of %s (for PyTorch: pip install torch --index-url "
@@ -928,13 +928,13 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	}
 	char why[480], fix[480];
 	int v = cuda_need(s, e, maj, min, why, sizeof why, fix, sizeof fix);
-	enum dr_status st = DR_OK;
+	enum doctor_status st = DOCTOR_OK;
 	if (v == NEED_NEWER || (v == NEED_MINOR && !avail))
-		st = DR_FAIL;
+		st = DOCTOR_FAIL;
 	else if (v == NEED_MINOR)
-		st = DR_WARN;
+		st = DOCTOR_WARN;
 	else if (gpu_driver && (!avail || seen == 0))
-		st = v == NEED_UNKNOWN ? DR_WARN : DR_FAIL; /* the driver may be the reason: not known */
+		st = v == NEED_UNKNOWN ? DOCTOR_WARN : DOCTOR_FAIL; /* the driver may be the reason: not known */
 	if (!(c = add(r, id, st)))
 		return;
 	char sees[80];
@@ -946,22 +946,22 @@ static void check_framework(const gc_snapshot *s, const struct dr_env *e, struct
 	if (v == NEED_MINOR || v == NEED_NEWER) {
 		FOUND(c, "%s %s built for CUDA %s, %s: %s", name, ver, cuda, sees, why);
 		FIX(c, "%s", fix);
-	} else if (st == DR_WARN) {
+	} else if (st == DOCTOR_WARN) {
 		FOUND(c, "%s %s built for CUDA %s, %s; %s", name, ver, cuda, sees, why);
 		FIX(c, "check that the driver supports CUDA %s (nvidia-smi shows the CUDA version it supports), and "
 		       "CUDA_VISIBLE_DEVICES and the permissions of /dev/nvidia*", cuda);
 	} else {
 		FOUND(c, "%s %s built for CUDA %s, %s", name, ver, cuda, sees);
-		if (st == DR_FAIL)
+		if (st == DOCTOR_FAIL)
 			FIX(c, "the driver supports this build, so check CUDA_VISIBLE_DEVICES (env.cuda_visible_devices) "
 			       "and the permissions of /dev/nvidia*; in a container start it with --gpus all");
 	}
 }
 
 /* what gpuctl launch would run, and whether that torchrun starts at all */
-static void check_launcher(const struct dr_env *e, struct dr_report *r)
+static void check_launcher(const struct doctor_env *e, struct doctor_report *r)
 {
-	struct dr_check *c = add(r, "launch.torchrun", DR_SKIP);
+	struct doctor_check *c = add(r, "launch.torchrun", DOCTOR_SKIP);
 	struct torchenv t;
 	if (!c)
 		return;
@@ -974,10 +974,10 @@ static void check_launcher(const struct dr_env *e, struct dr_report *r)
 		return;
 	}
 	if (e->launcher_rc != 0 || !launcher_torch(e, &t)) {
-		c->status = DR_WARN;
-		if (e->launcher_rc == DR_PY_MISSING)
+		c->status = DOCTOR_WARN;
+		if (e->launcher_rc == DOCTOR_PY_MISSING)
 			FOUND(c, "%s runs %s, which cannot be started", e->launcher, e->launcher_python);
-		else if (e->launcher_rc == DR_PY_TIMEOUT)
+		else if (e->launcher_rc == DOCTOR_PY_TIMEOUT)
 			FOUND(c, "%s runs %s, which did not answer within the time limit", e->launcher,
 			      e->launcher_python);
 		else
@@ -988,7 +988,7 @@ static void check_launcher(const struct dr_env *e, struct dr_report *r)
 	}
 	if (!t.version[0]) {
 		if (e->launcher_is_torchrun) {
-			c->status = DR_WARN;
+			c->status = DOCTOR_WARN;
 			FOUND(c, "%s runs %s, which has no PyTorch: torchrun fails at start", e->launcher,
 			      e->launcher_python);
 			FIX(c, "install PyTorch for %s, or put the environment whose torchrun you mean first on PATH",
@@ -1000,7 +1000,7 @@ static void check_launcher(const struct dr_env *e, struct dr_report *r)
 		return;
 	}
 	if (torchenv_std_bug(&t)) {
-		c->status = DR_WARN;
+		c->status = DOCTOR_WARN;
 		FOUND(c, "%s runs PyTorch %s on Python %d.%d (%s): it dies at start with "
 			 "\"AttributeError: 'NoneType' object has no attribute 'get'\": Python 3.11's IntFlag no longer "
 			 "lists its zero member, so the default --redirects 0 --tee 0 parse to None; gpuctl launch "
@@ -1009,13 +1009,13 @@ static void check_launcher(const struct dr_env *e, struct dr_report *r)
 		       "--redirects 1 --tee 1");
 		return;
 	}
-	c->status = DR_OK;
+	c->status = DOCTOR_OK;
 	FOUND(c, "gpuctl launch runs %s: PyTorch %s on Python %d.%d (%s)", e->launcher, t.version, t.py_major,
 	      t.py_minor, e->launcher_python);
 }
 
 /* GPUs in MIG mode: CUDA cannot use them by index, so jobs that pass an index fail there */
-static void check_mig(const gc_snapshot *s, struct dr_report *r)
+static void check_mig(const gc_snapshot *s, struct doctor_report *r)
 {
 	size_t n = s->ngpus;
 	bool *flag = calloc(n ? n : 1, sizeof *flag);
@@ -1029,8 +1029,8 @@ static void check_mig(const gc_snapshot *s, struct dr_report *r)
 	}
 	char list[512];
 	select_index_list(flag, n, list, sizeof list);
-	struct dr_check *c;
-	if ((c = add(r, "health.mig", !known ? DR_SKIP : any ? DR_WARN : DR_OK))) {
+	struct doctor_check *c;
+	if ((c = add(r, "health.mig", !known ? DOCTOR_SKIP : any ? DOCTOR_WARN : DOCTOR_OK))) {
 		if (any) {
 			bool many = strchr(list, ',') != NULL;
 			FOUND(c, "GPU %s %s MIG mode enabled: CUDA sees only %s MIG devices, by MIG UUID (gpuctl pick, "
@@ -1045,7 +1045,7 @@ static void check_mig(const gc_snapshot *s, struct dr_report *r)
 	free(flag);
 }
 
-int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *r)
+int doctor_run(const gc_snapshot *snap, const struct doctor_env *env, struct doctor_report *r)
 {
 	memset(r, 0, sizeof *r);
 	check_driver(snap, env, r);
@@ -1063,7 +1063,7 @@ int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *
 	return r->checks ? GC_OK : GC_ENOMEM;
 }
 
-void dr_report_free(struct dr_report *r)
+void doctor_report_free(struct doctor_report *r)
 {
 	free(r->checks);
 	memset(r, 0, sizeof *r);

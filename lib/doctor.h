@@ -3,7 +3,7 @@
  * environment jobs inherit, and the health of each GPU. Policy only: each
  * check says ok / warn / fail / skip, what it found and what to do; src/
  * prints them. Everything read from outside the NVML snapshot comes in
- * through struct dr_env, so tests can set it.
+ * through struct doctor_env, so tests can set it.
  */
 #ifndef GPUCTL_LIB_DOCTOR_H
 #define GPUCTL_LIB_DOCTOR_H
@@ -14,16 +14,16 @@
 
 #include "gpu.h"
 
-enum dr_status { DR_OK, DR_WARN, DR_FAIL, DR_SKIP };
+enum doctor_status { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL, DOCTOR_SKIP };
 
-struct dr_check {
+struct doctor_check {
 	char id[32];       /* stable: "driver", "env.cuda_visible_devices", "health.ecc", ... */
-	enum dr_status status;
+	enum doctor_status status;
 	char found[480];
 	char fix[480];
 };
 
-struct dr_env {
+struct doctor_env {
 	int open_rc;                 /* gc_ctx_open's result */
 	const char *open_msg;        /* its message when it failed */
 	const char *cuda_visible_devices, *cuda_device_order, *alloc_conf;
@@ -38,8 +38,8 @@ struct dr_env {
 	const char *nvcc_out;        /* `nvcc --version`'s output */
 	const char *cuda_json_path, *cuda_json;  /* a toolkit's version.json and its text */
 	const char *python;          /* the interpreter asked */
-	int python_rc;               /* DR_PY_*, or the probe's exit status (0: ran) */
-	const char *python_out;      /* the probe's output (DR_PY_PROBE's lines) */
+	int python_rc;               /* DOCTOR_PY_*, or the probe's exit status (0: ran) */
+	const char *python_out;      /* the probe's output (DOCTOR_PY_PROBE's lines) */
 	/* what `gpuctl launch` would run (src/torchprobe.h) */
 	const char *launcher;        /* "/usr/bin/torchrun", "python3 -m torch.distributed.run"; NULL: none on PATH */
 	bool launcher_is_torchrun;
@@ -49,20 +49,20 @@ struct dr_env {
 };
 
 /* python_rc when the probe did not run to the end */
-enum { DR_PY_MISSING = -1, DR_PY_TIMEOUT = -2 };
+enum { DOCTOR_PY_MISSING = -1, DOCTOR_PY_TIMEOUT = -2 };
 
-/* The probe run as `python -c DR_PY_PROBE`; prints "torch VERSION CUDA AVAILABLE COUNT"
+/* The probe run as `python -c DOCTOR_PY_PROBE`; prints "torch VERSION CUDA AVAILABLE COUNT"
  * (or "torch -" when not installed, "torch-error MESSAGE") and the same for tensorflow. */
-extern const char DR_PY_PROBE[];
+extern const char DOCTOR_PY_PROBE[];
 
-struct dr_report {
-	struct dr_check *checks;     /* owned */
+struct doctor_report {
+	struct doctor_check *checks;     /* owned */
 	size_t n;
 };
 
-const char *dr_status_name(enum dr_status s);
+const char *doctor_status_name(enum doctor_status s);
 /* Run every check. snap may be NULL (no driver). 0, or GC_ENOMEM. */
-int dr_run(const gc_snapshot *snap, const struct dr_env *env, struct dr_report *r);
-void dr_report_free(struct dr_report *r);
+int doctor_run(const gc_snapshot *snap, const struct doctor_env *env, struct doctor_report *r);
+void doctor_report_free(struct doctor_report *r);
 
 #endif

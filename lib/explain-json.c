@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool ex_whole(double x)
+bool explain_whole(double x)
 {
 	return isfinite(x) && fabs(x) < 9007199254740992.0 && x == trunc(x);
 }
@@ -25,10 +25,10 @@ static json_t *json_num(double v)
 	double x = round(v * 100) / 100;
 	if (!isfinite(x))
 		return json_null();
-	return ex_whole(x) ? json_integer((json_int_t)x) : json_real(x);
+	return explain_whole(x) ? json_integer((json_int_t)x) : json_real(x);
 }
 
-char *ex_result_json(const char *source, const struct ex_result *r)
+char *explain_result_json(const char *source, const struct explain_result *r)
 {
 	json_t *root = json_pack("{s:s, s:s, s:I, s:I, s:b}", "schema", "gpuctl.explain/1", "source", source,
 				 "lines", (json_int_t)r->lines, "bytes", (json_int_t)r->bytes, "binary", r->binary);
@@ -39,10 +39,10 @@ char *ex_result_json(const char *source, const struct ex_result *r)
 		return NULL;
 	}
 	for (size_t i = 0; i < r->n; i++) {
-		const struct ex_finding *f = &r->findings[i];
+		const struct explain_finding *f = &r->findings[i];
 		json_t *vals = json_object();
 		for (size_t k = 0; k < f->nvalues; k++) {
-			const struct ex_value *v = &f->values[k];
+			const struct explain_value *v = &f->values[k];
 			json_object_set_new(vals, v->name,
 					    v->is_num ? json_num(v->num) : json_stringn_nocheck(v->str, strlen(v->str)));
 		}
@@ -75,24 +75,24 @@ static int explain(int fd, const char *text, size_t len, const char *source, cha
 	*json = NULL;
 	char dir[PATH_MAX];
 	int rc = datadir_signatures(dir, sizeof dir, err, errlen);
-	struct ex_db *db = NULL;
+	struct explain_db *db = NULL;
 	if (rc == GC_OK)
-		rc = ex_db_load(&db, dir, err, errlen);
+		rc = explain_db_load(&db, dir, err, errlen);
 	if (rc != GC_OK)
 		return rc;
-	struct ex_result r;
+	struct explain_result r;
 	if (fd >= 0)
-		rc = ex_scan_fd(db, fd, &r, err, errlen);
-	else if ((rc = ex_scan_buf(db, text ? text : "", len, &r)) != GC_OK)
+		rc = explain_scan_fd(db, fd, &r, err, errlen);
+	else if ((rc = explain_scan_buf(db, text ? text : "", len, &r)) != GC_OK)
 		errbuf_set(err, errlen, "%s", gc_strerror(rc));
 	if (rc == GC_OK) {
-		if (!(*json = ex_result_json(source, &r))) {
+		if (!(*json = explain_result_json(source, &r))) {
 			errbuf_set(err, errlen, "out of memory");
 			rc = GC_ENOMEM;
 		}
-		ex_result_free(&r);
+		explain_result_free(&r);
 	}
-	ex_db_free(db);
+	explain_db_free(db);
 	return rc;
 }
 

@@ -70,7 +70,7 @@ struct sig {
 	bool has_re;
 	regex_t re;
 	size_t nvals;
-	struct sig_value vals[EX_MAX_VALUES];
+	struct sig_value vals[EXPLAIN_MAX_VALUES];
 	size_t nctx;
 	struct sig_context ctx[MAX_CONTEXT];
 };
@@ -81,7 +81,7 @@ struct xid_entry {
 	char reset[200];
 };
 
-struct ex_db {
+struct explain_db {
 	struct sig *sigs;
 	size_t n;
 	struct xid_entry *xid;
@@ -111,7 +111,7 @@ static void copy(char *dst, size_t len, json_t *o, const char *key)
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
-static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, size_t errlen)
+static int load_sig(struct explain_db *db, json_t *o, const char *file, char *err, size_t errlen)
 {
 	if (db->n == MAX_SIGS) {
 		errbuf_set(err, errlen, "%s: more than %d signatures", file, MAX_SIGS);
@@ -169,7 +169,7 @@ static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, si
 	const char *name;
 	json_t *spec;
 	json_object_foreach(vals, name, spec) {
-		if (s->nvals == EX_MAX_VALUES)
+		if (s->nvals == EXPLAIN_MAX_VALUES)
 			break;
 		struct sig_value *v = &s->vals[s->nvals];
 		snprintf(v->name, sizeof v->name, "%s", name);
@@ -204,7 +204,7 @@ static int load_sig(struct ex_db *db, json_t *o, const char *file, char *err, si
 	return GC_OK;
 }
 
-static int load_file(struct ex_db *db, const char *path, char *err, size_t errlen)
+static int load_file(struct explain_db *db, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
 	json_t *root = json_load_file(path, 0, &je);
@@ -249,7 +249,7 @@ static int json_file(const struct dirent *e)
 }
 
 /* the index of gateway lit, added if new; -1 when there are too many */
-static int add_gateway(struct ex_db *db, const char *lit)
+static int add_gateway(struct explain_db *db, const char *lit)
 {
 	for (size_t i = 0; i < db->ngw; i++)
 		if (strcmp(db->gateways[i], lit) == 0)
@@ -266,7 +266,7 @@ static unsigned wm_block(const char *p)
 	return (unsigned)(unsigned char)p[0] << 8 | (unsigned char)p[1];
 }
 
-static void wm_build(struct ex_db *db)
+static void wm_build(struct explain_db *db)
 {
 	db->wm_len = SIZE_MAX;
 	for (size_t g = 0; g < db->ngw; g++)
@@ -295,10 +295,10 @@ static void wm_build(struct ex_db *db)
 	}
 }
 
-int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
+int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen)
 {
 	*out = NULL;
-	struct ex_db *db = calloc(1, sizeof *db);
+	struct explain_db *db = calloc(1, sizeof *db);
 	if (!db || !(db->sigs = calloc(MAX_SIGS, sizeof *db->sigs))) {
 		free(db);
 		return GC_ENOMEM;
@@ -307,7 +307,7 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 	int n = scandir(dir, &list, json_file, by_name);
 	if (n < 0) {
 		errbuf_set(err, errlen, "cannot read the signatures in '%s': %s", dir, strerror(errno));
-		ex_db_free(db);
+		explain_db_free(db);
 		return GC_EIO;
 	}
 	int rc = GC_OK;
@@ -324,7 +324,7 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 		rc = GC_ENOTFOUND;
 	}
 	if (rc != GC_OK) {
-		ex_db_free(db);
+		explain_db_free(db);
 		return rc;
 	}
 	/* each trigger is reached through its named gateway, a common one, or is its own */
@@ -336,7 +336,7 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 				gw = common_gateways[k];
 		if ((s->gw = add_gateway(db, gw ? gw : s->trigger)) < 0) {
 			errbuf_set(err, errlen, "more than %d gateway literals in '%s'", MAX_GATEWAYS, dir);
-			ex_db_free(db);
+			explain_db_free(db);
 			return GC_EINVAL;
 		}
 	}
@@ -352,7 +352,7 @@ int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen)
 	return GC_OK;
 }
 
-void ex_db_free(struct ex_db *db)
+void explain_db_free(struct explain_db *db)
 {
 	if (!db)
 		return;
@@ -364,14 +364,14 @@ void ex_db_free(struct ex_db *db)
 	free(db);
 }
 
-size_t ex_db_count(const struct ex_db *db)
+size_t explain_db_count(const struct explain_db *db)
 {
 	return db->n;
 }
 
 /* ---- lines -------------------------------------------------------------- */
 
-size_t ex_clean_line(const char *s, size_t len, char *out)
+size_t explain_clean_line(const char *s, size_t len, char *out)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < len; i++) {
@@ -412,12 +412,12 @@ size_t ex_clean_line(const char *s, size_t len, char *out)
  * text is the cleaned line and at where its trigger starts in it (a long line
  * is shown from a little before the trigger). A line counts once however
  * many of its pieces or windows match. */
-static struct ex_finding *finding(struct ex_result *r, const struct sig *s, const char *key, uint64_t line,
+static struct explain_finding *finding(struct explain_result *r, const struct sig *s, const char *key, uint64_t line,
 				  const char *text, size_t at, bool *fresh)
 {
 	for (size_t i = 0; i < r->n; i++)
 		if (strcmp(r->findings[i].id, s->id) == 0 && strcmp(r->findings[i].key, key) == 0) {
-			struct ex_finding *f = &r->findings[i];
+			struct explain_finding *f = &r->findings[i];
 			if (f->last_line != line) {
 				f->count++;
 				f->last_line = line;
@@ -425,11 +425,11 @@ static struct ex_finding *finding(struct ex_result *r, const struct sig *s, cons
 			*fresh = false;
 			return f;
 		}
-	struct ex_finding *p = realloc(r->findings, (r->n + 1) * sizeof *p);
+	struct explain_finding *p = realloc(r->findings, (r->n + 1) * sizeof *p);
 	if (!p)
 		return NULL;
 	r->findings = p;
-	struct ex_finding *f = &r->findings[r->n++];
+	struct explain_finding *f = &r->findings[r->n++];
 	memset(f, 0, sizeof *f);
 	snprintf(f->id, sizeof f->id, "%s", s->id);
 	snprintf(f->title, sizeof f->title, "%s", s->title);
@@ -452,27 +452,27 @@ static struct ex_finding *finding(struct ex_result *r, const struct sig *s, cons
 	return f;
 }
 
-static void put_num(struct ex_finding *f, const char *name, double v)
+static void put_num(struct explain_finding *f, const char *name, double v)
 {
-	if (f->nvalues == EX_MAX_VALUES)
+	if (f->nvalues == EXPLAIN_MAX_VALUES)
 		return;
-	struct ex_value *x = &f->values[f->nvalues++];
+	struct explain_value *x = &f->values[f->nvalues++];
 	snprintf(x->name, sizeof x->name, "%s", name);
 	x->is_num = true;
 	x->num = v;
 }
 
-static void put_str(struct ex_finding *f, const char *name, const char *v)
+static void put_str(struct explain_finding *f, const char *name, const char *v)
 {
-	if (f->nvalues == EX_MAX_VALUES)
+	if (f->nvalues == EXPLAIN_MAX_VALUES)
 		return;
-	struct ex_value *x = &f->values[f->nvalues++];
+	struct explain_value *x = &f->values[f->nvalues++];
 	snprintf(x->name, sizeof x->name, "%s", name);
 	x->is_num = false;
 	snprintf(x->str, sizeof x->str, "%.*s", (int)sizeof x->str - 1, v);
 }
 
-static const struct ex_value *value_of(const struct ex_finding *f, const char *name)
+static const struct explain_value *value_of(const struct explain_finding *f, const char *name)
 {
 	for (size_t i = 0; i < f->nvalues; i++)
 		if (strcmp(f->values[i].name, name) == 0)
@@ -481,9 +481,9 @@ static const struct ex_value *value_of(const struct ex_finding *f, const char *n
 }
 
 /* a numeric value of f, or -1 */
-static double num_of(const struct ex_finding *f, const char *name)
+static double num_of(const struct explain_finding *f, const char *name)
 {
-	const struct ex_value *v = value_of(f, name);
+	const struct explain_value *v = value_of(f, name);
 	return v && v->is_num ? v->num : -1;
 }
 
@@ -531,7 +531,7 @@ static double size_before(const char *s, const char *key)
 	return size_mib(q, NULL);
 }
 
-static void analyze_oom(struct ex_finding *f, const char *s)
+static void analyze_oom(struct explain_finding *f, const char *s)
 {
 	double req = size_after(s, "Tried to allocate ");
 	int gpu = -1;
@@ -650,7 +650,7 @@ static void analyze_oom(struct ex_finding *f, const char *s)
 	put_str(f, "verdict", verdict);
 }
 
-static void analyze_xid(const struct ex_db *db, struct ex_result *r, const struct sig *s, const char *line,
+static void analyze_xid(const struct explain_db *db, struct explain_result *r, const struct sig *s, const char *line,
 			uint64_t lineno)
 {
 	/* a GPU's Xid, not an NVSwitch's SXid: "Xid" must start a word */
@@ -675,7 +675,7 @@ static void analyze_xid(const struct ex_db *db, struct ex_result *r, const struc
 	char key[32];
 	snprintf(key, sizeof key, "%ld", code);
 	bool fresh;
-	struct ex_finding *f = finding(r, s, key, lineno, line, (size_t)(p - line), &fresh);
+	struct explain_finding *f = finding(r, s, key, lineno, line, (size_t)(p - line), &fresh);
 	if (!f || !fresh)
 		return;
 	put_num(f, "code", (double)code);
@@ -731,7 +731,7 @@ static void word_after(const char *s, const char *key, const char *set, char *ou
  * /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" at s;
  * the allocator's limit and use, when TensorFlow printed them just before,
  * are already among f's values (limit_mib, in_use_mib) */
-static void analyze_tf_oom(struct ex_finding *f, const char *s)
+static void analyze_tf_oom(struct explain_finding *f, const char *s)
 {
 	char shape[96] = "", type[24] = "", device[32] = "", alloc[32] = "";
 	double elems = -1;
@@ -828,7 +828,7 @@ static void analyze_tf_oom(struct ex_finding *f, const char *s)
 }
 
 /* The values of s's regex in line, into out[max]; how many */
-static size_t regex_values(const struct sig *s, const char *line, struct ex_value *out, size_t max)
+static size_t regex_values(const struct sig *s, const char *line, struct explain_value *out, size_t max)
 {
 	regmatch_t m[16];
 	size_t n = 0;
@@ -853,7 +853,7 @@ static size_t regex_values(const struct sig *s, const char *line, struct ex_valu
 		}
 		if (!buf[0])
 			continue;
-		struct ex_value *x = &out[n++];
+		struct explain_value *x = &out[n++];
 		memset(x, 0, sizeof *x);
 		snprintf(x->name, sizeof x->name, "%s", v->name);
 		double num = strtod(buf, NULL);
@@ -886,7 +886,7 @@ static size_t regex_values(const struct sig *s, const char *line, struct ex_valu
 /* ---- scanning ----------------------------------------------------------- */
 
 struct memo {
-	struct ex_value v;
+	struct explain_value v;
 	uint64_t line;
 };
 
@@ -896,8 +896,8 @@ struct cand {
 };
 
 struct scan {
-	const struct ex_db *db;
-	struct ex_result *r;
+	const struct explain_db *db;
+	struct explain_result *r;
 	uint64_t line;        /* lines before the current region */
 	struct cand *cand;
 	size_t ncand, capcand;
@@ -905,7 +905,7 @@ struct scan {
 	size_t nmemo;
 };
 
-static void memo_put(struct scan *sc, const struct ex_value *v, uint64_t line)
+static void memo_put(struct scan *sc, const struct explain_value *v, uint64_t line)
 {
 	size_t i = 0;
 	while (i < sc->nmemo && strcmp(sc->memo[i].v.name, v->name) != 0)
@@ -923,20 +923,20 @@ static void memo_put(struct scan *sc, const struct ex_value *v, uint64_t line)
 }
 
 /* the values s takes from notes of at most its context's lines before */
-static void take_context(const struct scan *sc, const struct sig *s, struct ex_finding *f, uint64_t line)
+static void take_context(const struct scan *sc, const struct sig *s, struct explain_finding *f, uint64_t line)
 {
 	for (size_t c = 0; c < s->nctx; c++)
 		for (size_t i = 0; i < sc->nmemo; i++) {
 			const struct memo *m = &sc->memo[i];
 			if (strcmp(m->v.name, s->ctx[c].name) || m->line > line || line - m->line > s->ctx[c].lines ||
-			    value_of(f, m->v.name) || f->nvalues == EX_MAX_VALUES)
+			    value_of(f, m->v.name) || f->nvalues == EXPLAIN_MAX_VALUES)
 				continue;
 			f->values[f->nvalues++] = m->v;
 		}
 }
 
 /* whether f has any of the values of s's regex */
-static bool has_values_of(const struct ex_finding *f, const struct sig *s)
+static bool has_values_of(const struct explain_finding *f, const struct sig *s)
 {
 	for (size_t i = 0; i < s->nvals; i++)
 		if (value_of(f, s->vals[i].name))
@@ -954,7 +954,7 @@ static bool matches(const struct sig *s, const char *text, uint64_t gates, const
 
 /* "{name}" in a finding's cause or fix becomes the value of that name
  * ("unknown" when the line did not carry it) */
-static void fill_in(const struct ex_finding *f, char *text, size_t size)
+static void fill_in(const struct explain_finding *f, char *text, size_t size)
 {
 	if (!strchr(text, '{'))
 		return;
@@ -969,7 +969,7 @@ static void fill_in(const struct ex_finding *f, char *text, size_t size)
 		}
 		memcpy(name, p + 1, (size_t)(e - p - 1));
 		name[e - p - 1] = '\0';
-		const struct ex_value *v = value_of(f, name);
+		const struct explain_value *v = value_of(f, name);
 		char val[sizeof v->str];
 		if (!v)
 			snprintf(val, sizeof val, "unknown");
@@ -990,11 +990,11 @@ static void fill_in(const struct ex_finding *f, char *text, size_t size)
 static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
 {
 	static __thread char clean[MAX_LINE + 1];
-	const struct ex_db *db = sc->db;
-	struct ex_result *r = sc->r;
+	const struct explain_db *db = sc->db;
+	struct explain_result *r = sc->r;
 	if (len > MAX_LINE)
 		len = MAX_LINE;
-	ex_clean_line(raw, len, clean);
+	explain_clean_line(raw, len, clean);
 	const char *at;
 	/* the signatures to try: those of the one gateway found (the usual
 	 * case), or all of them, in file order either way */
@@ -1014,8 +1014,8 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 		const struct sig *s = &db->sigs[list[i]];
 		if (!s->note || !matches(s, clean, gates, &at))
 			continue;
-		struct ex_value v[EX_MAX_VALUES];
-		size_t nv = regex_values(s, clean, v, EX_MAX_VALUES);
+		struct explain_value v[EXPLAIN_MAX_VALUES];
+		size_t nv = regex_values(s, clean, v, EXPLAIN_MAX_VALUES);
 		for (size_t k = 0; k < nv; k++)
 			memo_put(sc, &v[k], lineno);
 	}
@@ -1028,18 +1028,18 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 			continue;
 		}
 		bool fresh;
-		struct ex_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
+		struct explain_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
 		if (!f)
 			continue;
 		if (!fresh) {
 			/* another wording of the failure, later on, may carry the numbers the
 			 * first line lacked (the kernel's line after nvidia-smi's) */
 			if (s->has_re && !s->analyzer[0] && !has_values_of(f, s))
-				f->nvalues += regex_values(s, clean, f->values + f->nvalues, EX_MAX_VALUES - f->nvalues);
+				f->nvalues += regex_values(s, clean, f->values + f->nvalues, EXPLAIN_MAX_VALUES - f->nvalues);
 			continue;
 		}
 		if (s->has_re)
-			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EX_MAX_VALUES - f->nvalues);
+			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EXPLAIN_MAX_VALUES - f->nvalues);
 		take_context(sc, s, f, lineno);
 		if (strcmp(s->analyzer, "oom") == 0)
 			analyze_oom(f, at);
@@ -1114,7 +1114,7 @@ static void region(struct scan *sc, const char *data, size_t len)
 	if (!sc->r->binary && memchr(data, '\0', len))
 		sc->r->binary = true;
 	sc->ncand = 0;
-	const struct ex_db *db = sc->db;
+	const struct explain_db *db = sc->db;
 	/* the short gateways: one memmem pass each */
 	for (size_t g = 0; g < db->ngw; g++) {
 		if (db->long_gw & (UINT64_C(1) << g))
@@ -1166,7 +1166,7 @@ static void region(struct scan *sc, const char *data, size_t len)
 	sc->line = line + count_nl(data + pos, len - pos);
 }
 
-int ex_scan_buf(const struct ex_db *db, const char *buf, size_t len, struct ex_result *r)
+int explain_scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r)
 {
 	memset(r, 0, sizeof *r);
 	struct scan sc = {.db = db, .r = r};
@@ -1177,7 +1177,7 @@ int ex_scan_buf(const struct ex_db *db, const char *buf, size_t len, struct ex_r
 	return GC_OK;
 }
 
-int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, size_t errlen)
+int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
 	char *buf = malloc(BLOCK + MAX_LINE);
@@ -1230,7 +1230,7 @@ int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, s
 	return rc;
 }
 
-void ex_result_free(struct ex_result *r)
+void explain_result_free(struct explain_result *r)
 {
 	free(r->findings);
 	memset(r, 0, sizeof *r);

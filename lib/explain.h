@@ -18,18 +18,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct ex_db;
+struct explain_db;
 
-#define EX_MAX_VALUES 12
+#define EXPLAIN_MAX_VALUES 12
 
-struct ex_value {
+struct explain_value {
 	char name[32];
 	bool is_num;
 	double num;
 	char str[96];
 };
 
-struct ex_finding {
+struct explain_finding {
 	char id[48];
 	char title[160];
 	char key[32];             /* distinguishes findings of one id (Xid code) */
@@ -38,13 +38,13 @@ struct ex_finding {
 	uint64_t last_line;       /* the last line counted */
 	char line[400];           /* the first matching line, cleaned, truncated */
 	size_t nvalues;
-	struct ex_value values[EX_MAX_VALUES];
+	struct explain_value values[EXPLAIN_MAX_VALUES];
 	char cause[600];
 	char fix[600];
 };
 
-struct ex_result {
-	struct ex_finding *findings;  /* owned; in order of first appearance */
+struct explain_result {
+	struct explain_finding *findings;  /* owned; in order of first appearance */
 	size_t n;
 	uint64_t lines;               /* lines read */
 	uint64_t bytes;
@@ -52,26 +52,26 @@ struct ex_result {
 };
 
 /* Load every *.json of dir. 0, or a GC_E* with a message in err. */
-int ex_db_load(struct ex_db **out, const char *dir, char *err, size_t errlen);
-void ex_db_free(struct ex_db *db);
-size_t ex_db_count(const struct ex_db *db);
+int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen);
+void explain_db_free(struct explain_db *db);
+size_t explain_db_count(const struct explain_db *db);
 
 /* Scan fd to its end. 0, or GC_EIO (message in err). */
-int ex_scan_fd(const struct ex_db *db, int fd, struct ex_result *r, char *err, size_t errlen);
+int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *r, char *err, size_t errlen);
 /* Scan a buffer (for tests and the fuzz target). */
-int ex_scan_buf(const struct ex_db *db, const char *buf, size_t len, struct ex_result *r);
-void ex_result_free(struct ex_result *r);
+int explain_scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r);
+void explain_result_free(struct explain_result *r);
 
 /*
  * The result as `gpuctl explain --json` prints it (schema gpuctl.explain/1),
  * source naming the input; a string the caller frees, or NULL when out of
  * memory (explain-json.c).
  */
-char *ex_result_json(const char *source, const struct ex_result *r);
+char *explain_result_json(const char *source, const struct explain_result *r);
 /* a number explain shows without decimals */
-bool ex_whole(double x);
+bool explain_whole(double x);
 
 /* Remove ANSI escape sequences and CRs from s[len] into out (outlen >= len + 1). */
-size_t ex_clean_line(const char *s, size_t len, char *out);
+size_t explain_clean_line(const char *s, size_t len, char *out);
 
 #endif

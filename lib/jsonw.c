@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void jw_init(struct jw *w, bool pretty)
+void jsonw_init(struct jw *w, bool pretty)
 {
 	memset(w, 0, sizeof *w);
 	w->pretty = pretty;
@@ -79,7 +79,7 @@ static void open_(struct jw *w, const char *key, char c, bool inl)
 {
 	member(w, key);
 	put(w, &c, 1);
-	if (w->depth + 1 >= JW_MAX_DEPTH) {
+	if (w->depth + 1 >= JSONW_MAX_DEPTH) {
 		w->oom = true; /* deeper than any schema of ours: a programming error */
 		return;
 	}
@@ -88,11 +88,11 @@ static void open_(struct jw *w, const char *key, char c, bool inl)
 	w->inline_[w->depth] = inl;
 }
 
-void jw_object(struct jw *w, const char *key) { open_(w, key, '{', false); }
-void jw_array(struct jw *w, const char *key) { open_(w, key, '[', false); }
-void jw_array_inline(struct jw *w, const char *key) { open_(w, key, '[', true); }
+void jsonw_object(struct jw *w, const char *key) { open_(w, key, '{', false); }
+void jsonw_array(struct jw *w, const char *key) { open_(w, key, '[', false); }
+void jsonw_array_inline(struct jw *w, const char *key) { open_(w, key, '[', true); }
 
-void jw_end(struct jw *w, char close)
+void jsonw_end(struct jw *w, char close)
 {
 	if (w->depth <= 0) {
 		w->oom = true;
@@ -105,7 +105,7 @@ void jw_end(struct jw *w, char close)
 	put(w, &close, 1);
 }
 
-void jw_int(struct jw *w, const char *key, long long v)
+void jsonw_int(struct jw *w, const char *key, long long v)
 {
 	char b[32];
 	int n = snprintf(b, sizeof b, "%lld", v);
@@ -113,7 +113,7 @@ void jw_int(struct jw *w, const char *key, long long v)
 	put(w, b, (size_t)n);
 }
 
-void jw_milli(struct jw *w, const char *key, long long v)
+void jsonw_milli(struct jw *w, const char *key, long long v)
 {
 	char b[40];
 	long long a = v < 0 ? -v : v;
@@ -122,7 +122,7 @@ void jw_milli(struct jw *w, const char *key, long long v)
 	put(w, b, (size_t)n);
 }
 
-void jw_uint(struct jw *w, const char *key, uint64_t v)
+void jsonw_uint(struct jw *w, const char *key, uint64_t v)
 {
 	char b[32], *p = b + sizeof b;
 	do {
@@ -133,7 +133,7 @@ void jw_uint(struct jw *w, const char *key, uint64_t v)
 	put(w, p, (size_t)(b + sizeof b - p));
 }
 
-void jw_bool(struct jw *w, const char *key, bool v)
+void jsonw_bool(struct jw *w, const char *key, bool v)
 {
 	member(w, key);
 	if (v)
@@ -142,13 +142,13 @@ void jw_bool(struct jw *w, const char *key, bool v)
 		PUTS(w, "false");
 }
 
-void jw_null(struct jw *w, const char *key)
+void jsonw_null(struct jw *w, const char *key)
 {
 	member(w, key);
 	PUTS(w, "null");
 }
 
-void jw_plain(struct jw *w, const char *key, const char *s)
+void jsonw_plain(struct jw *w, const char *key, const char *s)
 {
 	member(w, key);
 	PUTS(w, "\"");
@@ -156,7 +156,7 @@ void jw_plain(struct jw *w, const char *key, const char *s)
 	PUTS(w, "\"");
 }
 
-void jw_string(struct jw *w, const char *key, const char *s)
+void jsonw_string(struct jw *w, const char *key, const char *s)
 {
 	size_t n = strlen(s);
 	json_t *js = json_stringn(s, n);
@@ -192,7 +192,7 @@ void jw_string(struct jw *w, const char *key, const char *s)
 	json_decref(js);
 }
 
-char *jw_finish(struct jw *w)
+char *jsonw_finish(struct jw *w)
 {
 	if (w->oom || w->depth != 0) {
 		free(w->buf);

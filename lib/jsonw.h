@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JW_MAX_DEPTH 32
+#define JSONW_MAX_DEPTH 32
 
 struct jw {
 	char *buf;       /* owned; NUL-terminated while !oom */
@@ -23,28 +23,28 @@ struct jw {
 	int depth;
 	bool pretty;
 	bool oom;        /* an allocation failed: the output is unusable */
-	bool empty[JW_MAX_DEPTH];  /* no member written yet at this depth */
-	bool inline_[JW_MAX_DEPTH]; /* this array stays on one line */
+	bool empty[JSONW_MAX_DEPTH];  /* no member written yet at this depth */
+	bool inline_[JSONW_MAX_DEPTH]; /* this array stays on one line */
 };
 
-void jw_init(struct jw *w, bool pretty);
+void jsonw_init(struct jw *w, bool pretty);
 /* Take the buffer (caller frees), or NULL when out of memory. */
-char *jw_finish(struct jw *w);
+char *jsonw_finish(struct jw *w);
 
 /* `key` is a literal member name inside an object, NULL inside an array. */
-void jw_object(struct jw *w, const char *key);
-void jw_array(struct jw *w, const char *key);
-void jw_array_inline(struct jw *w, const char *key);
-void jw_end(struct jw *w, char close);  /* '}' or ']' */
-void jw_int(struct jw *w, const char *key, long long v);
-void jw_uint(struct jw *w, const char *key, uint64_t v);
+void jsonw_object(struct jw *w, const char *key);
+void jsonw_array(struct jw *w, const char *key);
+void jsonw_array_inline(struct jw *w, const char *key);
+void jsonw_end(struct jw *w, char close);  /* '}' or ']' */
+void jsonw_int(struct jw *w, const char *key, long long v);
+void jsonw_uint(struct jw *w, const char *key, uint64_t v);
 /* v / 1000 with three decimals: milliwatts as watts */
-void jw_milli(struct jw *w, const char *key, long long v);
-void jw_bool(struct jw *w, const char *key, bool v);
-void jw_null(struct jw *w, const char *key);
+void jsonw_milli(struct jw *w, const char *key, long long v);
+void jsonw_bool(struct jw *w, const char *key, bool v);
+void jsonw_null(struct jw *w, const char *key);
 /* a string from outside: encoded by jansson; invalid UTF-8 bytes become '?' */
-void jw_string(struct jw *w, const char *key, const char *s);
+void jsonw_string(struct jw *w, const char *key, const char *s);
 /* a string known to need no escaping (ASCII letters, digits, ".:_-+/ ") */
-void jw_plain(struct jw *w, const char *key, const char *s);
+void jsonw_plain(struct jw *w, const char *key, const char *s);
 
 #endif

@@ -24,20 +24,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum mm_task { MM_INFER, MM_TRAIN, MM_LORA, MM_QLORA, MM_EMBED };
-enum mm_prec { MM_FP32, MM_BF16, MM_FP16, MM_FP8, MM_INT8, MM_INT4 };
-enum mm_optim { MM_ADAMW, MM_ADAM8BIT, MM_SGD };
-enum mm_recompute { MM_RC_NONE, MM_RC_SELECTIVE, MM_RC_FULL };
-enum mm_kind { MM_DECODER, MM_ENCODER, MM_CNN };
+enum memmodel_task { MEMMODEL_INFER, MEMMODEL_TRAIN, MEMMODEL_LORA, MEMMODEL_QLORA, MEMMODEL_EMBED };
+enum memmodel_prec { MEMMODEL_FP32, MEMMODEL_BF16, MEMMODEL_FP16, MEMMODEL_FP8, MEMMODEL_INT8, MEMMODEL_INT4 };
+enum memmodel_optim { MEMMODEL_ADAMW, MEMMODEL_ADAM8BIT, MEMMODEL_SGD };
+enum memmodel_recompute { MEMMODEL_RC_NONE, MEMMODEL_RC_SELECTIVE, MEMMODEL_RC_FULL };
+enum memmodel_kind { MEMMODEL_DECODER, MEMMODEL_ENCODER, MEMMODEL_CNN };
 
-/* LoRA target matrices (bits of mm_job.lora_targets) */
-enum { MM_LT_Q = 1, MM_LT_K = 2, MM_LT_V = 4, MM_LT_O = 8, MM_LT_GATE = 16, MM_LT_UP = 32, MM_LT_DOWN = 64,
-       MM_LT_ALL = 127 };
+/* LoRA target matrices (bits of memmodel_job.lora_targets) */
+enum { MEMMODEL_LT_Q = 1, MEMMODEL_LT_K = 2, MEMMODEL_LT_V = 4, MEMMODEL_LT_O = 8, MEMMODEL_LT_GATE = 16, MEMMODEL_LT_UP = 32, MEMMODEL_LT_DOWN = 64,
+       MEMMODEL_LT_ALL = 127 };
 
-typedef struct mm_model {
+typedef struct memmodel_model {
 	char name[64];
 	char aliases[128];      /* other names, ';'-separated (presets) */
-	int kind;               /* enum mm_kind */
+	int kind;               /* enum memmodel_kind */
 	double params;          /* all parameters */
 	double active_params;   /* used per token (mixture of experts); = params when dense */
 	unsigned layers, hidden, heads, kv_heads, vocab, ffn; /* 0: unknown (then only --params) */
@@ -49,71 +49,71 @@ typedef struct mm_model {
 	double act_per_sample;  /* CNN: activation bytes per sample in training (16-bit) */
 	double flops_per_sample;/* CNN: forward FLOPs per sample */
 	bool default_shape;     /* a preset whose shape stands in for --params without an architecture */
-} mm_model;
+} memmodel_model;
 
-typedef struct mm_job {
-	int task;               /* enum mm_task */
+typedef struct memmodel_job {
+	int task;               /* enum memmodel_task */
 	int prec;               /* weights (infer/embed) or compute precision (train) */
 	int kv_prec;            /* KV cache precision (infer) */
-	int optim;              /* enum mm_optim */
+	int optim;              /* enum memmodel_optim */
 	int zero;               /* 0 (plain data parallel) ... 3 (= FSDP full sharding) */
 	bool offload;           /* optimizer states (stage >= 2: and gradients) in CPU memory */
-	int recompute;          /* enum mm_recompute */
+	int recompute;          /* enum memmodel_recompute */
 	unsigned dp;            /* data-parallel GPUs the ZeRO states are sharded over (>= 1) */
 	unsigned tp;            /* tensor-parallel size (>= 1) */
 	unsigned seq;           /* tokens per sequence (0: the model's default) */
 	unsigned batch;         /* sequences per GPU (training: micro-batch) */
 	unsigned lora_rank;
-	unsigned lora_targets;  /* MM_LT_* bits */
-} mm_job;
+	unsigned lora_targets;  /* MEMMODEL_LT_* bits */
+} memmodel_job;
 
-typedef struct mm_mem {
+typedef struct memmodel_mem {
 	double weights, grads, optimizer, activations, kv, overhead; /* bytes per GPU */
 	double total;
 	double cpu;             /* bytes of host memory for offloaded states */
 	double trainable;       /* trainable parameters */
 	bool partial;           /* architecture unknown: activations and KV cache not counted */
-} mm_mem;
+} memmodel_mem;
 
 /* fixed runtime overhead per GPU: CUDA context, library workspaces, NCCL buffers */
-#define MM_OVERHEAD_BYTES (1.0 * 1024 * 1024 * 1024)
+#define MEMMODEL_OVERHEAD_BYTES (1.0 * 1024 * 1024 * 1024)
 
 /* bytes per value of a precision (int4: 0.5) */
-double mm_prec_bytes(int prec);
-const char *mm_prec_name(int prec);
-int mm_prec_parse(const char *s); /* -1 if unknown */
-const char *mm_task_name(int task);
-int mm_task_parse(const char *s);
-const char *mm_optim_name(int optim);
-int mm_optim_parse(const char *s);
-const char *mm_recompute_name(int rc);
-int mm_recompute_parse(const char *s);
-/* "q,v", "all", "qkvo" ... into MM_LT_* bits; -1 on an unknown name */
-int mm_targets_parse(const char *s);
+double memmodel_prec_bytes(int prec);
+const char *memmodel_prec_name(int prec);
+int memmodel_prec_parse(const char *s); /* -1 if unknown */
+const char *memmodel_task_name(int task);
+int memmodel_task_parse(const char *s);
+const char *memmodel_optim_name(int optim);
+int memmodel_optim_parse(const char *s);
+const char *memmodel_recompute_name(int rc);
+int memmodel_recompute_parse(const char *s);
+/* "q,v", "all", "qkvo" ... into MEMMODEL_LT_* bits; -1 on an unknown name */
+int memmodel_targets_parse(const char *s);
 
 /*
  * A parameter count as people write it: "7B", "6.7b", "350M", "1.5T",
  * "125000000" (K/M/B/T decimal). Returns 0 and *out, or -1 with a reason.
  */
-int mm_parse_count(const char *s, double *out, char *err, size_t errlen);
+int memmodel_parse_count(const char *s, double *out, char *err, size_t errlen);
 
 /* parameters implied by the architecture (decoder/encoder), 0 if unknown */
-double mm_arch_params(const mm_model *m);
+double memmodel_arch_params(const memmodel_model *m);
 
 /* activation bytes of one transformer layer (Korthikanti et al.) */
-double mm_layer_activations(double s, double b, double h, double a, unsigned t, int recompute);
+double memmodel_layer_activations(double s, double b, double h, double a, unsigned t, int recompute);
 
 /* KV-cache bytes per token of one sequence at `prec` (0 when the architecture is unknown) */
-double mm_kv_per_token(const mm_model *m, int prec);
+double memmodel_kv_per_token(const memmodel_model *m, int prec);
 
 /* LoRA adapter parameters for rank r on the targets (0 when the architecture is unknown) */
-double mm_lora_params(const mm_model *m, unsigned r, unsigned targets);
+double memmodel_lora_params(const memmodel_model *m, unsigned r, unsigned targets);
 
 /*
  * Memory per GPU of job j on model m. Returns 0, or -1 with a reason (an
  * impossible combination: LoRA without an architecture, a precision the
  * task cannot use) in err.
  */
-int mm_estimate(const mm_model *m, const mm_job *j, mm_mem *out, char *err, size_t errlen);
+int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_mem *out, char *err, size_t errlen);
 
 #endif

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <strings.h>
 
-static struct dr_check *add(struct dr_report *r, const char *id, enum dr_status st)
+static struct doctor_check *add(struct doctor_report *r, const char *id, enum doctor_status st)
 {
-	struct dr_check *p = realloc(r->checks, (r->n + 1) * sizeof *p);
+	struct doctor_check *p = realloc(r->checks, (r->n + 1) * sizeof *p);
 	if (!p)
 		return NULL;
 	r->checks = p;
-	struct dr_check *c = &p[r->n++];
+	struct doctor_check *c = &p[r->n++];
 	memset(c, 0, sizeof *c);
 	snprintf(c->id, sizeof c->id, "%s", id);
 	c->status = st;
@@ -61,7 +61,7 @@ static bool has_key(const char *line, const char *key, char *val, size_t len)
 	return false;
 }
 
-int sl_gres_sets_devices(const char *text, char *out, size_t len)
+int slurm_gres_sets_devices(const char *text, char *out, size_t len)
 {
 	int verdict = -1;
 	bool autodetect = false;
@@ -128,13 +128,13 @@ static void gpu_partitions(const char *out, char *buf, size_t len, size_t *with,
 	}
 }
 
-int sl_run(const struct sl_env *e, struct dr_report *r)
+int slurm_run(const struct slurm_env *e, struct doctor_report *r)
 {
-	struct dr_check *c;
+	struct doctor_check *c;
 	char line[400];
 	/* the client */
 	bool present = !(e->missing && *e->missing), client = present && e->version_rc == 0;
-	if (!(c = add(r, "slurm.client", client ? DR_OK : DR_FAIL)))
+	if (!(c = add(r, "slurm.client", client ? DOCTOR_OK : DOCTOR_FAIL)))
 		return GC_ENOMEM;
 	if (client) {
 		first_line(e->version, line, sizeof line);
@@ -151,10 +151,10 @@ int sl_run(const struct sl_env *e, struct dr_report *r)
 	}
 	/* the controller */
 	bool up = e->ping_rc == 0 && e->ping_out && strstr(e->ping_out, " is UP");
-	if (!(c = add(r, "slurm.controller", e->ping_rc == -1 && !present ? DR_SKIP : up ? DR_OK : DR_FAIL)))
+	if (!(c = add(r, "slurm.controller", e->ping_rc == -1 && !present ? DOCTOR_SKIP : up ? DOCTOR_OK : DOCTOR_FAIL)))
 		return GC_ENOMEM;
 	first_line(e->ping_out, line, sizeof line);
-	if (c->status == DR_SKIP)
+	if (c->status == DOCTOR_SKIP)
 		snprintf(c->found, sizeof c->found, "no scontrol to ask");
 	else if (up)
 		snprintf(c->found, sizeof c->found, "%s", line);
@@ -169,7 +169,7 @@ int sl_run(const struct sl_env *e, struct dr_report *r)
 	char parts[sizeof c->found];
 	if (e->sinfo_rc == 0)
 		gpu_partitions(e->sinfo_out, parts, sizeof parts, &with, &without);
-	if (!(c = add(r, "slurm.gpu_partitions", e->sinfo_rc != 0 ? DR_SKIP : with ? DR_OK : DR_WARN)))
+	if (!(c = add(r, "slurm.gpu_partitions", e->sinfo_rc != 0 ? DOCTOR_SKIP : with ? DOCTOR_OK : DOCTOR_WARN)))
 		return GC_ENOMEM;
 	if (e->sinfo_rc != 0)
 		snprintf(c->found, sizeof c->found, "sinfo could not list partitions");
@@ -181,8 +181,8 @@ int sl_run(const struct sl_env *e, struct dr_report *r)
 		snprintf(c->fix, sizeof c->fix, "set GresTypes=gpu and Gres=gpu:N on the NodeName lines of slurm.conf");
 	}
 	/* this node's gres.conf */
-	int v = e->gres_conf ? sl_gres_sets_devices(e->gres_conf, line, sizeof line) : -2;
-	enum dr_status st = !e->gres_path ? DR_SKIP : v == 1 ? DR_OK : DR_WARN;
+	int v = e->gres_conf ? slurm_gres_sets_devices(e->gres_conf, line, sizeof line) : -2;
+	enum doctor_status st = !e->gres_path ? DOCTOR_SKIP : v == 1 ? DOCTOR_OK : DOCTOR_WARN;
 	if (!(c = add(r, "slurm.gres_conf", st)))
 		return GC_ENOMEM;
 	if (!e->gres_path) {

@@ -2,8 +2,8 @@
  * slurm.h — the checks of `gpuctl slurm doctor`: can this machine submit
  * GPU jobs that gpuctl launch --slurm will run correctly? Policy only, as
  * doctor.h: what the Slurm commands printed and gres.conf's text come in
- * through struct sl_env (so tests can set them), verdicts go out as
- * dr_checks.
+ * through struct slurm_env (so tests can set them), verdicts go out as
+ * doctor_checks.
  */
 #ifndef GPUCTL_LIB_SLURM_H
 #define GPUCTL_LIB_SLURM_H
@@ -11,7 +11,7 @@
 
 #include "doctor.h"
 
-struct sl_env {
+struct slurm_env {
 	const char *version;       /* what `sinfo --version` printed ("slurm 22.05.8"), or NULL */
 	int version_rc;            /* its exit status, <0 when it did not run */
 	const char *missing;       /* client commands not on PATH ("sbatch, srun"), "" for none */
@@ -25,7 +25,7 @@ struct sl_env {
 
 /* Run the checks (slurm.client, slurm.controller, slurm.gpu_partitions,
  * slurm.gres_conf). 0, or GC_ENOMEM. */
-int sl_run(const struct sl_env *e, struct dr_report *r);
+int slurm_run(const struct slurm_env *e, struct doctor_report *r);
 
 /*
  * What gres.conf says about GPUs: 1 when a Name=gpu line has File= (or
@@ -33,5 +33,5 @@ int sl_run(const struct sl_env *e, struct dr_report *r);
  * only counted (Count= alone); -1 when no line names gpu. `line` gets the
  * first Name=gpu line (trimmed) when there is one.
  */
-int sl_gres_sets_devices(const char *text, char *line, size_t len);
+int slurm_gres_sets_devices(const char *text, char *line, size_t len);
 #endif

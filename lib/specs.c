@@ -139,12 +139,12 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 		}
 		x->mem = v[2] * 1e9;
 		x->bw = v[3] * 1e9;
-		x->peak[MM_FP32] = v[4] * 1e12;
-		x->peak[MM_BF16] = v[5] * 1e12;
-		x->peak[MM_FP16] = v[6] * 1e12;
-		x->peak[MM_FP8] = v[7] * 1e12;
-		x->peak[MM_INT8] = v[8] * 1e12;
-		x->peak[MM_INT4] = 0; /* not in the table: int4 weights are computed in 16 bits */
+		x->peak[MEMMODEL_FP32] = v[4] * 1e12;
+		x->peak[MEMMODEL_BF16] = v[5] * 1e12;
+		x->peak[MEMMODEL_FP16] = v[6] * 1e12;
+		x->peak[MEMMODEL_FP8] = v[7] * 1e12;
+		x->peak[MEMMODEL_INT8] = v[8] * 1e12;
+		x->peak[MEMMODEL_INT4] = 0; /* not in the table: int4 weights are computed in 16 bits */
 		x->link = v[10] * 1e9;
 		cnt++;
 	}
@@ -161,7 +161,7 @@ out:
 	return rc;
 }
 
-int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, size_t errlen)
+int specs_load_models(const char *path, memmodel_model **out, size_t *n, char *err, size_t errlen)
 {
 	*out = NULL;
 	*n = 0;
@@ -177,33 +177,33 @@ int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, si
 	int rc = open_table(path, &data, &c, cols, NCOL, 1ul << 0 | 1ul << 2 | 1ul << 4, idx, err, errlen);
 	if (rc)
 		return rc;
-	mm_model *m = NULL;
+	memmodel_model *m = NULL;
 	size_t cnt = 0;
 	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		mm_model *nv = grow(m, cnt, sizeof *m, err, errlen);
+		memmodel_model *nv = grow(m, cnt, sizeof *m, err, errlen);
 		if (!nv) {
 			rc = GC_ENOMEM;
 			goto out;
 		}
 		m = nv;
-		mm_model *x = &m[cnt];
+		memmodel_model *x = &m[cnt];
 		copy(x->name, sizeof x->name, field(&c, idx[0]));
 		copy(x->aliases, sizeof x->aliases, field(&c, idx[1]));
 		const char *kind = field(&c, idx[2]);
-		x->kind = strcasecmp(kind, "decoder") == 0 ? MM_DECODER
-			  : strcasecmp(kind, "encoder") == 0 ? MM_ENCODER
-			  : strcasecmp(kind, "cnn") == 0 ? MM_CNN : -1;
+		x->kind = strcasecmp(kind, "decoder") == 0 ? MEMMODEL_DECODER
+			  : strcasecmp(kind, "encoder") == 0 ? MEMMODEL_ENCODER
+			  : strcasecmp(kind, "cnn") == 0 ? MEMMODEL_CNN : -1;
 		if (!x->name[0] || x->kind < 0) {
 			errbuf_set(err, errlen, "%s: line %zu: a model needs a name and a kind (decoder, encoder, cnn)",
 				   path, c.line);
 			rc = GC_EINVAL;
 			goto out;
 		}
-		x->gated = strcasecmp(field(&c, idx[3]), "plain") != 0 && x->kind == MM_DECODER;
+		x->gated = strcasecmp(field(&c, idx[3]), "plain") != 0 && x->kind == MEMMODEL_DECODER;
 		x->tied = strcasecmp(field(&c, idx[14]), "yes") == 0;
-		x->default_shape = strcasecmp(field(&c, idx[18]), "yes") == 0 && x->kind == MM_DECODER;
-		if (mm_parse_count(field(&c, idx[4]), &x->params, why, sizeof why) < 0 ||
-		    (*field(&c, idx[5]) && mm_parse_count(field(&c, idx[5]), &x->active_params, why, sizeof why) < 0)) {
+		x->default_shape = strcasecmp(field(&c, idx[18]), "yes") == 0 && x->kind == MEMMODEL_DECODER;
+		if (memmodel_parse_count(field(&c, idx[4]), &x->params, why, sizeof why) < 0 ||
+		    (*field(&c, idx[5]) && memmodel_parse_count(field(&c, idx[5]), &x->active_params, why, sizeof why) < 0)) {
 			errbuf_set(err, errlen, "%s: line %zu: %s", path, c.line, why);
 			rc = GC_EINVAL;
 			goto out;
@@ -309,9 +309,9 @@ const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *
 	return NULL;
 }
 
-const mm_model *specs_model_shape_for(const mm_model *m, size_t n, double params)
+const memmodel_model *specs_model_shape_for(const memmodel_model *m, size_t n, double params)
 {
-	const mm_model *best = NULL;
+	const memmodel_model *best = NULL;
 	double dist = INFINITY;
 	for (size_t i = 0; i < n && params > 0; i++) {
 		if (!m[i].default_shape || m[i].params <= 0)
@@ -343,7 +343,7 @@ static void norm(char *dst, size_t len, const char *s)
 	dst[i] = '\0';
 }
 
-const mm_model *specs_model_find(const mm_model *m, size_t n, const char *name)
+const memmodel_model *specs_model_find(const memmodel_model *m, size_t n, const char *name)
 {
 	char want[64], have[64];
 	norm(want, sizeof want, name);
@@ -374,7 +374,7 @@ static size_t edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-size_t specs_model_suggest(const mm_model *m, size_t n, const char *name, const char **out, size_t max)
+size_t specs_model_suggest(const memmodel_model *m, size_t n, const char *name, const char **out, size_t max)
 {
 	char want[64], have[64];
 	norm(want, sizeof want, name);

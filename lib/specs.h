@@ -17,7 +17,7 @@ typedef struct spec_gpu {
 	char acc[128];          /* catalog accelerator names, ';'-separated */
 	double mem;             /* bytes: marketed GB x 10^9 */
 	double bw;              /* memory bandwidth, bytes/s */
-	double peak[6];         /* dense FLOP/s (OP/s for int8) by enum mm_prec; 0: not supported */
+	double peak[6];         /* dense FLOP/s (OP/s for int8) by enum memmodel_prec; 0: not supported */
 	char interconnect[48];
 	double link;            /* bytes/s per GPU between GPUs */
 	char source[256];
@@ -35,7 +35,7 @@ typedef struct spec_fabric {
 /* Load data/gpus.csv (or a file like it). *out is freed with free(). */
 int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size_t errlen);
 /* Load data/models.csv. *out is freed with free(). */
-int specs_load_models(const char *path, mm_model **out, size_t *n, char *err, size_t errlen);
+int specs_load_models(const char *path, memmodel_model **out, size_t *n, char *err, size_t errlen);
 
 /* Load data/fabrics.csv. *out is freed with free(). */
 int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err, size_t errlen);
@@ -49,13 +49,13 @@ const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *
  * architecture: the default_shape preset (data/models.csv) nearest in the
  * ratio of parameter counts, or NULL when the table marks none.
  */
-const mm_model *specs_model_shape_for(const mm_model *m, size_t n, double params);
+const memmodel_model *specs_model_shape_for(const memmodel_model *m, size_t n, double params);
 /* a preset by name or alias (case-insensitive), or NULL */
-const mm_model *specs_model_find(const mm_model *m, size_t n, const char *name);
+const memmodel_model *specs_model_find(const memmodel_model *m, size_t n, const char *name);
 /*
  * Up to max preset names close to `name` (edit distance, or a shared
  * prefix), best first, into out[] (borrowed from m). Returns how many.
  */
-size_t specs_model_suggest(const mm_model *m, size_t n, const char *name, const char **out, size_t max);
+size_t specs_model_suggest(const memmodel_model *m, size_t n, const char *name, const char **out, size_t max);
 
 #endif

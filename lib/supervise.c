@@ -36,25 +36,25 @@
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NFWD (sizeof forwarded / sizeof forwarded[0])
 
-const char *sv_end_name(enum sv_end e)
+const char *supervise_end_name(enum supervise_end e)
 {
 	switch (e) {
-	case SV_END_EXITED: return "exited";
-	case SV_END_SIGNALED: return "killed by a signal";
-	case SV_END_PREEMPTED: return "preempted";
-	case SV_END_HUNG: return "hung";
-	case SV_END_OOM: return "killed by the kernel's OOM killer";
-	case SV_END_INTERRUPTED: return "interrupted";
-	case SV_END_EXEC_FAILED: return "could not be run";
+	case SUPERVISE_END_EXITED: return "exited";
+	case SUPERVISE_END_SIGNALED: return "killed by a signal";
+	case SUPERVISE_END_PREEMPTED: return "preempted";
+	case SUPERVISE_END_HUNG: return "hung";
+	case SUPERVISE_END_OOM: return "killed by the kernel's OOM killer";
+	case SUPERVISE_END_INTERRUPTED: return "interrupted";
+	case SUPERVISE_END_EXEC_FAILED: return "could not be run";
 	}
 	return "unknown";
 }
 
-int sv_parse_restart(const char *s, enum sv_restart *out)
+int supervise_parse_restart(const char *s, enum supervise_restart *out)
 {
-	static const struct { const char *name; enum sv_restart v; } t[] = {
-		{"never", SV_RESTART_NEVER}, {"on-failure", SV_RESTART_ON_FAILURE},
-		{"on-preempt", SV_RESTART_ON_PREEMPT}, {"always", SV_RESTART_ALWAYS},
+	static const struct { const char *name; enum supervise_restart v; } t[] = {
+		{"never", SUPERVISE_RESTART_NEVER}, {"on-failure", SUPERVISE_RESTART_ON_FAILURE},
+		{"on-preempt", SUPERVISE_RESTART_ON_PREEMPT}, {"always", SUPERVISE_RESTART_ALWAYS},
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (strcmp(s, t[i].name) == 0) {
@@ -64,8 +64,8 @@ int sv_parse_restart(const char *s, enum sv_restart *out)
 	return -1;
 }
 
-static void logf_(struct sv_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct sv_opts *o, const char *fmt, ...)
+static void logf_(struct supervise_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct supervise_opts *o, const char *fmt, ...)
 {
 	if (!o->log)
 		return;
@@ -85,7 +85,7 @@ static void clock_text(int64_t ms, char *buf, size_t len)
 	strftime(buf, len, "%H:%M:%SZ", &tm);
 }
 
-int64_t sv_group_cpu_ms(pid_t pgid)
+int64_t supervise_group_cpu_ms(pid_t pgid)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -179,7 +179,7 @@ static void give_back_tty(void)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-static void attempt_env(struct sv_opts *o, unsigned attempt)
+static void attempt_env(struct supervise_opts *o, unsigned attempt)
 {
 	char num[16];
 	snprintf(num, sizeof num, "%u", attempt);
@@ -211,12 +211,12 @@ struct attempt {
 	bool stopping;
 	int64_t kill_at;         /* mono ms of the SIGKILL, when stopping */
 	bool killed;
-	enum sv_end reason;      /* PREEMPTED / HUNG when we stopped it */
+	enum supervise_end reason;      /* PREEMPTED / HUNG when we stopped it */
 	bool interrupted;
 	int64_t last_cpu, last_progress, next_check;
 };
 
-static void stop_job(struct sv_opts *o, struct attempt *a, enum sv_end why, int64_t deadline_real_ms)
+static void stop_job(struct supervise_opts *o, struct attempt *a, enum supervise_end why, int64_t deadline_real_ms)
 {
 	if (a->stopping)
 		return;
@@ -225,9 +225,9 @@ static void stop_job(struct sv_opts *o, struct attempt *a, enum sv_end why, int6
 		grace = o->default_grace_ms;
 		if (deadline_real_ms > 0) {
 			/* a notice whose time has passed (or nearly, or a clock that is off) still
-			 * leaves the job its SIGTERM handler: SV_MIN_GRACE_MS at least */
+			 * leaves the job its SIGTERM handler: SUPERVISE_MIN_GRACE_MS at least */
 			int64_t left = deadline_real_ms - clock_real_ms() - o->margin_ms;
-			grace = left > SV_MIN_GRACE_MS ? (int)(left < 86400000 ? left : 86400000) : SV_MIN_GRACE_MS;
+			grace = left > SUPERVISE_MIN_GRACE_MS ? (int)(left < 86400000 ? left : 86400000) : SUPERVISE_MIN_GRACE_MS;
 		}
 	}
 	a->stopping = true;
@@ -238,8 +238,8 @@ static void stop_job(struct sv_opts *o, struct attempt *a, enum sv_end why, int6
 	      (int)a->pid, grace / 1000.0);
 }
 
-static void on_notice(struct sv_opts *o, struct attempt *a, const struct spot_event *ev, const sigset_t *orig,
-		      struct sv_result *r)
+static void on_notice(struct supervise_opts *o, struct attempt *a, const struct spot_event *ev, const sigset_t *orig,
+		      struct supervise_result *r)
 {
 	char when[32], dl[32] = "unknown";
 	clock_text(ev->notice_ms, when, sizeof when);
@@ -256,7 +256,7 @@ static void on_notice(struct sv_opts *o, struct attempt *a, const struct spot_ev
 	r->notice = *ev;
 	if (o->on_notice && run_hook(o->on_notice, orig) < 0)
 		logf_(o, "cannot run --on-notice: %s", strerror(errno));
-	stop_job(o, a, SV_END_PREEMPTED, ev->deadline_ms);
+	stop_job(o, a, SUPERVISE_END_PREEMPTED, ev->deadline_ms);
 }
 
 /*
@@ -299,9 +299,9 @@ static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *
 }
 
 /* hang watchdog: no GPU utilization and no CPU time for hang_timeout_ms */
-static void check_hang(struct sv_opts *o, struct attempt *a, int64_t now)
+static void check_hang(struct supervise_opts *o, struct attempt *a, int64_t now)
 {
-	int64_t cpu = sv_group_cpu_ms(a->pid);
+	int64_t cpu = supervise_group_cpu_ms(a->pid);
 	int util = -1;
 	bool util_known = o->gpu_util && o->gpu_util(o->arg, &util) == 0;
 	int64_t window = o->hang_timeout_ms;
@@ -314,7 +314,7 @@ static void check_hang(struct sv_opts *o, struct attempt *a, int64_t now)
 	} else if (now - a->last_progress >= window && !a->stopping) {
 		logf_(o, "the job looks hung: its GPUs at 0 %% and no CPU time for %.1f s; stopping it",
 		      (now - a->last_progress) / 1000.0);
-		stop_job(o, a, SV_END_HUNG, 0);
+		stop_job(o, a, SUPERVISE_END_HUNG, 0);
 	}
 	int64_t step = window / 4;
 	if (step < 100)
@@ -324,8 +324,8 @@ static void check_hang(struct sv_opts *o, struct attempt *a, int64_t now)
 	a->next_check = now + step;
 }
 
-static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigned attempt,
-		       struct sv_result *r)
+static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, unsigned attempt,
+		       struct supervise_result *r)
 {
 	attempt_env(o, attempt);
 	long long oom_before = oom_kills();
@@ -360,7 +360,7 @@ static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigne
 	if (e) {
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
-		r->end = SV_END_EXEC_FAILED;
+		r->end = SUPERVISE_END_EXEC_FAILED;
 		r->exec_errno = e;
 		r->status = e == ENOENT ? 127 : 126;
 		return GC_OK;
@@ -429,34 +429,34 @@ static int run_attempt(struct sv_opts *o, int sfd, const sigset_t *orig, unsigne
 	if (a.stopping)
 		r->end = a.reason;
 	else if (a.interrupted)
-		r->end = SV_END_INTERRUPTED;
+		r->end = SUPERVISE_END_INTERRUPTED;
 	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && oom_before >= 0 &&
 		 oom_kills() > oom_before)
-		r->end = SV_END_OOM;
+		r->end = SUPERVISE_END_OOM;
 	else
-		r->end = WIFSIGNALED(status) ? SV_END_SIGNALED : SV_END_EXITED;
+		r->end = WIFSIGNALED(status) ? SUPERVISE_END_SIGNALED : SUPERVISE_END_EXITED;
 	return GC_OK;
 }
 
-static bool wants_restart(const struct sv_opts *o, const struct sv_result *r)
+static bool wants_restart(const struct supervise_opts *o, const struct supervise_result *r)
 {
 	switch (r->end) {
-	case SV_END_INTERRUPTED:
-	case SV_END_EXEC_FAILED:
+	case SUPERVISE_END_INTERRUPTED:
+	case SUPERVISE_END_EXEC_FAILED:
 		return false;
 	default:
 		break;
 	}
 	switch (o->restart) {
-	case SV_RESTART_NEVER: return false;
-	case SV_RESTART_ALWAYS: return true;
-	case SV_RESTART_ON_PREEMPT: return r->end == SV_END_PREEMPTED || r->end == SV_END_HUNG;
-	case SV_RESTART_ON_FAILURE: return r->end != SV_END_EXITED || r->status != 0;
+	case SUPERVISE_RESTART_NEVER: return false;
+	case SUPERVISE_RESTART_ALWAYS: return true;
+	case SUPERVISE_RESTART_ON_PREEMPT: return r->end == SUPERVISE_END_PREEMPTED || r->end == SUPERVISE_END_HUNG;
+	case SUPERVISE_RESTART_ON_FAILURE: return r->end != SUPERVISE_END_EXITED || r->status != 0;
 	}
 	return false;
 }
 
-void sv_new_run_id(char out[33])
+void supervise_new_run_id(char out[33])
 {
 	unsigned char b[8];
 	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
@@ -467,11 +467,11 @@ void sv_new_run_id(char out[33])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-int sv_run(struct sv_opts *o, struct sv_result *r)
+int supervise_run(struct supervise_opts *o, struct supervise_result *r)
 {
 	memset(r, 0, sizeof *r);
 	if (!o->run_id[0])
-		sv_new_run_id(o->run_id);
+		supervise_new_run_id(o->run_id);
 	sigset_t block, orig;
 	sigemptyset(&block);
 	for (size_t i = 0; i < NFWD; i++)
@@ -491,7 +491,7 @@ int sv_run(struct sv_opts *o, struct sv_result *r)
 		bool again = wants_restart(o, r);
 		if (again && attempt >= o->max_restarts) {
 			logf_(o, "the job %s (status %d); not restarting: --max-restarts %u reached",
-			      sv_end_name(r->end), r->status, o->max_restarts);
+			      supervise_end_name(r->end), r->status, o->max_restarts);
 			break;
 		}
 		if (!again)
@@ -503,7 +503,7 @@ int sv_run(struct sv_opts *o, struct sv_result *r)
 		if (wait > o->backoff_max_ms)
 			wait = o->backoff_max_ms;
 		logf_(o, "the job %s (status %d); restarting in %.1f s (restart %u of at most %u)",
-		      sv_end_name(r->end), r->status, wait / 1000.0, attempt + 1, o->max_restarts);
+		      supervise_end_name(r->end), r->status, wait / 1000.0, attempt + 1, o->max_restarts);
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		int64_t until = clock_mono_ms() + wait;
 		bool stop = false;
@@ -518,7 +518,7 @@ int sv_run(struct sv_opts *o, struct sv_result *r)
 			}
 		}
 		if (stop) {
-			r->end = SV_END_INTERRUPTED;
+			r->end = SUPERVISE_END_INTERRUPTED;
 			break;
 		}
 	}

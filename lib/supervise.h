@@ -18,29 +18,29 @@
 
 #include "spot.h"
 
-enum sv_restart { SV_RESTART_NEVER, SV_RESTART_ON_FAILURE, SV_RESTART_ON_PREEMPT, SV_RESTART_ALWAYS };
+enum supervise_restart { SUPERVISE_RESTART_NEVER, SUPERVISE_RESTART_ON_FAILURE, SUPERVISE_RESTART_ON_PREEMPT, SUPERVISE_RESTART_ALWAYS };
 
-enum sv_end {
-	SV_END_EXITED,       /* exited by itself (status in sv_result) */
-	SV_END_SIGNALED,     /* killed by a signal nobody here sent */
-	SV_END_PREEMPTED,    /* stopped because of a preemption notice */
-	SV_END_HUNG,         /* stopped by the hang watchdog */
-	SV_END_OOM,          /* killed by the kernel's OOM killer */
-	SV_END_INTERRUPTED,  /* the user interrupted gpuctl (signal forwarded) */
-	SV_END_EXEC_FAILED,  /* the command could not be run */
+enum supervise_end {
+	SUPERVISE_END_EXITED,       /* exited by itself (status in supervise_result) */
+	SUPERVISE_END_SIGNALED,     /* killed by a signal nobody here sent */
+	SUPERVISE_END_PREEMPTED,    /* stopped because of a preemption notice */
+	SUPERVISE_END_HUNG,         /* stopped by the hang watchdog */
+	SUPERVISE_END_OOM,          /* killed by the kernel's OOM killer */
+	SUPERVISE_END_INTERRUPTED,  /* the user interrupted gpuctl (signal forwarded) */
+	SUPERVISE_END_EXEC_FAILED,  /* the command could not be run */
 };
 
 /* the least grace a notice's deadline leaves a job, even one already past: time for its handler */
-#define SV_MIN_GRACE_MS 5000
+#define SUPERVISE_MIN_GRACE_MS 5000
 
-struct sv_opts {
+struct supervise_opts {
 	char *const *argv;           /* borrowed: the command */
-	enum sv_restart restart;
+	enum supervise_restart restart;
 	unsigned max_restarts;       /* restarts allowed after the first attempt */
 	int backoff_ms;              /* first wait before a restart, doubled each time */
 	int backoff_max_ms;
 	int grace_ms;                /* SIGTERM → SIGKILL; < 0: the notice deadline minus margin_ms,
-					at least SV_MIN_GRACE_MS */
+					at least SUPERVISE_MIN_GRACE_MS */
 	int margin_ms;               /* kept before a notice deadline */
 	int default_grace_ms;        /* when a notice has no deadline and grace_ms < 0 */
 	const char *checkpoint_dir;  /* borrowed; NULL: none */
@@ -53,30 +53,30 @@ struct sv_opts {
 	void (*log)(void *arg, const char *line);   /* one line, no newline */
 	void (*started)(void *arg, pid_t pid);      /* each attempt, once the command runs */
 	void *arg;
-	char run_id[33];             /* stable across attempts; filled by sv_run when empty */
+	char run_id[33];             /* stable across attempts; filled by supervise_run when empty */
 };
 
-struct sv_result {
-	enum sv_end end;             /* of the last attempt */
+struct supervise_result {
+	enum supervise_end end;             /* of the last attempt */
 	bool noticed;                /* a preemption notice stopped an attempt */
 	struct spot_event notice;    /* the last such notice (for an Azure acknowledgement) */
 	int status;                  /* shell-style: exit code, 128+N for signal N, 127/126 */
-	int exec_errno;              /* with SV_END_EXEC_FAILED */
+	int exec_errno;              /* with SUPERVISE_END_EXEC_FAILED */
 	unsigned attempts;
 };
 
-const char *sv_end_name(enum sv_end e);
-int sv_parse_restart(const char *s, enum sv_restart *out);
+const char *supervise_end_name(enum supervise_end e);
+int supervise_parse_restart(const char *s, enum supervise_restart *out);
 
 /* A new run id: 16 random hex digits. */
-void sv_new_run_id(char out[33]);
+void supervise_new_run_id(char out[33]);
 /* Run attempts until one ends for good. 0, or a negative GC_E* (setup failed). */
-int sv_run(struct sv_opts *o, struct sv_result *r);
+int supervise_run(struct supervise_opts *o, struct supervise_result *r);
 
 /*
  * CPU time (ms, children that were waited for included) of every process in
  * process group pgid, read from /proc; -1 when none is found.
  */
-int64_t sv_group_cpu_ms(pid_t pgid);
+int64_t supervise_group_cpu_ms(pid_t pgid);
 
 #endif

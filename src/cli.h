@@ -132,8 +132,8 @@ bool cli_find_on_path(const char *name, char *buf, size_t len);
 
 /* Print doctor-style checks (a table and a summary line headed `title`, or
  * JSON with `schema`); EXIT_FAIL when a check failed, else EXIT_OK. */
-struct dr_report;
-int cli_print_checks(const struct dr_report *r, bool json, const char *schema, const char *title);
+struct doctor_report;
+int cli_print_checks(const struct doctor_report *r, bool json, const char *schema, const char *title);
 
 /* GiB-style size for humans is not needed here; MiB as nvidia-smi rounds it (ceil). */
 unsigned long long cli_mib(uint64_t bytes);

@@ -96,15 +96,15 @@ static void fmt_count(char *buf, size_t len, double v)
  * tokens", "10M generated tokens, 256 per request after a 3840-token prompt".
  * given: whether --tokens set it (else it is the task's default).
  */
-static void work_text(const adv_req *r, bool given, char *buf, size_t len)
+static void work_text(const advise_req *r, bool given, char *buf, size_t len)
 {
 	char n[32];
 	fmt_count(n, sizeof n, r->tokens);
-	const mm_job *j = &r->job;
+	const memmodel_job *j = &r->job;
 	const char *how = given ? "--tokens" : "default; --tokens sets it";
-	if (r->model.kind == MM_CNN) {
+	if (r->model.kind == MEMMODEL_CNN) {
 		snprintf(buf, len, "%s images (%s%s)", n, given ? "" : "90 ImageNet-1k epochs, ", how);
-	} else if (j->task == MM_INFER) {
+	} else if (j->task == MEMMODEL_INFER) {
 		unsigned out = r->output_len ? r->output_len : 1;
 		unsigned seq = j->seq ? j->seq : r->model.seq;
 		if (seq > out)
@@ -113,21 +113,21 @@ static void work_text(const adv_req *r, bool given, char *buf, size_t len)
 		else
 			snprintf(buf, len, "%s generated tokens, %u per request (%s)", n, out, how);
 	} else {
-		snprintf(buf, len, "%s %s tokens (%s)", n, j->task == MM_EMBED ? "embedded" : "training", how);
+		snprintf(buf, len, "%s %s tokens (%s)", n, j->task == MEMMODEL_EMBED ? "embedded" : "training", how);
 	}
 }
 
-static void plan_text(const adv_plan *p, bool train, char *buf, size_t len)
+static void plan_text(const advise_plan *p, bool train, char *buf, size_t len)
 {
 	if (!train)
 		snprintf(buf, len, "tp%u x%u", p->tp, p->dp);
 	else
 		snprintf(buf, len, "tp%u dp%u zero%d%s%s", p->tp, p->dp, p->zero,
-			 p->recompute == MM_RC_FULL ? " ckpt" : p->recompute == MM_RC_SELECTIVE ? " sel" : "",
+			 p->recompute == MEMMODEL_RC_FULL ? " ckpt" : p->recompute == MEMMODEL_RC_SELECTIVE ? " sel" : "",
 			 p->offload ? " offload" : "");
 }
 
-static void breakdown(const char *title, const mm_mem *m, unsigned gpus)
+static void breakdown(const char *title, const memmodel_mem *m, unsigned gpus)
 {
 	char w[32], g[32], o[32], a[32], k[32], v[32], t[32];
 	fmt_gb(w, sizeof w, m->weights);
@@ -251,7 +251,7 @@ static int choose(const char *opt, const char *arg, int v, const char *accepted)
 	return 0;
 }
 
-static json_t *mem_json(const mm_mem *m)
+static json_t *mem_json(const memmodel_mem *m)
 {
 	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights", m->weights, "gradients",
 			 m->grads, "optimizer", m->optimizer, "activations", m->activations, "kv_cache", m->kv,
@@ -291,10 +291,10 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		{"json", no_argument, NULL, O_JSON}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.top = 10};
-	adv_req r;
+	advise_req r;
 	memset(&r, 0, sizeof r);
-	r.job = (mm_job){.task = MM_INFER, .prec = -1, .kv_prec = -1, .optim = MM_ADAMW, .dp = 1, .tp = 1,
-			 .lora_rank = 16, .lora_targets = MM_LT_ALL};
+	r.job = (memmodel_job){.task = MEMMODEL_INFER, .prec = -1, .kv_prec = -1, .optim = MEMMODEL_ADAMW, .dp = 1, .tp = 1,
+			 .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
 	r.max_gpus = 64;
 	r.headroom = 0.10;
 	r.zero = -1;
@@ -316,19 +316,19 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		case O_KVH: rc = parse_uint("--kv-heads", optarg, &o.kv_heads); break;
 		case O_VOCAB: rc = parse_uint("--vocab", optarg, &o.vocab); break;
 		case O_FFN: rc = parse_uint("--ffn", optarg, &o.ffn); break;
-		case O_TASK: rc = choose("--task", optarg, r.job.task = mm_task_parse(optarg), task_help); break;
+		case O_TASK: rc = choose("--task", optarg, r.job.task = memmodel_task_parse(optarg), task_help); break;
 		case O_PREC:
-			rc = choose("--precision", optarg, r.job.prec = mm_prec_parse(optarg),
+			rc = choose("--precision", optarg, r.job.prec = memmodel_prec_parse(optarg),
 				    "fp32, bf16, fp16, fp8, int8, int4");
 			break;
 		case O_KVP:
-			rc = choose("--kv-precision", optarg, r.job.kv_prec = mm_prec_parse(optarg),
+			rc = choose("--kv-precision", optarg, r.job.kv_prec = memmodel_prec_parse(optarg),
 				    "fp32, bf16, fp16, fp8, int8");
-			if (!rc && r.job.kv_prec == MM_INT4)
+			if (!rc && r.job.kv_prec == MEMMODEL_INT4)
 				rc = choose("--kv-precision", optarg, -1, "fp32, bf16, fp16, fp8, int8");
 			break;
 		case O_OPT:
-			rc = choose("--optimizer", optarg, r.job.optim = mm_optim_parse(optarg), "adamw, adam8bit, sgd");
+			rc = choose("--optimizer", optarg, r.job.optim = memmodel_optim_parse(optarg), "adamw, adam8bit, sgd");
 			break;
 		case O_ZERO:
 			if (strcmp(optarg, "auto") == 0)
@@ -346,7 +346,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			if (strcmp(optarg, "auto") == 0)
 				r.recompute = -1;
 			else
-				rc = choose("--recompute", optarg, r.recompute = mm_recompute_parse(optarg),
+				rc = choose("--recompute", optarg, r.recompute = memmodel_recompute_parse(optarg),
 					    "auto, none, selective, full");
 			break;
 		case O_TP:
@@ -364,7 +364,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		case O_BATCH: rc = parse_uint("--batch", optarg, &r.job.batch); break;
 		case O_RANK: rc = parse_uint("--lora-rank", optarg, &r.job.lora_rank); break;
 		case O_TARGETS: {
-			int t = mm_targets_parse(optarg);
+			int t = memmodel_targets_parse(optarg);
 			rc = choose("--lora-targets", optarg, t, "all, attn, mlp, or a list of q,k,v,o,gate,up,down");
 			r.job.lora_targets = (unsigned)t;
 			break;
@@ -417,7 +417,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 
 	/* the model */
 	char path[4096], err[512];
-	mm_model *presets = NULL;
+	memmodel_model *presets = NULL;
 	size_t npresets = 0;
 	if (o.model) {
 		if (cli_data_file("models.csv", path, sizeof path))
@@ -429,11 +429,11 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		if (strcmp(o.model, "list") == 0) {
 			for (size_t i = 0; i < npresets; i++)
 				printf("%-16s %8.3gB params%s\n", presets[i].name, presets[i].params / 1e9,
-				       presets[i].kind == MM_CNN ? " (CNN)" : presets[i].kind == MM_ENCODER ? " (encoder)" : "");
+				       presets[i].kind == MEMMODEL_CNN ? " (CNN)" : presets[i].kind == MEMMODEL_ENCODER ? " (encoder)" : "");
 			free(presets);
 			return EXIT_OK;
 		}
-		const mm_model *m = specs_model_find(presets, npresets, o.model);
+		const memmodel_model *m = specs_model_find(presets, npresets, o.model);
 		if (!m) {
 			const char *sug[3];
 			size_t k = specs_model_suggest(presets, npresets, o.model, sug, 3);
@@ -452,12 +452,12 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		r.model = *m;
 		free(presets);
 	} else {
-		r.model.kind = MM_DECODER;
+		r.model.kind = MEMMODEL_DECODER;
 		r.model.gated = true;
 		snprintf(r.model.name, sizeof r.model.name, "%s-parameter model", o.params);
 	}
 	if (o.params) {
-		if (mm_parse_count(o.params, &r.model.params, err, sizeof err)) {
+		if (memmodel_parse_count(o.params, &r.model.params, err, sizeof err)) {
 			cli_err("invalid --params: %s", err);
 			return EXIT_USAGE;
 		}
@@ -482,14 +482,14 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		if (!r.model.ffn)
 			r.model.ffn = r.model.hidden * 4;
 		if (!o.params && !o.model)
-			r.model.params = r.model.active_params = mm_arch_params(&r.model);
+			r.model.params = r.model.active_params = memmodel_arch_params(&r.model);
 	}
 	/*
 	 * --params alone: activations, the KV cache and LoRA adapters need a
 	 * shape, so assume the usual decoder shape for that size (the nearest
 	 * default_shape preset) and say so; the parameter count stays the user's
 	 */
-	mm_model shape = {.name = ""};
+	memmodel_model shape = {.name = ""};
 	if (!o.model && !r.model.layers) {
 		if (cli_data_file("models.csv", path, sizeof path))
 			return EXIT_FAILURE;
@@ -497,7 +497,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			cli_err("%s", err);
 			return EXIT_FAILURE;
 		}
-		const mm_model *sh = specs_model_shape_for(presets, npresets, r.model.params);
+		const memmodel_model *sh = specs_model_shape_for(presets, npresets, r.model.params);
 		if (sh) {
 			shape = *sh;
 			r.model.layers = sh->layers;
@@ -514,21 +514,21 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	}
 
 	/* defaults by task */
-	mm_job *j = &r.job;
+	memmodel_job *j = &r.job;
 	if (j->prec < 0)
-		j->prec = j->task == MM_TRAIN && r.model.kind == MM_CNN ? MM_FP16 : MM_BF16;
+		j->prec = j->task == MEMMODEL_TRAIN && r.model.kind == MEMMODEL_CNN ? MEMMODEL_FP16 : MEMMODEL_BF16;
 	if (j->kv_prec < 0)
-		j->kv_prec = j->prec == MM_FP32 ? MM_FP32 : MM_BF16;
+		j->kv_prec = j->prec == MEMMODEL_FP32 ? MEMMODEL_FP32 : MEMMODEL_BF16;
 	if (!j->batch)
-		j->batch = j->task == MM_INFER ? 16 : j->task == MM_EMBED ? 64 : r.model.kind == MM_CNN ? 256 : 1;
-	if (!j->seq && r.model.kind != MM_CNN && !r.model.seq)
+		j->batch = j->task == MEMMODEL_INFER ? 16 : j->task == MEMMODEL_EMBED ? 64 : r.model.kind == MEMMODEL_CNN ? 256 : 1;
+	if (!j->seq && r.model.kind != MEMMODEL_CNN && !r.model.seq)
 		j->seq = 4096;
-	double tok_default = j->task == MM_TRAIN ? 1e9 : j->task == MM_LORA || j->task == MM_QLORA ? 100e6
-			     : j->task == MM_EMBED ? 1e9 : 10e6;
-	if (r.model.kind == MM_CNN)
+	double tok_default = j->task == MEMMODEL_TRAIN ? 1e9 : j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA ? 100e6
+			     : j->task == MEMMODEL_EMBED ? 1e9 : 10e6;
+	if (r.model.kind == MEMMODEL_CNN)
 		tok_default = 90 * 1281167.0; /* 90 ImageNet epochs */
 	r.tokens = tok_default;
-	if (tokens && mm_parse_count(tokens, &r.tokens, err, sizeof err)) {
+	if (tokens && memmodel_parse_count(tokens, &r.tokens, err, sizeof err)) {
 		cli_err("invalid --tokens: %s", err);
 		return EXIT_USAGE;
 	}
@@ -575,37 +575,37 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 
 	if ((rc = check_filter("--clouds", r.clouds, &cat, false)) || (rc = check_filter("--regions", r.regions, &cat, true)))
 		goto out;
-	adv_plan *plans = NULL;
+	advise_plan *plans = NULL;
 	size_t np = 0;
-	adv_need need;
-	adv_skipped skipped;
-	if (adv_rank(&r, gpus, ngpus, &cat, &plans, &np, &need, &skipped, err, sizeof err)) {
+	advise_need need;
+	advise_skipped skipped;
+	if (advise_rank(&r, gpus, ngpus, &cat, &plans, &np, &need, &skipped, err, sizeof err)) {
 		cli_err("advise: %s", err);
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	bool train = j->task == MM_TRAIN || j->task == MM_LORA || j->task == MM_QLORA;
-	mm_job one = *j;
+	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
+	memmodel_job one = *j;
 	one.dp = one.tp = 1;
 	one.zero = 0;
 	/* what FlashAttention-style attention recomputation keeps: the s² scores are not stored */
-	one.recompute = r.recompute >= 0 ? r.recompute : MM_RC_SELECTIVE;
-	mm_mem single;
-	mm_estimate(&r.model, &one, &single, NULL, 0);
+	one.recompute = r.recompute >= 0 ? r.recompute : MEMMODEL_RC_SELECTIVE;
+	memmodel_mem single;
+	memmodel_estimate(&r.model, &one, &single, NULL, 0);
 	size_t show = np < (size_t)o.top ? np : (size_t)o.top;
 	const char *date = cat.date[0] ? cat.date : "unknown";
 
 	if (o.json) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < show; i++) {
-			const adv_plan *p = &plans[i];
+			const advise_plan *p = &plans[i];
 			json_array_append_new(a, json_pack(
 				"{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:o, s:f, s:f, s:o, s:o, s:o, s:o}",
 				"cloud", p->row->cloud, "instance", p->row->instance, "region", p->row->region, "gpu",
 				p->gpu->name, "gpus_per_node", (int)p->row->count, "nodes", (int)p->nodes, "gpus",
 				(int)p->gpus, "tp", (int)p->tp, "dp", (int)p->dp, "zero", p->zero, "recompute",
-				mm_recompute_name(p->recompute), "offload", p->offload, "compute_precision",
-				mm_prec_name(p->compute_prec), "memory_per_gpu", mem_json(&p->mem), "usable_per_gpu",
+				memmodel_recompute_name(p->recompute), "offload", p->offload, "compute_precision",
+				memmodel_prec_name(p->compute_prec), "memory_per_gpu", mem_json(&p->mem), "usable_per_gpu",
 				p->usable, "hours", p->hours, "price_per_hour", money(p->price_h), "spot_price_per_hour",
 				money(p->spot_h), "cost", money(p->cost), "spot_cost", money(p->spot_cost)));
 			json_t *pj = json_array_get(a, json_array_size(a) - 1);
@@ -615,17 +615,17 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 					    p->row->mem_gib > 0 ? json_real(p->row->mem_gib * 1024.0 * 1024 * 1024) : json_null());
 		}
 		json_t *root = json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:s, s:f, s:o, s:o, s:I}", "schema",
-					 "gpuctl.advise/1", "model", r.model.name, "task", mm_task_name(j->task), "params",
-					 r.model.params, "tokens", r.tokens, "precision", mm_prec_name(j->prec),
-					 "prices_date", date, "mfu", r.mfu > 0 ? r.mfu : adv_default_mfu(&r),
+					 "gpuctl.advise/1", "model", r.model.name, "task", memmodel_task_name(j->task), "params",
+					 r.model.params, "tokens", r.tokens, "precision", memmodel_prec_name(j->prec),
+					 "prices_date", date, "mfu", r.mfu > 0 ? r.mfu : advise_default_mfu(&r),
 					 "single_gpu_memory", mem_json(&single), "plans", a, "feasible", (json_int_t)np);
 		json_object_set_new(root, "assumed_shape", shape.name[0] ? json_string(shape.name) : json_null());
 		/* which plan field the order follows, and what "tokens" counts */
 		json_object_set_new(root, "ranked_by", json_string(r.spot ? "spot_cost" : "cost"));
 		json_object_set_new(root, "work_unit",
-				    json_string(r.model.kind == MM_CNN ? "images"
-						: j->task == MM_INFER ? "generated tokens"
-						: j->task == MM_EMBED ? "embedded tokens" : "training tokens"));
+				    json_string(r.model.kind == MEMMODEL_CNN ? "images"
+						: j->task == MEMMODEL_INFER ? "generated tokens"
+						: j->task == MEMMODEL_EMBED ? "embedded tokens" : "training tokens"));
 		json_object_set_new(root, "left_out",
 				    json_pack("{s:I, s:I, s:I, s:I}", "unknown_gpus", (json_int_t)skipped.unknown_gpus,
 					      "no_host_memory", (json_int_t)skipped.no_host_mem, "host_memory_too_small",
@@ -634,7 +634,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			json_object_set_new(root, "smallest_feasible",
 					    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o, s:f}", "gpu", need.gpu->name, "gpus",
 						      (int)need.gpus, "tp", (int)need.tp, "zero", need.zero, "recompute",
-						      mm_recompute_name(need.recompute), "offload", need.offload,
+						      memmodel_recompute_name(need.recompute), "offload", need.offload,
 						      "memory_per_gpu", mem_json(&need.mem), "host_memory_needed",
 						      need.host_need));
 		char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -644,11 +644,11 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		free(s);
 	} else {
 		char title[256];
-		snprintf(title, sizeof title, "%s, %s in %s, seq %u, batch %u", r.model.name, mm_task_name(j->task),
-			 mm_prec_name(j->prec), j->seq ? j->seq : r.model.seq, j->batch);
-		if (r.model.kind == MM_CNN)
-			snprintf(title, sizeof title, "%s, %s in %s, batch %u", r.model.name, mm_task_name(j->task),
-				 mm_prec_name(j->prec), j->batch);
+		snprintf(title, sizeof title, "%s, %s in %s, seq %u, batch %u", r.model.name, memmodel_task_name(j->task),
+			 memmodel_prec_name(j->prec), j->seq ? j->seq : r.model.seq, j->batch);
+		if (r.model.kind == MEMMODEL_CNN)
+			snprintf(title, sizeof title, "%s, %s in %s, batch %u", r.model.name, memmodel_task_name(j->task),
+				 memmodel_prec_name(j->prec), j->batch);
 		breakdown(title, &single, 1);
 		if (shape.name[0]) {
 			char n[32];
@@ -667,12 +667,12 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		if (single.partial)
 			printf("  warning: without the architecture, activations and the KV cache are not counted: the plans "
 			       "below may not fit (add --layers --hidden --heads, or --model)\n");
-		else if (train && r.model.kind != MM_CNN)
+		else if (train && r.model.kind != MEMMODEL_CNN)
 			printf("  (on one GPU, no sharding; activations with attention recomputed, as FlashAttention does)\n");
 		char work[160];
 		work_text(&r, tokens != NULL, work, sizeof work);
 		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work,
-		       train ? "training FLOPs" : "roofline", r.mfu > 0 ? r.mfu : adv_default_mfu(&r));
+		       train ? "training FLOPs" : "roofline", r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
 		/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
 		printf("prices: snapshot of %s; ranked by %s\n\n", date,
 		       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
@@ -682,7 +682,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			       "GPUS", "PLAN", "MEM/GPU", "TIME", r.spot ? "SPOT $/HOUR" : "$/HOUR",
 			       r.spot ? "SPOT TOTAL" : "TOTAL", r.spot ? "ON-DEMAND TOTAL" : "SPOT TOTAL");
 			for (size_t i = 0; i < show; i++) {
-				const adv_plan *p = &plans[i];
+				const advise_plan *p = &plans[i];
 				char gpusb[48], planb[64], memb[32], use[360], tb[32], ph[32], tot[32], other[32];
 				if (p->nodes > 1)
 					snprintf(gpusb, sizeof gpusb, "%ux(%ux %s)", p->nodes, p->row->count, p->gpu->name);
@@ -707,9 +707,9 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				fmt_gb(hn, sizeof hn, plans[0].host_need);
 				fmt_gb(hm, sizeof hm, plans[0].row->mem_gib * 1024 * 1024 * 1024);
 				printf("  host memory for them: %s per node (x%.1f for buffers, as DeepSpeed estimates), of the "
-				       "instance's %s (%.0f GiB)\n", hn, ADV_HOST_BUFFER, hm, plans[0].row->mem_gib);
+				       "instance's %s (%.0f GiB)\n", hn, ADVISE_HOST_BUFFER, hm, plans[0].row->mem_gib);
 			}
-			const adv_plan *cp = &plans[0];
+			const advise_plan *cp = &plans[0];
 			if (cp->nodes > 1 && cp->fabric && cp->fabric->gbps > 0)
 				printf("  %u nodes over %s (%.0f Gbps per node): no network model, multi-node efficiency is "
 				       "assumed equal to one node's\n", cp->nodes, cp->fabric->fabric, cp->fabric->gbps);
@@ -735,7 +735,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 				}
 				printf("smallest feasible: %u x %s (%.0f GB each) with tp%u, ZeRO stage %d, recompute %s%s: "
 				       "%s per GPU%s\n", need.gpus, need.gpu->name, need.gpu->mem / GB, need.tp, need.zero,
-				       mm_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t, hn);
+				       memmodel_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t, hn);
 				if (need.gpus > 8 && need.zero == 3)
 					printf("(ZeRO-3 across nodes: needs a GPU network between them, as data/fabrics.csv "
 					       "lists)\n");

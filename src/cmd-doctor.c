@@ -37,7 +37,7 @@
 #define PY_TIMEOUT_MS 30000
 #define NVCC_TIMEOUT_MS 10000
 
-_Static_assert((int)CAPTURE_NOT_RUN == (int)DR_PY_MISSING && (int)CAPTURE_TIMEOUT == (int)DR_PY_TIMEOUT,
+_Static_assert((int)CAPTURE_NOT_RUN == (int)DOCTOR_PY_MISSING && (int)CAPTURE_TIMEOUT == (int)DOCTOR_PY_TIMEOUT,
 	       "doctor reads capture_run's codes as its own");
 
 
@@ -98,7 +98,7 @@ static char *kernel_log(size_t *len)
 	return buf;
 }
 
-int cli_print_checks(const struct dr_report *r, bool json, const char *schema, const char *title)
+int cli_print_checks(const struct doctor_report *r, bool json, const char *schema, const char *title)
 {
 	size_t count[4] = {0};
 	for (size_t i = 0; i < r->n; i++)
@@ -107,11 +107,11 @@ int cli_print_checks(const struct dr_report *r, bool json, const char *schema, c
 		json_t *a = json_array();
 		for (size_t i = 0; i < r->n; i++)
 			json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "id", r->checks[i].id, "status",
-							   dr_status_name(r->checks[i].status), "found",
+							   doctor_status_name(r->checks[i].status), "found",
 							   r->checks[i].found, "fix", r->checks[i].fix));
 		json_t *root = json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "schema", schema, "summary",
-					 "ok", (json_int_t)count[DR_OK], "warn", (json_int_t)count[DR_WARN], "fail",
-					 (json_int_t)count[DR_FAIL], "skip", (json_int_t)count[DR_SKIP], "checks", a);
+					 "ok", (json_int_t)count[DOCTOR_OK], "warn", (json_int_t)count[DOCTOR_WARN], "fail",
+					 (json_int_t)count[DOCTOR_FAIL], "skip", (json_int_t)count[DOCTOR_SKIP], "checks", a);
 		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(root);
 		if (s)
@@ -119,18 +119,18 @@ int cli_print_checks(const struct dr_report *r, bool json, const char *schema, c
 		free(s);
 	} else {
 		for (size_t i = 0; i < r->n; i++) {
-			const struct dr_check *k = &r->checks[i];
-			printf("%-5s %-26s %s\n", dr_status_name(k->status), k->id, k->found);
-			if (k->fix[0] && (k->status == DR_WARN || k->status == DR_FAIL))
+			const struct doctor_check *k = &r->checks[i];
+			printf("%-5s %-26s %s\n", doctor_status_name(k->status), k->id, k->found);
+			if (k->fix[0] && (k->status == DOCTOR_WARN || k->status == DOCTOR_FAIL))
 				printf("      %-26s fix: %s\n", "", k->fix);
 		}
 		printf("\n%s: %zu checks: %zu ok, %zu warning%s, %zu failure%s, %zu skipped\n", title, r->n,
-		       count[DR_OK], count[DR_WARN], count[DR_WARN] == 1 ? "" : "s", count[DR_FAIL],
-		       count[DR_FAIL] == 1 ? "" : "s", count[DR_SKIP]);
+		       count[DOCTOR_OK], count[DOCTOR_WARN], count[DOCTOR_WARN] == 1 ? "" : "s", count[DOCTOR_FAIL],
+		       count[DOCTOR_FAIL] == 1 ? "" : "s", count[DOCTOR_SKIP]);
 	}
 	if (fflush(stdout) != 0)
 		return EXIT_FAIL;
-	return count[DR_FAIL] ? EXIT_FAIL : EXIT_OK;
+	return count[DOCTOR_FAIL] ? EXIT_FAIL : EXIT_OK;
 }
 
 int cmd_doctor(const struct cli_global *g, int argc, char **argv)
@@ -172,7 +172,7 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	gc_ctx *ctx = NULL;
 	gc_snapshot snap = {0};
 	gc_open_opts o = {.sim_node = g->sim};
-	struct dr_env e = {0};
+	struct doctor_env e = {0};
 	e.open_rc = gc_ctx_open(&ctx, &o);
 	e.open_msg = gc_ctx_errmsg(ctx);
 	if (e.open_rc == GC_OK) {
@@ -228,7 +228,7 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 	e.cuda_json = cjson;
 	e.cuda_json_path = jpath;
 	e.python = python ? python : "python3";
-	char *pa[] = {(char *)e.python, "-c", (char *)DR_PY_PROBE, NULL};
+	char *pa[] = {(char *)e.python, "-c", (char *)DOCTOR_PY_PROBE, NULL};
 	const char *pto = getenv("GPUCTL_DOCTOR_PY_TIMEOUT_MS");
 	long pt = pto && *pto ? strtol(pto, NULL, 10) : 0;
 	e.python_rc = capture_run(pa, NULL, false, pt > 0 && pt < 600000 ? (int)pt : PY_TIMEOUT_MS, &pyout, &why);
@@ -252,22 +252,22 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 		e.launcher_out = tp.out;
 	}
 
-	struct dr_report r;
+	struct doctor_report r;
 	int rc = EXIT_OK;
 	/* python3 missing is a finding; an interpreter the user named that cannot run is bad input */
-	if (python && e.python_rc == DR_PY_MISSING) {
+	if (python && e.python_rc == DOCTOR_PY_MISSING) {
 		cli_err("--python '%s' cannot be run (%s): give the path of a Python interpreter, e.g. "
 			"--python .venv/bin/python", python, strerror(why));
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (dr_run(e.open_rc == GC_OK ? &snap : NULL, &e, &r) != GC_OK) {
+	if (doctor_run(e.open_rc == GC_OK ? &snap : NULL, &e, &r) != GC_OK) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
 		goto out;
 	}
 	rc = cli_print_checks(&r, json, "gpuctl.doctor/1", "doctor");
-	dr_report_free(&r);
+	doctor_report_free(&r);
 out:
 	free(klog);
 	free(compat);

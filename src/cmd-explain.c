@@ -17,18 +17,18 @@
 #include <unistd.h>
 
 /* numbers to two decimals (MiB to the hundredth, as PyTorch prints them), whole ones without any */
-static void print_value(const struct ex_value *v)
+static void print_value(const struct explain_value *v)
 {
 	double x = round(v->num * 100) / 100;
 	if (!v->is_num)
 		printf("%s=%s", v->name, v->str);
-	else if (ex_whole(x))
+	else if (explain_whole(x))
 		printf("%s=%lld", v->name, (long long)x);
 	else
 		printf("%s=%.2f", v->name, v->num);
 }
 
-static void text(const char *name, const struct ex_result *r)
+static void text(const char *name, const struct explain_result *r)
 {
 	if (r->n == 0) {
 		printf("%s: no known failure found in %llu line%s%s\n", name, (unsigned long long)r->lines,
@@ -38,7 +38,7 @@ static void text(const char *name, const struct ex_result *r)
 	printf("%s: %zu known failure%s in %llu lines%s\n", name, r->n, r->n == 1 ? "" : "s",
 	       (unsigned long long)r->lines, r->binary ? " (the input holds NUL bytes; read as text)" : "");
 	for (size_t i = 0; i < r->n; i++) {
-		const struct ex_finding *f = &r->findings[i];
+		const struct explain_finding *f = &r->findings[i];
 		printf("\n[%zu] %s\n    line %llu%s", i + 1, f->title, (unsigned long long)f->first_line,
 		       f->count > 1 ? "" : "\n");
 		if (f->count > 1)
@@ -57,9 +57,9 @@ static void text(const char *name, const struct ex_result *r)
 	}
 }
 
-static int json(const char *name, const struct ex_result *r)
+static int json(const char *name, const struct explain_result *r)
 {
-	char *s = ex_result_json(name, r);
+	char *s = explain_result_json(name, r);
 	if (!s) {
 		cli_err("out of memory");
 		return EXIT_FAIL;
@@ -101,8 +101,8 @@ int cmd_explain(const struct cli_global *g, int argc, char **argv)
 	char dir[4200], err[512];
 	if (cli_signatures_dir(dir, sizeof dir, false) < 0)
 		return EXIT_FAIL;
-	struct ex_db *db;
-	if (ex_db_load(&db, dir, err, sizeof err) != GC_OK) {
+	struct explain_db *db;
+	if (explain_db_load(&db, dir, err, sizeof err) != GC_OK) {
 		cli_err("%s", err);
 		return EXIT_FAIL;
 	}
@@ -112,18 +112,18 @@ int cmd_explain(const struct cli_global *g, int argc, char **argv)
 		struct stat st;
 		if (fd < 0) {
 			cli_err("cannot open '%s': %s", path, strerror(errno));
-			ex_db_free(db);
+			explain_db_free(db);
 			return EXIT_USAGE;
 		}
 		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 			cli_err("cannot explain '%s': it is a directory (give a log file, or - for stdin)", path);
 			close(fd);
-			ex_db_free(db);
+			explain_db_free(db);
 			return EXIT_USAGE;
 		}
 	}
-	struct ex_result r;
-	int rc = ex_scan_fd(db, fd, &r, err, sizeof err);
+	struct explain_result r;
+	int rc = explain_scan_fd(db, fd, &r, err, sizeof err);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	const char *name = strcmp(path, "-") == 0 ? "stdin" : path;
@@ -135,7 +135,7 @@ int cmd_explain(const struct cli_global *g, int argc, char **argv)
 		if (rc == EXIT_OK && r.n == 0)
 			rc = EXIT_FAIL; /* nothing matched: like grep */
 	}
-	ex_result_free(&r);
-	ex_db_free(db);
+	explain_result_free(&r);
+	explain_db_free(db);
 	return rc;
 }

@@ -185,7 +185,7 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 		L->nnodes = 1;
 		L->node_rank = 0;
 		if (!j->sv.run_id[0])
-			sv_new_run_id(j->sv.run_id);
+			supervise_new_run_id(j->sv.run_id);
 		snprintf(L->rdzv_id, sizeof L->rdzv_id, "%s", j->sv.run_id);
 	}
 	struct launch_vars v = {.gpus = gpus, .nodes = L->nnodes, .world_size = (int64_t)gpus * L->nnodes};
@@ -498,7 +498,7 @@ static int slurm_submit(struct slurm_opts *s, char **cmd, bool dry_run)
 }
 
 /* a whole number from Slurm's environment */
-static int slurm_env(const char *name, long lo, long *out)
+static int launch_slurm_env(const char *name, long lo, long *out)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -712,19 +712,19 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto out;
 		}
-		if ((rc = slurm_env("SLURM_JOB_ID", 1, &jobid)) || (rc = slurm_env("SLURM_NNODES", 1, &nn)) ||
-		    (rc = slurm_env("SLURM_NODEID", 0, &rank)))
+		if ((rc = launch_slurm_env("SLURM_JOB_ID", 1, &jobid)) || (rc = launch_slurm_env("SLURM_NNODES", 1, &nn)) ||
+		    (rc = launch_slurm_env("SLURM_NODEID", 0, &rank)))
 			goto out;
 		L.nnodes = (unsigned)nn;
 		L.node_rank = (unsigned)rank;
 		snprintf(L.rdzv_id, sizeof L.rdzv_id, "%ld", jobid);
 		snprintf(j.sv.run_id, sizeof j.sv.run_id, "slurm-%ld", jobid);
 		/* every node must restart together: that is Slurm's requeue, not a local restart */
-		j.sv.restart = SV_RESTART_NEVER;
+		j.sv.restart = SUPERVISE_RESTART_NEVER;
 	}
 	probe_launcher(&L);
 	rc = runjob_exec(&j, g, L.cmd);
-	if (L.step && j.ran && j.end == SV_END_PREEMPTED)
+	if (L.step && j.ran && j.end == SUPERVISE_END_PREEMPTED)
 		rc = step_requeue();
 out:
 	for (size_t i = 0; i < s.n_step; i++)

@@ -54,7 +54,7 @@ static int doctor(bool json)
 		if (!cli_on_path(tools[i]))
 			snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
 				 missing[0] ? ", " : "", tools[i]);
-	struct sl_env e = {.missing = missing, .ping_rc = -1, .sinfo_rc = -1};
+	struct slurm_env e = {.missing = missing, .ping_rc = -1, .sinfo_rc = -1};
 	char *const v[] = {"sinfo", "--version", NULL};
 	char *const ping[] = {"scontrol", "ping", NULL};
 	char *const parts[] = {"sinfo", "-h", "-o", "%P|%G|%D|%a", NULL};
@@ -89,14 +89,14 @@ static int doctor(bool json)
 	char err[256];
 	if (slurp(gres_path, 1u << 20, &gres, &len, err, sizeof err) == 0)
 		e.gres_conf = gres;
-	struct dr_report r = {0};
-	if (sl_run(&e, &r) != GC_OK) {
+	struct doctor_report r = {0};
+	if (slurm_run(&e, &r) != GC_OK) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
 	} else {
 		rc = cli_print_checks(&r, json, "gpuctl.slurm-doctor/1", "slurm doctor");
 	}
-	dr_report_free(&r);
+	doctor_report_free(&r);
 	free(version);
 	free(ping_out);
 	free(sinfo_out);

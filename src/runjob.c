@@ -115,7 +115,7 @@ static int job_gpu_util(void *arg, int *pct)
 }
 
 /* "1s:5m" → first and largest wait before a restart */
-static int parse_backoff(const char *arg, struct sv_opts *o)
+static int parse_backoff(const char *arg, struct supervise_opts *o)
 {
 	char first[64];
 	const char *colon = strchr(arg, ':');
@@ -178,8 +178,8 @@ void runjob_init(struct runjob *j)
 	j->go_fd = -1;
 	j->status_slot = -1;
 	j->cloud_arg = "auto";
-	j->sv = (struct sv_opts){
-		.restart = SV_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
+	j->sv = (struct supervise_opts){
+		.restart = SUPERVISE_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
 		.backoff_max_ms = 300000, .grace_ms = -1, .margin_ms = 5000,
 		.default_grace_ms = 25000, .take_terminal = true,
 	};
@@ -249,7 +249,7 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 		j->sv.grace_ms = ms > 86400000 ? 86400000 : (int)ms;
 		return EXIT_OK;
 	case 'R':
-		if (sv_parse_restart(arg, &j->sv.restart) < 0) {
+		if (supervise_parse_restart(arg, &j->sv.restart) < 0) {
 			cli_err("invalid --restart '%s' (expected never, on-failure, on-preempt or always)", arg);
 			return EXIT_USAGE;
 		}
@@ -459,7 +459,7 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 	int rc = exec_job(j, g, cmd);
 	if (j->no_go && !got_signal)
 		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
-	if (write_status(j, j->ran && j->end != SV_END_EXEC_FAILED, rc) < 0 && rc == EXIT_OK)
+	if (write_status(j, j->ran && j->end != SUPERVISE_END_EXEC_FAILED, rc) < 0 && rc == EXIT_OK)
 		rc = EXIT_FAIL; /* whoever reads it would not learn how the job ended */
 	return rc;
 }
@@ -607,21 +607,21 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		}
 		if (rc == EXIT_OK) {
 			struct job job = {.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t};
-			struct sv_opts *sv = &j->sv;
-			struct sv_result res;
+			struct supervise_opts *sv = &j->sv;
+			struct supervise_result res;
 			sv->spot = watcher;
 			sv->arg = &job;
 			sv->log = job_log;
 			sv->started = job_started;
 			sv->gpu_util = job_gpu_util;
-			if (sv_run(sv, &res) != GC_OK) {
+			if (supervise_run(sv, &res) != GC_OK) {
 				cli_err("cannot supervise '%s': %s", sv->argv[0], strerror(errno));
 				rc = EXIT_FAIL;
 			} else {
 				rc = res.status;
 				j->ran = true;
 				j->end = res.end;
-				if (res.end == SV_END_EXEC_FAILED)
+				if (res.end == SUPERVISE_END_EXEC_FAILED)
 					cli_err("cannot run '%s': %s", sv->argv[0], strerror(res.exec_errno));
 				/* Azure: the job has stopped, let the VM go now rather than at NotBefore */
 				if (j->ack && res.noticed && watcher) {
@@ -630,13 +630,13 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 						cli_err("cannot acknowledge the %s event: %s",
 							spot_cloud_name(res.notice.cloud), aerr);
 				}
-				if (res.end == SV_END_EXEC_FAILED)
+				if (res.end == SUPERVISE_END_EXEC_FAILED)
 					;
-				else if (res.end == SV_END_PREEMPTED || res.end == SV_END_HUNG ||
-					 res.end == SV_END_OOM || res.attempts > 1)
+				else if (res.end == SUPERVISE_END_PREEMPTED || res.end == SUPERVISE_END_HUNG ||
+					 res.end == SUPERVISE_END_OOM || res.attempts > 1)
 					/* a plain exit or signal speaks through the status, as in a shell */
 					cli_err("run %s ended: %s (status %d) after %u attempt%s", sv->run_id,
-						sv_end_name(res.end), res.status, res.attempts,
+						supervise_end_name(res.end), res.status, res.attempts,
 						res.attempts == 1 ? "" : "s");
 			}
 		}

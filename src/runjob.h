@@ -22,7 +22,7 @@ struct runjob {
 	long long timeout_ms;        /* --wait=TIMEOUT; -1: no limit */
 	const char *name;            /* --name, borrowed */
 	const char *cloud_arg;       /* --cloud, borrowed */
-	struct sv_opts sv;
+	struct supervise_opts sv;
 	struct spot_opts so;
 	/*
 	 * Called once the GPUs are chosen (leased, or only picked with dry_run)
@@ -40,7 +40,7 @@ struct runjob {
 	int go_fd;                   /* --go-fd: one byte read once the GPUs are leased; EOF: never run (gpuctld); -1 */
 	bool no_go;                  /* --go-fd gave end of file: nothing ran */
 	bool ran;                    /* the command was supervised; end says how it ended */
-	enum sv_end end;
+	enum supervise_end end;
 	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
 	size_t n_env;
 };

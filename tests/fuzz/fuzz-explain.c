@@ -17,7 +17,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct ex_db *db;
+static struct explain_db *db;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -25,13 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char dir[4200], err[512];
 		const char *env = getenv("GPUCTL_DATA_DIR");
 		snprintf(dir, sizeof dir, "%s/signatures", env ? env : GPUCTL_SRC_DATADIR);
-		if (ex_db_load(&db, dir, err, sizeof err) != 0) {
+		if (explain_db_load(&db, dir, err, sizeof err) != 0) {
 			fprintf(stderr, "fuzz-explain: %s\n", err);
 			abort();
 		}
 	}
-	struct ex_result r;
-	ex_scan_buf(db, (const char *)data, size, &r);
-	ex_result_free(&r);
+	struct explain_result r;
+	explain_scan_buf(db, (const char *)data, size, &r);
+	explain_result_free(&r);
 	return 0;
 }

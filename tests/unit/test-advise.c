@@ -23,7 +23,7 @@
 
 static spec_gpu *gpus;
 static size_t ngpus;
-static mm_model *models;
+static memmodel_model *models;
 static size_t nmodels;
 
 static int setup(void **state)
@@ -49,15 +49,15 @@ static int teardown(void **state)
 }
 
 /* a request as gpuctl advise builds it: the task's defaults, everything else chosen */
-static adv_req request(const char *model, int task)
+static advise_req request(const char *model, int task)
 {
-	adv_req r;
+	advise_req r;
 	memset(&r, 0, sizeof r);
-	const mm_model *m = specs_model_find(models, nmodels, model);
+	const memmodel_model *m = specs_model_find(models, nmodels, model);
 	assert_non_null(m);
 	r.model = *m;
-	r.job = (mm_job){.task = task, .prec = MM_BF16, .kv_prec = MM_BF16, .optim = MM_ADAMW, .dp = 1, .tp = 1,
-			 .seq = 4096, .batch = 1, .lora_rank = 16, .lora_targets = MM_LT_ALL};
+	r.job = (memmodel_job){.task = task, .prec = MEMMODEL_BF16, .kv_prec = MEMMODEL_BF16, .optim = MEMMODEL_ADAMW, .dp = 1, .tp = 1,
+			 .seq = 4096, .batch = 1, .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
 	r.tokens = 1e9;
 	r.output_len = 256;
 	r.max_gpus = 64;
@@ -81,18 +81,18 @@ static void test_offload_fits_host(void **state)
 	catalog c = {0};
 	char err[256];
 	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
-	adv_req r = request("llama-2-13b", MM_TRAIN);
+	advise_req r = request("llama-2-13b", MEMMODEL_TRAIN);
 	r.max_gpus = 1;
-	adv_plan *p = NULL;
+	advise_plan *p = NULL;
 	size_t n = 0;
-	adv_need need;
-	adv_skipped sk;
-	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	advise_need need;
+	advise_skipped sk;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(p[0].row->instance, "big-host");
 	assert_true(p[0].offload);
 	/* what the node needs: every GPU's offloaded share, x1.5 */
-	assert_true(fabs(p[0].host_need - p[0].mem.cpu * 1 * ADV_HOST_BUFFER) < 1);
+	assert_true(fabs(p[0].host_need - p[0].mem.cpu * 1 * ADVISE_HOST_BUFFER) < 1);
 	assert_true(p[0].host_need <= 1024.0 * 1024 * 1024 * 1024);
 	assert_true(p[0].host_need > 200.0 * 1024 * 1024 * 1024);
 	assert_int_equal(sk.no_host_mem, 1);
@@ -102,7 +102,7 @@ static void test_offload_fits_host(void **state)
 
 	/* --no-offload: nothing fits, and no row is blamed on its host memory */
 	r.offload = 0;
-	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(sk.no_host_mem + sk.host_too_small, 0);
 	free(p);
@@ -120,18 +120,18 @@ static void test_offload_per_node(void **state)
 	catalog c = {0};
 	char err[256];
 	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
-	adv_req r = request("llama-2-70b", MM_TRAIN);
+	advise_req r = request("llama-2-70b", MEMMODEL_TRAIN);
 	r.max_gpus = 8;
 	r.offload = 1;
-	adv_plan *p = NULL;
+	advise_plan *p = NULL;
 	size_t n = 0;
-	adv_need need;
-	adv_skipped sk;
-	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	advise_need need;
+	advise_skipped sk;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
 	for (size_t i = 0; i < n; i++) {
 		assert_true(p[i].offload);
 		double host = p[i].row->mem_gib * 1024 * 1024 * 1024;
-		assert_true(p[i].mem.cpu * p[i].row->count * ADV_HOST_BUFFER <= host);
+		assert_true(p[i].mem.cpu * p[i].row->count * ADVISE_HOST_BUFFER <= host);
 	}
 	assert_int_equal(n, 1);
 	assert_string_equal(p[0].row->instance, "eight-big");
@@ -149,15 +149,15 @@ static void test_zero3_needs_fabric(void **state)
 	catalog c = {0};
 	char err[256];
 	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
-	adv_req r = request("llama-2-70b", MM_TRAIN);
+	advise_req r = request("llama-2-70b", MEMMODEL_TRAIN);
 	r.fabrics = fab;
 	r.nfabrics = 1;
-	adv_plan *p = NULL;
+	advise_plan *p = NULL;
 	size_t n = 0;
-	adv_need need;
-	adv_skipped sk;
+	advise_need need;
+	advise_skipped sk;
 	/* chosen freely: both rows get a plan, and no plan shards parameters over plain Ethernet */
-	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
 	assert_int_equal(n, 2);
 	for (size_t i = 0; i < n; i++) {
 		bool ethernet = strcmp(p[i].row->instance, "h100-ethernet") == 0;
@@ -169,7 +169,7 @@ static void test_zero3_needs_fabric(void **state)
 	/* ZeRO-3 without offload needs more than one node of 80 GB GPUs: only the fabric row */
 	r.zero = 3;
 	r.offload = 0;
-	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(p[0].row->instance, "P5.48XLARGE");
 	assert_true(p[0].nodes > 1 && p[0].zero == 3);
@@ -177,7 +177,7 @@ static void test_zero3_needs_fabric(void **state)
 	free(p);
 	/* with no fabric known at all, nothing fits, and both rows are counted for it */
 	r.nfabrics = 0;
-	assert_int_equal(adv_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(sk.no_fabric, 2);
 	free(p);

@@ -20,19 +20,19 @@
 #include "gpu.h"
 #include "explain.h"
 
-static struct ex_db *db;
+static struct explain_db *db;
 
 static int load(void **state)
 {
 	(void)state;
 	char err[512];
-	return ex_db_load(&db, GPUCTL_SRC_DATADIR "/signatures", err, sizeof err);
+	return explain_db_load(&db, GPUCTL_SRC_DATADIR "/signatures", err, sizeof err);
 }
 
 static int unload(void **state)
 {
 	(void)state;
-	ex_db_free(db);
+	explain_db_free(db);
 	return 0;
 }
 
@@ -41,11 +41,11 @@ static void test_clean_line(void **state)
 	(void)state;
 	char out[128];
 	const char in[] = "\033[1;31mRuntime\033[0mError\r: x\033]0;title\007y\033(Bz";
-	ex_clean_line(in, sizeof in - 1, out);
+	explain_clean_line(in, sizeof in - 1, out);
 	assert_string_equal(out, "RuntimeError: xyz");
 }
 
-static const struct ex_finding *find(const struct ex_result *r, const char *id)
+static const struct explain_finding *find(const struct explain_result *r, const char *id)
 {
 	for (size_t i = 0; i < r->n; i++)
 		if (strcmp(r->findings[i].id, id) == 0)
@@ -53,7 +53,7 @@ static const struct ex_finding *find(const struct ex_result *r, const char *id)
 	return NULL;
 }
 
-static double num(const struct ex_finding *f, const char *name)
+static double num(const struct explain_finding *f, const char *name)
 {
 	for (size_t i = 0; i < f->nvalues; i++)
 		if (strcmp(f->values[i].name, name) == 0 && f->values[i].is_num)
@@ -68,14 +68,14 @@ static void test_old_oom_format(void **state)
 	const char *log = "x\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total "
 			  "capacity; 14.29 GiB already allocated; 5.19 MiB free; 14.65 GiB reserved in total by "
 			  "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb\n";
-	struct ex_result r;
-	ex_scan_buf(db, log, strlen(log), &r);
-	const struct ex_finding *f = find(&r, "pytorch-oom");
+	struct explain_result r;
+	explain_scan_buf(db, log, strlen(log), &r);
+	const struct explain_finding *f = find(&r, "pytorch-oom");
 	assert_non_null(f);
 	assert_int_equal(f->first_line, 2);
 	assert_true(num(f, "requested_mib") == 20.0);
 	assert_true(num(f, "reserved_unallocated_mib") > 368 && num(f, "reserved_unallocated_mib") < 369);
-	ex_result_free(&r);
+	explain_result_free(&r);
 }
 
 static void test_block_boundaries_and_line_numbers(void **state)
@@ -102,21 +102,21 @@ static void test_block_boundaries_and_line_numbers(void **state)
 	assert_int_equal(write(fd, last, strlen(last)), (ssize_t)strlen(last));
 	lines++;
 	lseek(fd, 0, SEEK_SET);
-	struct ex_result r;
+	struct explain_result r;
 	char err[256];
-	assert_int_equal(ex_scan_fd(db, fd, &r, err, sizeof err), GC_OK);
+	assert_int_equal(explain_scan_fd(db, fd, &r, err, sizeof err), GC_OK);
 	close(fd);
 	unlink(path);
 	assert_int_equal(r.lines, lines);
-	const struct ex_finding *f = find(&r, "xid");
+	const struct explain_finding *f = find(&r, "xid");
 	assert_non_null(f);
 	assert_int_equal(f->count, 2);
 	assert_int_equal(f->first_line, 1);
-	const struct ex_finding *g = find(&r, "illegal-memory-access");
+	const struct explain_finding *g = find(&r, "illegal-memory-access");
 	assert_non_null(g);
 	assert_int_equal(g->first_line, lines);
 	assert_true(second > 1);
-	ex_result_free(&r);
+	explain_result_free(&r);
 }
 
 /* a temporary file holding buf[len]; its fd, at offset 0 */
@@ -137,13 +137,13 @@ static int temp_log(const char *buf, size_t len)
 }
 
 /* both scans of buf[len] with signatures d: the same findings, lines and first lines */
-static void scan_both_with(const struct ex_db *d, const char *buf, size_t len, struct ex_result *r)
+static void scan_both_with(const struct explain_db *d, const char *buf, size_t len, struct explain_result *r)
 {
-	struct ex_result b;
-	ex_scan_buf(d, buf, len, &b);
+	struct explain_result b;
+	explain_scan_buf(d, buf, len, &b);
 	int fd = temp_log(buf, len);
 	char err[256];
-	assert_int_equal(ex_scan_fd(d, fd, r, err, sizeof err), GC_OK);
+	assert_int_equal(explain_scan_fd(d, fd, r, err, sizeof err), GC_OK);
 	close(fd);
 	assert_int_equal(r->lines, b.lines);
 	assert_int_equal(r->n, b.n);
@@ -152,10 +152,10 @@ static void scan_both_with(const struct ex_db *d, const char *buf, size_t len, s
 		assert_int_equal(r->findings[i].count, b.findings[i].count);
 		assert_int_equal(r->findings[i].first_line, b.findings[i].first_line);
 	}
-	ex_result_free(&b);
+	explain_result_free(&b);
 }
 
-static void scan_both(const char *buf, size_t len, struct ex_result *r)
+static void scan_both(const char *buf, size_t len, struct explain_result *r)
 {
 	scan_both_with(db, buf, len, r);
 }
@@ -172,15 +172,15 @@ static void test_error_after_a_long_line(void **state)
 	for (size_t i = 0; i < fill; i++)
 		buf[len++] = "0123456789 loss=0.25 "[i % 21];
 	len += (size_t)sprintf(buf + len, " %s\nstep 2\n", err);
-	struct ex_result r;
+	struct explain_result r;
 	scan_both(buf, len, &r);
-	const struct ex_finding *f = find(&r, "illegal-memory-access");
+	const struct explain_finding *f = find(&r, "illegal-memory-access");
 	assert_non_null(f);
 	assert_int_equal(f->first_line, 2);
 	assert_int_equal(f->count, 1);
 	assert_non_null(strstr(f->line, "illegal memory access"));
 	assert_int_equal(r.lines, 3);
-	ex_result_free(&r);
+	explain_result_free(&r);
 	free(buf);
 }
 
@@ -203,20 +203,20 @@ static void test_error_across_read_buffers_in_one_line(void **state)
 	}
 	memcpy(buf + len, err, strlen(err));
 	len += strlen(err);
-	struct ex_result r;
+	struct explain_result r;
 	scan_both(buf, len, &r);
-	const struct ex_finding *f = find(&r, "device-side-assert");
+	const struct explain_finding *f = find(&r, "device-side-assert");
 	assert_non_null(f);
 	assert_int_equal(f->first_line, 1);
 	assert_int_equal(f->count, 1);
 	assert_int_equal(r.lines, 1);
-	ex_result_free(&r);
+	explain_result_free(&r);
 	/* only the straddling one: found too */
 	memset(buf, 'x', cap);
 	memcpy(buf + (1u << 20) - 25, err, strlen(err));
 	scan_both(buf, cap, &r);
 	assert_non_null(find(&r, "device-side-assert"));
-	ex_result_free(&r);
+	explain_result_free(&r);
 	free(buf);
 }
 
@@ -234,20 +234,20 @@ static void test_error_glued_to_a_tqdm_bar(void **state)
 	len += (size_t)sprintf(buf + len, "RuntimeError: CUDA error: device-side assert triggered\n"
 				       "Epoch 1:  50%%|#####     | 20000/40000\rRuntimeError: CUDA error: device-side assert triggered\r\n"
 				       "done\n");
-	struct ex_result r;
+	struct explain_result r;
 	scan_both(buf, len, &r);
-	const struct ex_finding *f = find(&r, "device-side-assert");
+	const struct explain_finding *f = find(&r, "device-side-assert");
 	assert_non_null(f);
 	assert_int_equal(f->first_line, 3);
 	assert_int_equal(f->count, 2); /* lines 3 and 4 */
 	assert_int_equal(r.lines, 5);
 	/* the line shown is the piece that failed, not 1.3 MB of progress */
 	assert_true(strncmp(f->line, "Epoch 1:  49%", 13) == 0);
-	ex_result_free(&r);
+	explain_result_free(&r);
 	free(buf);
 }
 
-static const struct ex_value *value(const struct ex_finding *f, const char *name)
+static const struct explain_value *value(const struct explain_finding *f, const char *name)
 {
 	for (size_t i = 0; i < f->nvalues; i++)
 		if (strcmp(f->values[i].name, name) == 0)
@@ -256,7 +256,7 @@ static const struct ex_value *value(const struct ex_finding *f, const char *name
 }
 
 /* a signature directory holding one file with `json`; loads it into *out */
-static int load_sigs(const char *json, struct ex_db **out, char *dir, char *err, size_t errlen)
+static int load_sigs(const char *json, struct explain_db **out, char *dir, char *err, size_t errlen)
 {
 	strcpy(dir, "/tmp/gpuctl-sigs-XXXXXX");
 	assert_non_null(mkdtemp(dir));
@@ -266,7 +266,7 @@ static int load_sigs(const char *json, struct ex_db **out, char *dir, char *err,
 	assert_non_null(f);
 	fputs(json, f);
 	fclose(f);
-	int rc = ex_db_load(out, dir, err, errlen);
+	int rc = explain_db_load(out, dir, err, errlen);
 	unlink(p);
 	rmdir(dir);
 	return rc;
@@ -288,7 +288,7 @@ static void test_notes_unless_gateway_and_types(void **state)
 		"  \"regex\": \"found version ([0-9]+)\", \"cause\": \"up to {driver_cuda} ({found_version}), {nope}\","
 		"  \"values\": {\"found_version\": [1, \"int\"], \"driver_cuda\": [1, \"cudaver\"]}}"
 		"]}";
-	struct ex_db *d;
+	struct explain_db *d;
 	char dir[64], err[512];
 	assert_int_equal(load_sigs(sigs, &d, dir, err, sizeof err), GC_OK);
 	const char *log = "The GPU 0000:3b:00.0 is named\n"   /* 1: a note */
@@ -298,10 +298,10 @@ static void test_notes_unless_gateway_and_types(void **state)
 			  "Limit:      10737418240\n"        /* 5 */
 			  "then boom\n"                      /* 6: boom, with limit_mib */
 			  "driver too old (found version 11040)\n";
-	struct ex_result r;
-	ex_scan_buf(d, log, strlen(log), &r);
+	struct explain_result r;
+	explain_scan_buf(d, log, strlen(log), &r);
 	assert_int_equal(r.n, 3);
-	const struct ex_finding *f = find(&r, "fell");
+	const struct explain_finding *f = find(&r, "fell");
 	assert_non_null(f);
 	assert_non_null(value(f, "pci"));
 	assert_string_equal(value(f, "pci")->str, "0000:3b:00.0");
@@ -316,15 +316,15 @@ static void test_notes_unless_gateway_and_types(void **state)
 	assert_string_equal(value(f, "driver_cuda")->str, "11.4");
 	assert_true(value(f, "found_version")->num == 11040.0);
 	assert_string_equal(f->cause, "up to 11.4 (11040), unknown");
-	ex_result_free(&r);
+	explain_result_free(&r);
 	/* a note too far back is not taken */
 	log = "The GPU 0000:3b:00.0 is named\nx\ny\nit fell off\n";
-	ex_scan_buf(d, log, strlen(log), &r);
+	explain_scan_buf(d, log, strlen(log), &r);
 	f = find(&r, "fell");
 	assert_non_null(f);
 	assert_null(value(f, "pci"));
-	ex_result_free(&r);
-	ex_db_free(d);
+	explain_result_free(&r);
+	explain_db_free(d);
 
 	/* a gateway that is in neither trigger nor also; a note without values */
 	assert_int_equal(load_sigs("{\"signatures\": [{\"id\": \"x\", \"title\": \"t\", \"trigger\": \"abc\","
@@ -348,7 +348,7 @@ static void test_long_gateways_in_one_pass(void **state)
 		" {\"id\": \"x\", \"title\": \"t\", \"trigger\": \"xx-yy-zz-ww\"},"
 		" {\"id\": \"q\", \"title\": \"t\", \"trigger\": \"Q!\"}"
 		"]}";
-	struct ex_db *d;
+	struct explain_db *d;
 	char dir[64], err[512];
 	assert_int_equal(load_sigs(sigs, &d, dir, err, sizeof err), GC_OK);
 	const char *log = "alpha-bravo-charlie-delta\n"     /* 1: a and b */
@@ -356,29 +356,29 @@ static void test_long_gateways_in_one_pass(void **state)
 			  "xx-yy-zz-wxx-yy-zz-w alpha-bravo-charli\n" /* 3: near misses */
 			  "bravo-charlie-delt bravo-charlie-delta\n"  /* 4: b */
 			  "tail xx-yy-zz-ww";                /* 5: x, at the very end */
-	struct ex_result r;
+	struct explain_result r;
 	scan_both_with(d, log, strlen(log), &r);
 	assert_int_equal(r.n, 5);
 	static const struct { const char *id; unsigned count, first; } want[] = {
 		{"a", 1, 1}, {"b", 2, 1}, {"z", 1, 2}, {"q", 1, 2}, {"x", 1, 5}};
 	for (size_t i = 0; i < 5; i++) {
-		const struct ex_finding *f = find(&r, want[i].id);
+		const struct explain_finding *f = find(&r, want[i].id);
 		assert_non_null(f);
 		assert_int_equal(f->count, want[i].count);
 		assert_int_equal(f->first_line, want[i].first);
 	}
-	ex_result_free(&r);
+	explain_result_free(&r);
 	/* every alignment: the window moves in steps, a match may start anywhere */
 	for (int pad = 0; pad < 40; pad++) {
 		char buf[200];
 		int n = snprintf(buf, sizeof buf, "%.*s%s%.*s\n", pad, "zzzz-zzzz-zzzz-zzzz-zzzz-zzzz-zzzz-zzzz-zzzz",
 				 pad % 2 ? "zulu zulu zulu" : "bravo-charlie-delta", pad % 7, "charlie");
-		ex_scan_buf(d, buf, (size_t)n, &r);
+		explain_scan_buf(d, buf, (size_t)n, &r);
 		assert_int_equal(r.n, 1);
 		assert_string_equal(r.findings[0].id, pad % 2 ? "z" : "b");
-		ex_result_free(&r);
+		explain_result_free(&r);
 	}
-	ex_db_free(d);
+	explain_db_free(d);
 }
 
 static void test_bad_signature_files(void **state)
@@ -387,28 +387,28 @@ static void test_bad_signature_files(void **state)
 	char dir[] = "/tmp/gpuctl-sigs-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	char p[128], err[512];
-	struct ex_db *bad;
+	struct explain_db *bad;
 	snprintf(p, sizeof p, "%s/a.json", dir);
 	FILE *f = fopen(p, "w");
 	fputs("{\"signatures\": [{\"id\": \"x\", \"title\": \"t\", \"trigger\": \"T\", \"regex\": \"(\"}]}", f);
 	fclose(f);
-	assert_int_equal(ex_db_load(&bad, dir, err, sizeof err), GC_EINVAL);
+	assert_int_equal(explain_db_load(&bad, dir, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "bad regex"));
 	f = fopen(p, "w");
 	fputs("{\"signatures\": [{\"id\": \"x\", \"title\": \"t\", \"trigger\": \"T\", \"regex\": \"(a)\", "
 	      "\"values\": {\"v\": [2, \"int\"]}}]}", f);
 	fclose(f);
-	assert_int_equal(ex_db_load(&bad, dir, err, sizeof err), GC_EINVAL);
+	assert_int_equal(explain_db_load(&bad, dir, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "group"));
 	f = fopen(p, "w");
 	fputs("{\"signatures\": [ not json", f);
 	fclose(f);
-	assert_int_equal(ex_db_load(&bad, dir, err, sizeof err), GC_EINVAL);
+	assert_int_equal(explain_db_load(&bad, dir, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "line 1"));
 	unlink(p);
-	assert_int_equal(ex_db_load(&bad, dir, err, sizeof err), GC_ENOTFOUND);
+	assert_int_equal(explain_db_load(&bad, dir, err, sizeof err), GC_ENOTFOUND);
 	rmdir(dir);
-	assert_int_equal(ex_db_load(&bad, "/nonexistent-sigs", err, sizeof err), GC_EIO);
+	assert_int_equal(explain_db_load(&bad, "/nonexistent-sigs", err, sizeof err), GC_EIO);
 }
 
 int main(void)

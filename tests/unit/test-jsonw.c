@@ -18,22 +18,22 @@
 static char *sample(bool pretty)
 {
 	struct jw w;
-	jw_init(&w, pretty);
-	jw_object(&w, NULL);
-	jw_plain(&w, "a", "x");
-	jw_object(&w, "empty");
-	jw_end(&w, '}');
-	jw_array(&w, "list");
-	jw_uint(&w, NULL, 9223372036854775807ULL);
-	jw_int(&w, NULL, -5);
-	jw_null(&w, NULL);
-	jw_bool(&w, NULL, true);
-	jw_end(&w, ']');
-	jw_array(&w, "none");
-	jw_end(&w, ']');
-	jw_string(&w, "s", "quote\" back\\ nl\n tab\t bell\a é");
-	jw_end(&w, '}');
-	return jw_finish(&w);
+	jsonw_init(&w, pretty);
+	jsonw_object(&w, NULL);
+	jsonw_plain(&w, "a", "x");
+	jsonw_object(&w, "empty");
+	jsonw_end(&w, '}');
+	jsonw_array(&w, "list");
+	jsonw_uint(&w, NULL, 9223372036854775807ULL);
+	jsonw_int(&w, NULL, -5);
+	jsonw_null(&w, NULL);
+	jsonw_bool(&w, NULL, true);
+	jsonw_end(&w, ']');
+	jsonw_array(&w, "none");
+	jsonw_end(&w, ']');
+	jsonw_string(&w, "s", "quote\" back\\ nl\n tab\t bell\a é");
+	jsonw_end(&w, '}');
+	return jsonw_finish(&w);
 }
 
 static void test_matches_jansson_indent(void **state)
@@ -71,11 +71,11 @@ static void test_invalid_utf8(void **state)
 {
 	(void)state;
 	struct jw w;
-	jw_init(&w, false);
-	jw_array(&w, NULL);
-	jw_string(&w, NULL, "caf\xe9 \xff!");
-	jw_end(&w, ']');
-	char *out = jw_finish(&w);
+	jsonw_init(&w, false);
+	jsonw_array(&w, NULL);
+	jsonw_string(&w, NULL, "caf\xe9 \xff!");
+	jsonw_end(&w, ']');
+	char *out = jsonw_finish(&w);
 	assert_string_equal(out, "[\"caf? ?!\"]");
 	free(out);
 }
@@ -84,16 +84,16 @@ static void test_inline_array(void **state)
 {
 	(void)state;
 	struct jw w;
-	jw_init(&w, true);
-	jw_object(&w, NULL);
-	jw_array(&w, "m");
-	jw_array_inline(&w, NULL);
-	jw_plain(&w, NULL, "X");
-	jw_plain(&w, NULL, "PIX");
-	jw_end(&w, ']');
-	jw_end(&w, ']');
-	jw_end(&w, '}');
-	char *out = jw_finish(&w);
+	jsonw_init(&w, true);
+	jsonw_object(&w, NULL);
+	jsonw_array(&w, "m");
+	jsonw_array_inline(&w, NULL);
+	jsonw_plain(&w, NULL, "X");
+	jsonw_plain(&w, NULL, "PIX");
+	jsonw_end(&w, ']');
+	jsonw_end(&w, ']');
+	jsonw_end(&w, '}');
+	char *out = jsonw_finish(&w);
 	assert_string_equal(out, "{\n  \"m\": [\n    [\"X\", \"PIX\"]\n  ]\n}");
 	free(out);
 }
@@ -102,18 +102,18 @@ static void test_unbalanced_is_refused(void **state)
 {
 	(void)state;
 	struct jw w;
-	jw_init(&w, true);
-	jw_object(&w, NULL);
-	assert_null(jw_finish(&w)); /* still open */
-	jw_init(&w, true);
-	jw_end(&w, '}');            /* nothing open */
-	assert_null(jw_finish(&w));
-	jw_init(&w, false);
-	for (int i = 0; i < JW_MAX_DEPTH + 2; i++)
-		jw_array(&w, NULL);
-	for (int i = 0; i < JW_MAX_DEPTH + 2; i++)
-		jw_end(&w, ']');
-	assert_null(jw_finish(&w)); /* deeper than any schema */
+	jsonw_init(&w, true);
+	jsonw_object(&w, NULL);
+	assert_null(jsonw_finish(&w)); /* still open */
+	jsonw_init(&w, true);
+	jsonw_end(&w, '}');            /* nothing open */
+	assert_null(jsonw_finish(&w));
+	jsonw_init(&w, false);
+	for (int i = 0; i < JSONW_MAX_DEPTH + 2; i++)
+		jsonw_array(&w, NULL);
+	for (int i = 0; i < JSONW_MAX_DEPTH + 2; i++)
+		jsonw_end(&w, ']');
+	assert_null(jsonw_finish(&w)); /* deeper than any schema */
 }
 
 int main(void)

@@ -21,22 +21,22 @@
 #include "memmodel.h"
 #include "specs.h"
 
-static mm_job job(int task)
+static memmodel_job job(int task)
 {
-	mm_job j = {.task = task, .prec = MM_BF16, .kv_prec = MM_BF16, .optim = MM_ADAMW, .dp = 1, .tp = 1,
-		    .seq = 2048, .batch = 1, .lora_rank = 16, .lora_targets = MM_LT_ALL};
+	memmodel_job j = {.task = task, .prec = MEMMODEL_BF16, .kv_prec = MEMMODEL_BF16, .optim = MEMMODEL_ADAMW, .dp = 1, .tp = 1,
+		    .seq = 2048, .batch = 1, .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
 	return j;
 }
 
 /* model states (weights + gradients + optimizer) per device, in GB (10^9) */
-static double states_gb(const mm_model *m, int zero, unsigned dp)
+static double states_gb(const memmodel_model *m, int zero, unsigned dp)
 {
-	mm_job j = job(MM_TRAIN);
+	memmodel_job j = job(MEMMODEL_TRAIN);
 	j.zero = zero;
 	j.dp = dp;
-	mm_mem o;
+	memmodel_mem o;
 	char err[256];
-	assert_int_equal(mm_estimate(m, &j, &o, err, sizeof err), 0);
+	assert_int_equal(memmodel_estimate(m, &j, &o, err, sizeof err), 0);
 	return (o.weights + o.grads + o.optimizer) / 1e9;
 }
 
@@ -44,7 +44,7 @@ static void test_zero_paper(void **state)
 {
 	(void)state;
 	/* ZeRO (Rajbhandari et al. 2020), Figure 1: Ψ = 7.5 B, N_d = 64, K = 12 */
-	mm_model m = {.name = "zero", .kind = MM_DECODER, .params = 7.5e9, .active_params = 7.5e9};
+	memmodel_model m = {.name = "zero", .kind = MEMMODEL_DECODER, .params = 7.5e9, .active_params = 7.5e9};
 	char buf[32];
 	snprintf(buf, sizeof buf, "%.1f", states_gb(&m, 0, 64));
 	assert_string_equal(buf, "120.0");
@@ -55,9 +55,9 @@ static void test_zero_paper(void **state)
 	snprintf(buf, sizeof buf, "%.1f", states_gb(&m, 3, 64));
 	assert_string_equal(buf, "1.9");
 	/* with only a parameter count the activations are not counted, and say so */
-	mm_job j = job(MM_TRAIN);
-	mm_mem o;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	memmodel_job j = job(MEMMODEL_TRAIN);
+	memmodel_mem o;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(o.partial);
 	assert_true(o.activations == 0);
 }
@@ -67,43 +67,43 @@ static void test_eleuther_bytes_per_param(void **state)
 	(void)state;
 	/* EleutherAI, Transformer Math 101: mixed-precision AdamW needs 16-18 bytes per parameter
 	   (2 weights + 2 or 4 gradients + 12 optimizer: fp32 copy, momentum, variance) */
-	mm_model m = {.name = "x", .kind = MM_DECODER, .params = 1e9, .active_params = 1e9};
+	memmodel_model m = {.name = "x", .kind = MEMMODEL_DECODER, .params = 1e9, .active_params = 1e9};
 	double b = states_gb(&m, 0, 1);
 	assert_true(b >= 16 && b <= 18);
 	assert_true(fabs(b - 16) < 1e-9);
 	/* plain fp32 Adam: 4 + 4 + 8 */
-	mm_job j = job(MM_TRAIN);
-	j.prec = MM_FP32;
-	mm_mem o;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	memmodel_job j = job(MEMMODEL_TRAIN);
+	j.prec = MEMMODEL_FP32;
+	memmodel_mem o;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(fabs((o.weights + o.grads + o.optimizer) / 1e9 - 16) < 1e-9);
 	/* 8-bit Adam: 2 + 2 + (4 + 2); SGD with momentum: 2 + 2 + (4 + 4) */
-	j.prec = MM_BF16;
-	j.optim = MM_ADAM8BIT;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	j.prec = MEMMODEL_BF16;
+	j.optim = MEMMODEL_ADAM8BIT;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(fabs(o.optimizer / 1e9 - 6) < 1e-9);
-	j.optim = MM_SGD;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	j.optim = MEMMODEL_SGD;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(fabs(o.optimizer / 1e9 - 8) < 1e-9);
 	/* CPU offload moves the optimizer (and, from stage 2, the gradients) to the host */
-	j.optim = MM_ADAMW;
+	j.optim = MEMMODEL_ADAMW;
 	j.offload = true;
 	j.zero = 2;
 	j.dp = 2;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(o.optimizer == 0 && o.grads == 0);
 	assert_true(fabs(o.cpu / 1e9 - 7) < 1e-9); /* (12 + 2) / 2 */
 	/* int8 full training is refused with the way out */
 	char err[256];
-	j = job(MM_TRAIN);
-	j.prec = MM_INT8;
-	assert_int_equal(mm_estimate(&m, &j, &o, err, sizeof err), -1);
+	j = job(MEMMODEL_TRAIN);
+	j.prec = MEMMODEL_INT8;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, err, sizeof err), -1);
 	assert_non_null(strstr(err, "qlora"));
 }
 
-static mm_model llama2_7b(void)
+static memmodel_model llama2_7b(void)
 {
-	mm_model m = {.name = "Llama-2-7B", .kind = MM_DECODER, .gated = true, .params = 6.74e9,
+	memmodel_model m = {.name = "Llama-2-7B", .kind = MEMMODEL_DECODER, .gated = true, .params = 6.74e9,
 		      .active_params = 6.74e9, .layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32,
 		      .vocab = 32000, .ffn = 11008, .seq = 4096};
 	return m;
@@ -112,34 +112,34 @@ static mm_model llama2_7b(void)
 static void test_kv_cache(void **state)
 {
 	(void)state;
-	mm_model m = llama2_7b();
+	memmodel_model m = llama2_7b();
 	/* 2 (K and V) x 32 layers x 32 heads x 128 x 2 bytes = 0.5 MiB per token */
-	assert_true(mm_kv_per_token(&m, MM_FP16) == 512.0 * 1024);
-	assert_true(mm_kv_per_token(&m, MM_FP8) == 256.0 * 1024);
-	mm_job j = job(MM_INFER);
+	assert_true(memmodel_kv_per_token(&m, MEMMODEL_FP16) == 512.0 * 1024);
+	assert_true(memmodel_kv_per_token(&m, MEMMODEL_FP8) == 256.0 * 1024);
+	memmodel_job j = job(MEMMODEL_INFER);
 	j.seq = 4096;
 	j.batch = 8;
-	j.prec = MM_FP16;
-	j.kv_prec = MM_FP16;
-	mm_mem o;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	j.prec = MEMMODEL_FP16;
+	j.kv_prec = MEMMODEL_FP16;
+	memmodel_mem o;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(o.kv == 512.0 * 1024 * 4096 * 8);
 	assert_true(o.weights == 6.74e9 * 2);
 	/* tensor parallelism splits the weights and the KV heads */
 	j.tp = 4;
-	mm_mem o4;
-	assert_int_equal(mm_estimate(&m, &j, &o4, NULL, 0), 0);
+	memmodel_mem o4;
+	assert_int_equal(memmodel_estimate(&m, &j, &o4, NULL, 0), 0);
 	assert_true(o4.kv == o.kv / 4 && o4.weights == o.weights / 4);
 	/* GQA with fewer KV heads than GPUs: each GPU keeps one head */
-	mm_model g = m;
+	memmodel_model g = m;
 	g.kv_heads = 2;
 	j.tp = 8;
-	assert_int_equal(mm_estimate(&g, &j, &o4, NULL, 0), 0);
-	assert_true(fabs(o4.kv - mm_kv_per_token(&g, MM_FP16) * 4096 * 8 / 2) < 1);
+	assert_int_equal(memmodel_estimate(&g, &j, &o4, NULL, 0), 0);
+	assert_true(fabs(o4.kv - memmodel_kv_per_token(&g, MEMMODEL_FP16) * 4096 * 8 / 2) < 1);
 	/* int4 weights carry a 16-bit scale and zero point per 128 */
-	j = job(MM_INFER);
-	j.prec = MM_INT4;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	j = job(MEMMODEL_INFER);
+	j.prec = MEMMODEL_INT4;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	assert_true(fabs(o.weights - 6.74e9 * (0.5 + 4.0 / 128)) < 1);
 }
 
@@ -149,43 +149,43 @@ static void test_activations(void **state)
 	/* Korthikanti et al. 2022, eq. 1: s·b·h·(34 + 5·a·s/h); GPT-3 175B: s 2048, h 12288, a 96
 	   (5·a·s/h = 80) */
 	double s = 2048, h = 12288, a = 96;
-	assert_true(mm_layer_activations(s, 1, h, a, 1, MM_RC_NONE) == 2048.0 * 12288 * (34 + 80));
-	assert_true(mm_layer_activations(s, 1, h, a, 1, MM_RC_NONE) == 2868903936.0);
+	assert_true(memmodel_layer_activations(s, 1, h, a, 1, MEMMODEL_RC_NONE) == 2048.0 * 12288 * (34 + 80));
+	assert_true(memmodel_layer_activations(s, 1, h, a, 1, MEMMODEL_RC_NONE) == 2868903936.0);
 	/* tensor + sequence parallel t = 8 divides it; selective keeps 34·s·b·h/t; full 2·s·b·h/t */
-	assert_true(mm_layer_activations(s, 1, h, a, 8, MM_RC_NONE) == 2868903936.0 / 8);
-	assert_true(mm_layer_activations(s, 1, h, a, 8, MM_RC_SELECTIVE) == 34 * s * h / 8);
-	assert_true(mm_layer_activations(s, 1, h, a, 8, MM_RC_FULL) == 2 * s * h / 8);
+	assert_true(memmodel_layer_activations(s, 1, h, a, 8, MEMMODEL_RC_NONE) == 2868903936.0 / 8);
+	assert_true(memmodel_layer_activations(s, 1, h, a, 8, MEMMODEL_RC_SELECTIVE) == 34 * s * h / 8);
+	assert_true(memmodel_layer_activations(s, 1, h, a, 8, MEMMODEL_RC_FULL) == 2 * s * h / 8);
 	/* a whole model: layers x per-layer + the output layer's 4·s·b·h·(1 + v/h) */
-	mm_model m = llama2_7b();
-	mm_job j = job(MM_TRAIN);
+	memmodel_model m = llama2_7b();
+	memmodel_job j = job(MEMMODEL_TRAIN);
 	j.seq = 4096;
-	mm_mem o;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	memmodel_mem o;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	double want = 32 * 4096.0 * 4096 * (34 + 5.0 * 32 * 4096 / 4096) + 4 * 4096.0 * 4096 * (1 + 32000.0 / 4096);
 	assert_true(fabs(o.activations - want) < 1);
-	assert_true(o.overhead == MM_OVERHEAD_BYTES);
+	assert_true(o.overhead == MEMMODEL_OVERHEAD_BYTES);
 	assert_true(fabs(o.total - (o.weights + o.grads + o.optimizer + o.activations + o.overhead)) < 1);
 }
 
 static void test_lora_qlora(void **state)
 {
 	(void)state;
-	mm_model m = llama2_7b();
+	memmodel_model m = llama2_7b();
 	/* rank 16 on q and v: 32 layers x 2 x 16 x (4096 + 4096) = 8.39 M (the figure PEFT prints) */
-	assert_true(mm_lora_params(&m, 16, MM_LT_Q | MM_LT_V) == 32.0 * 2 * 16 * 8192);
-	mm_job j = job(MM_QLORA);
-	mm_mem o;
-	assert_int_equal(mm_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(memmodel_lora_params(&m, 16, MEMMODEL_LT_Q | MEMMODEL_LT_V) == 32.0 * 2 * 16 * 8192);
+	memmodel_job j = job(MEMMODEL_QLORA);
+	memmodel_mem o;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
 	/* QLoRA: 4 + 8/64 + 32/(64·256) = 4.127 bits per quantized parameter; embeddings in 16 bits */
-	double embed = 32000.0 * 4096 * 2, pa = mm_lora_params(&m, 16, MM_LT_ALL);
+	double embed = 32000.0 * 4096 * 2, pa = memmodel_lora_params(&m, 16, MEMMODEL_LT_ALL);
 	double base = (6.74e9 - embed) * 4.127 / 8 + embed * 2;
 	assert_true(fabs(o.weights - (base + 4 * pa)) / base < 1e-3);
 	assert_true(o.trainable == pa);
 	assert_true(o.optimizer == 8 * pa);
 	/* QLoRA needs the architecture */
-	mm_model p = {.name = "p", .kind = MM_DECODER, .params = 7e9, .active_params = 7e9};
+	memmodel_model p = {.name = "p", .kind = MEMMODEL_DECODER, .params = 7e9, .active_params = 7e9};
 	char err[256];
-	assert_int_equal(mm_estimate(&p, &j, &o, err, sizeof err), -1);
+	assert_int_equal(memmodel_estimate(&p, &j, &o, err, sizeof err), -1);
 	assert_non_null(strstr(err, "architecture"));
 }
 
@@ -194,28 +194,28 @@ static void test_parse(void **state)
 	(void)state;
 	double v;
 	char err[256];
-	assert_int_equal(mm_parse_count("7B", &v, err, sizeof err), 0);
+	assert_int_equal(memmodel_parse_count("7B", &v, err, sizeof err), 0);
 	assert_true(v == 7e9);
-	assert_int_equal(mm_parse_count("350m", &v, err, sizeof err), 0);
+	assert_int_equal(memmodel_parse_count("350m", &v, err, sizeof err), 0);
 	assert_true(v == 350e6);
-	assert_int_equal(mm_parse_count("1.5T", &v, err, sizeof err), 0);
+	assert_int_equal(memmodel_parse_count("1.5T", &v, err, sizeof err), 0);
 	assert_true(v == 1.5e12);
-	assert_int_equal(mm_parse_count("125000000", &v, err, sizeof err), 0);
+	assert_int_equal(memmodel_parse_count("125000000", &v, err, sizeof err), 0);
 	assert_true(v == 125e6);
-	assert_int_equal(mm_parse_count("-3", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("-3", &v, err, sizeof err), -1);
 	assert_non_null(strstr(err, "'-3'"));
-	assert_int_equal(mm_parse_count("7Q", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("7Q", &v, err, sizeof err), -1);
 	assert_non_null(strstr(err, "unknown suffix 'Q'"));
-	assert_int_equal(mm_parse_count("7BB", &v, err, sizeof err), -1);
-	assert_int_equal(mm_parse_count("", &v, err, sizeof err), -1);
-	assert_int_equal(mm_parse_count("0", &v, err, sizeof err), -1);
-	assert_int_equal(mm_targets_parse("q,v"), MM_LT_Q | MM_LT_V);
-	assert_int_equal(mm_targets_parse("all"), MM_LT_ALL);
-	assert_int_equal(mm_targets_parse("q,x"), -1);
-	assert_int_equal(mm_targets_parse("q,"), -1);
-	assert_int_equal(mm_task_parse("train"), MM_TRAIN);
-	assert_int_equal(mm_prec_parse("INT4"), MM_INT4);
-	assert_int_equal(mm_prec_parse("fp6"), -1);
+	assert_int_equal(memmodel_parse_count("7BB", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("0", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_targets_parse("q,v"), MEMMODEL_LT_Q | MEMMODEL_LT_V);
+	assert_int_equal(memmodel_targets_parse("all"), MEMMODEL_LT_ALL);
+	assert_int_equal(memmodel_targets_parse("q,x"), -1);
+	assert_int_equal(memmodel_targets_parse("q,"), -1);
+	assert_int_equal(memmodel_task_parse("train"), MEMMODEL_TRAIN);
+	assert_int_equal(memmodel_prec_parse("INT4"), MEMMODEL_INT4);
+	assert_int_equal(memmodel_prec_parse("fp6"), -1);
 }
 
 static void test_presets(void **state)
@@ -224,15 +224,15 @@ static void test_presets(void **state)
 	char path[4096], err[512];
 	const char *src = getenv("GPUCTL_SRCDIR");
 	snprintf(path, sizeof path, "%s/data/models.csv", src ? src : ".");
-	mm_model *m = NULL;
+	memmodel_model *m = NULL;
 	size_t n = 0;
 	if (specs_load_models(path, &m, &n, err, sizeof err) != 0)
 		fail_msg("%s", err);
 	assert_true(n >= 12);
 	for (size_t i = 0; i < n; i++) {
-		if (m[i].kind == MM_CNN)
+		if (m[i].kind == MEMMODEL_CNN)
 			continue;
-		double arch = mm_arch_params(&m[i]);
+		double arch = memmodel_arch_params(&m[i]);
 		/* the architecture implies the stated size: a wrong column shows here */
 		if (fabs(arch - m[i].params) / m[i].params > 0.015)
 			fail_msg("%s: architecture gives %.4g parameters, the table says %.4g", m[i].name, arch,
@@ -247,16 +247,16 @@ static void test_presets(void **state)
 		    {69e9, "Llama-2-70B"},   {70e9, "Llama-3-70B"},  {405e9, "Llama-3.1-405B"},
 		    {350e6, "Llama-3.2-1B"}, {2e9, "Llama-3.2-3B"},  {20e9, "Llama-2-13B"}};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-		const mm_model *s = specs_model_shape_for(m, n, want[i].params);
+		const memmodel_model *s = specs_model_shape_for(m, n, want[i].params);
 		assert_non_null(s);
 		if (strcmp(s->name, want[i].shape) != 0)
 			fail_msg("%.3g parameters: shape %s, expected %s", want[i].params, s->name, want[i].shape);
-		assert_true(s->kind == MM_DECODER && s->default_shape && s->experts <= 1);
+		assert_true(s->kind == MEMMODEL_DECODER && s->default_shape && s->experts <= 1);
 	}
 	/* Mistral-7B is not a default shape, even where it is nearer (7.24B against 7.2B) */
 	assert_string_equal(specs_model_shape_for(m, n, 7.2e9)->name, "Llama-2-7B");
 	assert_null(specs_model_shape_for(m, n, 0));
-	const mm_model *x = specs_model_find(m, n, "mixtral");
+	const memmodel_model *x = specs_model_find(m, n, "mixtral");
 	assert_non_null(x);
 	assert_string_equal(x->name, "Mixtral-8x7B");
 	assert_true(fabs(x->active_params - 12.9e9) < 1);
@@ -275,8 +275,8 @@ static void test_presets(void **state)
 	const spec_gpu *h = specs_gpu_for(g, n, "H100-MEGA");
 	assert_non_null(h);
 	assert_string_equal(h->name, "H100");
-	assert_true(h->mem == 80e9 && h->peak[MM_BF16] == 989.5e12);
-	assert_true(specs_gpu_for(g, n, "T4")->peak[MM_BF16] == 0); /* Turing has no bf16 */
+	assert_true(h->mem == 80e9 && h->peak[MEMMODEL_BF16] == 989.5e12);
+	assert_true(specs_gpu_for(g, n, "T4")->peak[MEMMODEL_BF16] == 0); /* Turing has no bf16 */
 	assert_null(specs_gpu_for(g, n, "Gaudi2"));
 	free(g);
 }

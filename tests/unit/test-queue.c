@@ -360,14 +360,14 @@ static void test_sched_order_and_filters(void **state)
 	(void)state;
 	bool free[8] = {true, true, true, true, false, false, false, false};
 	bool only67[8] = {false, false, false, false, false, false, true, true};
-	struct sched_job jobs[] = {
+	struct dispatch_job jobs[] = {
 		{.id = 3, .priority = 0, .ngpus = 1},
 		{.id = 1, .priority = 0, .ngpus = 2},
 		{.id = 2, .priority = 5, .ngpus = 1},
 		{.id = 4, .priority = 0, .ngpus = 9},               /* never fits: ignored, blocks nothing */
 	};
-	struct sched_start out[8];
-	size_t k = sched_plan(jobs, 4, free, 8, out, 8, NULL);
+	struct dispatch_start out[8];
+	size_t k = dispatch_plan(jobs, 4, free, 8, out, 8, NULL);
 	assert_int_equal(k, 3);
 	assert_int_equal(out[0].id, 2); /* priority first */
 	assert_int_equal(out[0].gpus[0], 0);
@@ -383,26 +383,26 @@ static void test_sched_order_and_filters(void **state)
 	 */
 	bool free2[8] = {true, true, false, false, false, false, true, true};
 	bool only0to5[8] = {true, true, true, true, true, true, false, false};
-	struct sched_job blocked[] = {
+	struct dispatch_job blocked[] = {
 		{.id = 10, .ngpus = 4, .eligible = only0to5},
 		{.id = 11, .ngpus = 1},
 		{.id = 12, .ngpus = 1, .eligible = only67},
 		{.id = 13, .ngpus = 1},
 	};
 	size_t left;
-	k = sched_plan(blocked, 4, free2, 8, out, 8, &left);
+	k = dispatch_plan(blocked, 4, free2, 8, out, 8, &left);
 	assert_int_equal(left, 0); /* 0 and 1 held for job 10, 6 and 7 taken */
 	assert_int_equal(k, 2);
 	assert_int_equal(out[0].id, 11);
 	assert_int_equal(out[0].gpus[0], 6);
 	assert_int_equal(out[1].id, 12);
 	assert_int_equal(out[1].gpus[0], 7);
-	assert_int_equal(sched_plan(blocked, 4, free2, 8, out, 0, NULL), 0);
+	assert_int_equal(dispatch_plan(blocked, 4, free2, 8, out, 0, NULL), 0);
 }
 
 static int by_order(const void *a, const void *b)
 {
-	const struct sched_job *x = a, *y = b;
+	const struct dispatch_job *x = a, *y = b;
 	if (x->priority != y->priority)
 		return x->priority > y->priority ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
@@ -420,7 +420,7 @@ static void test_sched_prefix(void **state)
 	srand(11);
 	for (int round = 0; round < 500; round++) {
 		static bool elig[NJ][NG];
-		struct sched_job q[NJ];
+		struct dispatch_job q[NJ];
 		bool free[NG];
 		for (int g = 0; g < NG; g++)
 			free[g] = rand() % 3 != 0;
@@ -428,16 +428,16 @@ static void test_sched_prefix(void **state)
 			bool filtered = rand() % 4 == 0;
 			for (int g = 0; g < NG; g++)
 				elig[i][g] = rand() % 2;
-			q[i] = (struct sched_job){.id = i + 1, .priority = rand() % 3 - 1,
+			q[i] = (struct dispatch_job){.id = i + 1, .priority = rand() % 3 - 1,
 						  .ngpus = 1 + (unsigned)(rand() % (rand() % 5 ? 2 : 9)),
 						  .eligible = filtered ? elig[i] : NULL};
 		}
 		qsort(q, NJ, sizeof q[0], by_order);
-		struct sched_start all[NG], part[NG];
-		size_t ka = sched_plan(q, NJ, free, NG, all, NG, NULL), kp = 0, left = 0;
+		struct dispatch_start all[NG], part[NG];
+		size_t ka = dispatch_plan(q, NJ, free, NG, all, NG, NULL), kp = 0, left = 0;
 		for (size_t limit = 1;; limit *= 2) {
 			size_t m = limit < NJ ? limit : NJ;
-			kp = sched_plan(q, m, free, NG, part, NG, &left);
+			kp = dispatch_plan(q, m, free, NG, part, NG, &left);
 			if (left == 0 || m == NJ)
 				break;
 		}
@@ -481,13 +481,13 @@ static void test_sched_no_starvation(void **state)
 		bool free[NG];
 		for (int g = 0; g < NG; g++)
 			free[g] = busy_until[g] <= t;
-		struct sched_job sj[MAXJ];
+		struct dispatch_job sj[MAXJ];
 		size_t ns = 0;
 		for (size_t i = 0; i < nq; i++)
 			if (q[i].start < 0)
-				sj[ns++] = (struct sched_job){.id = q[i].id, .ngpus = q[i].ngpus};
-		struct sched_start out[NG];
-		size_t k = sched_plan(sj, ns, free, NG, out, NG, NULL);
+				sj[ns++] = (struct dispatch_job){.id = q[i].id, .ngpus = q[i].ngpus};
+		struct dispatch_start out[NG];
+		size_t k = dispatch_plan(sj, ns, free, NG, out, NG, NULL);
 		for (size_t s = 0; s < k; s++)
 			for (size_t i = 0; i < nq; i++)
 				if (q[i].id == out[s].id) {

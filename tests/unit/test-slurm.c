@@ -33,16 +33,16 @@ static void test_gres(void **state)
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char line[128];
-		int got = sl_gres_sets_devices(rows[i].text, line, sizeof line);
+		int got = slurm_gres_sets_devices(rows[i].text, line, sizeof line);
 		if (got != rows[i].want)
 			fail_msg("'%s': %d, want %d", rows[i].text, got, rows[i].want);
 	}
 	char line[128];
-	sl_gres_sets_devices("  Name=gpu Count=4  # four\n", line, sizeof line);
+	slurm_gres_sets_devices("  Name=gpu Count=4  # four\n", line, sizeof line);
 	assert_string_equal(line, "Name=gpu Count=4  ");
 }
 
-static const struct dr_check *find(const struct dr_report *r, const char *id)
+static const struct doctor_check *find(const struct doctor_report *r, const char *id)
 {
 	for (size_t i = 0; i < r->n; i++)
 		if (strcmp(r->checks[i].id, id) == 0)
@@ -54,56 +54,56 @@ static const struct dr_check *find(const struct dr_report *r, const char *id)
 static void test_working_cluster(void **state)
 {
 	(void)state;
-	struct sl_env e = {
+	struct slurm_env e = {
 		.version = "slurm 22.05.8\n", .version_rc = 0, .missing = "",
 		.ping_rc = 0, .ping_out = "Slurmctld(primary) at vm is UP\n",
 		.sinfo_rc = 0, .sinfo_out = "gpu*|gpu:4|1|up\ncpu|(null)|3|up\nbig|gpu:a100:8(S:0-1)|2|down\n",
 		.gres_path = "/etc/slurm/gres.conf", .gres_conf = "Name=gpu File=/dev/nvidia[0-3]\n",
 	};
-	struct dr_report r = {0};
-	assert_int_equal(sl_run(&e, &r), 0);
-	assert_int_equal(find(&r, "slurm.client")->status, DR_OK);
+	struct doctor_report r = {0};
+	assert_int_equal(slurm_run(&e, &r), 0);
+	assert_int_equal(find(&r, "slurm.client")->status, DOCTOR_OK);
 	assert_string_equal(find(&r, "slurm.client")->found, "slurm 22.05.8 (sinfo, sbatch, srun, scontrol)");
-	assert_int_equal(find(&r, "slurm.controller")->status, DR_OK);
-	const struct dr_check *p = find(&r, "slurm.gpu_partitions");
-	assert_int_equal(p->status, DR_OK);
+	assert_int_equal(find(&r, "slurm.controller")->status, DOCTOR_OK);
+	const struct doctor_check *p = find(&r, "slurm.gpu_partitions");
+	assert_int_equal(p->status, DOCTOR_OK);
 	assert_string_equal(p->found, "gpu* (1 node, gpu:4); big (2 nodes, gpu:a100:8(S:0-1), down)");
-	assert_int_equal(find(&r, "slurm.gres_conf")->status, DR_OK);
-	dr_report_free(&r);
+	assert_int_equal(find(&r, "slurm.gres_conf")->status, DOCTOR_OK);
+	doctor_report_free(&r);
 }
 
 static void test_broken_cluster(void **state)
 {
 	(void)state;
-	struct sl_env e = {
+	struct slurm_env e = {
 		.version = NULL, .version_rc = -1, .missing = "sinfo, sbatch, srun, scontrol",
 		.ping_rc = -1, .sinfo_rc = -1, .gres_path = "/etc/slurm/gres.conf", .gres_conf = NULL,
 	};
-	struct dr_report r = {0};
-	assert_int_equal(sl_run(&e, &r), 0);
-	assert_int_equal(find(&r, "slurm.client")->status, DR_FAIL);
+	struct doctor_report r = {0};
+	assert_int_equal(slurm_run(&e, &r), 0);
+	assert_int_equal(find(&r, "slurm.client")->status, DOCTOR_FAIL);
 	assert_non_null(strstr(find(&r, "slurm.client")->found, "not found on PATH: sinfo, sbatch"));
-	assert_int_equal(find(&r, "slurm.controller")->status, DR_SKIP);
-	assert_int_equal(find(&r, "slurm.gpu_partitions")->status, DR_SKIP);
-	assert_int_equal(find(&r, "slurm.gres_conf")->status, DR_WARN);
-	dr_report_free(&r);
+	assert_int_equal(find(&r, "slurm.controller")->status, DOCTOR_SKIP);
+	assert_int_equal(find(&r, "slurm.gpu_partitions")->status, DOCTOR_SKIP);
+	assert_int_equal(find(&r, "slurm.gres_conf")->status, DOCTOR_WARN);
+	doctor_report_free(&r);
 	/* the client is there but the controller is down and no node has GPUs */
-	struct sl_env d = {
+	struct slurm_env d = {
 		.version = "slurm 22.05.8\n", .version_rc = 0, .missing = "",
 		.ping_rc = 1, .ping_out = "Slurmctld(primary) at vm is DOWN\n",
 		.sinfo_rc = 0, .sinfo_out = "debug*|(null)|2|up\n",
 		.gres_path = "/etc/slurm/gres.conf", .gres_conf = "Name=gpu Count=4\n",
 	};
 	memset(&r, 0, sizeof r);
-	assert_int_equal(sl_run(&d, &r), 0);
-	assert_int_equal(find(&r, "slurm.controller")->status, DR_FAIL);
+	assert_int_equal(slurm_run(&d, &r), 0);
+	assert_int_equal(find(&r, "slurm.controller")->status, DOCTOR_FAIL);
 	assert_string_equal(find(&r, "slurm.controller")->found, "Slurmctld(primary) at vm is DOWN");
-	assert_int_equal(find(&r, "slurm.gpu_partitions")->status, DR_WARN);
+	assert_int_equal(find(&r, "slurm.gpu_partitions")->status, DOCTOR_WARN);
 	assert_string_equal(find(&r, "slurm.gpu_partitions")->found, "none of 1 partition offers GRES gpu");
-	const struct dr_check *g = find(&r, "slurm.gres_conf");
-	assert_int_equal(g->status, DR_WARN);
+	const struct doctor_check *g = find(&r, "slurm.gres_conf");
+	assert_int_equal(g->status, DOCTOR_WARN);
 	assert_non_null(strstr(g->found, "has no File="));
-	dr_report_free(&r);
+	doctor_report_free(&r);
 }
 
 int main(void)
