@@ -1,29 +1,23 @@
 /*
  * units.c — parse sizes ("20G", "1.5TiB", "20000MB") and percentages
- * ("30", "30%") from the command line; see units.h for the grammar.
+ * ("30", "30%"), counts, durations and intervals from the command line;
+ * see units.h for the grammar.
  *
- * No strtod: it accepts "nan", "inf", hex and exponents, depends on the
+ * No strtod for sizes: it accepts "nan", "inf", hex and exponents, depends on the
  * locale's decimal point, and a double cannot hold every 64-bit byte count.
  * Digits are read by hand and a decimal fraction is multiplied out exactly.
  */
 #include "units.h"
 
-#include <stdarg.h>
+#include "errbuf.h"
+#include "gpuctl/gpuctl.h"
+
+#include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool is_digit(char c)
 {
@@ -57,16 +51,16 @@ static uint64_t fraction_times(const char *digits, size_t n, uint64_t mult)
 int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 {
 	if (!s || !*s) {
-		seterr(err, errlen, "empty size (use a number and a unit, e.g. 20G)");
-		return -1;
+		errbuf_set(err, errlen, "empty size (use a number and a unit, e.g. 20G)");
+		return GC_EINVAL;
 	}
 	if (strnlen(s, UNITS_MAX_INPUT + 1) > UNITS_MAX_INPUT) {
-		seterr(err, errlen, "size too long (more than %d characters)", UNITS_MAX_INPUT);
-		return -1;
+		errbuf_set(err, errlen, "size too long (more than %d characters)", UNITS_MAX_INPUT);
+		return GC_EINVAL;
 	}
 	if (*s == '-') {
-		seterr(err, errlen, "a size cannot be negative ('%s')", s);
-		return -1;
+		errbuf_set(err, errlen, "a size cannot be negative ('%s')", s);
+		return GC_EINVAL;
 	}
 	const char *p = s;
 	uint64_t whole = 0;
@@ -87,14 +81,14 @@ int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 			nfrac++;
 	}
 	if (ndigits + nfrac == 0) {
-		seterr(err, errlen, "'%s' is not a size (use a number and a unit, e.g. 20G)", s);
-		return -1;
+		errbuf_set(err, errlen, "'%s' is not a size (use a number and a unit, e.g. 20G)", s);
+		return GC_EINVAL;
 	}
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (!*p) {
-		seterr(err, errlen, "a size needs a unit, e.g. 20000M or 20G");
-		return -1;
+		errbuf_set(err, errlen, "a size needs a unit, e.g. 20000M or 20G");
+		return GC_EINVAL;
 	}
 	uint64_t mult = 0;
 	for (size_t i = 0; i < sizeof unit_table / sizeof unit_table[0]; i++) {
@@ -105,15 +99,15 @@ int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 	}
 	if (!mult) {
 		if (is_digit(*p) || *p == '.')
-			seterr(err, errlen, "'%s' is not a size (use a number and a unit, e.g. 20G)", s);
+			errbuf_set(err, errlen, "'%s' is not a size (use a number and a unit, e.g. 20G)", s);
 		else
-			seterr(err, errlen, "unknown unit '%s' (use M, G, MiB, GiB, MB, GB ...)", p);
-		return -1;
+			errbuf_set(err, errlen, "unknown unit '%s' (use M, G, MiB, GiB, MB, GB ...)", p);
+		return GC_EINVAL;
 	}
 	uint64_t part = fraction_times(frac, nfrac, mult);
 	if (overflow || whole > UINT64_MAX / mult || whole * mult > UINT64_MAX - part) {
-		seterr(err, errlen, "size '%s' is too large (more than 2^64-1 bytes)", s);
-		return -1;
+		errbuf_set(err, errlen, "size '%s' is too large (more than 2^64-1 bytes)", s);
+		return GC_EINVAL;
 	}
 	*bytes = whole * mult + part;
 	return 0;
@@ -122,16 +116,16 @@ int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 int units_parse_percent(const char *s, int *pct, char *err, size_t errlen)
 {
 	if (!s || !*s) {
-		seterr(err, errlen, "empty percentage (use 0 to 100)");
-		return -1;
+		errbuf_set(err, errlen, "empty percentage (use 0 to 100)");
+		return GC_EINVAL;
 	}
 	if (strnlen(s, UNITS_MAX_INPUT + 1) > UNITS_MAX_INPUT) {
-		seterr(err, errlen, "percentage too long (more than %d characters)", UNITS_MAX_INPUT);
-		return -1;
+		errbuf_set(err, errlen, "percentage too long (more than %d characters)", UNITS_MAX_INPUT);
+		return GC_EINVAL;
 	}
 	if (*s == '-') {
-		seterr(err, errlen, "a percentage cannot be negative ('%s')", s);
-		return -1;
+		errbuf_set(err, errlen, "a percentage cannot be negative ('%s')", s);
+		return GC_EINVAL;
 	}
 	const char *p = s;
 	unsigned v = 0;
@@ -139,13 +133,63 @@ int units_parse_percent(const char *s, int *pct, char *err, size_t errlen)
 		if (v <= 100)
 			v = v * 10 + (unsigned)(*p - '0'); /* stops growing past 100: no overflow */
 	if (p == s || (*p == '%' ? p[1] != '\0' : *p != '\0')) {
-		seterr(err, errlen, "'%s' is not a percentage (a whole number from 0 to 100)", s);
-		return -1;
+		errbuf_set(err, errlen, "'%s' is not a percentage (a whole number from 0 to 100)", s);
+		return GC_EINVAL;
 	}
 	if (v > 100) {
-		seterr(err, errlen, "percentage '%s' is more than 100", s);
-		return -1;
+		errbuf_set(err, errlen, "percentage '%s' is more than 100", s);
+		return GC_EINVAL;
 	}
 	*pct = (int)v;
 	return 0;
+}
+
+int units_parse_count(const char *opt, const char *arg, long *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1) {
+		errbuf_set(err, errlen, "invalid %s value '%s' (expected a positive whole number)", opt, arg);
+		return GC_EINVAL;
+	}
+	*out = v;
+	return GC_OK;
+}
+
+int units_parse_duration(const char *opt, const char *arg, long long *ms, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	double unit = 1000;
+	if (end != arg && *end && !end[1]) {
+		switch (*end) {
+		case 's': unit = 1000; end++; break;
+		case 'm': unit = 60e3; end++; break;
+		case 'h': unit = 3600e3; end++; break;
+		case 'd': unit = 86400e3; end++; break;
+		}
+	}
+	if (errno || end == arg || *end || !(v > 0 && v * unit < 1e15)) { /* also refuses NaN */
+		errbuf_set(err, errlen, "invalid %s '%s' (expected a duration such as 90, 30s, 5m or 2h)", opt, arg);
+		return GC_EINVAL;
+	}
+	*ms = (long long)(v * unit);
+	return GC_OK;
+}
+
+int units_parse_interval(const char *opt, const char *arg, double *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v > 0 && v <= 86400)) { /* also refuses NaN */
+		errbuf_set(err, errlen,
+			   "invalid %s value '%s' (expected seconds, more than 0 and at most 86400, e.g. 1 or 0.5)", opt,
+			   arg);
+		return GC_EINVAL;
+	}
+	*out = v;
+	return GC_OK;
 }

@@ -1,6 +1,9 @@
 /*
- * units.h — sizes and percentages as people type them on the command line
- * (--min-free-mem 20G, --max-util 30%). Standalone: no NVML, no gc_ctx.
+ * units.h — sizes, percentages, counts and durations as people type them on
+ * the command line (--min-free-mem 20G, --max-util 30%, --keep 3,
+ * --timeout 10m). Standalone: no NVML, no gc_ctx. Each parser returns 0,
+ * or GC_EINVAL with a one-line reason in err (errlen bytes, may be NULL);
+ * the count, duration and interval reasons name the option (opt).
  *
  * Sizes always carry a unit, because a bare "20000" could mean bytes (NVML),
  * MiB (nvidia-smi) or GB (a cloud's price sheet), and guessing wrong by a
@@ -25,15 +28,22 @@
  * Units are case-insensitive. Decimals are rounded down to whole bytes,
  * exactly (no floating point). `s` is borrowed; err (errlen bytes, may be
  * NULL) receives a one-line reason on failure.
- * Returns 0 and sets *bytes, or -1 (bare number, negative, empty, too large
+ * Returns 0 and sets *bytes, or GC_EINVAL (bare number, negative, empty, too large
  * for 64 bits, not a number, unknown unit or trailing junk).
  */
 int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen);
 
 /*
  * Parse a percentage: an integer 0..100 with an optional trailing '%'.
- * Returns 0 and sets *pct, or -1 with a reason in err (may be NULL).
+ * Returns 0 and sets *pct, or GC_EINVAL with a reason in err (may be NULL).
  */
 int units_parse_percent(const char *s, int *pct, char *err, size_t errlen);
+
+/* A whole number >= 1 ("3"). */
+int units_parse_count(const char *opt, const char *arg, long *out, char *err, size_t errlen);
+/* A duration: seconds, or a number with s, m, h or d ("90", "30s", "5m", "2h"), as milliseconds. */
+int units_parse_duration(const char *opt, const char *arg, long long *ms, char *err, size_t errlen);
+/* An interval in seconds, more than 0 and at most 86400 ("0.5"). */
+int units_parse_interval(const char *opt, const char *arg, double *out, char *err, size_t errlen);
 
 #endif

@@ -8,6 +8,7 @@
 #include "datadir.h"
 #include "lease.h"
 #include "proc.h"
+#include "units.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -326,53 +327,31 @@ int cli_check_lost(const gc_snapshot *snap, const bool *which, bool *reported, b
 	return rc;
 }
 
+/* a units.c parser's verdict as the CLI reports it */
+static int parsed(int rc, const char *err)
+{
+	if (rc == GC_OK)
+		return EXIT_OK;
+	cli_err("%s", err);
+	return EXIT_USAGE;
+}
+
 int cli_parse_interval(const char *opt, const char *arg, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v > 0 && v <= 86400)) { /* also refuses NaN */
-		cli_err("invalid %s value '%s' (expected seconds, more than 0 and at most 86400, e.g. 1 or 0.5)",
-			opt, arg);
-		return EXIT_USAGE;
-	}
-	*out = v;
-	return EXIT_OK;
+	char err[300];
+	return parsed(units_parse_interval(opt, arg, out, err, sizeof err), err);
 }
 
 int cli_parse_duration(const char *opt, const char *arg, long long *ms)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(arg, &end);
-	double unit = 1000;
-	if (end != arg && *end && !end[1]) {
-		switch (*end) {
-		case 's': unit = 1000; end++; break;
-		case 'm': unit = 60e3; end++; break;
-		case 'h': unit = 3600e3; end++; break;
-		case 'd': unit = 86400e3; end++; break;
-		}
-	}
-	if (errno || end == arg || *end || !(v > 0 && v * unit < 1e15)) {
-		cli_err("invalid %s '%s' (expected a duration such as 90, 30s, 5m or 2h)", opt, arg);
-		return EXIT_USAGE;
-	}
-	*ms = (long long)(v * unit);
-	return EXIT_OK;
+	char err[300];
+	return parsed(units_parse_duration(opt, arg, ms, err, sizeof err), err);
 }
 
 int cli_parse_count(const char *opt, const char *arg, long *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < 1) {
-		cli_err("invalid %s value '%s' (expected a positive whole number)", opt, arg);
-		return EXIT_USAGE;
-	}
-	*out = v;
-	return EXIT_OK;
+	char err[300];
+	return parsed(units_parse_count(opt, arg, out, err, sizeof err), err);
 }
 
 static volatile sig_atomic_t stop_flag;

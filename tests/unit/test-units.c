@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpuctl/gpuctl.h"
 #include "units.h"
 
 #define KiB (UINT64_C(1) << 10)
@@ -113,8 +114,8 @@ static void test_size_table(void **state)
 				fail_msg("'%s': rc %d bytes %llu (%s); want %llu", w->in, rc,
 					 (unsigned long long)got, err, (unsigned long long)w->bytes);
 		} else {
-			if (rc != -1 || !strstr(err, w->err))
-				fail_msg("'%s': rc %d err '%s'; want -1 and '%s'", w->in, rc, err, w->err);
+			if (rc != GC_EINVAL || !strstr(err, w->err))
+				fail_msg("'%s': rc %d err '%s'; want GC_EINVAL and '%s'", w->in, rc, err, w->err);
 			if (got != 0xdeadbeef)
 				fail_msg("'%s': refused but wrote %llu", w->in, (unsigned long long)got);
 		}
@@ -127,8 +128,8 @@ static void test_size_edges(void **state)
 	uint64_t b;
 	char err[8];
 	/* NULL input, NULL or tiny error buffer: no crash, message truncated */
-	assert_int_equal(units_parse_size(NULL, &b, NULL, 0), -1);
-	assert_int_equal(units_parse_size("20", &b, err, sizeof err), -1);
+	assert_int_equal(units_parse_size(NULL, &b, NULL, 0), GC_EINVAL);
+	assert_int_equal(units_parse_size("20", &b, err, sizeof err), GC_EINVAL);
 	assert_int_equal(strlen(err), sizeof err - 1);
 	assert_int_equal(units_parse_size("20G", &b, NULL, 0), 0);
 	assert_true(b == 20 * GiB);
@@ -171,11 +172,54 @@ static void test_percent_table(void **state)
 		if (!w->err) {
 			if (rc != 0 || got != w->pct)
 				fail_msg("'%s': rc %d pct %d (%s); want %d", w->in, rc, got, err, w->pct);
-		} else if (rc != -1 || !strstr(err, w->err) || got != -42) {
-			fail_msg("'%s': rc %d pct %d err '%s'; want -1 and '%s'", w->in, rc, got, err, w->err);
+		} else if (rc != GC_EINVAL || !strstr(err, w->err) || got != -42) {
+			fail_msg("'%s': rc %d pct %d err '%s'; want GC_EINVAL and '%s'", w->in, rc, got, err, w->err);
 		}
 	}
-	assert_int_equal(units_parse_percent(NULL, &(int){0}, NULL, 0), -1);
+	assert_int_equal(units_parse_percent(NULL, &(int){0}, NULL, 0), GC_EINVAL);
+}
+
+/* counts, durations and intervals: the value, or GC_EINVAL with the option named */
+static void test_count_duration_interval(void **state)
+{
+	(void)state;
+	char err[200];
+	long n = -42;
+	assert_int_equal(units_parse_count("--keep", "3", &n, err, sizeof err), GC_OK);
+	assert_int_equal(n, 3);
+	static const char *const bad_counts[] = {"0", "-1", "", "3x", "1.5", "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof bad_counts / sizeof *bad_counts; i++) {
+		n = -42;
+		assert_int_equal(units_parse_count("--keep", bad_counts[i], &n, err, sizeof err), GC_EINVAL);
+		assert_int_equal(n, -42);
+		assert_non_null(strstr(err, "invalid --keep value"));
+	}
+	long long ms = -42;
+	static const struct {
+		const char *in;
+		long long ms;
+	} durations[] = {{"90", 90000}, {"30s", 30000}, {"5m", 300000}, {"2h", 7200000}, {"1d", 86400000}, {"0.5", 500}};
+	for (size_t i = 0; i < sizeof durations / sizeof *durations; i++) {
+		assert_int_equal(units_parse_duration("--timeout", durations[i].in, &ms, err, sizeof err), GC_OK);
+		assert_int_equal(ms, durations[i].ms);
+	}
+	static const char *const bad_durations[] = {"", "0", "-5m", "5x", "5mm", "nan", "inf", "1e20"};
+	for (size_t i = 0; i < sizeof bad_durations / sizeof *bad_durations; i++) {
+		ms = -42;
+		assert_int_equal(units_parse_duration("--timeout", bad_durations[i], &ms, err, sizeof err), GC_EINVAL);
+		assert_int_equal(ms, -42);
+		assert_non_null(strstr(err, "invalid --timeout"));
+	}
+	double s = -42;
+	assert_int_equal(units_parse_interval("-l", "0.5", &s, err, sizeof err), GC_OK);
+	assert_true(s == 0.5);
+	static const char *const bad_intervals[] = {"", "0", "-1", "86401", "nan", "1s"};
+	for (size_t i = 0; i < sizeof bad_intervals / sizeof *bad_intervals; i++) {
+		s = -42;
+		assert_int_equal(units_parse_interval("-l", bad_intervals[i], &s, err, sizeof err), GC_EINVAL);
+		assert_true(s == -42);
+		assert_non_null(strstr(err, "invalid -l value"));
+	}
 }
 
 int main(void)
@@ -184,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_size_table),
 		cmocka_unit_test(test_size_edges),
 		cmocka_unit_test(test_percent_table),
+		cmocka_unit_test(test_count_duration_interval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
