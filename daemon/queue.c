@@ -28,7 +28,7 @@
 #include "clock.h"
 #include "config.h"
 #include "queue.h"
-#include "runjob.h"
+#include "job.h"
 #include "dispatch.h"
 #include "store.h"
 
@@ -487,17 +487,13 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	size_t ri;
 	json_t *rv;
 	json_array_foreach(run, ri, rv) {
-		char why[300] = "";
-		struct runjob rj;
-		runjob_init(&rj);
-		cli_err_buf = why;
-		cli_err_len = sizeof why;
-		int rc = json_string_length(rv) <= 4096 ? runjob_queued_option(&rj, json_string_value(rv)) : EXIT_USAGE;
-		cli_err_buf = NULL;
-		cli_err_len = 0;
-		runjob_release(&rj);
-		if (rc != EXIT_OK)
-			return fail("%s", why[0] ? why : "a gpuctl run option over 4096 bytes");
+		char why[400] = "";
+		struct job_opts jo;
+		job_opts_init(&jo);
+		if (json_string_length(rv) > 4096)
+			return fail("a gpuctl run option over 4096 bytes");
+		if (job_queued_option(&jo, json_string_value(rv), why, sizeof why) != GC_OK)
+			return fail("%s", why);
 	}
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
 	struct gpus_now now;

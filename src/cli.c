@@ -24,18 +24,9 @@
 
 const char *cli_prog = "gpuctl";
 
-char *cli_err_buf;
-size_t cli_err_len;
-
 void cli_err(const char *fmt, ...)
 {
 	va_list ap;
-	if (cli_err_buf && cli_err_len) {
-		va_start(ap, fmt);
-		vsnprintf(cli_err_buf, cli_err_len, fmt, ap);
-		va_end(ap);
-		return;
-	}
 	fflush(stdout);
 	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);

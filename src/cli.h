@@ -37,15 +37,6 @@ int cli_export_sim(const struct cli_global *g);
 /* the name error lines start with: "gpuctl", or "gpuctld" in the daemon */
 extern const char *cli_prog;
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*
- * While set, cli_err writes its message (without the program's name) here
- * instead of to stderr: gpuctld checks a queued job's options with gpuctl's
- * own code and answers the message to the client. Not thread-safe: only
- * gpuctld's queue thread sets it.
- */
-extern char *cli_err_buf;
-extern size_t cli_err_len;
-
 /* Open the backend; on failure print one line and return the exit code. */
 int cli_open(const struct cli_global *g, gc_ctx **ctx);
 /* exit code for a GC_E* error */

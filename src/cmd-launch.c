@@ -184,9 +184,9 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 		L->endpoint = L->endpoint_buf;
 		L->nnodes = 1;
 		L->node_rank = 0;
-		if (!j->sv.run_id[0])
-			supervise_new_run_id(j->sv.run_id);
-		snprintf(L->rdzv_id, sizeof L->rdzv_id, "%s", j->sv.run_id);
+		if (!j->jo.sv.run_id[0])
+			supervise_new_run_id(j->jo.sv.run_id);
+		snprintf(L->rdzv_id, sizeof L->rdzv_id, "%s", j->jo.sv.run_id);
 	}
 	struct launch_vars v = {.gpus = gpus, .nodes = L->nnodes, .world_size = (int64_t)gpus * L->nnodes};
 	if ((rc = expand_all(L, &v)))
@@ -211,7 +211,7 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 		if ((rc = runjob_setenv(j, def[i].name, def[i].value)))
 			return rc;
 	}
-	j->sv.argv = L->argv;
+	j->jo.sv.argv = L->argv;
 	return EXIT_OK;
 }
 
@@ -659,7 +659,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 			s.gpus_per_node = j.r.sel.n;
 			s.gpus_given = true;
 		}
-		s.max_requeues = j.sv.max_restarts;
+		s.max_requeues = j.jo.sv.max_restarts;
 		if (L.step) {
 			cli_err("give either --slurm or --slurm-step, not both");
 			rc = EXIT_USAGE;
@@ -718,9 +718,9 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		L.nnodes = (unsigned)nn;
 		L.node_rank = (unsigned)rank;
 		snprintf(L.rdzv_id, sizeof L.rdzv_id, "%ld", jobid);
-		snprintf(j.sv.run_id, sizeof j.sv.run_id, "slurm-%ld", jobid);
+		snprintf(j.jo.sv.run_id, sizeof j.jo.sv.run_id, "slurm-%ld", jobid);
 		/* every node must restart together: that is Slurm's requeue, not a local restart */
-		j.sv.restart = SUPERVISE_RESTART_NEVER;
+		j.jo.sv.restart = SUPERVISE_RESTART_NEVER;
 	}
 	probe_launcher(&L);
 	rc = runjob_exec(&j, g, L.cmd);

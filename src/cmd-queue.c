@@ -146,7 +146,7 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		{"model", required_argument, NULL, 'm'},
 		{"min-free-mem", required_argument, NULL, 'M'},
 		/* gpuctl run's supervisor options, checked here and passed on (gpuctld checks them again) */
-		RUNJOB_SUPERVISOR_OPTIONS,
+		JOB_SUPERVISOR_OPTIONS,
 		{"requeue", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -161,16 +161,18 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:n:h", opts, &li)) != -1) {
-		if (runjob_is_supervisor_option(c)) {
+		if (job_is_supervisor_option(c)) {
 			/* checked in the form the queue stores it, by the code gpuctld checks it with */
 			char *o = NULL;
 			if (li < 0 || asprintf(&o, "--%s%s%s", opts[li].name, optarg ? "=" : "", optarg ? optarg : "") < 0) {
 				cli_err("out of memory");
 				return EXIT_FAIL;
 			}
-			if ((rc = runjob_queued_option(rj, o)) != EXIT_OK) {
+			char why[400];
+			if (job_queued_option(&rj->jo, o, why, sizeof why) != GC_OK) {
+				cli_err("%s", why);
 				free(o);
-				return rc;
+				return EXIT_USAGE;
 			}
 			if (json_array_append_new(runopts, json_string(o)) < 0) {
 				free(o);
@@ -234,8 +236,8 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 	}
 	enum spot_cloud cloud;
 	bool autodetect;
-	if (spot_parse_cloud(rj->cloud_arg, &cloud, &autodetect) < 0) {
-		cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", rj->cloud_arg);
+	if (spot_parse_cloud(rj->jo.cloud_arg, &cloud, &autodetect) < 0) {
+		cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", rj->jo.cloud_arg);
 		return EXIT_USAGE;
 	}
 	if (optind >= argc) {

@@ -114,62 +114,6 @@ static int job_gpu_util(void *arg, int *pct)
 	return 0;
 }
 
-/* "1s:5m" → first and largest wait before a restart */
-static int parse_backoff(const char *arg, struct supervise_opts *o)
-{
-	char first[64];
-	const char *colon = strchr(arg, ':');
-	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
-	if (n == 0 || n >= sizeof first) {
-		cli_err("invalid --backoff '%s' (expected FIRST[:MAX], e.g. 1s:5m)", arg);
-		return EXIT_USAGE;
-	}
-	memcpy(first, arg, n);
-	first[n] = '\0';
-	long long a, b = 300000;
-	int rc;
-	if ((rc = cli_parse_duration("--backoff", first, &a)) || (colon && (rc = cli_parse_duration("--backoff", colon + 1, &b))))
-		return rc;
-	if (b < a || a > INT32_MAX || b > INT32_MAX) {
-		cli_err("invalid --backoff '%s': the maximum must be at least the first wait, at most 24 days", arg);
-		return EXIT_USAGE;
-	}
-	o->backoff_ms = (int)a;
-	o->backoff_max_ms = (int)b;
-	return EXIT_OK;
-}
-
-static const struct option supervisor_options[] = {RUNJOB_SUPERVISOR_OPTIONS};
-#define N_SUPERVISOR (sizeof supervisor_options / sizeof supervisor_options[0])
-
-bool runjob_is_supervisor_option(int c)
-{
-	for (size_t i = 0; c > 0 && i < N_SUPERVISOR; i++)
-		if (supervisor_options[i].val == c)
-			return true;
-	return false;
-}
-
-int runjob_queued_option(struct runjob *j, const char *opt)
-{
-	const char *eq = strchr(opt, '=');
-	size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
-	for (size_t i = 0; opt[0] == '-' && opt[1] == '-' && i < N_SUPERVISOR; i++) {
-		const struct option *o = &supervisor_options[i];
-		if (strlen(o->name) != len - 2 || strncmp(o->name, opt + 2, len - 2) != 0)
-			continue;
-		if ((o->has_arg == required_argument) != (eq != NULL))
-			break;
-		return runjob_option(j, o->val, eq ? eq + 1 : NULL);
-	}
-	char names[400];
-	size_t off = 0;
-	for (size_t i = 0; i < N_SUPERVISOR && off < sizeof names; i++)
-		off += (size_t)snprintf(names + off, sizeof names - off, "%s--%s", i ? ", " : "", supervisor_options[i].name);
-	cli_err("'%.64s' is not a gpuctl run option a queued job may take (%s)", opt, names);
-	return EXIT_USAGE;
-}
-
 void runjob_init(struct runjob *j)
 {
 	memset(j, 0, sizeof *j);
@@ -177,12 +121,7 @@ void runjob_init(struct runjob *j)
 	j->timeout_ms = -1;
 	j->go_fd = -1;
 	j->status_slot = -1;
-	j->cloud_arg = "auto";
-	j->sv = (struct supervise_opts){
-		.restart = SUPERVISE_RESTART_NEVER, .max_restarts = 3, .backoff_ms = 1000,
-		.backoff_max_ms = 300000, .grace_ms = -1, .margin_ms = 5000,
-		.default_grace_ms = 25000, .take_terminal = true,
-	};
+	job_opts_init(&j->jo);
 }
 
 void runjob_release(struct runjob *j)
@@ -210,11 +149,15 @@ int runjob_setenv(struct runjob *j, const char *name, const char *value)
 
 int runjob_option(struct runjob *j, int c, const char *arg)
 {
-	long long ms;
-	long n;
 	int rc;
 	if ((rc = request_option(&j->r, c, arg)) >= 0)
 		return rc;
+	char err[400];
+	if ((rc = job_option(&j->jo, c, arg, err, sizeof err)) != GC_ENOTFOUND) {
+		if (rc != GC_OK)
+			cli_err("%s", err);
+		return rc == GC_OK ? EXIT_OK : EXIT_USAGE;
+	}
 	switch (c) {
 	case 'w':
 		j->wait = true;
@@ -222,65 +165,6 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 			return rc;
 		return EXIT_OK;
 	case 'N': j->name = arg; return EXIT_OK;
-	case 'S': j->spot = true; return EXIT_OK;
-	case 'C': {
-		enum spot_cloud cloud;
-		bool autodetect;
-		if (spot_parse_cloud(arg, &cloud, &autodetect) < 0) {
-			cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", arg);
-			return EXIT_USAGE;
-		}
-		j->cloud_arg = arg;
-		j->spot = true;
-		return EXIT_OK;
-	}
-	case 'P':
-		if ((rc = cli_parse_duration("--poll", arg, &ms)))
-			return rc;
-		if (ms < 10 || ms > 3600000) {
-			cli_err("invalid --poll '%s' (between 0.01 s and 1 h)", arg);
-			return EXIT_USAGE;
-		}
-		j->so.poll_ms = (int)ms;
-		return EXIT_OK;
-	case 'G':
-		if ((rc = cli_parse_duration("--grace", arg, &ms)))
-			return rc;
-		j->sv.grace_ms = ms > 86400000 ? 86400000 : (int)ms;
-		return EXIT_OK;
-	case 'R':
-		if (supervise_parse_restart(arg, &j->sv.restart) < 0) {
-			cli_err("invalid --restart '%s' (expected never, on-failure, on-preempt or always)", arg);
-			return EXIT_USAGE;
-		}
-		return EXIT_OK;
-	case 'X': {
-		char *end;
-		errno = 0;
-		n = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || n < 0 || n > 100000) {
-			cli_err("invalid --max-restarts '%s' (expected a whole number from 0 to 100000)", arg);
-			return EXIT_USAGE;
-		}
-		j->sv.max_restarts = (unsigned)n;
-		return EXIT_OK;
-	}
-	case 'B':
-		return parse_backoff(arg, &j->sv);
-	case 'K':
-		if (!*arg) {
-			cli_err("empty --checkpoint-dir");
-			return EXIT_USAGE;
-		}
-		j->sv.checkpoint_dir = arg;
-		return EXIT_OK;
-	case 'T':
-		if ((rc = cli_parse_duration("--hang-timeout", arg, &ms)))
-			return rc;
-		j->sv.hang_timeout_ms = ms;
-		return EXIT_OK;
-	case 'O': j->sv.on_notice = arg; return EXIT_OK;
-	case 'A': j->ack = true; return EXIT_OK;
 	case 'F': j->status_file = arg; return EXIT_OK;
 	case 'Q': j->r.placed_spec = arg; return EXIT_OK;
 	case 'Z': {
@@ -319,10 +203,10 @@ static int print_dry_run(struct runjob *j)
 		shquote(stdout, v ? v : "");
 		putchar('\n');
 	}
-	for (size_t k = 0; j->sv.argv[k]; k++) {
+	for (size_t k = 0; j->jo.sv.argv[k]; k++) {
 		if (k)
 			putchar(' ');
-		shquote(stdout, j->sv.argv[k]);
+		shquote(stdout, j->jo.sv.argv[k]);
 	}
 	putchar('\n');
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
@@ -428,8 +312,13 @@ int runjob_spawned(const struct spawnreq *r)
 	j.status_file = r->status;
 	j.status_slot = r->slot > 0 && r->slot <= INT64_MAX ? (long long)r->slot : -1;
 	j.go_fd = SPAWNREQ_GO_FD;
-	for (size_t i = 0; i < r->nopts && rc == EXIT_OK; i++)
-		rc = runjob_queued_option(&j, r->opts[i]);
+	char err[400];
+	for (size_t i = 0; i < r->nopts && rc == EXIT_OK; i++) {
+		if (job_queued_option(&j.jo, r->opts[i], err, sizeof err) != GC_OK) {
+			cli_err("%s", err);
+			rc = EXIT_USAGE;
+		}
+	}
 	if (rc == EXIT_OK)
 		rc = runjob_exec(&j, &g, r->argv);
 	runjob_release(&j);
@@ -452,8 +341,8 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 		}
 		close(fd);
 	}
-	if (j->sv.checkpoint_dir && stat(j->sv.checkpoint_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-		cli_err("invalid --checkpoint-dir '%s': not a directory", j->sv.checkpoint_dir);
+	if (j->jo.sv.checkpoint_dir && stat(j->jo.sv.checkpoint_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		cli_err("invalid --checkpoint-dir '%s': not a directory", j->jo.sv.checkpoint_dir);
 		return EXIT_USAGE;
 	}
 	int rc = exec_job(j, g, cmd);
@@ -467,12 +356,12 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 {
 	int rc;
-	j->sv.argv = cmd;
+	j->jo.sv.argv = cmd;
 	enum spot_cloud cloud = SPOT_NONE;
-	if (j->spot) {
+	if (j->jo.spot) {
 		bool autodetect = false;
-		if (spot_parse_cloud(j->cloud_arg, &cloud, &autodetect) < 0) {
-			cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", j->cloud_arg);
+		if (spot_parse_cloud(j->jo.cloud_arg, &cloud, &autodetect) < 0) {
+			cli_err("invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", j->jo.cloud_arg);
 			return EXIT_USAGE;
 		}
 		if (!j->dry_run && autodetect && (cloud = spot_detect(NULL)) == SPOT_NONE) {
@@ -587,13 +476,13 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		lease_queue_withdraw(t);
 		rc = job_ready(j, chosen, d);
 		/* made only now that the job will run: a run refused for busy GPUs leaves nothing behind */
-		if (rc == EXIT_OK && j->sv.checkpoint_dir && mkdir(j->sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
-			cli_err("cannot create --checkpoint-dir '%s': %s", j->sv.checkpoint_dir, strerror(errno));
+		if (rc == EXIT_OK && j->jo.sv.checkpoint_dir && mkdir(j->jo.sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
+			cli_err("cannot create --checkpoint-dir '%s': %s", j->jo.sv.checkpoint_dir, strerror(errno));
 			rc = EXIT_FAIL;
 		}
 		/* the job holds its GPUs too: they stay leased while any process of it lives */
 		if (rc == EXIT_OK && lease_inherit(l) != GC_OK) {
-			cli_err("cannot pass the lease to '%s': %s", j->sv.argv[0], strerror(errno));
+			cli_err("cannot pass the lease to '%s': %s", j->jo.sv.argv[0], strerror(errno));
 			rc = EXIT_FAIL;
 		}
 		if (rc == EXIT_OK && !wait_go(j))
@@ -601,13 +490,13 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		else if (rc == EXIT_OK && got_signal)
 			rc = 128 + got_signal; /* cancelled (SIGTERM) while it leased: the command never starts */
 		if (rc == EXIT_OK && cloud != SPOT_NONE &&
-		    spot_watch_start(&watcher, cloud, &j->so, err, sizeof err) != GC_OK) {
+		    spot_watch_start(&watcher, cloud, &j->jo.so, err, sizeof err) != GC_OK) {
 			cli_err("--spot: %s", err);
 			rc = EXIT_FAIL;
 		}
 		if (rc == EXIT_OK) {
 			struct job job = {.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t};
-			struct supervise_opts *sv = &j->sv;
+			struct supervise_opts *sv = &j->jo.sv;
 			struct supervise_result res;
 			sv->spot = watcher;
 			sv->arg = &job;
@@ -624,7 +513,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 				if (res.end == SUPERVISE_END_EXEC_FAILED)
 					cli_err("cannot run '%s': %s", sv->argv[0], strerror(res.exec_errno));
 				/* Azure: the job has stopped, let the VM go now rather than at NotBefore */
-				if (j->ack && res.noticed && watcher) {
+				if (j->jo.ack && res.noticed && watcher) {
 					char aerr[512];
 					if (spot_watch_ack(watcher, &res.notice, aerr, sizeof aerr) != GC_OK)
 						cli_err("cannot acknowledge the %s event: %s",

@@ -9,21 +9,18 @@
  */
 #ifndef GPUCTL_RUNJOB_H
 #define GPUCTL_RUNJOB_H
+#include "job.h"
 #include "request.h"
 #include "spawnreq.h"
-#include "spot.h"
-#include "supervise.h"
 
 #include <getopt.h>
 
 struct runjob {
 	struct request r;
-	bool wait, spot, ack;
+	bool wait;
 	long long timeout_ms;        /* --wait=TIMEOUT; -1: no limit */
 	const char *name;            /* --name, borrowed */
-	const char *cloud_arg;       /* --cloud, borrowed */
-	struct supervise_opts sv;
-	struct spot_opts so;
+	struct job_opts jo;          /* the supervisor options (lib/job.h) */
 	/*
 	 * Called once the GPUs are chosen (leased, or only picked with dry_run)
 	 * and CUDA_VISIBLE_DEVICES and the GPUCTL_* variables are set: sets
@@ -45,31 +42,12 @@ struct runjob {
 	size_t n_env;
 };
 
-/*
- * The supervisor options: what gpuctl run and launch take and what a
- * queued job may carry (gpuctl submit checks them with runjob_queued_option
- * and passes them on; gpuctld checks them again, and its runner applies
- * them). The one list of them; chars < 256.
- */
-#define RUNJOB_SUPERVISOR_OPTIONS                              \
-	{"spot", no_argument, NULL, 'S'},                      \
-	{"cloud", required_argument, NULL, 'C'},               \
-	{"poll", required_argument, NULL, 'P'},                \
-	{"grace", required_argument, NULL, 'G'},               \
-	{"on-notice", required_argument, NULL, 'O'},           \
-	{"ack", no_argument, NULL, 'A'},                       \
-	{"restart", required_argument, NULL, 'R'},             \
-	{"max-restarts", required_argument, NULL, 'X'},        \
-	{"backoff", required_argument, NULL, 'B'},             \
-	{"checkpoint-dir", required_argument, NULL, 'K'},      \
-	{"hang-timeout", required_argument, NULL, 'T'}
-
 /* getopt_long entries for the run options (see runjob_option); chars < 256 */
 #define RUNJOB_LONG_OPTIONS                                    \
 	REQUEST_LONG_OPTIONS,                                  \
 	{"wait", optional_argument, NULL, 'w'},                \
 	{"name", required_argument, NULL, 'N'},                \
-	RUNJOB_SUPERVISOR_OPTIONS
+	JOB_SUPERVISOR_OPTIONS
 
 /*
  * gpuctl run's internal options, what runjob_spawned sets for a queued job
@@ -88,14 +66,6 @@ struct runjob {
 void runjob_init(struct runjob *j);
 /* One option ('n', the request options and the above): -1 when not ours, else an exit code. */
 int runjob_option(struct runjob *j, int c, const char *arg);
-/* Is getopt's c one of RUNJOB_SUPERVISOR_OPTIONS? */
-bool runjob_is_supervisor_option(int c);
-/*
- * A supervisor option as the queue stores it, "--NAME" or "--NAME=VALUE":
- * checked by runjob_option, as gpuctl run checks it. An exit code
- * (EXIT_USAGE with the reason through cli_err for anything else).
- */
-int runjob_queued_option(struct runjob *j, const char *opt);
 /*
  * A queued job in gpuctld's runner's child (runner.c), in-process: the GPUs
  * dispatch chose (r->placed) are leased, the command runs under the

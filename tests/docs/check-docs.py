@@ -82,7 +82,7 @@ for cmd in re.findall(r"^  (\w+)\s{2,}", run("--help"), re.M):
 
 # 5. options: what a command accepts is in its --help, what its --help prints is in its man page.
 # A command's options are the long options of its getopt table (its cmd-*.c, and the shared
-# REQUEST_/RUNJOB_LONG_OPTIONS it includes), told apart by asking the command itself: an
+# REQUEST_/RUNJOB_LONG_OPTIONS and lib/job.h's JOB_SUPERVISOR_OPTIONS it includes), told apart by asking the command itself: an
 # option it does not know is refused as "unknown option '--x'".
 def table_names(text):
     return set(re.findall(r'\{"([a-z][a-z0-9-]*)", *(?:no|required|optional)_argument', text))
@@ -90,10 +90,12 @@ def table_names(text):
 
 runjob_h = read("src/runjob.h")
 internal_at = runjob_h.index("#define RUNJOB_INTERNAL_OPTIONS")
-supervisor_at = runjob_h.index("#define RUNJOB_SUPERVISOR_OPTIONS")
+supervisor = table_names(read("lib/job.h"))  # JOB_SUPERVISOR_OPTIONS, the one table of them
+if not {"spot", "restart", "checkpoint-dir", "hang-timeout"} <= supervisor:
+    errors.append(f"lib/job.h's JOB_SUPERVISOR_OPTIONS was not read: {sorted(supervisor)}")
 shared = {"REQUEST_LONG_OPTIONS": table_names(read("src/request.h")),
-          "RUNJOB_LONG_OPTIONS": table_names(runjob_h[:internal_at]),
-          "RUNJOB_SUPERVISOR_OPTIONS": table_names(runjob_h[supervisor_at:runjob_h.index("#define RUNJOB_LONG_OPTIONS")])}
+          "RUNJOB_LONG_OPTIONS": table_names(runjob_h[:internal_at]) | supervisor,
+          "JOB_SUPERVISOR_OPTIONS": supervisor}
 # gpuctl run's internal options (runjob_spawned's fields): never in a --help or a man page
 internal = table_names(runjob_h[internal_at:])
 if internal != {"status-file", "status-slot", "placed", "go-fd"}:

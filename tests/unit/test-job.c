@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "job.h"
 #include "tmpdir.h"
 
 static gc_ctx *ctx;
@@ -196,6 +197,54 @@ static void test_ckpt_spot_explain_args(void **st)
 	free(json);
 }
 
+/* the supervisor options: one table, parsed as gpuctl run parses them, refused with the reason */
+static void test_job_options(void **st)
+{
+	(void)st;
+	struct job_opts o;
+	job_opts_init(&o);
+	char err[400] = "";
+	assert_string_equal(o.cloud_arg, "auto");
+	assert_int_equal(o.sv.restart, SUPERVISE_RESTART_NEVER);
+	assert_int_equal(job_queued_option(&o, "--restart=on-preempt", err, sizeof err), GC_OK);
+	assert_int_equal(o.sv.restart, SUPERVISE_RESTART_ON_PREEMPT);
+	assert_int_equal(job_queued_option(&o, "--backoff=2s:1m", err, sizeof err), GC_OK);
+	assert_int_equal(o.sv.backoff_ms, 2000);
+	assert_int_equal(o.sv.backoff_max_ms, 60000);
+	assert_int_equal(job_queued_option(&o, "--cloud=gcp", err, sizeof err), GC_OK);
+	assert_true(o.spot);
+	assert_int_equal(job_queued_option(&o, "--ack", err, sizeof err), GC_OK);
+	assert_true(o.ack);
+	assert_int_equal(job_queued_option(&o, "--hang-timeout=10m", err, sizeof err), GC_OK);
+	assert_int_equal(o.sv.hang_timeout_ms, 600000);
+	static const struct {
+		const char *opt, *why;
+	} bad[] = {
+		{"--restart=sometimes", "invalid --restart 'sometimes'"},
+		{"--backoff=5m:1s", "the maximum must be at least the first wait"},
+		{"--backoff=:1s", "expected FIRST[:MAX]"},
+		{"--poll=1ms", "invalid --poll"},
+		{"--poll=2h", "between 0.01 s and 1 h"},
+		{"--max-restarts=-1", "invalid --max-restarts"},
+		{"--checkpoint-dir=", "empty --checkpoint-dir"},
+		{"--cloud=ibm", "invalid --cloud 'ibm'"},
+		{"--grace", "is not a gpuctl run option a queued job may take"},  /* needs its value */
+		{"--spot=yes", "is not a gpuctl run option a queued job may take"}, /* takes none */
+		{"--gpus=1", "--spot, --cloud"},                                   /* not a supervisor option */
+		{"--status-file=/tmp/x", "is not a gpuctl run option"},            /* never an internal one */
+		{"spot", "is not a gpuctl run option"},
+		{"", "is not a gpuctl run option"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err[0] = '\0';
+		if (job_queued_option(&o, bad[i].opt, err, sizeof err) != GC_EINVAL || !strstr(err, bad[i].why))
+			fail_msg("'%s': err '%s', want GC_EINVAL and '%s'", bad[i].opt, err, bad[i].why);
+	}
+	assert_int_equal(job_option(&o, 'n', "1", err, sizeof err), GC_ENOTFOUND);
+	assert_true(job_is_supervisor_option('S') && job_is_supervisor_option('T'));
+	assert_false(job_is_supervisor_option('n') || job_is_supervisor_option(0) || job_is_supervisor_option(-1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_accessor_bounds),
 		cmocka_unit_test(test_sim_node_too_long),
 		cmocka_unit_test(test_ckpt_spot_explain_args),
+		cmocka_unit_test(test_job_options),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
