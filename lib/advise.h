@@ -25,6 +25,7 @@
 #include "memmodel.h"
 #include "specs.h"
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -118,5 +119,61 @@ double advise_default_mfu(const advise_req *req);
 /* hours for the job on `gpus` GPUs of type g with tensor-parallel size tp */
 double advise_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
 		 const memmodel_mem *mem, int *compute_prec);
+
+/* ---- `gpuctl advise` as the library runs it (advise-request.c) ---- */
+
+/* what `gpuctl advise` is told: the request, and what it is resolved from */
+struct advise_input {
+	advise_req req;             /* the options that set it directly; the rest is filled by advise_run */
+	const char *model, *params, *tokens;  /* borrowed, as given */
+	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
+	const char *catalogs[16];   /* --catalog files, borrowed */
+	size_t ncat;
+	long top;                   /* plans shown (10) */
+};
+
+/* what it answers */
+struct advise_result {
+	advise_req req;             /* the request with the model resolved and the task's defaults */
+	memmodel_model shape;       /* the preset whose shape --params alone assumed; name "" when none */
+	memmodel_mem single;        /* the workload on one GPU, unsharded */
+	bool tokens_given;          /* --tokens set the work (else it is the task's default) */
+	size_t top;
+	catalog cat;
+	spec_gpu *gpus;
+	size_t ngpus;
+	spec_fabric *fabrics;
+	advise_plan *plans;         /* cheapest first */
+	size_t np;
+	advise_need need;           /* when np is 0 */
+	advise_skipped skipped;
+};
+
+/* The options of `gpuctl advise` but --help and --json (getopt_long entries, all with val 256). */
+extern const struct option advise_options[];
+extern const size_t advise_noptions;
+
+/* The defaults (no model yet; infer; 10 plans). */
+void advise_input_init(struct advise_input *in);
+/*
+ * One option by its long name ("model") and value (NULL for a flag). GC_OK;
+ * GC_EINVAL with the reason in err; GC_ENOTFOUND for a name that is none.
+ */
+int advise_option(struct advise_input *in, const char *name, const char *arg, char *err, size_t errlen);
+/*
+ * Resolve the model, apply the task's defaults, load the GPU table, the
+ * fabrics and the catalogs, rank. GC_OK (also when nothing fits: np 0);
+ * GC_EINVAL for a request that cannot be (the reason in err); GC_ENOTFOUND
+ * or GC_EIO when a data file is missing or broken. Free *res with
+ * advise_result_free in every case.
+ */
+int advise_run(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen);
+void advise_result_free(struct advise_result *res);
+/* The result as `gpuctl advise --json` prints it (schema gpuctl.advise/1); free(), NULL when out of memory. */
+char *advise_result_json(const struct advise_result *res);
+/* The model presets (data/models.csv): GC_OK, or a GC_E* with err set; free(*out). */
+int advise_load_models(memmodel_model **out, size_t *n, char *err, size_t errlen);
+/* The GPU table (data/gpus.csv), likewise. */
+int advise_load_gpus(spec_gpu **out, size_t *n, char *err, size_t errlen);
 
 #endif

@@ -23,30 +23,6 @@
 
 #define GB 1e9
 
-static int load_fabrics(spec_fabric **f, size_t *n)
-{
-	char path[4096], err[512];
-	if (cli_data_file("fabrics.csv", path, sizeof path))
-		return EXIT_FAILURE;
-	if (specs_load_fabrics(path, f, n, err, sizeof err)) {
-		cli_err("%s", err);
-		return EXIT_FAILURE;
-	}
-	return 0;
-}
-
-static int load_gpus(spec_gpu **g, size_t *n)
-{
-	char path[4096], err[512];
-	if (cli_data_file("gpus.csv", path, sizeof path))
-		return EXIT_FAILURE;
-	if (specs_load_gpus(path, g, n, err, sizeof err)) {
-		cli_err("%s", err);
-		return EXIT_FAILURE;
-	}
-	return 0;
-}
-
 static void fmt_gb(char *buf, size_t len, double bytes)
 {
 	snprintf(buf, len, bytes >= 10 * GB ? "%.0f GB" : "%.1f GB", bytes / GB);
@@ -146,48 +122,6 @@ static void breakdown(const char *title, const memmodel_mem *m, unsigned gpus)
 	}
 }
 
-/*
- * Every entry of a --clouds / --regions list must name a cloud or region of
- * the catalog: a typo would otherwise read as "nothing fits". 0, or
- * EXIT_USAGE after naming the entry and (some of) the catalog's values.
- */
-static int check_filter(const char *opt, const char *list, const catalog *cat, bool region)
-{
-	if (!list)
-		return 0;
-	for (const char *p = list; *p;) {
-		size_t k = strcspn(p, ",");
-		bool found = false;
-		for (size_t i = 0; i < cat->n && !found; i++) {
-			const char *v = region ? cat->rows[i].region : cat->rows[i].cloud;
-			found = strlen(v) == k && strncasecmp(v, p, k) == 0;
-		}
-		if (!found) {
-			/* the first distinct values, to show what would be accepted */
-			const char *seen[12];
-			size_t shown = 0;
-			char have[256] = "";
-			for (size_t i = 0; i < cat->n && shown < 12; i++) {
-				const char *v = region ? cat->rows[i].region : cat->rows[i].cloud;
-				bool dup = false;
-				for (size_t j = 0; j < shown && !dup; j++)
-					dup = strcmp(seen[j], v) == 0;
-				if (dup || strlen(have) + strlen(v) + 3 >= sizeof have)
-					continue;
-				snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", shown ? ", " : "", v);
-				seen[shown++] = v;
-			}
-			cli_err("invalid %s entry '%.*s' (the catalog has %s%s)", opt, (int)k, p, have[0] ? have : "none",
-				shown == 12 ? ", ..." : "");
-			return EXIT_USAGE;
-		}
-		p += k;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
 static const char *const task_help = "infer, train-full, lora, qlora or embed";
 
 static int usage_advise(FILE *f)
@@ -207,441 +141,82 @@ static int usage_advise(FILE *f)
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
-struct opts {
-	const char *model, *params;
-	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
-	const char *catalogs[16];
-	size_t ncat;
-	bool json;
-	long top;
-};
-
-static int parse_uint(const char *opt, const char *arg, unsigned *out)
-{
-	long v;
-	int rc = cli_parse_count(opt, arg, &v);
-	if (rc)
-		return rc;
-	if (v > 10000000) {
-		cli_err("invalid %s value '%s' (at most 10000000)", opt, arg);
-		return EXIT_USAGE;
-	}
-	*out = (unsigned)v;
-	return 0;
-}
-
-static int parse_real(const char *opt, const char *arg, double lo, double hi, double *out)
-{
-	char *end;
-	double v = strtod(arg, &end);
-	if (end == arg || *end || !(v >= lo && v <= hi)) {
-		cli_err("invalid %s '%s' (expected a number from %g to %g)", opt, arg, lo, hi);
-		return EXIT_USAGE;
-	}
-	*out = v;
-	return 0;
-}
-
-static int choose(const char *opt, const char *arg, int v, const char *accepted)
-{
-	if (v < 0) {
-		cli_err("invalid %s '%s' (accepted: %s)", opt, arg, accepted);
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
-static json_t *mem_json(const memmodel_mem *m)
-{
-	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights", m->weights, "gradients",
-			 m->grads, "optimizer", m->optimizer, "activations", m->activations, "kv_cache", m->kv,
-			 "overhead", m->overhead, "total", m->total, "cpu_offload", m->cpu, "partial", m->partial);
-}
-
-static json_t *money(double v)
-{
-	return v < 0 ? json_null() : json_real(round(v * 10000) / 10000);
-}
-
 int cmd_advise(const struct cli_global *g, int argc, char **argv)
 {
 	(void)g;
-	enum { O_MODEL = 256, O_PARAMS, O_LAYERS, O_HIDDEN, O_HEADS, O_KVH, O_VOCAB, O_FFN, O_TASK, O_PREC, O_KVP,
-	       O_OPT, O_ZERO, O_FSDP, O_OFF, O_NOOFF, O_RC, O_TP, O_SEQ, O_BATCH, O_RANK, O_TARGETS, O_TOKENS,
-	       O_OUTLEN, O_MFU, O_HEAD, O_SPOT, O_CLOUDS, O_REGIONS, O_MAXG, O_BUDGET, O_DEADLINE, O_CATALOG,
-	       O_TOP, O_JSON };
-	static const struct option lo[] = {
-		{"model", required_argument, NULL, O_MODEL}, {"params", required_argument, NULL, O_PARAMS},
-		{"layers", required_argument, NULL, O_LAYERS}, {"hidden", required_argument, NULL, O_HIDDEN},
-		{"heads", required_argument, NULL, O_HEADS}, {"kv-heads", required_argument, NULL, O_KVH},
-		{"vocab", required_argument, NULL, O_VOCAB}, {"ffn", required_argument, NULL, O_FFN},
-		{"task", required_argument, NULL, O_TASK}, {"precision", required_argument, NULL, O_PREC},
-		{"kv-precision", required_argument, NULL, O_KVP}, {"optimizer", required_argument, NULL, O_OPT},
-		{"zero", required_argument, NULL, O_ZERO}, {"fsdp", no_argument, NULL, O_FSDP},
-		{"offload", no_argument, NULL, O_OFF}, {"no-offload", no_argument, NULL, O_NOOFF},
-		{"recompute", required_argument, NULL, O_RC}, {"tp", required_argument, NULL, O_TP},
-		{"seq", required_argument, NULL, O_SEQ}, {"batch", required_argument, NULL, O_BATCH},
-		{"lora-rank", required_argument, NULL, O_RANK}, {"lora-targets", required_argument, NULL, O_TARGETS},
-		{"tokens", required_argument, NULL, O_TOKENS}, {"output-len", required_argument, NULL, O_OUTLEN},
-		{"mfu", required_argument, NULL, O_MFU}, {"headroom", required_argument, NULL, O_HEAD},
-		{"spot", no_argument, NULL, O_SPOT}, {"clouds", required_argument, NULL, O_CLOUDS},
-		{"regions", required_argument, NULL, O_REGIONS}, {"max-gpus", required_argument, NULL, O_MAXG},
-		{"budget", required_argument, NULL, O_BUDGET}, {"deadline", required_argument, NULL, O_DEADLINE},
-		{"catalog", required_argument, NULL, O_CATALOG}, {"top", required_argument, NULL, O_TOP},
-		{"json", no_argument, NULL, O_JSON}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-	};
-	struct opts o = {.top = 10};
-	advise_req r;
-	memset(&r, 0, sizeof r);
-	r.job = (memmodel_job){.task = MEMMODEL_INFER, .prec = -1, .kv_prec = -1, .optim = MEMMODEL_ADAMW, .dp = 1, .tp = 1,
-			 .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
-	r.max_gpus = 64;
-	r.headroom = 0.10;
-	r.zero = -1;
-	r.recompute = -1;
-	r.offload = -1;
-	r.output_len = 256;
-	const char *tokens = NULL;
-	int c, rc = 0;
+	/* the library's table (lib/advise-request.c), and --json and --help */
+	struct option lo[64];
+	size_t nlo = 0;
+	for (; nlo < advise_noptions && nlo < sizeof lo / sizeof lo[0] - 3; nlo++)
+		lo[nlo] = advise_options[nlo];
+	lo[nlo++] = (struct option){"json", no_argument, NULL, 'j'};
+	lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[nlo] = (struct option){NULL, 0, NULL, 0};
+	struct advise_input in;
+	advise_input_init(&in);
+	bool json = false;
+	char err[1024];
+	int c, li = -1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		switch (c) {
 		case 'h': return usage_advise(stdout);
-		case O_MODEL: o.model = optarg; break;
-		case O_PARAMS: o.params = optarg; break;
-		case O_LAYERS: rc = parse_uint("--layers", optarg, &o.layers); break;
-		case O_HIDDEN: rc = parse_uint("--hidden", optarg, &o.hidden); break;
-		case O_HEADS: rc = parse_uint("--heads", optarg, &o.heads); break;
-		case O_KVH: rc = parse_uint("--kv-heads", optarg, &o.kv_heads); break;
-		case O_VOCAB: rc = parse_uint("--vocab", optarg, &o.vocab); break;
-		case O_FFN: rc = parse_uint("--ffn", optarg, &o.ffn); break;
-		case O_TASK: rc = choose("--task", optarg, r.job.task = memmodel_task_parse(optarg), task_help); break;
-		case O_PREC:
-			rc = choose("--precision", optarg, r.job.prec = memmodel_prec_parse(optarg),
-				    "fp32, bf16, fp16, fp8, int8, int4");
-			break;
-		case O_KVP:
-			rc = choose("--kv-precision", optarg, r.job.kv_prec = memmodel_prec_parse(optarg),
-				    "fp32, bf16, fp16, fp8, int8");
-			if (!rc && r.job.kv_prec == MEMMODEL_INT4)
-				rc = choose("--kv-precision", optarg, -1, "fp32, bf16, fp16, fp8, int8");
-			break;
-		case O_OPT:
-			rc = choose("--optimizer", optarg, r.job.optim = memmodel_optim_parse(optarg), "adamw, adam8bit, sgd");
-			break;
-		case O_ZERO:
-			if (strcmp(optarg, "auto") == 0)
-				r.zero = -1;
-			else
-				rc = choose("--zero", optarg,
-					    r.zero = strlen(optarg) == 1 && optarg[0] >= '0' && optarg[0] <= '3'
-							     ? optarg[0] - '0' : -1,
-					    "auto, 0, 1, 2, 3");
-			break;
-		case O_FSDP: r.zero = 3; break;
-		case O_OFF: r.offload = 1; break;
-		case O_NOOFF: r.offload = 0; break;
-		case O_RC:
-			if (strcmp(optarg, "auto") == 0)
-				r.recompute = -1;
-			else
-				rc = choose("--recompute", optarg, r.recompute = memmodel_recompute_parse(optarg),
-					    "auto, none, selective, full");
-			break;
-		case O_TP:
-			if (strcmp(optarg, "auto") == 0) {
-				r.tp = 0;
-			} else {
-				rc = parse_uint("--tp", optarg, &r.tp);
-				if (!rc && (r.tp & (r.tp - 1))) {
-					cli_err("invalid --tp '%s' (accepted: auto or a power of two)", optarg);
-					rc = EXIT_USAGE;
-				}
+		case 'j': json = true; break;
+		case 256:
+			if (li < 0 || advise_option(&in, lo[li].name, optarg, err, sizeof err) != GC_OK) {
+				cli_err("%s", li < 0 ? "bad option" : err);
+				return EXIT_USAGE;
 			}
 			break;
-		case O_SEQ: rc = parse_uint("--seq", optarg, &r.job.seq); break;
-		case O_BATCH: rc = parse_uint("--batch", optarg, &r.job.batch); break;
-		case O_RANK: rc = parse_uint("--lora-rank", optarg, &r.job.lora_rank); break;
-		case O_TARGETS: {
-			int t = memmodel_targets_parse(optarg);
-			rc = choose("--lora-targets", optarg, t, "all, attn, mlp, or a list of q,k,v,o,gate,up,down");
-			r.job.lora_targets = (unsigned)t;
-			break;
-		}
-		case O_TOKENS: tokens = optarg; break;
-		case O_OUTLEN: rc = parse_uint("--output-len", optarg, &r.output_len); break;
-		case O_MFU: rc = parse_real("--mfu", optarg, 0.01, 1, &r.mfu); break;
-		case O_HEAD: {
-			int pct = 0;
-			if (units_parse_percent(optarg, &pct, NULL, 0) < 0 || pct > 90) {
-				cli_err("invalid --headroom '%s' (expected a percentage from 0 to 90, such as 10%%)", optarg);
-				rc = EXIT_USAGE;
-			}
-			r.headroom = pct / 100.0;
-			break;
-		}
-		case O_SPOT: r.spot = true; break;
-		case O_CLOUDS: r.clouds = optarg; break;
-		case O_REGIONS: r.regions = optarg; break;
-		case O_MAXG: rc = parse_uint("--max-gpus", optarg, &r.max_gpus); break;
-		case O_BUDGET: rc = parse_real("--budget", optarg, 0.01, 1e12, &r.budget); break;
-		case O_DEADLINE: {
-			long long ms;
-			rc = cli_parse_duration("--deadline", optarg, &ms);
-			r.deadline_h = ms / 3600e3;
-			break;
-		}
-		case O_CATALOG:
-			if (o.ncat == sizeof o.catalogs / sizeof o.catalogs[0]) {
-				cli_err("too many --catalog files (at most 16)");
-				rc = EXIT_USAGE;
-			} else {
-				o.catalogs[o.ncat++] = optarg;
-			}
-			break;
-		case O_TOP: rc = cli_parse_count("--top", optarg, &o.top); break;
-		case O_JSON: o.json = true; break;
 		default: return cli_bad_option("advise", c, argv);
 		}
-		if (rc)
-			return rc;
+		li = -1;
 	}
 	if (optind < argc)
 		return cli_extra_arg("advise", argv[optind]);
-	if (!o.model && !o.params) {
-		cli_err("advise: give the model: --model NAME (gpuctl advise --model list shows the presets) or "
-			"--params N such as 7B");
-		return EXIT_USAGE;
-	}
-
-	/* the model */
-	char path[4096], err[512];
-	memmodel_model *presets = NULL;
-	size_t npresets = 0;
-	if (o.model) {
-		if (cli_data_file("models.csv", path, sizeof path))
-			return EXIT_FAILURE;
-		if (specs_load_models(path, &presets, &npresets, err, sizeof err)) {
+	if (in.model && strcmp(in.model, "list") == 0) {
+		memmodel_model *presets = NULL;
+		size_t npresets = 0;
+		if (advise_load_models(&presets, &npresets, err, sizeof err) != GC_OK) {
 			cli_err("%s", err);
 			return EXIT_FAILURE;
 		}
-		if (strcmp(o.model, "list") == 0) {
-			for (size_t i = 0; i < npresets; i++)
-				printf("%-16s %8.3gB params%s\n", presets[i].name, presets[i].params / 1e9,
-				       presets[i].kind == MEMMODEL_CNN ? " (CNN)" : presets[i].kind == MEMMODEL_ENCODER ? " (encoder)" : "");
-			free(presets);
-			return EXIT_OK;
-		}
-		const memmodel_model *m = specs_model_find(presets, npresets, o.model);
-		if (!m) {
-			const char *sug[3];
-			size_t k = specs_model_suggest(presets, npresets, o.model, sug, 3);
-			char list[256] = "";
-			for (size_t i = 0; i < k; i++)
-				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", sug[i]);
-			if (k)
-				cli_err("unknown model '%s' (did you mean %s? gpuctl advise --model list shows all)", o.model,
-					list);
-			else
-				cli_err("unknown model '%s' (gpuctl advise --model list shows the presets; or give --params)",
-					o.model);
-			free(presets);
-			return EXIT_USAGE;
-		}
-		r.model = *m;
+		for (size_t i = 0; i < npresets; i++)
+			printf("%-16s %8.3gB params%s\n", presets[i].name, presets[i].params / 1e9,
+			       presets[i].kind == MEMMODEL_CNN ? " (CNN)" : presets[i].kind == MEMMODEL_ENCODER ? " (encoder)" : "");
 		free(presets);
-	} else {
-		r.model.kind = MEMMODEL_DECODER;
-		r.model.gated = true;
-		snprintf(r.model.name, sizeof r.model.name, "%s-parameter model", o.params);
+		return EXIT_OK;
 	}
-	if (o.params) {
-		if (memmodel_parse_count(o.params, &r.model.params, err, sizeof err)) {
-			cli_err("invalid --params: %s", err);
-			return EXIT_USAGE;
-		}
-		r.model.active_params = r.model.params;
+	struct advise_result res;
+	int rc = advise_run(&in, &res, err, sizeof err);
+	if (rc != GC_OK) {
+		cli_err("%s", err);
+		advise_result_free(&res);
+		return rc == GC_EINVAL ? EXIT_USAGE : EXIT_FAILURE;
 	}
-	if (o.layers || o.hidden || o.heads || o.kv_heads || o.vocab || o.ffn) {
-		if (o.layers) r.model.layers = o.layers;
-		if (o.hidden) r.model.hidden = o.hidden;
-		if (o.heads) r.model.heads = o.heads;
-		if (o.kv_heads) r.model.kv_heads = o.kv_heads;
-		if (o.vocab) r.model.vocab = o.vocab;
-		if (o.ffn) r.model.ffn = o.ffn;
-		if (!r.model.layers || !r.model.hidden || !r.model.heads) {
-			cli_err("advise: an architecture needs --layers, --hidden and --heads together");
-			return EXIT_USAGE;
-		}
-		if (r.model.hidden % r.model.heads || (r.model.kv_heads && r.model.heads % r.model.kv_heads)) {
-			cli_err("advise: --hidden %u must be a multiple of --heads %u, and --heads of --kv-heads",
-				r.model.hidden, r.model.heads);
-			return EXIT_USAGE;
-		}
-		if (!r.model.ffn)
-			r.model.ffn = r.model.hidden * 4;
-		if (!o.params && !o.model)
-			r.model.params = r.model.active_params = memmodel_arch_params(&r.model);
-	}
-	/*
-	 * --params alone: activations, the KV cache and LoRA adapters need a
-	 * shape, so assume the usual decoder shape for that size (the nearest
-	 * default_shape preset) and say so; the parameter count stays the user's
-	 */
-	memmodel_model shape = {.name = ""};
-	if (!o.model && !r.model.layers) {
-		if (cli_data_file("models.csv", path, sizeof path))
-			return EXIT_FAILURE;
-		if (specs_load_models(path, &presets, &npresets, err, sizeof err)) {
-			cli_err("%s", err);
-			return EXIT_FAILURE;
-		}
-		const memmodel_model *sh = specs_model_shape_for(presets, npresets, r.model.params);
-		if (sh) {
-			shape = *sh;
-			r.model.layers = sh->layers;
-			r.model.hidden = sh->hidden;
-			r.model.heads = sh->heads;
-			r.model.kv_heads = sh->kv_heads;
-			r.model.vocab = sh->vocab;
-			r.model.ffn = sh->ffn;
-			r.model.tied = sh->tied;
-			r.model.gated = sh->gated;
-		}
-		free(presets);
-		presets = NULL;
-	}
-
-	/* defaults by task */
-	memmodel_job *j = &r.job;
-	if (j->prec < 0)
-		j->prec = j->task == MEMMODEL_TRAIN && r.model.kind == MEMMODEL_CNN ? MEMMODEL_FP16 : MEMMODEL_BF16;
-	if (j->kv_prec < 0)
-		j->kv_prec = j->prec == MEMMODEL_FP32 ? MEMMODEL_FP32 : MEMMODEL_BF16;
-	if (!j->batch)
-		j->batch = j->task == MEMMODEL_INFER ? 16 : j->task == MEMMODEL_EMBED ? 64 : r.model.kind == MEMMODEL_CNN ? 256 : 1;
-	if (!j->seq && r.model.kind != MEMMODEL_CNN && !r.model.seq)
-		j->seq = 4096;
-	double tok_default = j->task == MEMMODEL_TRAIN ? 1e9 : j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA ? 100e6
-			     : j->task == MEMMODEL_EMBED ? 1e9 : 10e6;
-	if (r.model.kind == MEMMODEL_CNN)
-		tok_default = 90 * 1281167.0; /* 90 ImageNet epochs */
-	r.tokens = tok_default;
-	if (tokens && memmodel_parse_count(tokens, &r.tokens, err, sizeof err)) {
-		cli_err("invalid --tokens: %s", err);
-		return EXIT_USAGE;
-	}
-
-	spec_gpu *gpus = NULL;
-	size_t ngpus = 0;
-	if ((rc = load_gpus(&gpus, &ngpus)))
-		return rc;
-	spec_fabric *fabrics = NULL;
-	if ((rc = load_fabrics(&fabrics, &r.nfabrics))) {
-		free(gpus);
-		return rc;
-	}
-	r.fabrics = fabrics;
-	catalog cat = {0};
-	if (o.ncat == 0) {
-		static const char *const clouds[] = {"aws", "gcp", "azure"};
-		for (int i = 0; i < 3; i++) {
-			char name[64];
-			snprintf(name, sizeof name, "catalog/%s.csv", clouds[i]);
-			if (cli_data_file(name, path, sizeof path) ||
-			    catalog_load(&cat, path, clouds[i], err, sizeof err)) {
-				if (o.ncat == 0 && err[0])
-					cli_err("%s", err);
-				rc = EXIT_FAILURE;
-				goto out;
-			}
-		}
-	} else {
-		for (size_t i = 0; i < o.ncat; i++) {
-			/* the cloud from the file name (aws.csv, gcp-vms.csv ...) unless a Cloud column says */
-			const char *base = strrchr(o.catalogs[i], '/');
-			base = base ? base + 1 : o.catalogs[i];
-			char cloud[16];
-			size_t k = strcspn(base, ".-_");
-			snprintf(cloud, sizeof cloud, "%.*s", (int)(k < 15 ? k : 15), base);
-			if (catalog_load(&cat, o.catalogs[i], cloud, err, sizeof err)) {
-				cli_err("invalid --catalog: %s", err);
-				rc = EXIT_USAGE;
-				goto out;
-			}
-		}
-	}
-
-	if ((rc = check_filter("--clouds", r.clouds, &cat, false)) || (rc = check_filter("--regions", r.regions, &cat, true)))
-		goto out;
-	advise_plan *plans = NULL;
-	size_t np = 0;
-	advise_need need;
-	advise_skipped skipped;
-	if (advise_rank(&r, gpus, ngpus, &cat, &plans, &np, &need, &skipped, err, sizeof err)) {
-		cli_err("advise: %s", err);
-		rc = EXIT_USAGE;
-		goto out;
-	}
+	const advise_req *rq = &res.req;
+	const advise_req r = *rq;
+	const memmodel_job *j = &rq->job;
+	const memmodel_model shape = res.shape;
+	const memmodel_mem single = res.single;
+	const advise_plan *plans = res.plans;
+	const size_t np = res.np;
+	const advise_need need = res.need;
+	const advise_skipped skipped = res.skipped;
 	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
-	memmodel_job one = *j;
-	one.dp = one.tp = 1;
-	one.zero = 0;
-	/* what FlashAttention-style attention recomputation keeps: the s² scores are not stored */
-	one.recompute = r.recompute >= 0 ? r.recompute : MEMMODEL_RC_SELECTIVE;
-	memmodel_mem single;
-	memmodel_estimate(&r.model, &one, &single, NULL, 0);
-	size_t show = np < (size_t)o.top ? np : (size_t)o.top;
-	const char *date = cat.date[0] ? cat.date : "unknown";
+	size_t show = np < res.top ? np : res.top;
+	const char *date = res.cat.date[0] ? res.cat.date : "unknown";
 
-	if (o.json) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < show; i++) {
-			const advise_plan *p = &plans[i];
-			json_array_append_new(a, json_pack(
-				"{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:o, s:f, s:f, s:o, s:o, s:o, s:o}",
-				"cloud", p->row->cloud, "instance", p->row->instance, "region", p->row->region, "gpu",
-				p->gpu->name, "gpus_per_node", (int)p->row->count, "nodes", (int)p->nodes, "gpus",
-				(int)p->gpus, "tp", (int)p->tp, "dp", (int)p->dp, "zero", p->zero, "recompute",
-				memmodel_recompute_name(p->recompute), "offload", p->offload, "compute_precision",
-				memmodel_prec_name(p->compute_prec), "memory_per_gpu", mem_json(&p->mem), "usable_per_gpu",
-				p->usable, "hours", p->hours, "price_per_hour", money(p->price_h), "spot_price_per_hour",
-				money(p->spot_h), "cost", money(p->cost), "spot_cost", money(p->spot_cost)));
-			json_t *pj = json_array_get(a, json_array_size(a) - 1);
-			json_object_set_new(pj, "host_memory_needed", json_real(p->host_need));
-			json_object_set_new(pj, "fabric", p->fabric ? json_string(p->fabric->fabric) : json_null());
-			json_object_set_new(pj, "host_memory",
-					    p->row->mem_gib > 0 ? json_real(p->row->mem_gib * 1024.0 * 1024 * 1024) : json_null());
+	if (json) {
+		char *out = advise_result_json(&res);
+		if (!out) {
+			cli_err("out of memory");
+			advise_result_free(&res);
+			return EXIT_FAIL;
 		}
-		json_t *root = json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:s, s:f, s:o, s:o, s:I}", "schema",
-					 "gpuctl.advise/1", "model", r.model.name, "task", memmodel_task_name(j->task), "params",
-					 r.model.params, "tokens", r.tokens, "precision", memmodel_prec_name(j->prec),
-					 "prices_date", date, "mfu", r.mfu > 0 ? r.mfu : advise_default_mfu(&r),
-					 "single_gpu_memory", mem_json(&single), "plans", a, "feasible", (json_int_t)np);
-		json_object_set_new(root, "assumed_shape", shape.name[0] ? json_string(shape.name) : json_null());
-		/* which plan field the order follows, and what "tokens" counts */
-		json_object_set_new(root, "ranked_by", json_string(r.spot ? "spot_cost" : "cost"));
-		json_object_set_new(root, "work_unit",
-				    json_string(r.model.kind == MEMMODEL_CNN ? "images"
-						: j->task == MEMMODEL_INFER ? "generated tokens"
-						: j->task == MEMMODEL_EMBED ? "embedded tokens" : "training tokens"));
-		json_object_set_new(root, "left_out",
-				    json_pack("{s:I, s:I, s:I, s:I}", "unknown_gpus", (json_int_t)skipped.unknown_gpus,
-					      "no_host_memory", (json_int_t)skipped.no_host_mem, "host_memory_too_small",
-					      (json_int_t)skipped.host_too_small, "no_fabric", (json_int_t)skipped.no_fabric));
-		if (!np && need.gpu)
-			json_object_set_new(root, "smallest_feasible",
-					    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o, s:f}", "gpu", need.gpu->name, "gpus",
-						      (int)need.gpus, "tp", (int)need.tp, "zero", need.zero, "recompute",
-						      memmodel_recompute_name(need.recompute), "offload", need.offload,
-						      "memory_per_gpu", mem_json(&need.mem), "host_memory_needed",
-						      need.host_need));
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-		json_decref(root);
-		if (s)
-			puts(s);
-		free(s);
+		puts(out);
+		free(out);
 	} else {
 		char title[256];
 		snprintf(title, sizeof title, "%s, %s in %s, seq %u, batch %u", r.model.name, memmodel_task_name(j->task),
@@ -670,7 +245,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		else if (train && r.model.kind != MEMMODEL_CNN)
 			printf("  (on one GPU, no sharding; activations with attention recomputed, as FlashAttention does)\n");
 		char work[160];
-		work_text(&r, tokens != NULL, work, sizeof work);
+		work_text(&r, res.tokens_given, work, sizeof work);
 		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work,
 		       train ? "training FLOPs" : "roofline", r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
 		/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
@@ -762,11 +337,7 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			       skipped.host_too_small > 1 ? "" : "s", skipped.host_too_small > 1 ? "their" : "its");
 	}
 	rc = np ? EXIT_OK : EXIT_FAILURE;
-	free(plans);
-out:
-	catalog_free(&cat);
-	free(fabrics);
-	free(gpus);
+	advise_result_free(&res);
 	return rc;
 }
 
@@ -790,9 +361,11 @@ int cmd_gpus(const struct cli_global *g, int argc, char **argv)
 		return cli_extra_arg("gpus", argv[optind]);
 	spec_gpu *t = NULL;
 	size_t n = 0;
-	int rc = load_gpus(&t, &n);
-	if (rc)
-		return rc;
+	char err[1024];
+	if (advise_load_gpus(&t, &n, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_FAILURE;
+	}
 	if (json) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++) {

@@ -378,6 +378,20 @@ void gc_spot_stop(gc_spot *w);
 int gc_explain_fd(int fd, const char *source, char **json, char *err, size_t errlen);
 int gc_explain_text(const char *text, size_t len, const char *source, char **json, char *err, size_t errlen);
 
+/* ---- Advise: the cheapest setups that fit a workload (docs/advise.md, `gpuctl advise`) ---- */
+
+/*
+ * The plans for a workload as `gpuctl advise --json` prints them (schema
+ * gpuctl.advise/1): options are the options of `gpuctl advise`, as its
+ * command line takes them ("--model", "llama-3-8b", "--task", "lora",
+ * "--spot", or "--tokens=1B"; no --json or --help), NULL-terminated.
+ * *json is freed by the caller with free(). GC_OK, also when nothing fits
+ * ("feasible" is 0 and "smallest_feasible" says what would); GC_EINVAL for
+ * a bad option or an impossible request (err names it); GC_ENOTFOUND or
+ * GC_EIO when the GPU table or the price catalogs are missing or broken.
+ */
+int gc_advise_json(const char *const *options, char **json, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,8 +5,9 @@
  * samples it, picks a GPU, leases it and releases it; commits, finds and
  * prunes checkpoints; explains a log; watches for a spot notice (the mock
  * metadata server has one posted) — through the public API alone.
- * Usage: abi NODE STATE_DIR CKPT_DIR METADATA_URL. Prints what it saw;
- * exit 0 when every step did what the API says.
+ * And advises on a LoRA job, writing the JSON to ADVISE_OUT.
+ * Usage: abi NODE STATE_DIR CKPT_DIR METADATA_URL ADVISE_OUT. Prints what
+ * it saw; exit 0 when every step did what the API says.
  */
 #include <gpuctl/gpuctl.h>
 
@@ -111,10 +112,31 @@ static int spot(const char *url)
 	return 0;
 }
 
+/* the plans for a LoRA fine-tune of a preset, as `gpuctl advise --json` gives them; a bad option is refused */
+static int advise(const char *out)
+{
+	static const char *const opts[] = {"--model", "Llama-2-7B", "--task", "lora", "--tokens=100M", "--spot", NULL};
+	static const char *const bad[] = {"--model", "Llama-2-7B", "--task", "dance", NULL};
+	char err[512] = "", *json = NULL;
+	if (gc_advise_json(bad, &json, err, sizeof err) != GC_EINVAL || !strstr(err, "--task 'dance'"))
+		return fail("gc_advise_json took --task dance", GC_EINVAL);
+	int rc = gc_advise_json(opts, &json, err, sizeof err);
+	if (rc != GC_OK) {
+		fprintf(stderr, "abi: advise: %s\n", err);
+		return 1;
+	}
+	FILE *f = fopen(out, "w");
+	if (!f || fputs(json, f) < 0 || fclose(f) != 0)
+		return fail("cannot write the advise JSON", GC_EIO);
+	printf("advise %s\n", strstr(json, "\"schema\": \"gpuctl.advise/1\"") ? "gpuctl.advise/1" : "?");
+	free(json);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: abi NODE STATE_DIR CKPT_DIR METADATA_URL\n");
+	if (argc != 6) {
+		fprintf(stderr, "usage: abi NODE STATE_DIR CKPT_DIR METADATA_URL ADVISE_OUT\n");
 		return 2;
 	}
 	gc_ctx *ctx = NULL;
@@ -195,5 +217,5 @@ int main(int argc, char **argv)
 	printf("released; pick %u\n", again);
 	gc_snapshot_free(s);
 	gc_ctx_free(ctx);
-	return ckpt(argv[3]) || explain() || spot(argv[4]);
+	return ckpt(argv[3]) || explain() || spot(argv[4]) || advise(argv[5]);
 }

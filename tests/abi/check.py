@@ -9,12 +9,14 @@ the tree sees it (issue 18):
    simulator) and a scratch state directory: it samples, picks, leases and
    releases a GPU; commits and prunes checkpoints in a scratch directory;
    explains a log line (with the installed signatures); and takes a spot
-   notice from the mock metadata server (tests/mock/metadata.py);
+   notice from the mock metadata server (tests/mock/metadata.py); and
+   advises on a job, which must be what `gpuctl advise --json` answers;
 3. `nm -D` of the installed library shows only the public gc_* API: every
    defined symbol is gc_* (or the version node), and exactly the functions
    the installed header declares.
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -91,7 +93,8 @@ try:
             urllib.request.urlopen(urllib.request.Request(url + "/_ctl/preempt?cloud=aws", method="POST"),
                                    timeout=10).read()
             node = os.path.join(src, "examples", "nodes", "l4-2x.json")
-            r = run([exe, node, state, ckdir, url], env=renv, timeout=60)
+            adv = os.path.join(root, "advise.json")
+            r = run([exe, node, state, ckdir, url, adv], env=renv, timeout=60)
         finally:
             mock.terminate()
             mock.wait()
@@ -110,6 +113,14 @@ try:
               "prune kept the newest and the uncommitted one: " + " ".join(sorted(os.listdir(ckdir))))
         check(re.search(r"^explain pytorch-oom$", out, re.M) is not None, "explain names the PyTorch OOM")
         check(re.search(r"^spot preempt aws terminate$", out, re.M) is not None, "the spot notice arrives")
+        cli = run([os.path.join(build, "src", "gpuctl"), "advise", "--model", "Llama-2-7B", "--task", "lora",
+                   "--tokens=100M", "--spot", "--json"], env=renv)
+        try:
+            same = json.load(open(adv)) == json.loads(cli.stdout)
+            plans = len(json.loads(cli.stdout)["plans"])
+        except (OSError, ValueError, KeyError):
+            same, plans = False, 0
+        check(same and plans > 0, f"gc_advise_json answers what gpuctl advise --json does ({plans} plans)")
         check(os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)),
               "no claim is left in the state directory: " + " ".join(os.listdir(state)))
 

@@ -4,8 +4,9 @@
  * range; more GPUs than the node has; NULL snapshots and outputs; GPUs and
  * values out of range; a CUDA_VISIBLE_DEVICES buffer too small; a state
  * directory that cannot be made; a simulated node path longer than
- * PATH_MAX; and the checkpoint, spot and explain functions without their
- * directory, watcher, event, input or result. Each is refused with its
+ * PATH_MAX; the checkpoint, spot and explain functions without their
+ * directory, watcher, event, input or result, and advise with bad options;
+ * the supervisor options out of range. Each is refused with its
  * GC_E* code, and nothing is left leased.
  */
 #include <stdarg.h>
@@ -150,7 +151,7 @@ static void test_sim_node_too_long(void **st)
 	free(path);
 }
 
-static void test_ckpt_spot_explain_args(void **st)
+static void test_ckpt_spot_explain_advise_args(void **st)
 {
 	(void)st;
 	char err[256] = "", out[64];
@@ -195,6 +196,30 @@ static void test_ckpt_spot_explain_args(void **st)
 	assert_non_null(strstr(json, "\"source\": \"text\""));
 	assert_non_null(strstr(json, "\"findings\": []"));
 	free(json);
+
+	/* advise: options as the command line has them, each refused with its reason */
+	static const struct {
+		const char *opts[5], *why;
+	} bad[] = {
+		{{"model", "x", NULL}, "is not an option"},
+		{{"--", NULL}, "is not an option"},
+		{{"--model", NULL}, "--model needs a value"},
+		{{"--bogus", NULL}, "unknown advise option '--bogus'"},
+		{{"--json", NULL}, "unknown advise option '--json'"},
+		{{"--params=7B", "--spot=yes", NULL}, "--spot takes no value"},
+		{{"--params", "7B", "--tp", "3", NULL}, "a power of two"},
+		{{"--task", "lora", NULL}, "give the model"},
+		{{"--model", "list", NULL}, "--model list is a listing"},
+		{{"--model", "Llama-2-7", NULL}, "did you mean"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err[0] = '\0';
+		json = NULL;
+		if (gc_advise_json(bad[i].opts, &json, err, sizeof err) != GC_EINVAL || !strstr(err, bad[i].why) || json)
+			fail_msg("advise case %zu: err '%s', want GC_EINVAL and '%s'", i, err, bad[i].why);
+	}
+	assert_int_equal(gc_advise_json(NULL, &json, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_advise_json(bad[0].opts, NULL, err, sizeof err), GC_EINVAL);
 }
 
 /* the supervisor options: one table, parsed as gpuctl run parses them, refused with the reason */
@@ -252,7 +277,7 @@ int main(void)
 		cmocka_unit_test(test_lease_visible_bounds),
 		cmocka_unit_test(test_accessor_bounds),
 		cmocka_unit_test(test_sim_node_too_long),
-		cmocka_unit_test(test_ckpt_spot_explain_args),
+		cmocka_unit_test(test_ckpt_spot_explain_advise_args),
 		cmocka_unit_test(test_job_options),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
