@@ -7,6 +7,7 @@
 #include "advise.h"
 #include "csv.h"
 #include "errbuf.h"
+#include "gpuctl/gpuctl.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -284,10 +285,10 @@ int advise_rank(const advise_req *r, const spec_gpu *gpus, size_t ngpus, const c
 	memmodel_job j = r->job;
 	j.dp = j.tp = 1;
 	if (memmodel_estimate(&r->model, &j, &probe, err, errlen) != 0)
-		return -1;
+		return GC_EINVAL;
 	if (r->tokens <= 0) {
 		errbuf_set(err, errlen, "the amount of work (--tokens) must be positive");
-		return -1;
+		return GC_EINVAL;
 	}
 	struct cache_ent *cache = NULL;
 	size_t ncache = 0;
@@ -372,5 +373,5 @@ nomem:
 	free(cache);
 	free(plans);
 	errbuf_set(err, errlen, "out of memory");
-	return -1;
+	return GC_ENOMEM;
 }

@@ -108,7 +108,7 @@ typedef struct advise_skipped {
  * Rank the catalog's instances for req. *out (freed with free()) holds the
  * feasible plans, cheapest first; *n their count (0 when nothing fits, then
  * *need says what would). *skipped counts the rows left out for reasons
- * other than "does not fit". Returns 0, or -1 with a reason in err.
+ * other than "does not fit". Returns 0, or GC_EINVAL (GC_ENOMEM) with a reason in err.
  */
 int advise_rank(const advise_req *req, const spec_gpu *gpus, size_t ngpus, const catalog *cat, advise_plan **out,
 	     size_t *n, advise_need *need, advise_skipped *skipped, char *err, size_t errlen);

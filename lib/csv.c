@@ -3,6 +3,8 @@
  * backtracking: linear in the input, one record's memory at a time.
  */
 #include "csv.h"
+
+#include "gpuctl/gpuctl.h"
 #include "errbuf.h"
 
 #include <math.h>
@@ -80,12 +82,12 @@ int csv_next(struct csv *c, char *err, size_t errlen)
 			c->p++;
 		if (ch == '\0') {
 			errbuf_set(err, errlen, "line %zu: a NUL byte (not a text file)", c->next_line);
-			return -1;
+			return GC_EINVAL;
 		}
 		if (quoted) {
 			if (eof) {
 				errbuf_set(err, errlen, "line %zu: a quoted field is never closed", c->line);
-				return -1;
+				return GC_EINVAL;
 			}
 			if (ch == '"') {
 				if (c->p < c->end && *c->p == '"') {
@@ -104,7 +106,7 @@ int csv_next(struct csv *c, char *err, size_t errlen)
 		} else if (ch == ',' || ch == '\n' || (ch == '\r' && (c->p >= c->end || *c->p == '\n'))) {
 			if (c->nf == CSV_MAX_FIELDS) {
 				errbuf_set(err, errlen, "line %zu: more than %d fields", c->line, CSV_MAX_FIELDS);
-				return -1;
+				return GC_EINVAL;
 			}
 			if (put(c, &len, '\0') < 0)
 				goto nomem;
@@ -119,18 +121,18 @@ int csv_next(struct csv *c, char *err, size_t errlen)
 			return 1;
 		} else if (after_quote) {
 			errbuf_set(err, errlen, "line %zu: text after a closing quote", c->line);
-			return -1;
+			return GC_EINVAL;
 		}
 		if (len - start >= CSV_FIELD_MAX) {
 			errbuf_set(err, errlen, "line %zu: a field longer than %d bytes", c->line, CSV_FIELD_MAX);
-			return -1;
+			return GC_EINVAL;
 		}
 		if (put(c, &len, ch) < 0)
 			goto nomem;
 	}
 nomem:
 	errbuf_set(err, errlen, "line %zu: out of memory", c->line);
-	return -1;
+	return GC_EINVAL;
 }
 
 int csv_col(const struct csv *c, const char *name)
@@ -170,7 +172,7 @@ int csv_num(const char *s, double *out)
 	while (*end == ' ')
 		end++;
 	if (*end || !isfinite(v) || v < 0)
-		return -1;
+		return GC_EINVAL;
 	*out = v;
 	return 0;
 }

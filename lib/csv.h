@@ -38,7 +38,7 @@ void csv_release(struct csv *c);
 
 /*
  * Read the next record into c->f[0..nf). Returns 1 for a record, 0 at the
- * end, -1 on malformed input (unterminated quote, text after a closing
+ * end, GC_EINVAL on malformed input (unterminated quote, text after a closing
  * quote, a NUL byte, a field or record too large) with a reason naming the
  * line in err. Blank lines are skipped.
  */
@@ -55,7 +55,7 @@ int csv_col(const struct csv *c, const char *name);
  */
 int csv_columns(const struct csv *c, const char *const *names, int n, unsigned long required, int *idx);
 
-/* a number field: 0 and *out, 1 when empty (blank), -1 when not a finite number >= 0 */
+/* a number field: 0 and *out, 1 when empty (blank), GC_EINVAL when not a finite number >= 0 */
 int csv_num(const char *s, double *out);
 
 /* whether `s` is one entry of `list` (entries separated by `sep`, case-insensitive) */

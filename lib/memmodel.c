@@ -4,6 +4,7 @@
  */
 #include "memmodel.h"
 #include "errbuf.h"
+#include "gpuctl/gpuctl.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -83,11 +84,11 @@ int memmodel_parse_count(const char *s, double *out, char *err, size_t errlen)
 {
 	if (!s || !*s) {
 		errbuf_set(err, errlen, "empty count: use a number such as 7B, 350M or 125000000");
-		return -1;
+		return GC_EINVAL;
 	}
 	if (strlen(s) > 32) {
 		errbuf_set(err, errlen, "'%.32s...' is too long for a count", s);
-		return -1;
+		return GC_EINVAL;
 	}
 	const char *p = s;
 	double v = 0, scale = 1;
@@ -110,7 +111,7 @@ int memmodel_parse_count(const char *s, double *out, char *err, size_t errlen)
 	if (!digits) {
 		errbuf_set(err, errlen, "'%s' is not a count: use a positive number such as 7B, 350M or 125000000",
 			   s);
-		return -1;
+		return GC_EINVAL;
 	}
 	double mult = 1;
 	if (*p) {
@@ -122,17 +123,17 @@ int memmodel_parse_count(const char *s, double *out, char *err, size_t errlen)
 		case 'T': mult = 1e12; break;
 		default:
 			errbuf_set(err, errlen, "'%s': unknown suffix '%c' (use K, M, B or T: 7B, 350M, 1.5T)", s, *p);
-			return -1;
+			return GC_EINVAL;
 		}
 		if (p[1]) {
 			errbuf_set(err, errlen, "'%s': unexpected text after the suffix (use 7B, 350M, 1.5T)", s);
-			return -1;
+			return GC_EINVAL;
 		}
 	}
 	v *= mult;
 	if (v < 1 || !isfinite(v) || v > 1e15) {
 		errbuf_set(err, errlen, "'%s' is out of range (1 to 1000T)", s);
-		return -1;
+		return GC_EINVAL;
 	}
 	*out = v;
 	return 0;
@@ -246,11 +247,11 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 	memset(o, 0, sizeof *o);
 	if (m->params <= 0) {
 		errbuf_set(err, errlen, "the model's parameter count is unknown");
-		return -1;
+		return GC_EINVAL;
 	}
 	if (j->dp < 1 || j->tp < 1 || j->batch < 1) {
 		errbuf_set(err, errlen, "GPU counts and the batch must be at least 1");
-		return -1;
+		return GC_EINVAL;
 	}
 	unsigned seq = j->seq ? j->seq : m->seq;
 	bool arch = arch_known(m);
@@ -261,18 +262,18 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 	if (m->kind == MEMMODEL_CNN && j->task != MEMMODEL_TRAIN) {
 		errbuf_set(err, errlen, "%s: only training (--task train-full) is modelled for convolutional "
 					"networks", m->name);
-		return -1;
+		return GC_EINVAL;
 	}
 	if (m->kind != MEMMODEL_CNN && !arch && (j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA)) {
 		errbuf_set(err, errlen, "%s needs the model's architecture (--layers, --hidden, --heads, --ffn) or "
 					"a preset (--model)", memmodel_task_name(j->task));
-		return -1;
+		return GC_EINVAL;
 	}
 	/* with only a parameter count, model states are exact; activations and KV are not counted */
 	o->partial = m->kind != MEMMODEL_CNN && !arch;
 	if (m->kind != MEMMODEL_CNN && arch && !seq) {
 		errbuf_set(err, errlen, "the sequence length is unknown: give --seq");
-		return -1;
+		return GC_EINVAL;
 	}
 
 	switch (j->task) {
@@ -301,7 +302,7 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		if (j->prec == MEMMODEL_INT8 || j->prec == MEMMODEL_INT4) {
 			errbuf_set(err, errlen, "full training in %s is not possible: train in bf16 or fp16, or quantize "
 						"the base model with --task qlora", memmodel_prec_name(j->prec));
-			return -1;
+			return GC_EINVAL;
 		}
 		bool mixed = j->prec != MEMMODEL_FP32;
 		/* fp8 training (Transformer Engine) keeps bf16 weights: modelled as bf16 */
@@ -326,11 +327,11 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 	case MEMMODEL_QLORA: {
 		if (m->kind == MEMMODEL_CNN) {
 			errbuf_set(err, errlen, "LoRA is modelled for transformers only");
-			return -1;
+			return GC_EINVAL;
 		}
 		if (!j->lora_rank || !j->lora_targets) {
 			errbuf_set(err, errlen, "LoRA needs a rank and target matrices");
-			return -1;
+			return GC_EINVAL;
 		}
 		double embed = (double)m->vocab * m->hidden * (m->tied ? 1 : 2);
 		if (j->task == MEMMODEL_QLORA) {
@@ -341,7 +342,7 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		} else {
 			if (j->prec == MEMMODEL_INT4) {
 				errbuf_set(err, errlen, "LoRA on an int4 base is QLoRA: use --task qlora");
-				return -1;
+				return GC_EINVAL;
 			}
 			o->weights = psi * memmodel_prec_bytes(j->prec) / t / (j->zero >= 3 ? dp : 1);
 		}
@@ -356,7 +357,7 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 	}
 	default:
 		errbuf_set(err, errlen, "unknown task");
-		return -1;
+		return GC_EINVAL;
 	}
 	o->total = o->weights + o->grads + o->optimizer + o->activations + o->kv + o->overhead;
 	return 0;

@@ -93,7 +93,7 @@ int memmodel_targets_parse(const char *s);
 
 /*
  * A parameter count as people write it: "7B", "6.7b", "350M", "1.5T",
- * "125000000" (K/M/B/T decimal). Returns 0 and *out, or -1 with a reason.
+ * "125000000" (K/M/B/T decimal). Returns 0 and *out, or GC_EINVAL with a reason.
  */
 int memmodel_parse_count(const char *s, double *out, char *err, size_t errlen);
 
@@ -110,7 +110,7 @@ double memmodel_kv_per_token(const memmodel_model *m, int prec);
 double memmodel_lora_params(const memmodel_model *m, unsigned r, unsigned targets);
 
 /*
- * Memory per GPU of job j on model m. Returns 0, or -1 with a reason (an
+ * Memory per GPU of job j on model m. Returns 0, or GC_EINVAL with a reason (an
  * impossible combination: LoRA without an architecture, a precision the
  * task cannot use) in err.
  */

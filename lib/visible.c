@@ -12,6 +12,7 @@
  * Whitespace is not trimmed: " 1" is not an index here.
  */
 #include "visible.h"
+#include "gpuctl/gpuctl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -211,17 +212,17 @@ int visible_render(enum visible_form form, const char *const *uuids, size_t ngpu
 		   const unsigned *gpus, size_t n, char *buf, size_t len)
 {
 	if (len == 0 || (form != VISIBLE_INDEX && form != VISIBLE_UUID))
-		return -1;
+		return GC_EINVAL;
 	size_t off = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		if (gpus[i] >= ngpus || (form == VISIBLE_UUID && !uuids[gpus[i]]))
-			return -1;
+			return GC_EINVAL;
 		int w = form == VISIBLE_INDEX
 				? snprintf(buf + off, len - off, "%s%u", i ? "," : "", gpus[i])
 				: snprintf(buf + off, len - off, "%s%s", i ? "," : "", uuids[gpus[i]]);
 		if (w < 0 || (size_t)w >= len - off)
-			return -1;
+			return GC_EINVAL;
 		off += (size_t)w;
 	}
 	return 0;

@@ -61,7 +61,7 @@ bool visible_has(const struct visible *v, int gpu);
 /*
  * Render the GPUs gpus[n] (NVML indices) as a CUDA_VISIBLE_DEVICES value in
  * `form` (VISIBLE_INDEX or VISIBLE_UUID; full UUIDs). n == 0 renders "",
- * which CUDA reads as "no GPU". Returns 0, or -1 when the form cannot be
+ * which CUDA reads as "no GPU". Returns 0, or GC_EINVAL when the form cannot be
  * rendered or buf (len bytes) is too small.
  */
 int visible_render(enum visible_form form, const char *const *uuids, size_t ngpus,

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gpuctl/gpuctl.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +99,7 @@ static void test_eleuther_bytes_per_param(void **state)
 	char err[256];
 	j = job(MEMMODEL_TRAIN);
 	j.prec = MEMMODEL_INT8;
-	assert_int_equal(memmodel_estimate(&m, &j, &o, err, sizeof err), -1);
+	assert_int_equal(memmodel_estimate(&m, &j, &o, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "qlora"));
 }
 
@@ -185,7 +187,7 @@ static void test_lora_qlora(void **state)
 	/* QLoRA needs the architecture */
 	memmodel_model p = {.name = "p", .kind = MEMMODEL_DECODER, .params = 7e9, .active_params = 7e9};
 	char err[256];
-	assert_int_equal(memmodel_estimate(&p, &j, &o, err, sizeof err), -1);
+	assert_int_equal(memmodel_estimate(&p, &j, &o, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "architecture"));
 }
 
@@ -202,13 +204,13 @@ static void test_parse(void **state)
 	assert_true(v == 1.5e12);
 	assert_int_equal(memmodel_parse_count("125000000", &v, err, sizeof err), 0);
 	assert_true(v == 125e6);
-	assert_int_equal(memmodel_parse_count("-3", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("-3", &v, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "'-3'"));
-	assert_int_equal(memmodel_parse_count("7Q", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("7Q", &v, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "unknown suffix 'Q'"));
-	assert_int_equal(memmodel_parse_count("7BB", &v, err, sizeof err), -1);
-	assert_int_equal(memmodel_parse_count("", &v, err, sizeof err), -1);
-	assert_int_equal(memmodel_parse_count("0", &v, err, sizeof err), -1);
+	assert_int_equal(memmodel_parse_count("7BB", &v, err, sizeof err), GC_EINVAL);
+	assert_int_equal(memmodel_parse_count("", &v, err, sizeof err), GC_EINVAL);
+	assert_int_equal(memmodel_parse_count("0", &v, err, sizeof err), GC_EINVAL);
 	assert_int_equal(memmodel_targets_parse("q,v"), MEMMODEL_LT_Q | MEMMODEL_LT_V);
 	assert_int_equal(memmodel_targets_parse("all"), MEMMODEL_LT_ALL);
 	assert_int_equal(memmodel_targets_parse("q,x"), -1);

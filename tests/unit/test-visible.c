@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gpuctl/gpuctl.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -161,10 +163,10 @@ static void test_render_edges(void **state)
 	assert_int_equal(visible_render(VISIBLE_INDEX, uuids, NGPUS, sel, 0, buf, sizeof buf), 0);
 	assert_string_equal(buf, "");
 	/* too small, out of range, unrenderable form */
-	assert_int_equal(visible_render(VISIBLE_UUID, uuids, NGPUS, sel, 1, buf, sizeof buf), -1);
+	assert_int_equal(visible_render(VISIBLE_UUID, uuids, NGPUS, sel, 1, buf, sizeof buf), GC_EINVAL);
 	unsigned bad[] = {4};
-	assert_int_equal(visible_render(VISIBLE_INDEX, uuids, NGPUS, bad, 1, buf, sizeof buf), -1);
-	assert_int_equal(visible_render(VISIBLE_MIG, uuids, NGPUS, sel, 1, buf, sizeof buf), -1);
+	assert_int_equal(visible_render(VISIBLE_INDEX, uuids, NGPUS, bad, 1, buf, sizeof buf), GC_EINVAL);
+	assert_int_equal(visible_render(VISIBLE_MIG, uuids, NGPUS, sel, 1, buf, sizeof buf), GC_EINVAL);
 	/* every stop code has words */
 	for (int s = VISIBLE_STOP_NONE; s <= VISIBLE_STOP_TOO_MANY; s++)
 		assert_string_not_equal(visible_stop_reason((enum visible_stop)s), "unknown");
