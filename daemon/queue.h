@@ -2,8 +2,9 @@
  * queue.h — gpuctld's job queue server: a Unix socket where each caller is
  * known by SO_PEERCRED (never by what it claims), the SQLite store, and
  * event-driven dispatch — on a submit, a job's end, a lease freed — that
- * starts each job as its user through `gpuctl run --placed` (forked by the job runner), so queued and
- * interactive jobs share one lease mechanism. docs/queue.md.
+ * starts each job as its user, forked by the job runner and leasing its
+ * GPUs as gpuctl run does, so queued and interactive jobs share one lease
+ * mechanism. docs/queue.md; the parts are in queue-int.h.
  */
 #ifndef GPUCTL_DAEMON_QUEUE_H
 #define GPUCTL_DAEMON_QUEUE_H

@@ -1,0 +1,261 @@
+/*
+ * queue-int.h — the parts of gpuctld's job queue (queue.h), each with its
+ * own state, and what they call of each other. Only daemon/queue*.c,
+ * clients.c, requests.c, runner-link.c, round.c, view.c and retention.c
+ * include it:
+ *   clients.c      the client server: the listening socket, connections,
+ *                  who may connect (SO_PEERCRED), a request line in and
+ *                  its answer out without blocking
+ *   requests.c     the protocol: submit, list, show, cancel as JSON
+ *   runner-link.c  the job runner (`gpuctl --runner`) and the socket to it
+ *   round.c        the dispatch round: the GPUs free now, the jobs that
+ *                  ended, the jobs that start, in one transaction
+ *   view.c         what /metrics and /api/v1/jobs show, rendered by the
+ *                  queue's thread and read by the HTTP threads
+ *   retention.c    removing old logs and records, and recovering the jobs
+ *                  an earlier gpuctld left running
+ *   queue.c        the thread and its poll loop, start and stop
+ */
+#ifndef GPUCTL_DAEMON_QUEUE_INT_H
+#define GPUCTL_DAEMON_QUEUE_INT_H
+
+#include "queue.h"
+
+#include "gpu.h"
+#include "lease.h"
+#include "select.h"
+#include "spawnreq.h"
+#include "store.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_GPUS 64
+#define MAX_CLIENTS 256
+#define CLIENTS_PER_USER 32         /* connections one user (not root, not the admin group) may hold */
+#define CLIENTS_ADMIN_ONLY 16       /* the last slots: root and the admin group always get in */
+#define MAX_REQUEST (1u << 20)      /* a request line, environment included */
+#define CLIENT_TIMEOUT_MS 10000
+#define MAX_RUNNING 256
+#define MAX_AFTER 64                /* jobs one --after may name */
+#define LIST_PAGE 16                /* jobs in one answer to list (rows read: at most this many) */
+#define LIST_PAGE_BYTES (256u << 10) /* and about this much of their command lines */
+#define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
+#define RUNNER_TIMEOUT_MS 5000      /* the runner answers a request within this, or is replaced */
+#define HEAD_FIRST 64               /* queued jobs dispatch reads first; more only while GPUs are left */
+
+/* ---- clients.c ---- */
+
+struct client {
+	int fd;
+	uid_t uid;
+	gid_t gid;
+	char *buf;
+	size_t len;
+	long long deadline;
+	bool too_big;            /* over MAX_REQUEST: the rest is read and dropped, then refused */
+	char *out;               /* the answer being written, as the client reads it; NULL: reading */
+	size_t outlen, outoff;
+};
+
+struct clients {
+	int lfd;                     /* the listening socket; -1: none */
+	struct client cl[MAX_CLIENTS];
+	size_t ncl;
+	gid_t admin_gid;             /* (gid_t)-1: none */
+	/* the answer to one request line (requests.c) */
+	json_t *(*answer)(void *arg, const struct client *c, const char *line);
+	void *arg;
+};
+
+/* root, or a member of the admin group */
+bool clients_is_admin(const struct clients *cs, uid_t uid, gid_t gid);
+void clients_accept(struct clients *cs);
+/* client i's socket is ready: read its request (answering once a line is in) or write its answer */
+void clients_ready(struct clients *cs, size_t i);
+/* drop the clients past their deadline (too slow to send a request or to read the answer) */
+void clients_expire(struct clients *cs, long long now);
+void clients_close(struct clients *cs);
+
+/* ---- requests.c ---- */
+
+/* {"ok": false, "error": ...} */
+json_t *requests_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the answer to a request line from c (struct queue *q as arg) */
+json_t *requests_answer(void *q, const struct client *c, const char *line);
+
+/* ---- runner-link.c ---- */
+
+struct runner_link {
+	const char *gpuctl;          /* the binary: `gpuctl --runner 3` */
+	int nullfd;                  /* its stdin (borrowed) */
+	pid_t rpid;                  /* 0: none */
+	int rfd;                     /* its socket, non-blocking; -1: none */
+	char *rbuf;                  /* records read from it and not yet handled */
+	size_t rlen, rcap;
+	/* called when the runner is stopped: its children are to be adopted */
+	void (*on_down)(void *arg);
+	void *arg;
+};
+
+void runner_link_init(struct runner_link *l, const char *gpuctl, int nullfd, void (*on_down)(void *), void *arg);
+/* read what the runner sent: 0, or -1 when it is gone */
+int runner_link_read(struct runner_link *l);
+/* stop it (its children run on) and call on_down; why (NULL: say nothing) goes to the log */
+void runner_link_down(struct runner_link *l, const char *why);
+/* have the runner fork a child for r with fds (stdin, go pipe): its pid, or -1 with why; started when down,
+ * replaced once when it fails */
+pid_t runner_link_spawn(struct runner_link *l, const struct spawnreq *r, const int *fds, char *why, size_t len);
+/* the next EXITED record read: 1 with its pid and wait status, 0 when none is left (the rest is dropped) */
+int runner_link_next_exit(struct runner_link *l, pid_t *pid, int *status);
+void runner_link_free(struct runner_link *l);
+
+/* ---- round.c ---- */
+
+struct running {
+	int64_t id;
+	uid_t uid;
+	pid_t pid;
+	int pidfd;
+	bool gpus[MAX_GPUS];
+	bool cancelled;
+	bool child;              /* the runner's child: its end comes as an EXITED record (else adopted) */
+};
+
+/* a job whose process ended, to record in the round's transaction */
+struct fin {
+	int64_t id;
+	uid_t uid;               /* whose status file has its record */
+	int code;                /* from the runner's EXITED record; -1: unknown (adopted) */
+	bool cancelled;
+};
+
+/* a job forked in this round, waiting for the commit to go */
+struct go {
+	int64_t id;
+	pid_t pid;
+	int fd;
+	int64_t submitted_ms;
+};
+
+struct round {
+	struct lease_dir *leases;    /* opened at the first round */
+	struct running run[MAX_RUNNING];
+	size_t nrun;
+	struct fin fin[MAX_RUNNING];
+	size_t nfin;
+	struct go go[MAX_GPUS];
+	size_t ngo;
+	bool dirty;                  /* a GPU may have freed or a job arrived: settle this round */
+	bool deps_dirty;             /* a job failed or was cancelled: look at the jobs waiting --after */
+	/* the states of jobs named by --after, as read in this look at the queue (memo_round): a
+	 * head of 200 jobs each --after the same 64 costs 64 reads, not 12 800 */
+	struct { int64_t id; uint32_t round; int8_t state; } memo[4096];
+	uint32_t memo_round;
+};
+
+/* the GPUs as the dispatch round sees them: the sampler's last sample, and which are free
+ * now (no lease, no job starting) */
+struct gpus_now {
+	gc_snapshot snap;      /* a copy, this round's own */
+	gc_snapshot view;      /* snap, cut to MAX_GPUS GPUs (shares its memory) */
+	size_t n;
+	bool is_free[MAX_GPUS];
+};
+
+struct queue;
+/* the sampler's last sample, no GPU free yet (what submit's check needs) */
+void round_gpus_sample(struct queue *q, struct gpus_now *g);
+/* ... and which GPUs are free now: a look at each one's lease */
+void round_gpus_now(struct queue *q, struct gpus_now *g);
+void round_gpus_release(struct gpus_now *g);
+/* job j's GPU request (rq: its request JSON) as select.c takes it */
+void round_job_request(const struct job *j, const json_t *rq, struct select_request *r);
+/* the GPUs request r may use now, whether or not free: e[now->n] */
+void round_job_eligible(const struct gpus_now *now, const struct select_request *r, bool *e);
+/* are the jobs j runs --after done? *failed: one never will be */
+bool round_deps_state(struct queue *q, const struct job *j, bool *failed);
+/* a new look at the queue: forget the states read before */
+void round_memo_forget(struct queue *q);
+/* what job id left in its status record: 1 with *ran and *code, 0 when nothing was written */
+int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code);
+/* a running job whose gpuctl run is gone without a status: queued again (--requeue) or lost */
+void round_lost(struct queue *q, int64_t id, const char *when);
+/* a job still running after a restart, not our child: its end is seen through its pidfd */
+void round_adopt(struct queue *q, const struct job *j);
+/* SIGTERM to running job id, recorded as cancelled: false when it is not ours */
+bool round_cancel(struct queue *q, int64_t id);
+/* run[i]'s pidfd is readable (or it has none): has it ended? */
+void round_collect_end(struct queue *q, size_t i);
+/* the runner's EXITED records: the jobs they name have ended */
+void round_runner_exits(struct queue *q);
+/* the runner is gone: its children are adopted (their ends come through their pidfds) */
+void round_runner_down(void *q);
+/* one round: record the ends and start what dispatch chooses in one transaction, then let them go */
+void round_settle(struct queue *q);
+void round_free(struct round *rd);
+
+/* ---- view.c ---- */
+
+struct view {
+	pthread_mutex_t lock;        /* the HTTP threads read what the queue's thread renders */
+	char *mtext;                 /* counts, rendered at each dispatch */
+	char *jtext;                 /* /api/v1/jobs */
+	int64_t oldest_ms;           /* submission time of the oldest queued job; 0: none */
+	uint64_t started_total;
+	double wait_total;           /* seconds queued, over every job started */
+	long long render_at;         /* monotonic ms when a render is due; 0: up to date */
+	long long rendered;          /* monotonic ms of the last render */
+};
+
+void view_init(struct view *v);
+void view_free(struct view *v);
+/* render from the live jobs of st now */
+void view_render(struct view *v, struct store *st);
+/* something changed: render soon, but not more often than every RENDER_MS */
+void view_render_later(struct view *v);
+/* n jobs started, having waited wait_s seconds in all */
+void view_started(struct view *v, uint64_t n, double wait_s);
+
+/* ---- retention.c ---- */
+
+struct retention {
+	long long prune_at;          /* monotonic ms of the next look for logs to remove; 0: never */
+	int64_t pruned_until;        /* logs of jobs that ended up to then are gone */
+};
+
+/* --log-keep, --job-keep: remove what is due, and say when to look again (ret.prune_at) */
+void retention_prune(struct queue *q);
+/* after a restart: the jobs that were running when the daemon went away */
+void retention_recover(struct queue *q);
+
+/* ---- queue.c ---- */
+
+struct queue {
+	struct queue_opts o;
+	struct sampler *s;
+	struct store *st;
+	int stopfd;
+	int dblock, socklock;        /* pidlocks beside the database and the socket; -1: not held */
+	int nullfd;                  /* /dev/null, the jobs' stdin */
+	struct clients clients;
+	struct runner_link runner;
+	struct round round;
+	struct view view;
+	struct retention ret;
+	pthread_t thread;
+	bool started;
+};
+
+void queue_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* field 22 of /proc/PID/stat, to tell a process from a later one with its pid; 0 when none */
+uint64_t queue_proc_start(pid_t pid);
+/* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobstatus.h) */
+void queue_log_path(const struct queue *q, int64_t id, char *buf, size_t len);
+bool queue_log_made(const struct queue *q, int64_t id);
+void queue_status_path(const struct queue *q, uid_t uid, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * requests.c — gpuctld's queue protocol (queue-int.h): one JSON request
+ * line from a client known by SO_PEERCRED, one JSON answer. submit checks
+ * everything a job carries before it is stored (its GPU request against
+ * what this machine could ever give, its gpuctl run options with the
+ * table gpuctl run parses them with); list and show say why a queued job
+ * waits, as Slurm's squeue REASON does; cancel stops a queued job or
+ * signals a running one. Another user's job is "no such job".
+ */
+#include "queue-int.h"
+
+#include "clock.h"
+#include "job.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "0,3" (as the store keeps a job's GPUs) as [0, 3]: numbers in JSON, not a string */
+static json_t *gpu_list_json(const char *gpus)
+{
+	json_t *a = json_array();
+	for (const char *p = gpus ? gpus : ""; a && *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		json_array_append_new(a, json_integer(v));
+		p = *end == ',' ? end + 1 : end;
+	}
+	return a;
+}
+
+static json_t *job_json(const struct job *j)
+{
+	json_t *argv = json_loads(j->argv, 0, NULL);
+	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:i, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:o, s:s, s:i}",
+			      "id", (json_int_t)j->id, "user", j->user, "uid", (json_int_t)j->uid, "name", j->name,
+			      "priority", j->priority, "gpus_requested", (int)j->ngpus,
+			      "state", job_state_name(j->state), "argv", argv ? argv : json_array(), "cwd", j->cwd,
+			      "submitted_ms", (json_int_t)j->submitted_ms, "started_ms", (json_int_t)j->started_ms,
+			      "ended_ms", (json_int_t)j->ended_ms, "gpus", gpu_list_json(j->gpus), "reason", j->reason,
+			      "starts", (int)j->starts);
+	if (o && job_state_final(j->state) && j->state != JOB_CANCELLED)
+		json_object_set_new(o, "exit_code", json_integer(j->exit_code));
+	if (o && j->state == JOB_RUNNING && j->pid > 0)
+		json_object_set_new(o, "pid", json_integer(j->pid)); /* its gpuctl run */
+	if (o && j->after)
+		json_object_set_new(o, "after", json_string(j->after));
+	json_t *rq = o ? json_loads(j->request, 0, NULL) : NULL;
+	json_t *run = json_object_get(rq, "run");
+	if (run) {
+		json_object_set(o, "run_options", run);
+		json_object_del(rq, "run");
+	}
+	if (o)
+		json_object_set_new(o, "requeue", json_boolean(json_is_true(json_object_get(rq, "requeue"))));
+	json_object_del(rq, "requeue");
+	if (rq && json_object_size(rq))
+		json_object_set_new(o, "filters", rq);
+	else
+		json_decref(rq);
+	return o;
+}
+
+json_t *requests_fail(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+/* a JSON array of strings, each NUL-free: 0, or -1 */
+static int strings(json_t *a, size_t max)
+{
+	if (!json_is_array(a) || json_array_size(a) > max)
+		return -1;
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- why a queued job waits ------------------------------------------------------- */
+
+/* a queued job's reason, as Slurm's squeue REASON column: "pending" (one word) and "pending_reason" */
+static void add_pending_reason(struct queue *q, const struct gpus_now *now, const struct job *j, json_t *o)
+{
+	if (!o || j->state != JOB_QUEUED)
+		return;
+	char why[300];
+	const char *word;
+	bool failed;
+	if (!round_deps_state(q, j, &failed)) {
+		word = failed ? "DependencyNeverSatisfied" : "Dependency";
+		snprintf(why, sizeof why, failed ? "a job it runs --after (%s) did not succeed: it will be cancelled"
+						 : "waits for job %s to succeed (--after)", j->after);
+	} else {
+		json_t *rq = json_loads(j->request, 0, NULL);
+		struct select_request r;
+		round_job_request(j, rq, &r);
+		bool e[MAX_GPUS];
+		size_t ever = 0, fit = 0;
+		round_job_eligible(now, &r, e);
+		for (size_t g = 0; g < now->n; g++) {
+			ever += select_could(&now->view, g, &r) == SELECT_OK;
+			fit += now->is_free[g] && e[g];
+		}
+		json_decref(rq);
+		const char *s = j->ngpus == 1 ? "" : "s";
+		if (ever < j->ngpus) {
+			word = "NeverFits";
+			snprintf(why, sizeof why, "%u GPU%s requested, but only %zu of this machine's %zu GPUs could ever match it",
+				 j->ngpus, s, ever, now->n);
+		} else if (fit < j->ngpus) {
+			word = "Resources";
+			snprintf(why, sizeof why, "%u GPU%s requested, %zu free now that it may use (%zu could match)",
+				 j->ngpus, s, fit, ever);
+		} else {
+			word = "Priority";
+			snprintf(why, sizeof why, "behind earlier or higher-priority jobs (first come, first served)");
+		}
+	}
+	json_object_set_new(o, "pending", json_string(word));
+	json_object_set_new(o, "pending_reason", json_string(why));
+}
+
+static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
+{
+	json_t *argv = json_object_get(req, "argv"), *env = json_object_get(req, "env");
+	const char *cwd = json_string_value(json_object_get(req, "cwd"));
+	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *after = json_string_value(json_object_get(req, "after"));
+	json_int_t n = json_integer_value(json_object_get(req, "gpus"));
+	json_int_t prio = json_integer_value(json_object_get(req, "priority"));
+	size_t ngpu = sampler_ngpus(q->s);
+	if (strings(argv, 4096) < 0 || json_array_size(argv) == 0)
+		return requests_fail("argv must be a non-empty list of strings without NUL bytes");
+	if (strings(env, 65536) < 0)
+		return requests_fail("env must be a list of NAME=value strings");
+	if (!cwd || cwd[0] != '/')
+		return requests_fail("cwd must be an absolute path");
+	if (n < 1 || (size_t)n > ngpu)
+		return requests_fail("%lld GPUs requested but this machine has %zu", (long long)n, ngpu);
+	if (name && strlen(name) > 63)
+		return requests_fail("--name is at most 63 bytes");
+	if (prio < -1000 || prio > 1000)
+		return requests_fail("--priority must be from -1000 to 1000");
+	if (prio > 0 && !clients_is_admin(&q->clients, c->uid, c->gid))
+		return requests_fail("only root or the admin group may give a priority above 0");
+	if (after && (strspn(after, "0123456789,") != strlen(after) || !*after))
+		return requests_fail("--after takes job ids separated by commas");
+	/* every dispatch round reads each of them: bounded */
+	size_t nafter = 0;
+	for (const char *p = after; p && *p; p++)
+		nafter += *p != ',' && (p == after || p[-1] == ',');
+	if (nafter > MAX_AFTER)
+		return requests_fail("--after names %zu jobs; at most %d", nafter, MAX_AFTER);
+	if (q->o.max_queued > 0) {
+		int64_t mine = store_count_queued(q->st, c->uid);
+		if (mine < 0)
+			return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
+		if (mine >= q->o.max_queued && !clients_is_admin(&q->clients, c->uid, c->gid))
+			return requests_fail("you have %lld jobs queued, the most gpuctld takes from one user (--max-queued %ld); "
+				    "wait for some to start, or cancel some", (long long)mine, q->o.max_queued);
+	}
+	/* each job it waits for must exist and be the submitter's to see (else "no job N", as show says) */
+	for (const char *p = after; p && *p;) {
+		long long id = strtoll(p, NULL, 10);
+		struct job d;
+		int r = id > 0 ? store_get(q->st, id, &d) : 0;
+		bool visible = r == 1 && (d.uid == c->uid || clients_is_admin(&q->clients, c->uid, c->gid));
+		if (r == 1)
+			job_release(&d);
+		if (r < 0)
+			return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
+		if (!visible)
+			return requests_fail("--after %s: no job %lld (gpuctl queue lists yours)", after, id);
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
+	json_t *model = json_object_get(req, "model"), *minfree = json_object_get(req, "min_free_mem");
+	if (model && (!json_is_string(model) || !*json_string_value(model) || json_string_length(model) > 95))
+		return requests_fail("--model must be a GPU name or glob of 1 to 95 bytes");
+	if (minfree && (!json_is_integer(minfree) || json_integer_value(minfree) < 0))
+		return requests_fail("--min-free-mem must be a size in bytes");
+	json_t *requeue = json_object_get(req, "requeue");
+	if (requeue && !json_is_boolean(requeue))
+		return requests_fail("requeue must be true or false");
+	/* gpuctl run's supervisor options, passed on to the job: only these (never --gpus or an internal one) */
+	json_t *run = json_object_get(req, "run");
+	if (run && strings(run, 16) < 0)
+		return requests_fail("run must be a list of at most 16 gpuctl run options");
+	/* each checked by the code gpuctl submit and gpuctl run check it with: what gpuctl run
+	 * would refuse must not be queued (it would fail at every start) */
+	size_t ri;
+	json_t *rv;
+	json_array_foreach(run, ri, rv) {
+		char why[400] = "";
+		struct job_opts jo;
+		job_opts_init(&jo);
+		if (json_string_length(rv) > 4096)
+			return requests_fail("a gpuctl run option over 4096 bytes");
+		if (job_queued_option(&jo, json_string_value(rv), why, sizeof why) != GC_OK)
+			return requests_fail("%s", why);
+	}
+	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
+	struct gpus_now now;
+	round_gpus_sample(q, &now);
+	struct job asked = {.ngpus = (unsigned)n};
+	struct select_request sr;
+	round_job_request(&asked, req, &sr);
+	size_t fit = 0, mig = 0;
+	json_int_t want = json_integer_value(minfree);
+	for (size_t g = 0; g < now.n; g++) {
+		enum select_why w = select_could(&now.view, g, &sr);
+		fit += w == SELECT_OK;
+		mig += w == SELECT_MIG; /* only an administrator changes MIG mode */
+	}
+	round_gpus_release(&now);
+	if (mig && fit < (size_t)n)
+		return requests_fail("%lld GPUs requested, but only %zu of this machine's GPUs could ever be handed out: "
+			    "%zu %s in MIG mode (CUDA sees only MIG devices there, by MIG UUID)",
+			    (long long)n, fit, mig, mig == 1 ? "is" : "are");
+	if ((model || want > 0) && fit < (size_t)n)
+		return requests_fail("%lld GPUs matching --model/--min-free-mem requested, but only %zu of this machine's "
+			    "GPUs could ever match", (long long)n, fit);
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096];
+	if (getpwuid_r(c->uid, &pw, pwbuf, sizeof pwbuf, &res) != 0 || !res)
+		return requests_fail("uid %u has no passwd entry: jobs run as a named user", (unsigned)c->uid);
+	struct job j;
+	memset(&j, 0, sizeof j);
+	j.uid = c->uid;
+	j.gid = pw.pw_gid;
+	snprintf(j.user, sizeof j.user, "%s", pw.pw_name);
+	snprintf(j.name, sizeof j.name, "%s", name ? name : "");
+	j.priority = (int)prio;
+	j.ngpus = (unsigned)n;
+	j.argv = json_dumps(argv, JSON_COMPACT);
+	j.env = json_dumps(env, JSON_COMPACT);
+	j.cwd = (char *)cwd;
+	j.after = (char *)after;
+	json_t *rq = json_object();
+	if (model)
+		json_object_set(rq, "model", model);
+	if (minfree)
+		json_object_set(rq, "min_free_mem", minfree);
+	if (json_array_size(run))
+		json_object_set(rq, "run", run);
+	if (json_is_true(requeue))
+		json_object_set_new(rq, "requeue", json_true());
+	j.request = json_dumps(rq, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(rq);
+	char err[256];
+	json_t *ans;
+	size_t stored = j.argv && j.env ? strlen(j.argv) + strlen(j.env) : 0;
+	if (!j.argv || !j.env)
+		ans = requests_fail("out of memory");
+	else if (q->o.max_job_bytes > 0 && stored > q->o.max_job_bytes)
+		/* what one user may store is bounded: --max-queued jobs of at most this */
+		ans = requests_fail("the command line and environment take %zu bytes, more than gpuctld keeps for a job "
+			   "(--max-job-bytes %zu)", stored, q->o.max_job_bytes);
+	else if (store_submit(q->st, &j, err, sizeof err) < 0)
+		ans = requests_fail("%s", err);
+	else
+		ans = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)j.id);
+	free(j.argv);
+	free(j.env);
+	free(j.request);
+	q->round.dirty = true;
+	q->round.deps_dirty |= after != NULL; /* it may wait for a job that has already failed */
+	return ans;
+}
+
+/*
+ * One page of jobs: those after id "from" (0: from the start), at most LIST_PAGE
+ * of them and about LIST_PAGE_BYTES of command lines, then "next" (the id to ask
+ * from) when there may be more. No answer is ever so big that writing it holds
+ * the queue up or the client refuses it, however many jobs and however long
+ * their command lines.
+ */
+static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
+{
+	round_memo_forget(q);
+	bool all = json_is_true(json_object_get(req, "all"));
+	bool admin = clients_is_admin(&q->clients, c->uid, c->gid);
+	json_int_t from = json_integer_value(json_object_get(req, "from"));
+	struct job *v;
+	size_t n;
+	if (store_list(q->st, all, !admin, c->uid, from > 0 ? from : 0, LIST_PAGE, LIST_PAGE_BYTES, &v, &n) < 0)
+		return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
+	json_t *a = json_array();
+	struct gpus_now now;
+	round_gpus_now(q, &now);
+	size_t bytes = 0, i;
+	for (i = 0; i < n; i++) {
+		json_t *o = job_json(&v[i]);
+		add_pending_reason(q, &now, &v[i], o);
+		json_array_append_new(a, o);
+		bytes += strlen(v[i].argv);
+	}
+	round_gpus_release(&now);
+	json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
+	/* a full page, by count or by bytes: there may be more */
+	if (ans && n && (n == LIST_PAGE || bytes >= LIST_PAGE_BYTES))
+		json_object_set_new(ans, "next", json_integer((json_int_t)v[n - 1].id));
+	store_list_free(v, n);
+	return ans;
+}
+
+/* the job, if c may see it; else an answer in *ans */
+static int own_job(struct queue *q, const struct client *c, json_t *req, struct job *j, json_t **ans)
+{
+	json_int_t id = json_integer_value(json_object_get(req, "id"));
+	int r = id > 0 ? store_get(q->st, id, j) : 0;
+	if (r < 0) {
+		*ans = requests_fail("cannot read the queue: %s", store_errmsg(q->st));
+		return -1;
+	}
+	/* another user's job is "no such job": its existence is not theirs to learn */
+	if (r == 0 || (j->uid != c->uid && !clients_is_admin(&q->clients, c->uid, c->gid))) {
+		if (r)
+			job_release(j);
+		*ans = requests_fail("no job %lld (gpuctl queue lists yours)", (long long)id);
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
+{
+	struct job j;
+	json_t *ans;
+	round_memo_forget(q);
+	if (own_job(q, c, req, &j, &ans) < 0)
+		return ans;
+	char log[4300];
+	queue_log_path(q, j.id, log, sizeof log);
+	json_t *o = job_json(&j);
+	struct gpus_now now;
+	round_gpus_now(q, &now);
+	add_pending_reason(q, &now, &j, o);
+	round_gpus_release(&now);
+	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", o, "log", log);
+	job_release(&j);
+	return ans;
+}
+
+static json_t *op_cancel(struct queue *q, const struct client *c, json_t *req)
+{
+	struct job j;
+	json_t *ans;
+	if (own_job(q, c, req, &j, &ans) < 0)
+		return ans;
+	char why[96];
+	snprintf(why, sizeof why, "cancelled by uid %u", (unsigned)c->uid);
+	if (j.state == JOB_QUEUED) {
+		int r = store_cancel(q->st, j.id, why, clock_real_ms());
+		ans = r == 1 ? json_pack("{s:b, s:s}", "ok", 1, "state", "cancelled")
+			     : requests_fail("job %lld has just started or ended; look again", (long long)j.id);
+	} else if (j.state == JOB_RUNNING) {
+		/* the supervisor forwards TERM to the job's process group */
+		ans = round_cancel(q, j.id) ? json_pack("{s:b, s:s}", "ok", 1, "state", "cancelling")
+					    : requests_fail("job %lld is not running under this gpuctld", (long long)j.id);
+	} else {
+		ans = requests_fail("job %lld has already ended (%s)", (long long)j.id, job_state_name(j.state));
+	}
+	job_release(&j);
+	q->round.dirty = q->round.deps_dirty = true;
+	return ans;
+}
+
+json_t *requests_answer(void *arg, const struct client *c, const char *line)
+{
+	struct queue *q = arg;
+	json_error_t e;
+	json_t *req = json_loads(line, 0, &e);
+	if (!req || !json_is_object(req)) {
+		json_decref(req);
+		return requests_fail("not a JSON object: %s", e.text);
+	}
+	const char *op = json_string_value(json_object_get(req, "op"));
+	json_t *ans;
+	if (!op)
+		ans = requests_fail("no op");
+	else if (strcmp(op, "submit") == 0)
+		ans = op_submit(q, c, req);
+	else if (strcmp(op, "list") == 0)
+		ans = op_list(q, c, req);
+	else if (strcmp(op, "show") == 0)
+		ans = op_show(q, c, req);
+	else if (strcmp(op, "cancel") == 0)
+		ans = op_cancel(q, c, req);
+	else
+		ans = requests_fail("unknown op '%s' (expected submit, list, show or cancel)", op);
+	json_decref(req);
+	return ans;
+}

@@ -1,0 +1,624 @@
+/*
+ * round.c — the queue's dispatch round (queue-int.h). Anything that can
+ * free or take a GPU — a submit, a cancel, a job's end, a lease released
+ * by gpuctl run — asks for a round; there is no timer.
+ *
+ * A round (round_settle) records every job that ended and starts what
+ * dispatch chose in ONE transaction: one fsync however many jobs it moves.
+ * The started jobs are forked by the runner inside it and wait on their go
+ * pipe; they go once the commit is on disk, so a crash at any point runs
+ * no job twice. Dispatch reads only the head of the queue (in priority, id
+ * order) as far as free GPUs remain, so a round costs the same with 10 or
+ * 10 000 queued jobs. Which GPUs a job may use is decided by select.c's
+ * rules (select_eligible, select_could), those of gpuctl run and pick, on
+ * the sampler's last sample.
+ */
+#include "queue-int.h"
+
+#include "clock.h"
+#include "dispatch.h"
+#include "jobstatus.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* GPU i's UUID, or NULL when this sample has none (it cannot be leased, so not used) */
+static const char *uuid_of(const gc_snapshot *s, size_t i)
+{
+	const gc_gpu *g = &s->gpus[i];
+	return g->st[GC_V_UUID] == GC_ST_OK && g->uuid[0] ? g->uuid : NULL;
+}
+
+/* the sampler's last sample into g, no GPU free yet (what submit's check needs) */
+void round_gpus_sample(struct queue *q, struct gpus_now *g)
+{
+	memset(g, 0, sizeof *g);
+	if (sampler_snapshot(q->s, &g->snap) != GC_OK)
+		queue_log("out of memory copying the last sample: no GPU is free this round");
+	g->n = g->snap.ngpus < MAX_GPUS ? g->snap.ngpus : MAX_GPUS;
+	g->view = g->snap;
+	g->view.ngpus = g->n;
+	g->view.topo = NULL; /* sized for snap.ngpus; dispatch ranks no topology */
+}
+
+/* ... and which GPUs are free now: a look at each one's lease */
+void round_gpus_now(struct queue *q, struct gpus_now *g)
+{
+	round_gpus_sample(q, g);
+	for (size_t i = 0; i < g->n; i++) {
+		const char *uuid = uuid_of(&g->view, i);
+		g->is_free[i] = uuid && q->round.leases && lease_peek(q->round.leases, uuid, NULL) == 0;
+	}
+	for (size_t r = 0; r < q->round.nrun; r++)
+		for (size_t i = 0; i < g->n; i++)
+			if (q->round.run[r].gpus[i])
+				g->is_free[i] = false; /* between fork and gpuctl run's lease */
+}
+
+void round_gpus_release(struct gpus_now *g)
+{
+	gpu_snapshot_release(&g->snap);
+}
+
+/*
+ * Job j's GPU request (its ngpus, --model and --min-free-mem, its user) as
+ * select.c takes it: the queue asks select_could and select_eligible, the
+ * rules gpuctl run and gpuctl pick decide by. rq is the job's request JSON.
+ */
+void round_job_request(const struct job *j, const json_t *rq, struct select_request *r)
+{
+	json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
+	memset(r, 0, sizeof *r);
+	r->n = j->ngpus;
+	r->model = json_string_value(json_object_get(rq, "model"));
+	r->min_free_mem = minfree > 0 ? (uint64_t)minfree : 0;
+	r->max_util = -1;
+	r->uid = j->uid;
+}
+
+/* the GPUs request r may use now, whether or not free: e[now->n] */
+void round_job_eligible(const struct gpus_now *now, const struct select_request *r, bool *e)
+{
+	enum select_why why[MAX_GPUS];
+	select_eligible(&now->view, r, NULL, why);
+	for (size_t g = 0; g < now->n; g++)
+		e[g] = why[g] == SELECT_OK && uuid_of(&now->view, g);
+}
+
+/* ---- running jobs ------------------------------------------------------------- */
+
+/* strings of a JSON array, NULL-terminated, plus room for `extra` more; NULL on error */
+static char **vec(const char *text, size_t extra, size_t *n)
+{
+	json_t *a = json_loads(text, 0, NULL);
+	size_t k = json_array_size(a);
+	char **v = a ? calloc(k + extra + 1, sizeof *v) : NULL;
+	for (size_t i = 0; v && i < k; i++)
+		v[i] = strdup(json_string_value(json_array_get(a, i)));
+	json_decref(a);
+	*n = k;
+	return v;
+}
+
+static void vec_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* what job id left in its status record: 1 with *ran and *code, 0 when nothing was written */
+int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code)
+{
+	char path[4300];
+	queue_status_path(q, uid, path, sizeof path);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int r = fd >= 0 ? jobstatus_read(fd, id, ran, code) : 0;
+	if (fd >= 0)
+		close(fd);
+	return r > 0;
+}
+
+/*
+ * A running job whose gpuctl run is gone without leaving a status (it was
+ * killed too, or the machine restarted): it may have run part way. Queued
+ * again when submitted with --requeue (at most 5 starts in all), else lost.
+ */
+void round_lost(struct queue *q, int64_t id, const char *when)
+{
+	struct job j;
+	bool wants = false, again = false;
+	if (store_get(q->st, id, &j) == 1) {
+		json_t *rq = json_loads(j.request, 0, NULL);
+		wants = json_is_true(json_object_get(rq, "requeue"));
+		again = wants && j.starts < 5;
+		json_decref(rq);
+		job_release(&j);
+	}
+	char why[160];
+	snprintf(why, sizeof why, "lost %s (its gpuctl run was gone without an exit status)%s", when,
+		 again ? "; queued again: --requeue" : wants ? " after 5 starts" : "");
+	if (again && store_requeue(q->st, id, why) == 1) {
+		queue_log("job %lld %s", (long long)id, why);
+		return;
+	}
+	store_finish(q->st, id, JOB_LOST, 1, why, clock_real_ms());
+	queue_log("job %lld %s", (long long)id, why);
+	q->round.deps_dirty = true;
+}
+
+/*
+ * Inside the round's transaction: a job's supervisor ended with exit code
+ * f->code (from waitpid, or -1 unknown).
+ */
+static void record_end(struct queue *q, struct fin *f)
+{
+	int64_t id = f->id;
+	int code = f->code;
+	bool ran = true;
+	int scode;
+	bool record = round_read_status(q, f->uid, id, &ran, &scode);
+	if (record)
+		code = scode;
+	else if (code < 0) {
+		round_lost(q, id, "after a gpuctld restart");
+		return;
+	}
+	if (!ran && !f->cancelled && code != 127 && code != 126) {
+		/*
+		 * Never started: another job took a GPU between our look and its
+		 * lease, or gpuctl run refused it (another user's process on it).
+		 * Queue it again, but not forever: its log says why.
+		 */
+		struct job j;
+		unsigned starts = store_get(q->st, id, &j) == 1 ? j.starts : 0;
+		if (starts)
+			job_release(&j);
+		if (starts < 5 && store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1)
+			return;
+		code = code ? code : 1;
+	}
+	enum job_state s = f->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
+	char why[96] = "";
+	if (f->cancelled)
+		snprintf(why, sizeof why, "cancelled while running");
+	else if (!record && code == 126 && !queue_log_made(q, id))
+		/* the runner's child could not create it (it said why on our stderr) */
+		snprintf(why, sizeof why, "its log could not be created (exit status 126; gpuctld's log says why)");
+	else if (code)
+		snprintf(why, sizeof why, "exit status %d", code);
+	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
+		queue_log("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
+	q->round.deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
+}
+
+/* inside the round's transaction: job id could not be started on gpus, and why; -1 */
+static int start_failed(struct queue *q, int64_t id, const char *gpus, const char *why)
+{
+	store_start(q->st, id, 0, 0, gpus, clock_real_ms());
+	store_finish(q->st, id, JOB_FAILED, 1, why, clock_real_ms());
+	queue_log("job %lld failed to start: %s", (long long)id, why);
+	q->round.deps_dirty = true;
+	return -1;
+}
+
+/*
+ * Inside the round's transaction: start job j on GPUs g (gs: the sample they
+ * were chosen in). Has the runner fork the job as the user; it leases the
+ * GPUs and waits on its go pipe (fd 3) for settle() to write one byte once
+ * the round is committed. The GPUs go by index and UUID ("placed"):
+ * dispatch chose them from the sampler's view, so the job only leases them
+ * and opens no NVML of its own. 0, or -1 (the job failed, or stays queued
+ * when its start could not be recorded).
+ */
+static int launch(struct queue *q, const struct job *j, const bool *g, const gc_snapshot *gs)
+{
+	size_t ngpu = gs->ngpus;
+	char gpus[256], placed[MAX_GPUS * 100], name[80], log[4300], why[256] = "";
+	select_index_list(g, ngpu, gpus, sizeof gpus);
+	size_t off = 0;
+	placed[0] = '\0';
+	for (size_t i = 0; i < ngpu && off < sizeof placed; i++)
+		if (g[i])
+			off += (size_t)snprintf(placed + off, sizeof placed - off, "%s%zu=%s", off ? "," : "", i, uuid_of(gs, i));
+	snprintf(name, sizeof name, "job-%lld%s%s", (long long)j->id, j->name[0] ? "-" : "", j->name);
+	queue_log_path(q, j->id, log, sizeof log);
+	/* everything the runner's child needs, sent in one request */
+	gid_t groups[256];
+	int ngroups = 256;
+	if (getgrouplist(j->user, j->gid, groups, &ngroups) < 0)
+		ngroups = 0;
+	size_t na, ne;
+	char **cmd = vec(j->argv, 0, &na), **env = vec(j->env, 8, &ne);
+	json_t *rq = json_loads(j->request, 0, NULL), *run = json_object_get(rq, "run");
+	size_t nopts = json_array_size(run);
+	const char **opts = calloc(nopts + 1, sizeof *opts);
+	char status[4300];
+	queue_status_path(q, j->uid, status, sizeof status);
+	/* owned by the user, whose gpuctl runs write their records into it; this job's emptied */
+	int sfd = open(status, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (sfd < 0 || fchown(sfd, j->uid, j->gid) < 0 || jobstatus_clear(sfd, j->id) < 0)
+		queue_log("cannot prepare %s for job %lld: %s", status, (long long)j->id, strerror(errno));
+	if (sfd >= 0)
+		close(sfd);
+	int go[2] = {-1, -1};
+	if (!cmd || !env || !opts)
+		snprintf(why, sizeof why, "out of memory");
+	else if (q->nullfd < 0)
+		snprintf(why, sizeof why, "cannot open /dev/null");
+	else if (pipe2(go, O_CLOEXEC) < 0)
+		snprintf(why, sizeof why, "cannot make a pipe: %s", strerror(errno));
+	if (why[0]) {
+		vec_free(cmd);
+		vec_free(env);
+		free(opts);
+		json_decref(rq);
+		return start_failed(q, j->id, gpus, why);
+	}
+	for (size_t i = 0; i < nopts; i++)
+		opts[i] = json_string_value(json_array_get(run, i)); /* rq lives until after the spawn */
+	/* the daemon's view of the node wins over what the submitter's environment said */
+	char idv[40], simv[4200], *keep[] = {"GPUCTL_SIM_LIBDIR", "GPUCTL_SIM_RUNDIR", "GPUCTL_STATE_DIR", NULL};
+	snprintf(idv, sizeof idv, "GPUCTL_JOB_ID=%lld", (long long)j->id);
+	size_t m = 0;
+	for (size_t i = 0; i < ne; i++) {
+		const char *e = env[i];
+		bool drop = strncmp(e, "GPUCTL_SIM=", 11) == 0 || strncmp(e, "CUDA_VISIBLE_DEVICES=", 21) == 0;
+		for (size_t x = 0; keep[x]; x++)
+			drop |= strncmp(e, keep[x], strlen(keep[x])) == 0 && e[strlen(keep[x])] == '=';
+		if (drop)
+			free(env[i]);
+		else
+			env[m++] = env[i];
+	}
+	env[m++] = idv;
+	if (q->o.sim) {
+		snprintf(simv, sizeof simv, "GPUCTL_SIM=%s", q->o.sim);
+		env[m++] = simv;
+	}
+	for (size_t x = 0; keep[x]; x++) {
+		const char *v = getenv(keep[x]);
+		if (v && (env[m] = malloc(strlen(keep[x]) + strlen(v) + 2)))
+			sprintf(env[m++], "%s=%s", keep[x], v);
+	}
+	env[m] = NULL;
+	/*
+	 * Exactly once, whenever gpuctld dies: the job waits on its go pipe
+	 * until the round that records this start (with its pid) is committed.
+	 * One whose parent died first writes "0 0" (never ran) to the status
+	 * file and leaves: its start was not committed, or a restart finds
+	 * "never ran" and queues the job again. A job recorded with a pid that
+	 * is gone and left no status is lost.
+	 */
+	struct spawnreq sr = {.uid = j->uid, .gid = j->gid, .ngroups = (size_t)ngroups, .groups = groups,
+			      .cwd = j->cwd, .log = log, .placed = placed, .name = name, .status = status,
+			      .slot = (uint64_t)j->id, .nopts = nopts, .opts = (char **)opts, .argc = na, .argv = cmd,
+			      .envc = m, .env = env};
+	int fds[SPAWNREQ_NFDS] = {q->nullfd, go[0]};
+	pid_t pid = runner_link_spawn(&q->runner, &sr, fds, why, sizeof why);
+	close(go[0]);
+	for (size_t i = 0; env[i]; i++)
+		if (env[i] != idv && env[i] != simv)
+			free(env[i]);
+	free(env);
+	vec_free(cmd);
+	free(opts);
+	json_decref(rq);
+	if (pid < 0) {
+		close(go[1]);
+		return start_failed(q, j->id, gpus, why);
+	}
+	if (store_start(q->st, j->id, pid, queue_proc_start(pid), gpus, clock_real_ms()) != 1) {
+		queue_log("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
+		close(go[1]); /* it leaves without running anything; the runner reaps it */
+		return -1;
+	}
+	struct running *r = &q->round.run[q->round.nrun++];
+	memset(r, 0, sizeof *r);
+	r->id = j->id;
+	r->uid = j->uid;
+	r->pid = pid;
+	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	r->child = true;
+	memcpy(r->gpus, g, ngpu * sizeof *g);
+	q->round.go[q->round.ngo++] = (struct go){.id = j->id, .pid = pid, .fd = go[1], .submitted_ms = j->submitted_ms};
+	return 0;
+}
+
+/* run[i] has ended with exit code `code` (-1: unknown): move it to the round's ends */
+static void end_run(struct queue *q, size_t i, int code)
+{
+	struct running *r = &q->round.run[i];
+	q->round.fin[q->round.nfin++] = (struct fin){.id = r->id, .uid = r->uid, .code = code, .cancelled = r->cancelled};
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	q->round.run[i] = q->round.run[--q->round.nrun];
+	q->round.dirty = true;
+}
+
+/* an adopted job's pidfd is readable (or it has none): has it ended? */
+void round_collect_end(struct queue *q, size_t i)
+{
+	if (!q->round.run[i].child && kill(q->round.run[i].pid, 0) < 0)
+		end_run(q, i, -1); /* its end is seen, its exit code is not: its status file has it */
+}
+
+/* the runner's EXITED records: the jobs they name have ended */
+void round_runner_exits(struct queue *q)
+{
+	pid_t pid;
+	int st;
+	while (runner_link_next_exit(&q->runner, &pid, &st))
+		for (size_t i = 0; i < q->round.nrun; i++)
+			if (q->round.run[i].child && q->round.run[i].pid == pid) {
+				end_run(q, i, WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1);
+				break;
+			}
+}
+
+void round_runner_down(void *arg)
+{
+	struct queue *q = arg;
+	for (size_t i = 0; i < q->round.nrun; i++)
+		q->round.run[i].child = false;
+}
+
+void round_adopt(struct queue *q, const struct job *j)
+{
+	if (q->round.nrun == MAX_RUNNING)
+		return;
+	struct running *r = &q->round.run[q->round.nrun++];
+	memset(r, 0, sizeof *r);
+	r->id = j->id;
+	r->uid = j->uid;
+	r->pid = j->pid;
+	r->pidfd = (int)syscall(SYS_pidfd_open, j->pid, 0);
+	for (const char *p = j->gpus; *p;) {
+		long g = strtol(p, NULL, 10);
+		if (g >= 0 && g < MAX_GPUS)
+			r->gpus[g] = true;
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
+	queue_log("job %lld (pid %d) still runs: adopted", (long long)j->id, j->pid);
+}
+
+bool round_cancel(struct queue *q, int64_t id)
+{
+	bool found = false;
+	for (size_t i = 0; i < q->round.nrun; i++)
+		if (q->round.run[i].id == id) {
+			kill(q->round.run[i].pid, SIGTERM);
+			q->round.run[i].cancelled = true;
+			found = true;
+		}
+	return found;
+}
+
+/* ---- dispatch ----------------------------------------------------------------- */
+
+/* a job's state, through the memo: 1 found, 0 no such job, -1 error */
+static int dep_state(struct queue *q, int64_t id, enum job_state *st)
+{
+	size_t slot = (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 52); /* 12 bits: 4096 slots */
+	if (q->round.memo[slot].round == q->round.memo_round && q->round.memo[slot].id == id) {
+		if (q->round.memo[slot].state < 0)
+			return 0;
+		*st = (enum job_state)q->round.memo[slot].state;
+		return 1;
+	}
+	int r = store_state(q->st, id, st);
+	if (r >= 0) {
+		q->round.memo[slot].id = id;
+		q->round.memo[slot].round = q->round.memo_round;
+		q->round.memo[slot].state = r ? (int8_t)*st : -1;
+	}
+	return r;
+}
+
+/* a new look at the queue: what the memo holds may have changed since */
+void round_memo_forget(struct queue *q)
+{
+	if (++q->round.memo_round == 0) {
+		memset(q->round.memo, 0, sizeof q->round.memo);
+		q->round.memo_round = 1;
+	}
+}
+
+static void memo_cancelled(struct queue *q, int64_t id)
+{
+	size_t slot = (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 52);
+	if (q->round.memo[slot].id == id)
+		q->round.memo[slot].round = q->round.memo_round - 1;
+}
+
+bool round_deps_state(struct queue *q, const struct job *j, bool *failed)
+{
+	*failed = false;
+	if (!j->after)
+		return true;
+	bool ready = true;
+	for (const char *p = j->after; *p;) {
+		long long id = strtoll(p, NULL, 10);
+		enum job_state st = JOB_QUEUED;
+		int r = dep_state(q, id, &st);
+		if (r != 1 || (job_state_final(st) && st != JOB_DONE))
+			*failed = true;
+		else if (st != JOB_DONE)
+			ready = false;
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
+	return ready && !*failed;
+}
+
+/* jobs waiting --after one that failed, was cancelled or does not exist: cancelled */
+static void cancel_orphans(struct queue *q)
+{
+	struct job *v;
+	size_t n;
+	round_memo_forget(q);
+	if (store_brief(q->st, STORE_WAITING, SIZE_MAX, &v, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		bool failed;
+		if (!round_deps_state(q, &v[i], &failed) && failed)
+			store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", clock_real_ms());
+	}
+	store_list_free(v, n);
+}
+
+/* which queued jobs start now: inside the round's transaction, from the head of the queue */
+static void dispatch(struct queue *q)
+{
+	struct gpus_now now;
+	size_t nfree = 0;
+	round_memo_forget(q);
+	if (!q->round.leases) {
+		char err[256];
+		if (lease_dir_open(&q->round.leases, NULL, true, err, sizeof err) != GC_OK) {
+			q->round.leases = NULL;
+			queue_log("cannot open the lease directory: %s", err);
+		}
+	}
+	if (q->round.deps_dirty) {
+		cancel_orphans(q);
+		q->round.deps_dirty = false;
+	}
+	round_gpus_now(q, &now);
+	const bool *is_free = now.is_free;
+	size_t ngpu = now.n;
+	for (size_t g = 0; g < ngpu; g++)
+		nfree += is_free[g];
+	if (!nfree) {
+		round_gpus_release(&now);
+		return;
+	}
+	/*
+	 * Plan the head of the queue; while GPUs are left over (every job read
+	 * could start or can never run), read further. dispatch_plan over a prefix
+	 * starts what it would start over the whole queue once none are left.
+	 */
+	struct job *v = NULL;
+	size_t n = 0, k = 0;
+	struct dispatch_job *sj = NULL;
+	bool *elig = NULL;
+	struct dispatch_start out[MAX_GPUS];
+	for (size_t limit = HEAD_FIRST;; limit *= 8) {
+		store_list_free(v, n);
+		free(sj);
+		free(elig);
+		sj = NULL;
+		elig = NULL;
+		if (store_brief(q->st, STORE_HEAD, limit, &v, &n) < 0) {
+			v = NULL;
+			n = 0;
+			break;
+		}
+		sj = calloc(n ? n : 1, sizeof *sj);
+		elig = calloc((n ? n : 1) * MAX_GPUS, sizeof *elig);
+		if (!sj || !elig)
+			break;
+		size_t ns = 0, left = 0;
+		for (size_t i = 0; i < n; i++) {
+			bool failed;
+			if (!round_deps_state(q, &v[i], &failed)) {
+				if (failed) {
+					store_cancel(q->st, v[i].id, "a job it runs --after did not succeed", clock_real_ms());
+					memo_cancelled(q, v[i].id);
+				}
+				continue;
+			}
+			/* the GPUs the job may use now, by gpuctl run's rules (select_eligible) */
+			bool *e = &elig[ns * MAX_GPUS];
+			json_t *rq = json_loads(v[i].request, 0, NULL);
+			struct select_request r;
+			round_job_request(&v[i], rq, &r);
+			round_job_eligible(&now, &r, e);
+			json_decref(rq);
+			sj[ns++] = (struct dispatch_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
+						      .eligible = e};
+		}
+		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
+		if (left == 0 || n < limit)
+			break;
+		k = 0;
+	}
+	for (size_t s = 0; s < k && q->round.nrun < MAX_RUNNING && q->round.ngo < MAX_GPUS; s++) {
+		bool g[MAX_GPUS] = {false};
+		for (unsigned x = 0; x < out[s].n; x++)
+			g[out[s].gpus[x]] = true;
+		struct job j;
+		if (store_get(q->st, out[s].id, &j) == 1) {
+			launch(q, &j, g, &now.view);
+			job_release(&j);
+		}
+	}
+	free(sj);
+	free(elig);
+	store_list_free(v, n);
+	round_gpus_release(&now);
+}
+
+/*
+ * One round: record the jobs that ended and start what dispatch chooses, in
+ * one transaction; then, once it is on disk, let the started ones go. When
+ * the commit fails, nothing of the round happened: the spawned gpuctl runs
+ * leave without running anything, and the ends are recorded again at the
+ * next wake-up (within a second).
+ */
+void round_settle(struct queue *q)
+{
+	if (store_begin(q->st) < 0) {
+		queue_log("cannot begin a transaction: %s; trying again", store_errmsg(q->st));
+		return;
+	}
+	for (size_t i = 0; i < q->round.nfin; i++)
+		record_end(q, &q->round.fin[i]);
+	dispatch(q);
+	if (store_commit(q->st) < 0) {
+		queue_log("cannot commit the queue's changes: %s; trying again", store_errmsg(q->st));
+		for (size_t i = 0; i < q->round.ngo; i++) {
+			close(q->round.go[i].fd); /* it leaves without running anything; the runner reaps it */
+			for (size_t r = 0; r < q->round.nrun; r++)
+				if (q->round.run[r].pid == q->round.go[i].pid) {
+					if (q->round.run[r].pidfd >= 0)
+						close(q->round.run[r].pidfd);
+					q->round.run[r] = q->round.run[--q->round.nrun];
+					break;
+				}
+		}
+		q->round.ngo = 0;
+		q->round.deps_dirty = true;
+		return;
+	}
+	q->round.nfin = 0;
+	long long now = clock_real_ms();
+	for (size_t i = 0; i < q->round.ngo; i++) {
+		(void)!write(q->round.go[i].fd, "x", 1); /* go */
+		close(q->round.go[i].fd);
+		view_started(&q->view, 1, (now - q->round.go[i].submitted_ms) / 1000.0);
+	}
+	q->round.ngo = 0;
+	q->round.dirty = false;
+	view_render_later(&q->view);
+}
+
+void round_free(struct round *rd)
+{
+	for (size_t i = 0; i < rd->nrun; i++)
+		if (rd->run[i].pidfd >= 0)
+			close(rd->run[i].pidfd);
+	lease_dir_close(rd->leases);
+}

@@ -1,0 +1,161 @@
+/*
+ * view.c — what the queue shows over HTTP (queue-int.h): the Prometheus
+ * counts and /api/v1/jobs, rendered by the queue's thread from the live
+ * jobs at most every RENDER_MS, and read by the HTTP threads under the
+ * view's lock. Never a command line or an environment: the pages are not
+ * authenticated.
+ */
+#include "queue-int.h"
+
+#include "clock.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void view_init(struct view *v)
+{
+	memset(v, 0, sizeof *v);
+	pthread_mutex_init(&v->lock, NULL);
+}
+
+void view_free(struct view *v)
+{
+	free(v->mtext);
+	free(v->jtext);
+	pthread_mutex_destroy(&v->lock);
+}
+
+void view_started(struct view *v, uint64_t n, double wait_s)
+{
+	pthread_mutex_lock(&v->lock);
+	v->started_total += n;
+	v->wait_total += wait_s;
+	pthread_mutex_unlock(&v->lock);
+}
+
+/* the counts for /metrics and the jobs for /api/v1/jobs, from the live jobs */
+void view_render(struct view *w, struct store *st)
+{
+	size_t queued = 0, running = 0;
+	int64_t oldest = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	struct job *v;
+	size_t n;
+	w->rendered = clock_mono_ms();
+	w->render_at = 0;
+	if (store_brief(st, STORE_LIVE, SIZE_MAX, &v, &n) < 0)
+		return;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		store_list_free(v, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state == JOB_QUEUED) {
+			queued++;
+			if (!oldest || v[i].submitted_ms < oldest)
+				oldest = v[i].submitted_ms;
+		}
+		running += v[i].state == JOB_RUNNING;
+	}
+	fprintf(f, "# HELP gpuctl_queue_jobs Jobs in gpuctld's queue, by state.\n# TYPE gpuctl_queue_jobs gauge\n"
+		   "gpuctl_queue_jobs{state=\"queued\"} %zu\ngpuctl_queue_jobs{state=\"running\"} %zu\n", queued, running);
+	fprintf(f, "# HELP gpuctl_queue_running_jobs Running queued jobs, by user.\n"
+		   "# TYPE gpuctl_queue_running_jobs gauge\n");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state != JOB_RUNNING)
+			continue;
+		bool seen = false;
+		size_t cnt = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (v[k].state == JOB_RUNNING && strcmp(v[k].user, v[i].user) == 0) {
+				seen |= k < i;
+				cnt++;
+			}
+		}
+		if (seen)
+			continue;
+		/* a label value must be UTF-8 without quotes or backslashes: keep the usual user-name bytes */
+		char user[sizeof v[i].user];
+		for (size_t c = 0; c < sizeof user; c++) {
+			char ch = v[i].user[c];
+			user[c] = !ch || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+				  ch == '-' || ch == '_' || ch == '.' ? ch : '_';
+			if (!ch)
+				break;
+		}
+		fprintf(f, "gpuctl_queue_running_jobs{user=\"%s\"} %zu\n", user, cnt);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		store_list_free(v, n);
+		return;
+	}
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		if (v[i].state != JOB_QUEUED && v[i].state != JOB_RUNNING)
+			continue;
+		json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:I, s:I}", "id",
+						   (json_int_t)v[i].id, "user", v[i].user, "name", v[i].name,
+						   "state", job_state_name(v[i].state), "gpus_requested",
+						   (int)v[i].ngpus, "gpus", v[i].state == JOB_RUNNING ? v[i].gpus : "",
+						   "submitted_ms", (json_int_t)v[i].submitted_ms, "started_ms",
+						   (json_int_t)v[i].started_ms));
+	}
+	json_t *doc = a ? json_pack("{s:s, s:b, s:o}", "schema", "gpuctl.jobs/1", "queue", 1, "jobs", a) : NULL;
+	char *jt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	pthread_mutex_lock(&w->lock);
+	free(w->mtext);
+	w->mtext = buf;
+	if (jt) {
+		free(w->jtext);
+		w->jtext = jt;
+	}
+	w->oldest_ms = oldest;
+	pthread_mutex_unlock(&w->lock);
+	store_list_free(v, n);
+}
+
+/* something changed: render soon, but not more often than every RENDER_MS */
+void view_render_later(struct view *w)
+{
+	if (!w->render_at) {
+		long long now = clock_mono_ms(), next = w->rendered + RENDER_MS;
+		w->render_at = next > now ? next : now;
+	}
+}
+
+char *queue_jobs_json(struct queue *q, size_t *len)
+{
+	struct view *w = &q->view;
+	pthread_mutex_lock(&w->lock);
+	char *out = strdup(w->jtext ? w->jtext : "{\"schema\":\"gpuctl.jobs/1\",\"queue\":true,\"jobs\":[]}");
+	pthread_mutex_unlock(&w->lock);
+	if (out)
+		*len = strlen(out);
+	return out;
+}
+
+size_t queue_metrics(struct queue *q, char *buf, size_t len)
+{
+	struct view *w = &q->view;
+	pthread_mutex_lock(&w->lock);
+	double oldest = w->oldest_ms ? (clock_real_ms() - w->oldest_ms) / 1000.0 : 0;
+	int n = snprintf(buf, len,
+			 "%s# HELP gpuctl_queue_oldest_wait_seconds How long the longest-waiting queued job has "
+			 "waited (0: none waits).\n# TYPE gpuctl_queue_oldest_wait_seconds gauge\n"
+			 "gpuctl_queue_oldest_wait_seconds %.3f\n"
+			 "# HELP gpuctl_queue_started_total Queued jobs started since gpuctld started.\n"
+			 "# TYPE gpuctl_queue_started_total counter\ngpuctl_queue_started_total %llu\n"
+			 "# HELP gpuctl_queue_wait_seconds_total Seconds those jobs waited in the queue, summed "
+			 "(divide by gpuctl_queue_started_total for the mean).\n"
+			 "# TYPE gpuctl_queue_wait_seconds_total counter\ngpuctl_queue_wait_seconds_total %.3f\n",
+			 w->mtext ? w->mtext : "", oldest < 0 ? 0 : oldest, (unsigned long long)w->started_total,
+			 w->wait_total);
+	pthread_mutex_unlock(&w->lock);
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
