@@ -7,6 +7,8 @@
  */
 #include "metrics.h"
 
+#include "select.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -222,23 +224,34 @@ static void leases(FILE *f, const struct metrics_input *in, char *const *lab)
 	}
 }
 
+/*
+ * GPUs free now, by gpuctl pick's rule (select_eligible): no lease, not
+ * lost, not in MIG mode, and no compute process of anyone (the uid of no
+ * user), the processes known
+ */
+static size_t free_gpus(const struct metrics_input *in)
+{
+	size_t n = in->snap->ngpus;
+	bool *leased = calloc(n ? n : 1, sizeof *leased);
+	if (!leased)
+		return 0;
+	for (size_t i = 0; in->leases && i < n; i++)
+		leased[i] = in->leases[i] != NULL;
+	struct select_request r = {.n = 1, .max_util = -1, .uid = (uid_t)-1};
+	size_t free_n = select_eligible(in->snap, &r, leased, NULL);
+	free(leased);
+	return free_n;
+}
+
 static void node(FILE *f, const struct metrics_input *in)
 {
-	size_t free_n = 0;
-	for (size_t i = 0; i < in->snap->ngpus; i++) {
-		const gc_gpu *g = &in->snap->gpus[i];
-		bool procs_known = g->st[GC_V_PROCS] == GC_ST_OK;
-		bool busy = (in->leases && in->leases[i]) || !procs_known || g->lost;
-		for (size_t p = 0; !busy && p < g->nprocs; p++)
-			busy = (g->procs[p].type & GC_PROC_COMPUTE) != 0;
-		free_n += !busy;
-	}
+	size_t free_n = free_gpus(in);
 	family_head(f, "gpuctl_gpus", "gauge", "GPUs on this node.");
 	fprintf(f, "gpuctl_gpus{Hostname=\"");
 	esc(f, in->hostname ? in->hostname : "");
 	fprintf(f, "\"} %zu\n", in->snap->ngpus);
 	family_head(f, "gpuctl_gpus_free", "gauge",
-		    "GPUs with no gpuctl lease, no compute process and not lost.");
+		    "GPUs gpuctl pick could hand out now: no gpuctl lease, no compute process, not lost, not in MIG mode.");
 	fprintf(f, "gpuctl_gpus_free{Hostname=\"");
 	esc(f, in->hostname ? in->hostname : "");
 	fprintf(f, "\"} %zu\n", free_n);

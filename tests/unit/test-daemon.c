@@ -105,6 +105,20 @@ static void test_metrics(void **state)
 	assert_null(strstr(t, "modelName"));
 	assert_non_null(strstr(t, "model_name=\"cut ?\""));
 	free(t);
+	/* free is gpuctl pick's rule: a GPU in MIG mode, or running a compute process, is not */
+	in.leases = NULL;
+	t = metrics_render(&in, &len);
+	assert_non_null(strstr(t, "gpuctl_gpus_free{Hostname=\"node1\"} 2\n"));
+	free(t);
+	g[1].st[GC_V_MIG_CURRENT] = GC_ST_OK;
+	g[1].mig_current = true;
+	g[0].procs = &(gc_proc){.pid = 7, .type = GC_PROC_COMPUTE, .visible = true, .uid = 1000};
+	g[0].nprocs = 1;
+	t = metrics_render(&in, &len);
+	assert_non_null(strstr(t, "gpuctl_gpus_free{Hostname=\"node1\"} 0\n"));
+	free(t);
+	g[0].nprocs = 0;
+	g[0].procs = NULL;
 	char age[256];
 	size_t n = metrics_age(age, sizeof age, 1.5);
 	assert_int_equal(n, strlen(age));
