@@ -17,7 +17,7 @@
  *
  * Built by bench/query.sh with `cc -O2`; not part of the main build.
  */
-#include "nvml-abi.h"
+#include "device/nvml-abi.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "http.h"
 #include "queue.h"
-#include "units.h"
+#include "util/units.h"
 #include "sampler.h"
 
 #include <grp.h>

@@ -16,7 +16,7 @@
  * --max-per-client connections, so neither one local user nor one address can
  * take every slot from a Prometheus server or a browser.
  */
-#include "clock.h"
+#include "util/clock.h"
 #include "http.h"
 #include "metrics.h"
 #include "route.h"
@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 #define POOL_BYTES (16 * 1024)   /* request line + headers must fit (431 otherwise) */
 #define MAX_ARGS 64              /* query arguments in one request (414 beyond) */

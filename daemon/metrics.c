@@ -7,7 +7,7 @@
  */
 #include "metrics.h"
 
-#include "select.h"
+#include "jobs/select.h"
 
 #include <jansson.h>
 #include <stdbool.h>

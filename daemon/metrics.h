@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu.h"
-#include "lease.h"
+#include "device/gpu.h"
+#include "jobs/lease.h"
 
 /* NVML errors seen by the sampler, by function and status, since start */
 struct metrics_errors {

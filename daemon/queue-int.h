@@ -21,10 +21,10 @@
 
 #include "queue.h"
 
-#include "gpu.h"
-#include "lease.h"
-#include "select.h"
-#include "spawnreq.h"
+#include "device/gpu.h"
+#include "jobs/lease.h"
+#include "jobs/select.h"
+#include "jobs/spawnreq.h"
 #include "store.h"
 
 #include <jansson.h>
@@ -253,7 +253,7 @@ struct queue {
 void queue_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* field 22 of /proc/PID/stat, to tell a process from a later one with its pid; 0 when none */
 uint64_t queue_proc_start(pid_t pid);
-/* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobstatus.h) */
+/* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobs/jobstatus.h) */
 void queue_log_path(const struct queue *q, int64_t id, char *buf, size_t len);
 bool queue_log_made(const struct queue *q, int64_t id);
 void queue_status_path(const struct queue *q, uid_t uid, char *buf, size_t len);

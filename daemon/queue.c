@@ -13,10 +13,10 @@
  */
 #include "queue-int.h"
 
-#include "clock.h"
-#include "errbuf.h"
-#include "pidlock.h"
-#include "proc.h"
+#include "util/clock.h"
+#include "util/errbuf.h"
+#include "util/pidlock.h"
+#include "device/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +54,7 @@ uint64_t queue_proc_start(pid_t pid)
 	return proc_stat(pid, &st, NULL, &v) == 0 && st != 'Z' && st != 'X' ? v : 0;
 }
 
-/* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobstatus.h) */
+/* the files in --log-dir: a job's output, and how one user's jobs ended (lib/jobs/jobstatus.h) */
 void queue_log_path(const struct queue *q, int64_t id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%lld.log", q->o.log_dir, (long long)id);

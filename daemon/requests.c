@@ -9,8 +9,8 @@
  */
 #include "queue-int.h"
 
-#include "clock.h"
-#include "job.h"
+#include "util/clock.h"
+#include "jobs/job.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -8,7 +8,7 @@
  */
 #include "queue-int.h"
 
-#include "clock.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>

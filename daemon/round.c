@@ -15,9 +15,9 @@
  */
 #include "queue-int.h"
 
-#include "clock.h"
+#include "util/clock.h"
 #include "dispatch.h"
-#include "jobstatus.h"
+#include "jobs/jobstatus.h"
 
 #include <errno.h>
 #include <fcntl.h>

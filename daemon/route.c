@@ -2,7 +2,7 @@
  * route.c — paths, parameters and listen addresses for gpuctld (see route.h).
  */
 #include "route.h"
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

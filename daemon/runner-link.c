@@ -1,7 +1,7 @@
 /*
  * runner-link.c — the queue's job runner (queue-int.h): `gpuctl --runner 3`,
  * one gpuctl process spawned once (and again if it dies) and spoken to
- * over a socket pair (lib/spawnreq.h). For each job it forks a child that
+ * over a socket pair (lib/jobs/spawnreq.h). For each job it forks a child that
  * becomes the user and runs the job in-process (runjob_spawned: the GPUs
  * dispatch chose, the job's options and command, as fields, never a
  * command line); it says which pid it forked and, later, how it ended.
@@ -9,7 +9,7 @@
  */
 #include "queue-int.h"
 
-#include "clock.h"
+#include "util/clock.h"
 #include "config.h"
 
 #include <errno.h>

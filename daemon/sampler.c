@@ -6,10 +6,10 @@
  * and copy, so a scrape costs a memcpy however many scrapes come in, and
  * never waits on the driver.
  */
-#include "clock.h"
+#include "util/clock.h"
 #include "sampler.h"
 #include "metrics.h"
-#include "snapjson.h"
+#include "device/snapjson.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -19,10 +19,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "errbuf.h"
-#include "gpu.h"
-#include "lease.h"
-#include "select.h"
+#include "util/errbuf.h"
+#include "device/gpu.h"
+#include "jobs/lease.h"
+#include "jobs/select.h"
 
 /* what the dashboard charts, per GPU per sample; -1 / UINT64_MAX: unknown */
 struct point {

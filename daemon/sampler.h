@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 
 /* One sample, rendered; immutable once published. */
 struct frame {

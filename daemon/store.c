@@ -9,7 +9,7 @@
  * jobs dispatch starts) in one transaction: one fsync for all of them.
  */
 #include "store.h"
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  */
 #include "queue-int.h"
 
-#include "clock.h"
+#include "util/clock.h"
 
 #include <jansson.h>
 #include <stdio.h>

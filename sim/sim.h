@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nvml-abi.h"
+#include "device/nvml-abi.h"
 
 /*
  * Which driver generation this shared library imitates: "modern", "r535",

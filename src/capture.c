@@ -1,7 +1,7 @@
 /*
  * capture.c — run a helper program and take its output (see capture.h).
  */
-#include "clock.h"
+#include "util/clock.h"
 #include "capture.h"
 
 #include <errno.h>

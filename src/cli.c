@@ -5,10 +5,10 @@
 #include "config.h"
 #include "cli.h"
 
-#include "datadir.h"
-#include "lease.h"
-#include "proc.h"
-#include "units.h"
+#include "util/datadir.h"
+#include "jobs/lease.h"
+#include "device/proc.h"
+#include "util/units.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #ifndef GPUCTL_CLI_H
 #define GPUCTL_CLI_H
 
-#include "gpu.h"
+#include "device/gpu.h"
 #include <stdio.h>
 
 /* Exit codes: stable, documented in docs/exit-codes.md and gpuctl(1). */

@@ -5,12 +5,12 @@
  * Exit 0 with at least one feasible setup, 1 when none fits (the output
  * says what the smallest feasible setup needs), 2 for bad input.
  */
-#include "advise.h"
-#include "catalog.h"
+#include "advise/advise.h"
+#include "advise/catalog.h"
 #include "cli.h"
-#include "memmodel.h"
-#include "specs.h"
-#include "units.h"
+#include "advise/memmodel.h"
+#include "advise/specs.h"
+#include "util/units.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -144,7 +144,7 @@ static int usage_advise(FILE *f)
 int cmd_advise(const struct cli_global *g, int argc, char **argv)
 {
 	(void)g;
-	/* the library's table (lib/advise-request.c), and --json and --help */
+	/* the library's table (lib/advise/advise-request.c), and --json and --help */
 	struct option lo[64];
 	size_t nlo = 0;
 	for (; nlo < advise_noptions && nlo < sizeof lo / sizeof lo[0] - 3; nlo++)

@@ -4,7 +4,7 @@
  * checkpoint, find the newest complete one, prune old ones, list them.
  */
 #include "cli.h"
-#include "ckpt.h"
+#include "jobs/ckpt.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -14,10 +14,10 @@
  * /usr/local/cuda), python3 on PATH or --python PATH, run with a time limit;
  * the launcher gpuctl launch would run and its Python (src/torchprobe.h).
  */
-#include "slurp.h"
+#include "util/slurp.h"
 #include "capture.h"
 #include "cli.h"
-#include "doctor.h"
+#include "diagnose/doctor.h"
 #include "torchprobe.h"
 
 #include <errno.h>
@@ -41,7 +41,7 @@ _Static_assert((int)CAPTURE_NOT_RUN == (int)DOCTOR_PY_MISSING && (int)CAPTURE_TI
 	       "doctor reads capture_run's codes as its own");
 
 
-/* a whole small file (lib/slurp.c: a file over 1 MiB is refused, never cut short), or NULL */
+/* a whole small file (lib/util/slurp.c: a file over 1 MiB is refused, never cut short), or NULL */
 static char *small_file(const char *path)
 {
 	char *buf = NULL, err[300];

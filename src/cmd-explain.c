@@ -5,7 +5,7 @@
  * 2 for a bad command line or an input that cannot be read.
  */
 #include "cli.h"
-#include "explain.h"
+#include "diagnose/explain.h"
 
 #include <errno.h>
 #include <fcntl.h>

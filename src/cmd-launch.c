@@ -13,8 +13,8 @@
  * path with Slurm's node count, node rank and job id.
  */
 #include "capture.h"
-#include "launch.h"
-#include "port.h"
+#include "jobs/launch.h"
+#include "jobs/port.h"
 #include "runjob.h"
 #include "torchprobe.h"
 

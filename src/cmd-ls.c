@@ -5,7 +5,7 @@
  * it in place on a terminal.
  */
 #include "cli.h"
-#include "lease.h"
+#include "jobs/lease.h"
 
 #include <getopt.h>
 #include <stdlib.h>

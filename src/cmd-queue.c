@@ -6,8 +6,8 @@
  */
 #include "cli.h"
 #include "runjob.h"
-#include "spot.h"
-#include "units.h"
+#include "spot/spot.h"
+#include "util/units.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,12 +1,12 @@
 /*
  * cmd-slurm.c — `gpuctl slurm doctor [--json]`: is this machine ready for
  * gpuctl launch --slurm? Asks the Slurm client (sinfo, scontrol), reads this
- * node's gres.conf, and prints the checks of lib/slurm.c as doctor does.
+ * node's gres.conf, and prints the checks of lib/diagnose/slurm.c as doctor does.
  */
 #include "capture.h"
 #include "cli.h"
-#include "slurm.h"
-#include "slurp.h"
+#include "diagnose/slurm.h"
+#include "util/slurp.h"
 
 #include <getopt.h>
 #include <stdlib.h>

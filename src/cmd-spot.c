@@ -5,7 +5,7 @@
  * supervisor of `gpuctl run` would react to.
  */
 #include "cli.h"
-#include "spot.h"
+#include "spot/spot.h"
 
 #include <errno.h>
 #include <getopt.h>

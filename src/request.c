@@ -2,8 +2,8 @@
  * request.c — the GPU request shared by `run` and `pick` (see request.h).
  */
 #include "request.h"
-#include "proc.h"
-#include "units.h"
+#include "device/proc.h"
+#include "util/units.h"
 
 #include <ctype.h>
 #include <pwd.h>

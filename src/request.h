@@ -8,9 +8,9 @@
 #define GPUCTL_REQUEST_H
 
 #include "cli.h"
-#include "lease.h"
-#include "select.h"
-#include "visible.h"
+#include "jobs/lease.h"
+#include "jobs/select.h"
+#include "jobs/visible.h"
 
 struct request {
 	struct select_request sel;   /* n and the filters */

@@ -7,11 +7,11 @@
  * a signal N ended it). The lease files pass to the command, so its GPUs
  * stay leased for exactly as long as any process of the job lives.
  */
-#include "clock.h"
+#include "util/clock.h"
 #include "runjob.h"
 #include <getopt.h>
-#include "jobstatus.h"
-#include "shquote.h"
+#include "jobs/jobstatus.h"
+#include "util/shquote.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,9 +9,9 @@
  */
 #ifndef GPUCTL_RUNJOB_H
 #define GPUCTL_RUNJOB_H
-#include "job.h"
+#include "jobs/job.h"
 #include "request.h"
-#include "spawnreq.h"
+#include "jobs/spawnreq.h"
 
 #include <getopt.h>
 
@@ -20,7 +20,7 @@ struct runjob {
 	bool wait;
 	long long timeout_ms;        /* --wait=TIMEOUT; -1: no limit */
 	const char *name;            /* --name, borrowed */
-	struct job_opts jo;          /* the supervisor options (lib/job.h) */
+	struct job_opts jo;          /* the supervisor options (lib/jobs/job.h) */
 	/*
 	 * Called once the GPUs are chosen (leased, or only picked with dry_run)
 	 * and CUDA_VISIBLE_DEVICES and the GPUCTL_* variables are set: sets

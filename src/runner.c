@@ -12,7 +12,7 @@
 #include "runner.h"
 
 #include "cli.h"
-#include "spawnreq.h"
+#include "jobs/spawnreq.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * runner.h — `gpuctl --runner FD`: gpuctld's job runner. One long-lived
  * gpuctl process that gpuctld starts and talks to over the socket FD
- * (lib/spawnreq.h). For each request it forks a child that becomes the
+ * (lib/jobs/spawnreq.h). For each request it forks a child that becomes the
  * job's user and runs the job in-process (runjob_spawned), without an exec
  * and without a command line: the per-job cost of starting gpuctl (exec,
  * dynamic linking, option parsing) is paid once.

@@ -1,7 +1,7 @@
 /*
  * torchprobe.h — which launcher `gpuctl launch` runs (torchrun, else
  * python3 -m torch.distributed.run), which Python that is, and what it
- * has: that Python is run once with TORCHENV_PROBE (lib/torchenv.h), which
+ * has: that Python is run once with TORCHENV_PROBE (lib/jobs/torchenv.h), which
  * finds PyTorch's version without importing it. Shared by launch, which
  * adapts torchrun's options and defaults to it, and doctor, which reports it.
  */
@@ -10,7 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
-#include "torchenv.h"
+#include "jobs/torchenv.h"
 
 /* the launchers: static, NULL-terminated */
 extern char *const torchprobe_torchrun[];

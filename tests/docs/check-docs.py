@@ -82,7 +82,7 @@ for cmd in re.findall(r"^  (\w+)\s{2,}", run("--help"), re.M):
 
 # 5. options: what a command accepts is in its --help, what its --help prints is in its man page.
 # A command's options are the long options of its getopt table (its cmd-*.c, and the shared
-# REQUEST_/RUNJOB_LONG_OPTIONS and lib/job.h's JOB_SUPERVISOR_OPTIONS it includes), told apart by asking the command itself: an
+# REQUEST_/RUNJOB_LONG_OPTIONS and lib/jobs/job.h's JOB_SUPERVISOR_OPTIONS it includes), told apart by asking the command itself: an
 # option it does not know is refused as "unknown option '--x'".
 def table_names(text):
     return set(re.findall(r'\{"([a-z][a-z0-9-]*)", *(?:no|required|optional)_argument', text))
@@ -90,9 +90,9 @@ def table_names(text):
 
 runjob_h = read("src/runjob.h")
 internal_at = runjob_h.index("#define RUNJOB_INTERNAL_OPTIONS")
-supervisor = table_names(read("lib/job.h"))  # JOB_SUPERVISOR_OPTIONS, the one table of them
+supervisor = table_names(read("lib/jobs/job.h"))  # JOB_SUPERVISOR_OPTIONS, the one table of them
 if not {"spot", "restart", "checkpoint-dir", "hang-timeout"} <= supervisor:
-    errors.append(f"lib/job.h's JOB_SUPERVISOR_OPTIONS was not read: {sorted(supervisor)}")
+    errors.append(f"lib/jobs/job.h's JOB_SUPERVISOR_OPTIONS was not read: {sorted(supervisor)}")
 shared = {"REQUEST_LONG_OPTIONS": table_names(read("src/request.h")),
           "RUNJOB_LONG_OPTIONS": table_names(runjob_h[:internal_at]) | supervisor,
           "JOB_SUPERVISOR_OPTIONS": supervisor}
@@ -148,8 +148,8 @@ for cmd in commands:
             errors.append(f"gpuctl-{cmd}.1 does not document --{name} (gpuctl {cmd} --help prints it)")
 
 # 6. environment variables the code reads
-code = "".join(read(os.path.join(d, f)) for d in ("src", "lib", "daemon") for f in os.listdir(os.path.join(src, d))
-               if f.endswith((".c", ".h")))
+code = "".join(read(os.path.relpath(os.path.join(r, f), src)) for d in ("src", "lib", "daemon")
+               for r, _, fs in os.walk(os.path.join(src, d)) for f in fs if f.endswith((".c", ".h")))
 docs_all = "".join(read(os.path.join("docs/man", f)) for f in os.listdir(os.path.join(src, "docs/man")))
 docs_all += "".join(read(os.path.join("docs", f)) for f in os.listdir(os.path.join(src, "docs")) if f.endswith(".md"))
 top = man1 + read("docs/man/gpuctld.8")

@@ -22,16 +22,16 @@ for name, v in codes.items():
         errors.append(f"{name} = {v}: a code must be negative and not -1")
 if len(set(codes.values())) != len(codes):
     errors.append(f"two GC_E* codes share a value: {codes}")
-names = open(os.path.join(SRC, "lib", "names.c")).read()
+names = open(os.path.join(SRC, "lib", "device", "names.c")).read()
 for name in codes:
     if f"case {name}:" not in names:
         errors.append(f"gc_strerror does not name {name}")
 
-# the body of each gc_* function defined in lib/*.c
+# the body of each gc_* function defined in lib/*/*.c
 checked = 0
-for f in sorted(os.listdir(os.path.join(SRC, "lib"))):
-    if not f.endswith(".c"):
-        continue
+libc = sorted(os.path.relpath(os.path.join(d, f), os.path.join(SRC, "lib"))
+              for d, _, fs in os.walk(os.path.join(SRC, "lib")) for f in fs if f.endswith(".c"))
+for f in libc:
     text = open(os.path.join(SRC, "lib", f)).read()
     for m in re.finditer(r"^[a-z][\w \*]*?\b(gc_\w+)\([^;{]*\)\s*\{", text, re.M):
         depth, i = 1, m.end()

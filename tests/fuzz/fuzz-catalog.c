@@ -1,11 +1,11 @@
 /*
  * fuzz-catalog.c — fuzz target for the price catalog's CSV reader
- * (lib/catalog.c, catalog_load_buf): any bytes, with no terminating NUL,
+ * (lib/advise/catalog.c, catalog_load_buf): any bytes, with no terminating NUL,
  * must load or be refused without reading past the length given, a crash or
  * a leak. `make fuzz` runs it; tests/unit/fuzz-replay.c replays its corpus
  * (tests/fuzz/corpus/catalog) in make check.
  */
-#include "catalog.h"
+#include "advise/catalog.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz-explain.c — fuzz target for the signature matcher (lib/explain.c):
+ * fuzz-explain.c — fuzz target for the signature matcher (lib/diagnose/explain.c):
  * any bytes must scan without a crash, an overflow or a leak.
  *   libFuzzer:  make fuzz (or CC=clang meson setup build-fuzz -Dfuzz=true), then
  *               mkdir -p /tmp/fz && build-fuzz/tests/fuzz/fuzz-explain /tmp/fz tests/explain
@@ -9,7 +9,7 @@
  * $GPUCTL_DATA_DIR names the data directory (default: the source tree's).
  */
 #include "config.h"
-#include "explain.h"
+#include "diagnose/explain.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /*
  * fuzz-spot.c — fuzz target for the cloud preemption-notice parsers
- * (lib/spot-aws.c, spot-gcp.c, spot-azure.c, and the time formats in
- * lib/spot.c): the metadata service's body is untrusted text, given with its
+ * (lib/spot/spot-aws.c, spot-gcp.c, spot-azure.c, and the time formats in
+ * lib/spot/spot.c): the metadata service's body is untrusted text, given with its
  * length and no terminating NUL. The first byte picks the parser. `make fuzz`
  * runs it; tests/unit/fuzz-replay.c replays its corpus in make check.
  */
-#include "spot.h"
+#include "spot/spot.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /*
- * fuzz-visible.c — fuzz target for CUDA_VISIBLE_DEVICES (lib/visible.c):
+ * fuzz-visible.c — fuzz target for CUDA_VISIBLE_DEVICES (lib/jobs/visible.c):
  * whatever a user or a parent process set must parse, against a machine of
  * 8 GPUs, into a list that names only those GPUs, without a crash. `make
  * fuzz` runs it; tests/unit/fuzz-replay.c replays its corpus in make check.
  */
-#include "visible.h"
+#include "jobs/visible.h"
 
 #include <stdint.h>
 #include <stdlib.h>

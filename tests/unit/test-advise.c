@@ -1,5 +1,5 @@
 /*
- * test-advise.c — lib/advise.c's planner on small in-memory catalogs: a
+ * test-advise.c — lib/advise/advise.c's planner on small in-memory catalogs: a
  * CPU-offload plan must fit the instance's host memory (MemoryGiB, with
  * DeepSpeed's 1.5x buffer factor), and rows that differ only in host
  * memory are planned apart; ZeRO-3 spans instances only over a GPU network
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advise.h"
-#include "catalog.h"
-#include "specs.h"
+#include "advise/advise.h"
+#include "advise/catalog.h"
+#include "advise/specs.h"
 #include "tmpdir.h"
 
 static spec_gpu *gpus;

@@ -1,5 +1,5 @@
 /*
- * test-catalog.c — lib/catalog.c and lib/csv.c: SkyPilot-style catalogs in
+ * test-catalog.c — lib/advise/catalog.c and lib/util/csv.c: SkyPilot-style catalogs in
  * any column order, empty prices, quoted fields, CRLF, comments, the
  * shipped snapshot, and malformed input refused with the line named.
  */
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "gpu.h"
-#include "csv.h"
+#include "advise/catalog.h"
+#include "device/gpu.h"
+#include "util/csv.h"
 
 static int load(catalog *c, const char *text, char *err, size_t errlen)
 {

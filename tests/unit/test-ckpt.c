@@ -1,5 +1,5 @@
 /*
- * test-ckpt.c — lib/ckpt.c: commit, latest, list and prune, and what they
+ * test-ckpt.c — lib/jobs/ckpt.c: commit, latest, list and prune, and what they
  * refuse (entries outside DIR, names that are ours, a real file at latest).
  */
 #include <stdarg.h>
@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "ckpt.h"
+#include "device/gpu.h"
+#include "jobs/ckpt.h"
 #include "tmpdir.h"
 
 static char dir[64];

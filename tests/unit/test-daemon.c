@@ -21,7 +21,7 @@
 #include "metrics.h"
 #include "route.h"
 #include "sampler.h"
-#include "select.h"
+#include "jobs/select.h"
 
 static void fill(gc_gpu *g, unsigned idx)
 {

@@ -1,5 +1,5 @@
 /*
- * test-explain.c — lib/explain.c: cleaning lines, loading signature files
+ * test-explain.c — lib/diagnose/explain.c: cleaning lines, loading signature files
  * (and refusing bad ones), values and line numbers across block boundaries,
  * lines longer than the matcher's window and the read buffer.
  */
@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "gpu.h"
-#include "explain.h"
+#include "device/gpu.h"
+#include "diagnose/explain.h"
 
 static struct explain_db *db;
 

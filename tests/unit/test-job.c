@@ -1,5 +1,5 @@
 /*
- * test-job.c — lib/job.c and the public snapshot accessors (lib/gpu.c) given
+ * test-job.c — lib/jobs/job.c and the public snapshot accessors (lib/device/gpu.c) given
  * bad input: a request without its size, for no GPU, with max_util out of
  * range; more GPUs than the node has; NULL snapshots and outputs; GPUs and
  * values out of range; a CUDA_VISIBLE_DEVICES buffer too small; a state
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "job.h"
+#include "device/gpu.h"
+#include "jobs/job.h"
 #include "tmpdir.h"
 
 static gc_ctx *ctx;

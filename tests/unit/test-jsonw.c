@@ -1,5 +1,5 @@
 /*
- * test-jsonw.c — lib/jsonw.c: the streaming writer produces what jansson's
+ * test-jsonw.c — lib/util/jsonw.c: the streaming writer produces what jansson's
  * JSON_INDENT(2) dump produces, escapes strings through jansson, survives
  * invalid UTF-8, and refuses unbalanced use.
  */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "util/jsonw.h"
 
 static char *sample(bool pretty)
 {

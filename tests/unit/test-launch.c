@@ -1,5 +1,5 @@
 /*
- * test-launch.c — lib/launch.c and lib/shquote.c: placeholder expansion as
+ * test-launch.c — lib/jobs/launch.c and lib/util/shquote.c: placeholder expansion as
  * a table, torchrun's command line, the defaults, and the batch script:
  * every #SBATCH value it refuses, and arguments that come back byte for
  * byte when bash reads the script (checked by running bash on the srun line).
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
-#include "shquote.h"
+#include "jobs/launch.h"
+#include "util/shquote.h"
 
 struct expand_row {
 	const char *in, *out;   /* out NULL: refused */

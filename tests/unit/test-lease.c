@@ -1,5 +1,5 @@
 /*
- * test-lease.c — lib/lease.c: a lease is all-or-nothing, dies with its
+ * test-lease.c — lib/jobs/lease.c: a lease is all-or-nothing, dies with its
  * holder (even SIGKILL), passes to an exec'd job, wakes a waiter through
  * inotify, and the queue is first come first served with dead waiters
  * skipped. Unsafe directories and planted symlinks are refused. What
@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "lease.h"
+#include "device/gpu.h"
+#include "jobs/lease.h"
 #include "tmpdir.h"
 
 static char dir[64];

@@ -1,5 +1,5 @@
 /*
- * test-memmodel.c — lib/memmodel.c and lib/specs.c against published figures:
+ * test-memmodel.c — lib/advise/memmodel.c and lib/advise/specs.c against published figures:
  * the ZeRO paper's per-device model states (Ψ = 7.5 B, N_d = 64 → 120 /
  * 31.4 / 16.6 / 1.9 GB), EleutherAI's 16–18 bytes per parameter for
  * mixed-precision Adam, Llama-2-7B's fp16 KV cache of 0.5 MiB per token,
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memmodel.h"
-#include "specs.h"
+#include "advise/memmodel.h"
+#include "advise/specs.h"
 
 static memmodel_job job(int task)
 {

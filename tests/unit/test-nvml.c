@@ -1,5 +1,5 @@
 /*
- * test-nvml.c — lib/nvml.c and lib/gpu.c through the public API, against
+ * test-nvml.c — lib/device/nvml.c and lib/device/gpu.c through the public API, against
  * the simulated node in each driver generation: symbol fallbacks, memory
  * v1/v2 semantics, the R535 32-byte process records, grow-and-retry, the
  * "not supported is not zero" rule, faults and driver-level failures.
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 #include "tmpdir.h"
 
 static char node_path[PATH_MAX];

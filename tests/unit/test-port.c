@@ -1,5 +1,5 @@
 /*
- * test-port.c — lib/port.c: a held port is never handed out again while
+ * test-port.c — lib/jobs/port.c: a held port is never handed out again while
  * held, not even when the kernel offers the same number; its claim goes away
  * on release; without a state directory a port is named and nothing held; a
  * closed ports/ directory (what older versions shared) is not in the way.
@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "lease.h"
-#include "port.h"
+#include "device/gpu.h"
+#include "jobs/lease.h"
+#include "jobs/port.h"
 #include "tmpdir.h"
 
 static struct lease_dir *open_dir(const char *dir)

@@ -1,5 +1,5 @@
 /*
- * test-proc.c — lib/proc.c: user and command of a pid from /proc, control
+ * test-proc.c — lib/device/proc.c: user and command of a pid from /proc, control
  * characters neutralised, pids of other namespaces reported as not visible.
  */
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "device/proc.h"
 #include "tmpdir.h"
 
 static void test_sanitize_replaces_control_bytes(void **state)

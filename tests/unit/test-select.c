@@ -1,5 +1,5 @@
 /*
- * test-select.c — lib/select.c on machines built by hand (no NVML): every
+ * test-select.c — lib/jobs/select.c on machines built by hand (no NVML): every
  * reason a GPU is not eligible, the ranking (free memory, utilization, GPU 0
  * last), topology preference for multi-GPU sets, other users' and invisible
  * processes, CUDA_VISIBLE_DEVICES, the messages for requests that can never
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "select.h"
+#include "jobs/select.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)

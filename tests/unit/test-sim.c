@@ -32,7 +32,7 @@
 
 #include <cmocka.h>
 
-#include "nvml-abi.h"
+#include "device/nvml-abi.h"
 
 typedef nvmlReturn_t (*fn_uuid)(const char *, nvmlDevice_t *);
 typedef nvmlReturn_t (*fn_devint)(nvmlDevice_t, int *);

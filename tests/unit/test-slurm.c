@@ -1,5 +1,5 @@
 /*
- * test-slurm.c — lib/slurm.c: which gres.conf texts make Slurm set
+ * test-slurm.c — lib/diagnose/slurm.c: which gres.conf texts make Slurm set
  * CUDA_VISIBLE_DEVICES, and the verdicts of gpuctl slurm doctor for what
  * the Slurm client printed on a working, a broken and a GPU-less cluster.
  */
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "slurm.h"
+#include "diagnose/slurm.h"
 
 static void test_gres(void **state)
 {

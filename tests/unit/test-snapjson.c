@@ -1,5 +1,5 @@
 /*
- * test-snapjson.c — lib/snapjson.c: the JSON schema of a snapshot
+ * test-snapjson.c — lib/device/snapjson.c: the JSON schema of a snapshot
  * (docs/json.md). Unsupported values are null, never 0; errors are named;
  * the selection filters GPUs and the topology matrix alike.
  */
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 
 static json_t *snapshot_json(const char *node, const bool *which)
 {

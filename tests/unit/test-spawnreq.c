@@ -1,5 +1,5 @@
 /*
- * test-spawnreq.c — lib/spawnreq.c and lib/jobstatus.c, the two formats
+ * test-spawnreq.c — lib/jobs/spawnreq.c and lib/jobs/jobstatus.c, the two formats
  * between gpuctld and the gpuctl runs it starts: a request survives
  * encoding whole (groups, the job's GPUs, name, status file and slot, its
  * options, argv, environment, empty strings); a payload that
@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "jobstatus.h"
-#include "spawnreq.h"
+#include "device/gpu.h"
+#include "jobs/jobstatus.h"
+#include "jobs/spawnreq.h"
 #include "tmpdir.h"
 
 static char *argv_[] = {"sh", "-c", "", NULL};

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "spot.h"
+#include "device/gpu.h"
+#include "spot/spot.h"
 #include "tmpdir.h"
 
 /* ---- names ---- */

@@ -1,6 +1,6 @@
 /*
  * test-torchenv.c — the launcher's Python from a script's first line, the
- * probe's output, and the version rules (lib/torchenv.c).
+ * probe's output, and the version rules (lib/jobs/torchenv.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "torchenv.h"
+#include "jobs/torchenv.h"
 
 struct shebang_row {
 	const char *head;

@@ -1,5 +1,5 @@
 /*
- * test-units.c — lib/units.c as a table: what --min-free-mem and --max-util
+ * test-units.c — lib/util/units.c as a table: what --min-free-mem and --max-util
  * accept (with the exact byte count or percentage) and what they refuse
  * (with a fragment of the reason a user would read).
  */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "gpuctl/gpuctl.h"
-#include "units.h"
+#include "util/units.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)

@@ -1,5 +1,5 @@
 /*
- * test-visible.c — lib/visible.c against CUDA's documented rules for
+ * test-visible.c — lib/jobs/visible.c against CUDA's documented rules for
  * CUDA_VISIBLE_DEVICES, as a table: value → the GPUs CUDA shows, in order,
  * and where and why parsing stopped.
  */
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "visible.h"
+#include "jobs/visible.h"
 
 /* four GPUs; 0 and 1 share the prefix "GPU-8932f93" */
 static const char *const uuids[] = {

@@ -1,0 +1,595 @@
+/*
+ * advise-request.c — `gpuctl advise` as the library runs it (advise.h):
+ * the options, the one table of them (advise_options), the model resolved
+ * from the presets or an architecture, the task's defaults, the GPU table,
+ * the fabrics and the price catalogs loaded, the plans ranked; and the
+ * result as the JSON `gpuctl advise --json` prints (schema gpuctl.advise/1),
+ * which gc_advise_json hands to programs on libgpuctl. Never prints: the
+ * CLI (src/cmd-advise.c) renders the text.
+ */
+#include "advise/advise.h"
+
+#include "util/datadir.h"
+#include "util/errbuf.h"
+#include "gpuctl/gpuctl.h"
+#include "util/units.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const struct option advise_options[] = {
+	{"model", required_argument, NULL, 256}, {"params", required_argument, NULL, 256},
+	{"layers", required_argument, NULL, 256}, {"hidden", required_argument, NULL, 256},
+	{"heads", required_argument, NULL, 256}, {"kv-heads", required_argument, NULL, 256},
+	{"vocab", required_argument, NULL, 256}, {"ffn", required_argument, NULL, 256},
+	{"task", required_argument, NULL, 256}, {"precision", required_argument, NULL, 256},
+	{"kv-precision", required_argument, NULL, 256}, {"optimizer", required_argument, NULL, 256},
+	{"zero", required_argument, NULL, 256}, {"fsdp", no_argument, NULL, 256},
+	{"offload", no_argument, NULL, 256}, {"no-offload", no_argument, NULL, 256},
+	{"recompute", required_argument, NULL, 256}, {"tp", required_argument, NULL, 256},
+	{"seq", required_argument, NULL, 256}, {"batch", required_argument, NULL, 256},
+	{"lora-rank", required_argument, NULL, 256}, {"lora-targets", required_argument, NULL, 256},
+	{"tokens", required_argument, NULL, 256}, {"output-len", required_argument, NULL, 256},
+	{"mfu", required_argument, NULL, 256}, {"headroom", required_argument, NULL, 256},
+	{"spot", no_argument, NULL, 256}, {"clouds", required_argument, NULL, 256},
+	{"regions", required_argument, NULL, 256}, {"max-gpus", required_argument, NULL, 256},
+	{"budget", required_argument, NULL, 256}, {"deadline", required_argument, NULL, 256},
+	{"catalog", required_argument, NULL, 256}, {"top", required_argument, NULL, 256},
+	{NULL, 0, NULL, 0},
+};
+const size_t advise_noptions = sizeof advise_options / sizeof advise_options[0] - 1;
+
+static const char *const task_help = "infer, train-full, lora, qlora or embed";
+
+void advise_input_init(struct advise_input *in)
+{
+	memset(in, 0, sizeof *in);
+	in->top = 10;
+	advise_req *r = &in->req;
+	r->job = (memmodel_job){.task = MEMMODEL_INFER, .prec = -1, .kv_prec = -1, .optim = MEMMODEL_ADAMW, .dp = 1,
+				.tp = 1, .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
+	r->max_gpus = 64;
+	r->headroom = 0.10;
+	r->zero = -1;
+	r->recompute = -1;
+	r->offload = -1;
+	r->output_len = 256;
+}
+
+static int parse_uint(const char *opt, const char *arg, unsigned *out, char *err, size_t errlen)
+{
+	long v;
+	int rc = units_parse_count(opt, arg, &v, err, errlen);
+	if (rc)
+		return rc;
+	if (v > 10000000) {
+		errbuf_set(err, errlen, "invalid %s value '%s' (at most 10000000)", opt, arg);
+		return GC_EINVAL;
+	}
+	*out = (unsigned)v;
+	return GC_OK;
+}
+
+static int parse_real(const char *opt, const char *arg, double lo, double hi, double *out, char *err, size_t errlen)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || !(v >= lo && v <= hi)) {
+		errbuf_set(err, errlen, "invalid %s '%s' (expected a number from %g to %g)", opt, arg, lo, hi);
+		return GC_EINVAL;
+	}
+	*out = v;
+	return GC_OK;
+}
+
+/* v is what a *_parse gave for arg: refused, naming what is accepted, when negative */
+static int choose(const char *opt, const char *arg, int v, const char *accepted, char *err, size_t errlen)
+{
+	if (v >= 0)
+		return GC_OK;
+	errbuf_set(err, errlen, "invalid %s '%s' (accepted: %s)", opt, arg, accepted);
+	return GC_EINVAL;
+}
+
+int advise_option(struct advise_input *in, const char *name, const char *arg, char *err, size_t errlen)
+{
+	advise_req *r = &in->req;
+	char opt[40];
+	snprintf(opt, sizeof opt, "--%s", name);
+	const struct option *o = NULL;
+	for (size_t i = 0; i < advise_noptions && !o; i++)
+		if (strcmp(advise_options[i].name, name) == 0)
+			o = &advise_options[i];
+	if (!o) {
+		errbuf_set(err, errlen, "unknown advise option '--%.64s'", name);
+		return GC_ENOTFOUND;
+	}
+	if ((o->has_arg == required_argument) != (arg != NULL)) {
+		errbuf_set(err, errlen, arg ? "advise option %s takes no value" : "advise option %s needs a value", opt);
+		return GC_EINVAL;
+	}
+	int rc = GC_OK;
+	if (!strcmp(name, "model"))
+		in->model = arg;
+	else if (!strcmp(name, "params"))
+		in->params = arg;
+	else if (!strcmp(name, "layers"))
+		rc = parse_uint(opt, arg, &in->layers, err, errlen);
+	else if (!strcmp(name, "hidden"))
+		rc = parse_uint(opt, arg, &in->hidden, err, errlen);
+	else if (!strcmp(name, "heads"))
+		rc = parse_uint(opt, arg, &in->heads, err, errlen);
+	else if (!strcmp(name, "kv-heads"))
+		rc = parse_uint(opt, arg, &in->kv_heads, err, errlen);
+	else if (!strcmp(name, "vocab"))
+		rc = parse_uint(opt, arg, &in->vocab, err, errlen);
+	else if (!strcmp(name, "ffn"))
+		rc = parse_uint(opt, arg, &in->ffn, err, errlen);
+	else if (!strcmp(name, "task"))
+		rc = choose(opt, arg, r->job.task = memmodel_task_parse(arg), task_help, err, errlen);
+	else if (!strcmp(name, "precision"))
+		rc = choose(opt, arg, r->job.prec = memmodel_prec_parse(arg), "fp32, bf16, fp16, fp8, int8, int4", err,
+			    errlen);
+	else if (!strcmp(name, "kv-precision")) {
+		r->job.kv_prec = memmodel_prec_parse(arg);
+		rc = choose(opt, arg, r->job.kv_prec == MEMMODEL_INT4 ? -1 : r->job.kv_prec, "fp32, bf16, fp16, fp8, int8",
+			    err, errlen);
+	} else if (!strcmp(name, "optimizer"))
+		rc = choose(opt, arg, r->job.optim = memmodel_optim_parse(arg), "adamw, adam8bit, sgd", err, errlen);
+	else if (!strcmp(name, "zero")) {
+		if (strcmp(arg, "auto") == 0)
+			r->zero = -1;
+		else
+			rc = choose(opt, arg, r->zero = strlen(arg) == 1 && arg[0] >= '0' && arg[0] <= '3' ? arg[0] - '0' : -1,
+				    "auto, 0, 1, 2, 3", err, errlen);
+	} else if (!strcmp(name, "fsdp"))
+		r->zero = 3;
+	else if (!strcmp(name, "offload"))
+		r->offload = 1;
+	else if (!strcmp(name, "no-offload"))
+		r->offload = 0;
+	else if (!strcmp(name, "recompute")) {
+		if (strcmp(arg, "auto") == 0)
+			r->recompute = -1;
+		else
+			rc = choose(opt, arg, r->recompute = memmodel_recompute_parse(arg), "auto, none, selective, full", err,
+				    errlen);
+	} else if (!strcmp(name, "tp")) {
+		if (strcmp(arg, "auto") == 0) {
+			r->tp = 0;
+		} else if ((rc = parse_uint(opt, arg, &r->tp, err, errlen)) == GC_OK && (r->tp & (r->tp - 1))) {
+			errbuf_set(err, errlen, "invalid --tp '%s' (accepted: auto or a power of two)", arg);
+			rc = GC_EINVAL;
+		}
+	} else if (!strcmp(name, "seq"))
+		rc = parse_uint(opt, arg, &r->job.seq, err, errlen);
+	else if (!strcmp(name, "batch"))
+		rc = parse_uint(opt, arg, &r->job.batch, err, errlen);
+	else if (!strcmp(name, "lora-rank"))
+		rc = parse_uint(opt, arg, &r->job.lora_rank, err, errlen);
+	else if (!strcmp(name, "lora-targets")) {
+		int t = memmodel_targets_parse(arg);
+		rc = choose(opt, arg, t, "all, attn, mlp, or a list of q,k,v,o,gate,up,down", err, errlen);
+		r->job.lora_targets = (unsigned)t;
+	} else if (!strcmp(name, "tokens"))
+		in->tokens = arg;
+	else if (!strcmp(name, "output-len"))
+		rc = parse_uint(opt, arg, &r->output_len, err, errlen);
+	else if (!strcmp(name, "mfu"))
+		rc = parse_real(opt, arg, 0.01, 1, &r->mfu, err, errlen);
+	else if (!strcmp(name, "headroom")) {
+		int pct = 0;
+		if (units_parse_percent(arg, &pct, NULL, 0) < 0 || pct > 90) {
+			errbuf_set(err, errlen, "invalid --headroom '%s' (expected a percentage from 0 to 90, such as 10%%)",
+				   arg);
+			rc = GC_EINVAL;
+		}
+		r->headroom = pct / 100.0;
+	} else if (!strcmp(name, "spot"))
+		r->spot = true;
+	else if (!strcmp(name, "clouds"))
+		r->clouds = arg;
+	else if (!strcmp(name, "regions"))
+		r->regions = arg;
+	else if (!strcmp(name, "max-gpus"))
+		rc = parse_uint(opt, arg, &r->max_gpus, err, errlen);
+	else if (!strcmp(name, "budget"))
+		rc = parse_real(opt, arg, 0.01, 1e12, &r->budget, err, errlen);
+	else if (!strcmp(name, "deadline")) {
+		long long ms;
+		if ((rc = units_parse_duration(opt, arg, &ms, err, errlen)) == GC_OK)
+			r->deadline_h = ms / 3600e3;
+	} else if (!strcmp(name, "catalog")) {
+		if (in->ncat == sizeof in->catalogs / sizeof in->catalogs[0]) {
+			errbuf_set(err, errlen, "too many --catalog files (at most 16)");
+			rc = GC_EINVAL;
+		} else {
+			in->catalogs[in->ncat++] = arg;
+		}
+	} else if (!strcmp(name, "top"))
+		rc = units_parse_count(opt, arg, &in->top, err, errlen);
+	return rc;
+}
+
+/* a data file that will not load is the installation's fault, not the request's */
+static int data_rc(int rc)
+{
+	return rc == GC_EINVAL ? GC_EIO : rc;
+}
+
+int advise_load_models(memmodel_model **out, size_t *n, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int rc = datadir_file("models.csv", path, sizeof path, err, errlen);
+	if (rc == GC_OK)
+		rc = specs_load_models(path, out, n, err, errlen);
+	return data_rc(rc);
+}
+
+int advise_load_gpus(spec_gpu **out, size_t *n, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int rc = datadir_file("gpus.csv", path, sizeof path, err, errlen);
+	if (rc == GC_OK)
+		rc = specs_load_gpus(path, out, n, err, errlen);
+	return data_rc(rc);
+}
+
+/*
+ * Every entry of a --clouds / --regions list must name a cloud or region of
+ * the catalog: a typo would otherwise read as "nothing fits". GC_EINVAL
+ * naming the entry and (some of) the catalog's values.
+ */
+static int check_filter(const char *opt, const char *list, const catalog *cat, bool region, char *err, size_t errlen)
+{
+	if (!list)
+		return GC_OK;
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+		bool found = false;
+		for (size_t i = 0; i < cat->n && !found; i++) {
+			const char *v = region ? cat->rows[i].region : cat->rows[i].cloud;
+			found = strlen(v) == k && strncasecmp(v, p, k) == 0;
+		}
+		if (!found) {
+			/* the first distinct values, to show what would be accepted */
+			const char *seen[12];
+			size_t shown = 0;
+			char have[256] = "";
+			for (size_t i = 0; i < cat->n && shown < 12; i++) {
+				const char *v = region ? cat->rows[i].region : cat->rows[i].cloud;
+				bool dup = false;
+				for (size_t j = 0; j < shown && !dup; j++)
+					dup = strcmp(seen[j], v) == 0;
+				if (dup || strlen(have) + strlen(v) + 3 >= sizeof have)
+					continue;
+				snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", shown ? ", " : "", v);
+				seen[shown++] = v;
+			}
+			errbuf_set(err, errlen, "invalid %s entry '%.*s' (the catalog has %s%s)", opt, (int)k, p,
+				   have[0] ? have : "none", shown == 12 ? ", ..." : "");
+			return GC_EINVAL;
+		}
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return GC_OK;
+}
+
+/* the model: a preset (--model), or --params with an architecture or the nearest preset's shape */
+static int resolve_model(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen)
+{
+	advise_req *r = &res->req;
+	memmodel_model *presets = NULL;
+	size_t npresets = 0;
+	int rc;
+	if (in->model) {
+		if ((rc = advise_load_models(&presets, &npresets, err, errlen)) != GC_OK)
+			return rc;
+		const memmodel_model *m = specs_model_find(presets, npresets, in->model);
+		if (!m) {
+			const char *sug[3];
+			size_t k = specs_model_suggest(presets, npresets, in->model, sug, 3);
+			char list[256] = "";
+			for (size_t i = 0; i < k; i++)
+				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", sug[i]);
+			if (k)
+				errbuf_set(err, errlen, "unknown model '%s' (did you mean %s? gpuctl advise --model list shows all)",
+					   in->model, list);
+			else
+				errbuf_set(err, errlen,
+					   "unknown model '%s' (gpuctl advise --model list shows the presets; or give --params)",
+					   in->model);
+			free(presets);
+			return GC_EINVAL;
+		}
+		r->model = *m;
+		free(presets);
+		presets = NULL;
+	} else {
+		r->model.kind = MEMMODEL_DECODER;
+		r->model.gated = true;
+		snprintf(r->model.name, sizeof r->model.name, "%s-parameter model", in->params);
+	}
+	if (in->params) {
+		char why[200];
+		if (memmodel_parse_count(in->params, &r->model.params, why, sizeof why)) {
+			errbuf_set(err, errlen, "invalid --params: %s", why);
+			return GC_EINVAL;
+		}
+		r->model.active_params = r->model.params;
+	}
+	if (in->layers || in->hidden || in->heads || in->kv_heads || in->vocab || in->ffn) {
+		if (in->layers) r->model.layers = in->layers;
+		if (in->hidden) r->model.hidden = in->hidden;
+		if (in->heads) r->model.heads = in->heads;
+		if (in->kv_heads) r->model.kv_heads = in->kv_heads;
+		if (in->vocab) r->model.vocab = in->vocab;
+		if (in->ffn) r->model.ffn = in->ffn;
+		if (!r->model.layers || !r->model.hidden || !r->model.heads) {
+			errbuf_set(err, errlen, "advise: an architecture needs --layers, --hidden and --heads together");
+			return GC_EINVAL;
+		}
+		if (r->model.hidden % r->model.heads || (r->model.kv_heads && r->model.heads % r->model.kv_heads)) {
+			errbuf_set(err, errlen, "advise: --hidden %u must be a multiple of --heads %u, and --heads of --kv-heads",
+				   r->model.hidden, r->model.heads);
+			return GC_EINVAL;
+		}
+		if (!r->model.ffn)
+			r->model.ffn = r->model.hidden * 4;
+		if (!in->params && !in->model)
+			r->model.params = r->model.active_params = memmodel_arch_params(&r->model);
+	}
+	/*
+	 * --params alone: activations, the KV cache and LoRA adapters need a
+	 * shape, so assume the usual decoder shape for that size (the nearest
+	 * default_shape preset) and say so; the parameter count stays the user's
+	 */
+	if (!in->model && !r->model.layers) {
+		if ((rc = advise_load_models(&presets, &npresets, err, errlen)) != GC_OK)
+			return rc;
+		const memmodel_model *sh = specs_model_shape_for(presets, npresets, r->model.params);
+		if (sh) {
+			res->shape = *sh;
+			r->model.layers = sh->layers;
+			r->model.hidden = sh->hidden;
+			r->model.heads = sh->heads;
+			r->model.kv_heads = sh->kv_heads;
+			r->model.vocab = sh->vocab;
+			r->model.ffn = sh->ffn;
+			r->model.tied = sh->tied;
+			r->model.gated = sh->gated;
+		}
+		free(presets);
+	}
+	return GC_OK;
+}
+
+/* the task's defaults for what was not given, and the work (--tokens) */
+static int defaults(const struct advise_input *in, advise_req *r, char *err, size_t errlen)
+{
+	memmodel_job *j = &r->job;
+	if (j->prec < 0)
+		j->prec = j->task == MEMMODEL_TRAIN && r->model.kind == MEMMODEL_CNN ? MEMMODEL_FP16 : MEMMODEL_BF16;
+	if (j->kv_prec < 0)
+		j->kv_prec = j->prec == MEMMODEL_FP32 ? MEMMODEL_FP32 : MEMMODEL_BF16;
+	if (!j->batch)
+		j->batch = j->task == MEMMODEL_INFER ? 16 : j->task == MEMMODEL_EMBED ? 64 : r->model.kind == MEMMODEL_CNN ? 256 : 1;
+	if (!j->seq && r->model.kind != MEMMODEL_CNN && !r->model.seq)
+		j->seq = 4096;
+	double tok_default = j->task == MEMMODEL_TRAIN ? 1e9 : j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA ? 100e6
+			     : j->task == MEMMODEL_EMBED ? 1e9 : 10e6;
+	if (r->model.kind == MEMMODEL_CNN)
+		tok_default = 90 * 1281167.0; /* 90 ImageNet epochs */
+	r->tokens = tok_default;
+	char why[200];
+	if (in->tokens && memmodel_parse_count(in->tokens, &r->tokens, why, sizeof why)) {
+		errbuf_set(err, errlen, "invalid --tokens: %s", why);
+		return GC_EINVAL;
+	}
+	return GC_OK;
+}
+
+/* the GPU table, the fabrics, and the catalogs (--catalog, else the bundled aws, gcp and azure) */
+static int load_data(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int rc = advise_load_gpus(&res->gpus, &res->ngpus, err, errlen);
+	if (rc == GC_OK && (rc = datadir_file("fabrics.csv", path, sizeof path, err, errlen)) == GC_OK)
+		rc = specs_load_fabrics(path, &res->fabrics, &res->req.nfabrics, err, errlen);
+	if (rc != GC_OK)
+		return data_rc(rc);
+	res->req.fabrics = res->fabrics;
+	if (in->ncat == 0) {
+		static const char *const clouds[] = {"aws", "gcp", "azure"};
+		for (int i = 0; i < 3; i++) {
+			char name[64];
+			snprintf(name, sizeof name, "catalog/%s.csv", clouds[i]);
+			if ((rc = datadir_file(name, path, sizeof path, err, errlen)) != GC_OK ||
+			    (rc = catalog_load(&res->cat, path, clouds[i], err, errlen)) != GC_OK)
+				return data_rc(rc);
+		}
+		return GC_OK;
+	}
+	for (size_t i = 0; i < in->ncat; i++) {
+		/* the cloud from the file name (aws.csv, gcp-vms.csv ...) unless a Cloud column says */
+		const char *base = strrchr(in->catalogs[i], '/');
+		base = base ? base + 1 : in->catalogs[i];
+		char cloud[16], why[400];
+		size_t k = strcspn(base, ".-_");
+		snprintf(cloud, sizeof cloud, "%.*s", (int)(k < 15 ? k : 15), base);
+		if (catalog_load(&res->cat, in->catalogs[i], cloud, why, sizeof why) != GC_OK) {
+			errbuf_set(err, errlen, "invalid --catalog: %s", why);
+			return GC_EINVAL;
+		}
+	}
+	return GC_OK;
+}
+
+int advise_run(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	res->req = in->req;
+	advise_req *r = &res->req;
+	if (!in->model && !in->params) {
+		errbuf_set(err, errlen, "advise: give the model: --model NAME (gpuctl advise --model list shows the "
+					"presets) or --params N such as 7B");
+		return GC_EINVAL;
+	}
+	int rc;
+	if ((rc = resolve_model(in, res, err, errlen)) != GC_OK || (rc = defaults(in, r, err, errlen)) != GC_OK ||
+	    (rc = load_data(in, res, err, errlen)) != GC_OK ||
+	    (rc = check_filter("--clouds", r->clouds, &res->cat, false, err, errlen)) != GC_OK ||
+	    (rc = check_filter("--regions", r->regions, &res->cat, true, err, errlen)) != GC_OK)
+		return rc;
+	char why[400];
+	if (advise_rank(r, res->gpus, res->ngpus, &res->cat, &res->plans, &res->np, &res->need, &res->skipped, why,
+			sizeof why)) {
+		errbuf_set(err, errlen, "advise: %s", why);
+		return GC_EINVAL;
+	}
+	memmodel_job one = r->job;
+	one.dp = one.tp = 1;
+	one.zero = 0;
+	/* what FlashAttention-style attention recomputation keeps: the s² scores are not stored */
+	one.recompute = r->recompute >= 0 ? r->recompute : MEMMODEL_RC_SELECTIVE;
+	memmodel_estimate(&r->model, &one, &res->single, NULL, 0);
+	res->top = (size_t)in->top;
+	res->tokens_given = in->tokens != NULL;
+	return GC_OK;
+}
+
+void advise_result_free(struct advise_result *res)
+{
+	free(res->plans);
+	catalog_free(&res->cat);
+	free(res->fabrics);
+	free(res->gpus);
+	memset(res, 0, sizeof *res);
+}
+
+static json_t *mem_json(const memmodel_mem *m)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights", m->weights, "gradients",
+			 m->grads, "optimizer", m->optimizer, "activations", m->activations, "kv_cache", m->kv,
+			 "overhead", m->overhead, "total", m->total, "cpu_offload", m->cpu, "partial", m->partial);
+}
+
+static json_t *money(double v)
+{
+	return v < 0 ? json_null() : json_real(round(v * 10000) / 10000);
+}
+
+char *advise_result_json(const struct advise_result *res)
+{
+	const advise_req *r = &res->req;
+	const memmodel_job *j = &r->job;
+	size_t show = res->np < res->top ? res->np : res->top;
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < show; i++) {
+		const advise_plan *p = &res->plans[i];
+		json_t *pj = json_pack(
+			"{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:o, s:f, s:f, s:o, s:o, s:o, s:o}",
+			"cloud", p->row->cloud, "instance", p->row->instance, "region", p->row->region, "gpu", p->gpu->name,
+			"gpus_per_node", (int)p->row->count, "nodes", (int)p->nodes, "gpus", (int)p->gpus, "tp", (int)p->tp,
+			"dp", (int)p->dp, "zero", p->zero, "recompute", memmodel_recompute_name(p->recompute), "offload",
+			p->offload, "compute_precision", memmodel_prec_name(p->compute_prec), "memory_per_gpu",
+			mem_json(&p->mem), "usable_per_gpu", p->usable, "hours", p->hours, "price_per_hour",
+			money(p->price_h), "spot_price_per_hour", money(p->spot_h), "cost", money(p->cost), "spot_cost",
+			money(p->spot_cost));
+		if (!pj)
+			continue;
+		json_object_set_new(pj, "host_memory_needed", json_real(p->host_need));
+		json_object_set_new(pj, "fabric", p->fabric ? json_string(p->fabric->fabric) : json_null());
+		json_object_set_new(pj, "host_memory",
+				    p->row->mem_gib > 0 ? json_real(p->row->mem_gib * 1024.0 * 1024 * 1024) : json_null());
+		json_array_append_new(a, pj);
+	}
+	json_t *root = json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:s, s:f, s:o, s:o, s:I}", "schema", "gpuctl.advise/1",
+				 "model", r->model.name, "task", memmodel_task_name(j->task), "params", r->model.params,
+				 "tokens", r->tokens, "precision", memmodel_prec_name(j->prec), "prices_date",
+				 res->cat.date[0] ? res->cat.date : "unknown", "mfu",
+				 r->mfu > 0 ? r->mfu : advise_default_mfu(r), "single_gpu_memory", mem_json(&res->single),
+				 "plans", a, "feasible", (json_int_t)res->np);
+	if (!root)
+		return NULL;
+	json_object_set_new(root, "assumed_shape", res->shape.name[0] ? json_string(res->shape.name) : json_null());
+	/* which plan field the order follows, and what "tokens" counts */
+	json_object_set_new(root, "ranked_by", json_string(r->spot ? "spot_cost" : "cost"));
+	json_object_set_new(root, "work_unit",
+			    json_string(r->model.kind == MEMMODEL_CNN ? "images"
+					: j->task == MEMMODEL_INFER ? "generated tokens"
+					: j->task == MEMMODEL_EMBED ? "embedded tokens" : "training tokens"));
+	const advise_skipped *sk = &res->skipped;
+	json_object_set_new(root, "left_out",
+			    json_pack("{s:I, s:I, s:I, s:I}", "unknown_gpus", (json_int_t)sk->unknown_gpus,
+				      "no_host_memory", (json_int_t)sk->no_host_mem, "host_memory_too_small",
+				      (json_int_t)sk->host_too_small, "no_fabric", (json_int_t)sk->no_fabric));
+	const advise_need *need = &res->need;
+	if (!res->np && need->gpu)
+		json_object_set_new(root, "smallest_feasible",
+				    json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:o, s:f}", "gpu", need->gpu->name, "gpus",
+					      (int)need->gpus, "tp", (int)need->tp, "zero", need->zero, "recompute",
+					      memmodel_recompute_name(need->recompute), "offload", need->offload,
+					      "memory_per_gpu", mem_json(&need->mem), "host_memory_needed", need->host_need));
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	json_decref(root);
+	return s;
+}
+
+int gc_advise_json(const char *const *options, char **json, char *err, size_t errlen)
+{
+	if (!options || !json) {
+		errbuf_set(err, errlen, "gc_advise_json: %s", !options ? "no options (give at least --model or --params)"
+									: "no place for the result");
+		return GC_EINVAL;
+	}
+	*json = NULL;
+	struct advise_input in;
+	advise_input_init(&in);
+	int rc = GC_OK;
+	for (size_t i = 0; options[i] && rc == GC_OK; i++) {
+		const char *o = options[i];
+		if (strncmp(o, "--", 2) != 0 || !o[2]) {
+			errbuf_set(err, errlen, "gc_advise_json: '%.64s' is not an option (--model NAME, --task TASK, ...)", o);
+			return GC_EINVAL;
+		}
+		char name[40];
+		const char *eq = strchr(o, '=');
+		size_t k = eq ? (size_t)(eq - o - 2) : strlen(o + 2);
+		snprintf(name, sizeof name, "%.*s", (int)(k < sizeof name - 1 ? k : sizeof name - 1), o + 2);
+		const char *value = eq ? eq + 1 : NULL;
+		/* "--name value", as a command line has it: the next string is the value when the option takes one */
+		for (size_t t = 0; !eq && t < advise_noptions; t++)
+			if (strcmp(advise_options[t].name, name) == 0 && advise_options[t].has_arg == required_argument) {
+				if (!options[i + 1]) {
+					errbuf_set(err, errlen, "advise option --%s needs a value", name);
+					return GC_EINVAL;
+				}
+				value = options[++i];
+			}
+		rc = advise_option(&in, name, value, err, errlen);
+		if (rc == GC_ENOTFOUND)
+			rc = GC_EINVAL;
+	}
+	if (rc != GC_OK)
+		return rc;
+	if (in.model && strcmp(in.model, "list") == 0) {
+		errbuf_set(err, errlen, "gc_advise_json: --model list is a listing, not a request");
+		return GC_EINVAL;
+	}
+	struct advise_result res;
+	if ((rc = advise_run(&in, &res, err, errlen)) == GC_OK && !(*json = advise_result_json(&res))) {
+		errbuf_set(err, errlen, "out of memory");
+		rc = GC_ENOMEM;
+	}
+	advise_result_free(&res);
+	return rc;
+}

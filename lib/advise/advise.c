@@ -1,0 +1,377 @@
+/*
+ * advise.c — plans, times and ranks GPU setups for a workload (see
+ * advise.h). The search is small per instance (tensor-parallel sizes ×
+ * ZeRO stages × recomputation), so a 50 000-row catalog ranks in a few
+ * tens of milliseconds: plans are cached per (GPU model, GPUs per node).
+ */
+#include "advise/advise.h"
+#include "util/csv.h"
+#include "util/errbuf.h"
+#include "gpuctl/gpuctl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+double advise_default_mfu(const advise_req *r)
+{
+	if (r->model.kind == MEMMODEL_CNN)
+		return ADVISE_MFU_CNN;
+	switch (r->job.task) {
+	case MEMMODEL_LORA: return ADVISE_MFU_LORA;
+	case MEMMODEL_QLORA: return ADVISE_MFU_QLORA;
+	case MEMMODEL_INFER: return ADVISE_MFU_PREFILL;
+	case MEMMODEL_EMBED: return ADVISE_MFU_EMBED;
+	default: return ADVISE_MFU_TRAIN;
+	}
+}
+
+/* the precision tensor cores run at: fall back where the GPU lacks one (no bf16 on T4/V100) */
+static int compute_prec(const spec_gpu *g, int prec, int task)
+{
+	if ((task == MEMMODEL_INFER || task == MEMMODEL_EMBED || task == MEMMODEL_QLORA) && prec == MEMMODEL_INT4)
+		prec = MEMMODEL_BF16; /* 4-bit weights are dequantized and multiplied in 16 bits */
+	if (task == MEMMODEL_QLORA || task == MEMMODEL_LORA)
+		prec = prec == MEMMODEL_FP32 ? MEMMODEL_FP32 : MEMMODEL_BF16;
+	static const int chain[][3] = {
+		[MEMMODEL_FP32] = {MEMMODEL_FP32, MEMMODEL_FP32, MEMMODEL_FP32}, [MEMMODEL_BF16] = {MEMMODEL_BF16, MEMMODEL_FP16, MEMMODEL_FP32},
+		[MEMMODEL_FP16] = {MEMMODEL_FP16, MEMMODEL_BF16, MEMMODEL_FP32}, [MEMMODEL_FP8] = {MEMMODEL_FP8, MEMMODEL_BF16, MEMMODEL_FP16},
+		[MEMMODEL_INT8] = {MEMMODEL_INT8, MEMMODEL_FP16, MEMMODEL_BF16}, [MEMMODEL_INT4] = {MEMMODEL_BF16, MEMMODEL_FP16, MEMMODEL_FP32},
+	};
+	for (int i = 0; i < 3; i++)
+		if (g->peak[chain[prec][i]] > 0)
+			return chain[prec][i];
+	return MEMMODEL_FP32;
+}
+
+double advise_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
+		 const memmodel_mem *mem, int *cprec)
+{
+	int p = compute_prec(g, r->job.prec, r->job.task);
+	if (cprec)
+		*cprec = p;
+	double peak = g->peak[p];
+	if (peak <= 0 || gpus == 0)
+		return INFINITY;
+	double mfu = r->mfu > 0 ? r->mfu : advise_default_mfu(r);
+	double n = r->model.active_params > 0 ? r->model.active_params : r->model.params;
+	double secs;
+	if (r->model.kind == MEMMODEL_CNN) {
+		double f = 3 * r->model.flops_per_sample * r->tokens * (recompute == MEMMODEL_RC_FULL ? 4.0 / 3 : 1);
+		secs = f / (gpus * peak * mfu);
+	} else if (r->job.task == MEMMODEL_TRAIN || r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA) {
+		double k = r->job.task == MEMMODEL_TRAIN ? 6 : 4;
+		if (recompute == MEMMODEL_RC_FULL)
+			k += 2; /* the forward pass again */
+		else if (recompute == MEMMODEL_RC_SELECTIVE)
+			k *= 1.03;
+		secs = k * n * r->tokens / (gpus * peak * mfu);
+	} else if (r->job.task == MEMMODEL_EMBED) {
+		secs = 2 * n * r->tokens / (gpus * peak * mfu);
+	} else {
+		unsigned out = r->output_len ? r->output_len : 1;
+		unsigned seq = r->job.seq ? r->job.seq : r->model.seq;
+		double prompt = seq > out ? seq - out : 0;
+		double requests = r->tokens / out;
+		double prefill = requests * prompt * 2 * n / (gpus * peak * mfu);
+		double b = r->job.batch ? r->job.batch : 1;
+		/* one decode step of a tensor-parallel group: its weights and the batch's KV cache */
+		double bytes = mem->weights * tp + memmodel_kv_per_token(&r->model, r->job.kv_prec) * (prompt + out / 2.0) * b;
+		double t_mem = bytes / (tp * g->bw * ADVISE_MBU_DECODE);
+		double t_cmp = 2 * n * b / (tp * peak * mfu);
+		double step = t_mem > t_cmp ? t_mem : t_cmp;
+		double replicas = gpus / tp;
+		secs = prefill + r->tokens / (replicas * b / step);
+	}
+	return secs / 3600;
+}
+
+static bool in_list(const char *list, const char *s)
+{
+	return !list || !*list || csv_in_list(list, ',', s);
+}
+
+static bool is_training(const advise_req *r)
+{
+	return r->job.task == MEMMODEL_TRAIN || r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
+}
+
+/*
+ * The fastest plan on `gpus` GPUs of g with at most `per_node` in one node
+ * (tensor parallelism stays inside a node). An offload plan must also fit
+ * `host`, the host memory of one node in bytes (0: unknown, so none does).
+ * ZeRO-3 spans nodes only with `fabric`, a GPU network between them.
+ * Returns false when nothing fits.
+ */
+static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, bool allow_offload,
+		      double host, bool fabric, advise_plan *best)
+{
+	bool found = false;
+	double usable = g->mem * (1 - r->headroom);
+	bool train = is_training(r);
+	bool cnn = r->model.kind == MEMMODEL_CNN;
+	for (unsigned tp = 1; tp <= per_node && tp <= gpus; tp *= 2) {
+		if (per_node % tp || gpus % tp || (cnn && tp > 1))
+			continue;
+		if (r->tp && tp != r->tp)
+			continue;
+		if (!train && r->model.heads && r->model.heads % tp)
+			continue;
+		for (int zero = 0; zero <= (train ? 3 : 0); zero++) {
+			if (r->zero >= 0 && train && zero != r->zero)
+				continue;
+			/* parameters gathered over the network in every micro-batch: not over plain Ethernet */
+			if (zero == 3 && gpus > per_node && !fabric)
+				continue;
+			for (int rc = 0; rc <= (train ? 2 : 0); rc++) {
+				if (r->recompute >= 0 && train && rc != r->recompute)
+					continue;
+				for (int off = 0; off <= (train ? 1 : 0); off++) {
+					if (off && !allow_offload)
+						continue;
+					if (r->offload == 1 && !off && train)
+						continue;
+					memmodel_job j = r->job;
+					j.tp = tp;
+					j.dp = gpus / tp;
+					j.zero = zero;
+					j.recompute = rc;
+					j.offload = off;
+					memmodel_mem m;
+					if (memmodel_estimate(&r->model, &j, &m, NULL, 0) != 0 || m.total > usable)
+						continue;
+					/* every GPU of a node offloads its own share to the node's memory */
+					double host_need = off ? m.cpu * (gpus < per_node ? gpus : per_node) * ADVISE_HOST_BUFFER
+							       : 0;
+					if (off && !(host_need <= host))
+						continue;
+					int cp;
+					double h = advise_hours(r, g, gpus, tp, rc, &m, &cp);
+					if (!isfinite(h))
+						continue;
+					/* offload costs time we do not model: only when nothing else fits. Plans
+					   within 5 % of each other count as equal (the model has no communication
+					   costs), and the loops go from simple to complex (less tensor parallelism,
+					   lower ZeRO stage, less recomputation): the first such plan stays */
+					if (found && (best->offload < off ||
+						      (best->offload == off && h >= best->hours * 0.95)))
+						continue;
+					found = true;
+					memset(best, 0, sizeof *best);
+					best->gpu = g;
+					best->gpus = gpus;
+					best->tp = tp;
+					best->dp = gpus / tp;
+					best->zero = zero;
+					best->recompute = rc;
+					best->offload = off;
+					best->compute_prec = cp;
+					best->mem = m;
+					best->usable = usable;
+					best->host_need = host_need;
+					best->hours = h;
+				}
+			}
+		}
+	}
+	return found;
+}
+
+/* plans are the same for every row with the same GPU model, count, host memory and fabric: cache them */
+struct cache_ent {
+	const spec_gpu *g;
+	unsigned count;
+	double host;
+	bool fabric;
+	bool ok;
+	int why;
+	advise_plan plan;
+	unsigned nodes;
+};
+
+enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL, WHY_NO_FABRIC };
+
+/*
+ * The plan for instances of `count` GPUs g with `host` bytes of memory each
+ * (0: unknown) and, if `fabric`, a GPU network between them: the fewest
+ * nodes that fit without offload, else with it. When none fits, *why says
+ * whether only the network or the host memory was missing.
+ */
+static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, double host, bool fabric,
+		     advise_plan *p, unsigned *nodes, int *why)
+{
+	bool train = is_training(r);
+	unsigned max_nodes = train ? (r->max_gpus >= count ? r->max_gpus / count : 0) : (r->max_gpus >= count);
+	*why = WHY_NOFIT;
+	for (int pass = 0; pass < 2; pass++) {
+		bool off = pass == 1;
+		if (off && r->offload == 0)
+			break;
+		if (!off && r->offload == 1)
+			continue;
+		for (unsigned k = 1; k <= max_nodes; k++) {
+			if (!best_plan(r, g, k * count, count, off || r->offload == 1, host, fabric, p))
+				continue;
+			/* more nodes only when the deadline asks for them */
+			while (r->deadline_h > 0 && p->hours > r->deadline_h && k < max_nodes) {
+				advise_plan q;
+				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, fabric, &q))
+					break;
+				*p = q;
+				k++;
+			}
+			*nodes = k;
+			return true;
+		}
+	}
+	/* what was missing: a GPU network between the nodes, or memory enough on the host? */
+	advise_plan q;
+	for (unsigned k = 2; train && !fabric && k <= max_nodes && *why == WHY_NOFIT; k++)
+		if (best_plan(r, g, k * count, count, r->offload != 0, host, true, &q))
+			*why = WHY_NO_FABRIC;
+	for (unsigned k = 1; train && r->offload != 0 && k <= max_nodes && *why == WHY_NOFIT; k++)
+		if (best_plan(r, g, k * count, count, true, INFINITY, fabric, &q) && q.offload)
+			*why = host > 0 ? WHY_HOST_SMALL : WHY_NO_HOST;
+	return false;
+}
+
+static int by_cost(const void *a, const void *b)
+{
+	const advise_plan *x = a, *y = b;
+	if (x->rank_cost != y->rank_cost)
+		return x->rank_cost < y->rank_cost ? -1 : 1;
+	if (x->hours != y->hours)
+		return x->hours < y->hours ? -1 : 1;
+	int c = strcmp(x->row->instance, y->row->instance);
+	return c ? c : strcmp(x->row->region, y->row->region);
+}
+
+static void smallest_need(const advise_req *r, const spec_gpu *gpus, size_t ngpus, advise_need *need)
+{
+	memset(need, 0, sizeof *need);
+	double best = INFINITY;
+	for (size_t i = 0; i < ngpus; i++) {
+		for (unsigned n = 1; n <= 4096; n *= 2) {
+			advise_plan p;
+			/* no instance here: the host memory is what the plan needs */
+			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, true, &p))
+				continue;
+			double total = n * gpus[i].mem;
+			if (total < best) {
+				best = total;
+				need->gpu = &gpus[i];
+				need->gpus = n;
+				need->mem = p.mem;
+				need->zero = p.zero;
+				need->recompute = p.recompute;
+				need->tp = p.tp;
+				need->offload = p.offload;
+				need->host_need = p.host_need;
+			}
+			break;
+		}
+	}
+}
+
+int advise_rank(const advise_req *r, const spec_gpu *gpus, size_t ngpus, const catalog *cat, advise_plan **out,
+	     size_t *n, advise_need *need, advise_skipped *skipped, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	memset(skipped, 0, sizeof *skipped);
+	memset(need, 0, sizeof *need);
+	memmodel_mem probe;
+	memmodel_job j = r->job;
+	j.dp = j.tp = 1;
+	if (memmodel_estimate(&r->model, &j, &probe, err, errlen) != 0)
+		return GC_EINVAL;
+	if (r->tokens <= 0) {
+		errbuf_set(err, errlen, "the amount of work (--tokens) must be positive");
+		return GC_EINVAL;
+	}
+	struct cache_ent *cache = NULL;
+	size_t ncache = 0;
+	advise_plan *plans = NULL;
+	size_t np = 0, cap = 0;
+	for (size_t i = 0; i < cat->n; i++) {
+		const cat_row *row = &cat->rows[i];
+		if (!in_list(r->clouds, row->cloud) || !in_list(r->regions, row->region))
+			continue;
+		double price = r->spot ? row->spot : row->price;
+		if (price < 0)
+			continue;
+		const spec_gpu *g = specs_gpu_for(gpus, ngpus, row->acc);
+		if (!g) {
+			skipped->unknown_gpus++;
+			continue;
+		}
+		if (row->count > r->max_gpus)
+			continue;
+		/* MemoryGiB is GiB (SkyPilot's catalogs); 0: the row does not say */
+		double host = row->mem_gib * 1024.0 * 1024 * 1024;
+		const spec_fabric *fab = specs_fabric_for(r->fabrics, r->nfabrics, row->instance);
+		struct cache_ent *ce = NULL;
+		for (size_t k = 0; k < ncache; k++)
+			if (cache[k].g == g && cache[k].count == row->count && cache[k].host == host &&
+			    cache[k].fabric == (fab != NULL))
+				ce = &cache[k];
+		if (!ce) {
+			struct cache_ent *nc = realloc(cache, (ncache + 1) * sizeof *nc);
+			if (!nc)
+				goto nomem;
+			cache = nc;
+			ce = &cache[ncache++];
+			memset(ce, 0, sizeof *ce);
+			ce->g = g;
+			ce->count = row->count;
+			ce->host = host;
+			ce->fabric = fab != NULL;
+			ce->ok = plan_for(r, g, row->count, host, fab != NULL, &ce->plan, &ce->nodes, &ce->why);
+		}
+		if (!ce->ok) {
+			if (ce->why == WHY_NO_HOST)
+				skipped->no_host_mem++;
+			else if (ce->why == WHY_HOST_SMALL)
+				skipped->host_too_small++;
+			else if (ce->why == WHY_NO_FABRIC)
+				skipped->no_fabric++;
+			continue;
+		}
+		advise_plan p = ce->plan;
+		p.row = row;
+		p.fabric = fab;
+		p.nodes = ce->nodes;
+		p.price_h = row->price >= 0 ? row->price * p.nodes : -1;
+		p.spot_h = row->spot >= 0 ? row->spot * p.nodes : -1;
+		p.cost = p.price_h >= 0 ? p.price_h * p.hours : -1;
+		p.spot_cost = p.spot_h >= 0 ? p.spot_h * p.hours : -1;
+		p.rank_cost = r->spot ? p.spot_cost : p.cost;
+		if (r->budget > 0 && p.rank_cost > r->budget)
+			continue;
+		if (r->deadline_h > 0 && p.hours > r->deadline_h)
+			continue;
+		if (np == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			advise_plan *nx = realloc(plans, ncap * sizeof *nx);
+			if (!nx)
+				goto nomem;
+			plans = nx;
+			cap = ncap;
+		}
+		plans[np++] = p;
+	}
+	free(cache);
+	if (np)
+		qsort(plans, np, sizeof *plans, by_cost);
+	else
+		smallest_need(r, gpus, ngpus, need);
+	*out = plans;
+	*n = np;
+	return 0;
+nomem:
+	free(cache);
+	free(plans);
+	errbuf_set(err, errlen, "out of memory");
+	return GC_ENOMEM;
+}

@@ -1,0 +1,179 @@
+/*
+ * advise.h — the planner behind gpuctl advise: for every priced instance
+ * in a catalog, the fastest parallelism plan whose memory fits, its time
+ * from the performance model and its cost; ranked cheapest first.
+ *
+ * Performance model (docs/advise.md has the sources):
+ *  - training: FLOPs = k·N_active·tokens with k = 6 (forward 2 + backward
+ *    4), 8 with full recomputation, ×1.03 with selective; LoRA/QLoRA k = 4
+ *    (no weight gradients for the frozen base; 6 with full recomputation);
+ *    CNNs 3 × forward FLOPs per sample. Time = FLOPs / (GPUs · dense peak ·
+ *    MFU).
+ *  - inference: prefill is compute-bound (2·N per prompt token at MFU);
+ *    each decode step reads the weights and the KV cache of the batch
+ *    (memory-bound at MBU) or computes 2·N per sequence, whichever is slower.
+ *  - embed: 2·N per token at MFU.
+ * No network model: multi-node plans assume the same efficiency as one node.
+ * So ZeRO-3 (parameters gathered over the network in every micro-batch) is
+ * planned across instances only for types with a GPU-to-GPU network between
+ * them (data/fabrics.csv); other types get it inside one instance only.
+ */
+#ifndef GPUCTL_LIB_ADVISE_H
+#define GPUCTL_LIB_ADVISE_H
+
+#include "advise/catalog.h"
+#include "advise/memmodel.h"
+#include "advise/specs.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* defaults when --mfu is not given; assumptions documented in docs/advise.md */
+#define ADVISE_MFU_TRAIN 0.40
+#define ADVISE_MFU_LORA 0.30
+#define ADVISE_MFU_QLORA 0.20
+#define ADVISE_MFU_PREFILL 0.50
+#define ADVISE_MBU_DECODE 0.70
+#define ADVISE_MFU_EMBED 0.40
+#define ADVISE_MFU_CNN 0.30
+
+/*
+ * Host memory an offload plan needs per node: the offloaded states of the
+ * node's GPUs times this factor, DeepSpeed's additional_buffer_factor in
+ * estimate_zero2/zero3_model_states_mem_needs (pinned staging buffers, the
+ * fp32 copies in flight). A plan fits when that is at most the instance's
+ * MemoryGiB; a catalog row without MemoryGiB gets no offload plan.
+ */
+#define ADVISE_HOST_BUFFER 1.5
+
+typedef struct advise_req {
+	memmodel_model model;
+	memmodel_job job;             /* task, precisions, optimizer, seq, batch, LoRA; dp/tp/zero filled per plan */
+	double tokens;          /* work: training tokens, generated tokens, embedded tokens; CNN: samples */
+	unsigned output_len;    /* infer: tokens generated per request */
+	double mfu;             /* 0: the task's default */
+	bool spot;              /* rank by spot price (rows without one are left out) */
+	const char *clouds;     /* comma-separated, NULL: all */
+	const char *regions;    /* comma-separated, NULL: all */
+	unsigned max_gpus;      /* across nodes */
+	double budget;          /* $ for the whole job; 0: no limit */
+	double deadline_h;      /* hours; 0: no limit */
+	double headroom;        /* fraction of each GPU's memory left free (fragmentation, spikes) */
+	int zero;               /* -1: choose; 0-3 fixed */
+	int recompute;          /* -1: choose */
+	unsigned tp;            /* 0: choose */
+	int offload;            /* -1: only when nothing else fits; 0 never; 1 always */
+	const spec_fabric *fabrics; /* borrowed: instance types with a GPU network between instances */
+	size_t nfabrics;
+} advise_req;
+
+typedef struct advise_plan {
+	const cat_row *row;     /* borrowed from the catalog */
+	const spec_gpu *gpu;    /* borrowed from the GPU table */
+	const spec_fabric *fabric; /* borrowed from req->fabrics; NULL: none known between instances */
+	unsigned nodes, gpus, tp, dp;
+	int zero, recompute;
+	bool offload;
+	int compute_prec;       /* the precision the time was computed at (fp16 where bf16 is missing) */
+	memmodel_mem mem;             /* per GPU */
+	double usable;          /* bytes per GPU after headroom */
+	double host_need;       /* offload: host bytes per node (ADVISE_HOST_BUFFER included); else 0 */
+	double hours;
+	double price_h, spot_h; /* whole plan ($/hour); < 0 unknown */
+	double cost, spot_cost; /* whole job; < 0 unknown */
+	double rank_cost;       /* what it is ranked by */
+} advise_plan;
+
+/* what the smallest feasible setup needs, when nothing in the catalog fits */
+typedef struct advise_need {
+	const spec_gpu *gpu;    /* the GPU model needing the fewest GPUs, NULL if none fits at 4096 */
+	unsigned gpus;
+	memmodel_mem mem;
+	int zero, recompute;
+	unsigned tp;
+	bool offload;
+	double host_need;       /* offload: host bytes per node of min(gpus, 8) GPUs; else 0 */
+} advise_need;
+
+/* catalog rows advise_rank left out for a reason the output should name */
+typedef struct advise_skipped {
+	size_t unknown_gpus;    /* the accelerator is not in the GPU table */
+	size_t no_host_mem;     /* only CPU offload fits, and the row gives no MemoryGiB */
+	size_t host_too_small;  /* only CPU offload fits, and the offloaded states exceed MemoryGiB */
+	size_t no_fabric;       /* only ZeRO-3 across instances fits, and they have no GPU network */
+} advise_skipped;
+
+/*
+ * Rank the catalog's instances for req. *out (freed with free()) holds the
+ * feasible plans, cheapest first; *n their count (0 when nothing fits, then
+ * *need says what would). *skipped counts the rows left out for reasons
+ * other than "does not fit". Returns 0, or GC_EINVAL (GC_ENOMEM) with a reason in err.
+ */
+int advise_rank(const advise_req *req, const spec_gpu *gpus, size_t ngpus, const catalog *cat, advise_plan **out,
+	     size_t *n, advise_need *need, advise_skipped *skipped, char *err, size_t errlen);
+
+/* the task's default MFU */
+double advise_default_mfu(const advise_req *req);
+
+/* hours for the job on `gpus` GPUs of type g with tensor-parallel size tp */
+double advise_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
+		 const memmodel_mem *mem, int *compute_prec);
+
+/* ---- `gpuctl advise` as the library runs it (advise-request.c) ---- */
+
+/* what `gpuctl advise` is told: the request, and what it is resolved from */
+struct advise_input {
+	advise_req req;             /* the options that set it directly; the rest is filled by advise_run */
+	const char *model, *params, *tokens;  /* borrowed, as given */
+	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
+	const char *catalogs[16];   /* --catalog files, borrowed */
+	size_t ncat;
+	long top;                   /* plans shown (10) */
+};
+
+/* what it answers */
+struct advise_result {
+	advise_req req;             /* the request with the model resolved and the task's defaults */
+	memmodel_model shape;       /* the preset whose shape --params alone assumed; name "" when none */
+	memmodel_mem single;        /* the workload on one GPU, unsharded */
+	bool tokens_given;          /* --tokens set the work (else it is the task's default) */
+	size_t top;
+	catalog cat;
+	spec_gpu *gpus;
+	size_t ngpus;
+	spec_fabric *fabrics;
+	advise_plan *plans;         /* cheapest first */
+	size_t np;
+	advise_need need;           /* when np is 0 */
+	advise_skipped skipped;
+};
+
+/* The options of `gpuctl advise` but --help and --json (getopt_long entries, all with val 256). */
+extern const struct option advise_options[];
+extern const size_t advise_noptions;
+
+/* The defaults (no model yet; infer; 10 plans). */
+void advise_input_init(struct advise_input *in);
+/*
+ * One option by its long name ("model") and value (NULL for a flag). GC_OK;
+ * GC_EINVAL with the reason in err; GC_ENOTFOUND for a name that is none.
+ */
+int advise_option(struct advise_input *in, const char *name, const char *arg, char *err, size_t errlen);
+/*
+ * Resolve the model, apply the task's defaults, load the GPU table, the
+ * fabrics and the catalogs, rank. GC_OK (also when nothing fits: np 0);
+ * GC_EINVAL for a request that cannot be (the reason in err); GC_ENOTFOUND
+ * or GC_EIO when a data file is missing or broken. Free *res with
+ * advise_result_free in every case.
+ */
+int advise_run(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen);
+void advise_result_free(struct advise_result *res);
+/* The result as `gpuctl advise --json` prints it (schema gpuctl.advise/1); free(), NULL when out of memory. */
+char *advise_result_json(const struct advise_result *res);
+/* The model presets (data/models.csv): GC_OK, or a GC_E* with err set; free(*out). */
+int advise_load_models(memmodel_model **out, size_t *n, char *err, size_t errlen);
+/* The GPU table (data/gpus.csv), likewise. */
+int advise_load_gpus(spec_gpu **out, size_t *n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * proc.h — who is behind a GPU process id: user and command line from
+ * /proc, with a small uid → name cache. Standalone (no NVML, no gc_ctx).
+ */
+#ifndef GPUCTL_LIB_PROC_H
+#define GPUCTL_LIB_PROC_H
+
+#include "device/gpu.h"
+
+struct uid_cache {
+	size_t n;
+	struct { uid_t uid; char name[33]; } e[64];
+};
+
+/*
+ * Fill p->visible, uid, user, command and argv0 for p->pid from `procfs`
+ * (normally "/proc"). A pid absent from this PID namespace is marked not
+ * visible, with empty user and command. Never fails.
+ */
+void proc_describe(gc_proc *p, const char *procfs, struct uid_cache *cache);
+
+/*
+ * The name of user uid (safe for a terminal), or the number when it has none;
+ * through cache when non-NULL.
+ */
+void proc_user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache);
+
+/*
+ * From /proc/PID/stat: its state letter ('R', 'S', 'Z' for a zombie, ...), its
+ * parent and when it started (field 22, clock ticks since boot), each when
+ * non-NULL. 0, or -1 when there is no such process (or no /proc).
+ */
+int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
+
+/*
+ * Copy at most dstlen-1 bytes of text that came from another user or process,
+ * safe for a terminal: control characters (C0, DEL, the C1 range U+0080-U+009F)
+ * and bytes that are not valid UTF-8 become '?'; valid UTF-8 is kept whole.
+ * Stops at a NUL.
+ */
+void proc_sanitize(char *dst, size_t dstlen, const char *src, size_t srclen);
+
+#endif

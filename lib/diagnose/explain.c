@@ -1,0 +1,1237 @@
+/*
+ * explain.c — known failures in a log (see explain.h). The signatures come
+ * from the JSON files of data/signatures/; three need code: the PyTorch OOM
+ * analysis (which of fragmentation, another process, plain size or a wrong
+ * size is the cause, with the numbers), TensorFlow's OOM (the tensor's size
+ * from its shape and type, against the allocator's limit) and the Xid table.
+ *
+ * A signature may be a note instead of a finding: a line it matches leaves
+ * its values for a finding a few lines later to take (a multi-line kernel
+ * message names the GPU two lines before it says what happened; TensorFlow
+ * prints its allocator's limit just before the error).
+ */
+#include "diagnose/explain.h"
+#include "util/errbuf.h"
+#include "device/gpu.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BLOCK (1u << 20)      /* read size */
+#define MAX_LINE (64u << 10)  /* the matcher's window: a longer piece is matched in windows */
+#define WIN_BACK (MAX_LINE / 2) /* a window starts at most this far before its gateway */
+#define WIN_OVERLAP 512       /* longer than any trigger: a cut window's successor starts before its end */
+#define MAX_SIGS 256
+#define MAX_GATEWAYS 64       /* one bit each in a candidate's mask */
+#define LONG_GATEWAY 8        /* literals this long share one pass over the input */
+#define MAX_CONTEXT 4
+#define MAX_MEMO 16
+#define SIZE_BUG_RATIO 100.0  /* a request this many times the memory there is: a wrong size */
+
+/* literals that cover most triggers: one memmem pass each over every block */
+static const char *const common_gateways[] = {"CUDA", "NCCL", "nccl", "Xid", "CUDNN", "CUBLAS"};
+
+/* cudaver: CUDA's integer version (11040) as "11.4"; bytes: a byte count kept in MiB */
+enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST, VT_CUDAVER, VT_BYTES };
+
+struct sig_value {
+	char name[32];
+	enum vtype type;
+	int groups[4];
+	int ngroups;
+};
+
+struct sig_context {
+	char name[32];
+	unsigned lines;           /* how far back a note may be */
+};
+
+struct sig {
+	char id[48];
+	char title[160];
+	char trigger[128];
+	char also[128];
+	char unless[128];         /* a line holding this is not a match */
+	char gateway[128];        /* the literal that brings the line to the matcher */
+	char analyzer[16];
+	char cause[600];
+	char fix[600];
+	bool note;                /* leaves values for later findings, is no finding itself */
+	int gw;                   /* index of its gateway */
+	bool has_re;
+	regex_t re;
+	size_t nvals;
+	struct sig_value vals[EXPLAIN_MAX_VALUES];
+	size_t nctx;
+	struct sig_context ctx[MAX_CONTEXT];
+};
+
+struct xid_entry {
+	int code;
+	char meaning[200];
+	char reset[200];
+};
+
+struct explain_db {
+	struct sig *sigs;
+	size_t n;
+	struct xid_entry *xid;
+	size_t nxid;
+	char gateways[MAX_GATEWAYS][128];
+	size_t gwlen[MAX_GATEWAYS];
+	size_t ngw;
+	uint16_t by_gw[MAX_SIGS];     /* signature indices, by gateway, in file order */
+	size_t by_gw_at[MAX_GATEWAYS + 1]; /* gateway g's are by_gw[by_gw_at[g] .. by_gw_at[g + 1]) */
+	/* The long gateways are searched together (Wu-Manber with blocks of 2
+	 * bytes): shift[b] is how far a window of wm_len bytes may move when the
+	 * 2 bytes ending it are b; at 0, the gateways whose first wm_len bytes
+	 * end with b are compared. */
+	uint64_t long_gw;             /* bit i: gateway i is long */
+	size_t wm_len;                /* the shortest long gateway's length */
+	uint8_t shift[1u << 16];
+	uint8_t end_of[1u << 16];     /* 1 + the index in wm_end of the gateways ending in b, or 0 */
+	uint64_t wm_end[MAX_GATEWAYS];
+	size_t nwm_end;
+};
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void copy(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+static int load_sig(struct explain_db *db, json_t *o, const char *file, char *err, size_t errlen)
+{
+	if (db->n == MAX_SIGS) {
+		errbuf_set(err, errlen, "%s: more than %d signatures", file, MAX_SIGS);
+		return GC_EINVAL;
+	}
+	struct sig *s = &db->sigs[db->n];
+	memset(s, 0, sizeof *s);
+	copy(s->id, sizeof s->id, o, "id");
+	copy(s->title, sizeof s->title, o, "title");
+	copy(s->trigger, sizeof s->trigger, o, "trigger");
+	copy(s->also, sizeof s->also, o, "also");
+	copy(s->unless, sizeof s->unless, o, "unless");
+	copy(s->gateway, sizeof s->gateway, o, "gateway");
+	copy(s->analyzer, sizeof s->analyzer, o, "analyzer");
+	copy(s->cause, sizeof s->cause, o, "cause");
+	copy(s->fix, sizeof s->fix, o, "fix");
+	s->note = json_is_true(json_object_get(o, "note"));
+	if (!s->id[0] || !s->trigger[0] || (!s->title[0] && !s->note)) {
+		errbuf_set(err, errlen, "%s: a signature needs id, title and trigger", file);
+		return GC_EINVAL;
+	}
+	if (s->analyzer[0] && strcmp(s->analyzer, "oom") && strcmp(s->analyzer, "xid") &&
+	    strcmp(s->analyzer, "tf-oom")) {
+		errbuf_set(err, errlen, "%s: %s: unknown analyzer '%s'", file, s->id, s->analyzer);
+		return GC_EINVAL;
+	}
+	if (s->gateway[0] && !strstr(s->trigger, s->gateway) && !strstr(s->also, s->gateway)) {
+		errbuf_set(err, errlen, "%s: %s: gateway '%s' is in neither trigger nor also", file, s->id,
+			   s->gateway);
+		return GC_EINVAL;
+	}
+	const char *cname;
+	json_t *cv;
+	json_object_foreach(json_object_get(o, "context"), cname, cv) {
+		if (s->nctx == MAX_CONTEXT || !json_is_integer(cv) || json_integer_value(cv) < 0) {
+			errbuf_set(err, errlen, "%s: %s: context needs at most %d names, each with a line count",
+				   file, s->id, MAX_CONTEXT);
+			return GC_EINVAL;
+		}
+		snprintf(s->ctx[s->nctx].name, sizeof s->ctx[0].name, "%s", cname);
+		s->ctx[s->nctx++].lines = (unsigned)json_integer_value(cv);
+	}
+	const char *re = json_string_value(json_object_get(o, "regex"));
+	if (re) {
+		int rc = regcomp(&s->re, re, REG_EXTENDED);
+		if (rc) {
+			char why[200];
+			regerror(rc, &s->re, why, sizeof why);
+			errbuf_set(err, errlen, "%s: %s: bad regex: %s", file, s->id, why);
+			return GC_EINVAL;
+		}
+		s->has_re = true;
+	}
+	json_t *vals = json_object_get(o, "values");
+	const char *name;
+	json_t *spec;
+	json_object_foreach(vals, name, spec) {
+		if (s->nvals == EXPLAIN_MAX_VALUES)
+			break;
+		struct sig_value *v = &s->vals[s->nvals];
+		snprintf(v->name, sizeof v->name, "%s", name);
+		json_t *g = json_array_get(spec, 0);
+		const char *t = json_string_value(json_array_get(spec, 1));
+		v->type = !t ? VT_STR : !strcmp(t, "int") ? VT_INT : !strcmp(t, "num") ? VT_NUM
+			: !strcmp(t, "list") ? VT_LIST : !strcmp(t, "cudaver") ? VT_CUDAVER
+			: !strcmp(t, "bytes") ? VT_BYTES : VT_STR;
+		if (json_is_array(g)) {
+			for (size_t k = 0; k < json_array_size(g) && k < 4; k++)
+				v->groups[v->ngroups++] = (int)json_integer_value(json_array_get(g, k));
+		} else {
+			v->groups[v->ngroups++] = (int)json_integer_value(g);
+		}
+		for (int k = 0; k < v->ngroups; k++)
+			if (!s->has_re || v->groups[k] < 1 || (size_t)v->groups[k] > s->re.re_nsub) {
+				errbuf_set(err, errlen, "%s: %s: value '%s' names a group the regex lacks", file,
+					   s->id, name);
+				if (s->has_re)
+					regfree(&s->re);
+				return GC_EINVAL;
+			}
+		s->nvals++;
+	}
+	if (s->note && !s->nvals) {
+		errbuf_set(err, errlen, "%s: %s: a note needs a regex with values", file, s->id);
+		if (s->has_re)
+			regfree(&s->re);
+		return GC_EINVAL;
+	}
+	db->n++;
+	return GC_OK;
+}
+
+static int load_file(struct explain_db *db, const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	if (!root) {
+		errbuf_set(err, errlen, "%s: line %d: %s", path, je.line, je.text);
+		return GC_EINVAL;
+	}
+	int rc = GC_OK;
+	json_t *sigs = json_object_get(root, "signatures");
+	for (size_t i = 0; rc == GC_OK && i < json_array_size(sigs); i++)
+		rc = load_sig(db, json_array_get(sigs, i), path, err, errlen);
+	json_t *xid = json_object_get(root, "xid");
+	const char *code;
+	json_t *e;
+	json_object_foreach(xid, code, e) {
+		if (rc != GC_OK)
+			break;
+		struct xid_entry *p = realloc(db->xid, (db->nxid + 1) * sizeof *p);
+		if (!p) {
+			rc = GC_ENOMEM;
+			break;
+		}
+		db->xid = p;
+		struct xid_entry *x = &db->xid[db->nxid++];
+		x->code = atoi(code);
+		snprintf(x->meaning, sizeof x->meaning, "%s", json_string_value(json_array_get(e, 0)) ?: "");
+		snprintf(x->reset, sizeof x->reset, "%s", json_string_value(json_array_get(e, 1)) ?: "");
+	}
+	json_decref(root);
+	return rc;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int json_file(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+	return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+/* the index of gateway lit, added if new; -1 when there are too many */
+static int add_gateway(struct explain_db *db, const char *lit)
+{
+	for (size_t i = 0; i < db->ngw; i++)
+		if (strcmp(db->gateways[i], lit) == 0)
+			return (int)i;
+	if (db->ngw == MAX_GATEWAYS)
+		return -1;
+	snprintf(db->gateways[db->ngw], sizeof db->gateways[0], "%s", lit);
+	db->gwlen[db->ngw] = strlen(db->gateways[db->ngw]);
+	return (int)db->ngw++;
+}
+
+static unsigned wm_block(const char *p)
+{
+	return (unsigned)(unsigned char)p[0] << 8 | (unsigned char)p[1];
+}
+
+static void wm_build(struct explain_db *db)
+{
+	db->wm_len = SIZE_MAX;
+	for (size_t g = 0; g < db->ngw; g++)
+		if (db->gwlen[g] >= LONG_GATEWAY) {
+			db->long_gw |= UINT64_C(1) << g;
+			if (db->gwlen[g] < db->wm_len)
+				db->wm_len = db->gwlen[g];
+		}
+	if (!db->long_gw)
+		return;
+	size_t m = db->wm_len;
+	memset(db->shift, (int)(m - 1), sizeof db->shift); /* m <= 127: a gateway is < 128 bytes */
+	for (size_t g = 0; g < db->ngw; g++) {
+		if (!(db->long_gw & (UINT64_C(1) << g)))
+			continue;
+		const char *p = db->gateways[g];
+		for (size_t j = 0; j + 2 <= m; j++) {
+			unsigned b = wm_block(p + j);
+			if (db->shift[b] > m - 2 - j)
+				db->shift[b] = (uint8_t)(m - 2 - j);
+		}
+		unsigned b = wm_block(p + m - 2);
+		if (!db->end_of[b])
+			db->end_of[b] = (uint8_t)++db->nwm_end;
+		db->wm_end[db->end_of[b] - 1] |= UINT64_C(1) << g;
+	}
+}
+
+int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct explain_db *db = calloc(1, sizeof *db);
+	if (!db || !(db->sigs = calloc(MAX_SIGS, sizeof *db->sigs))) {
+		free(db);
+		return GC_ENOMEM;
+	}
+	struct dirent **list;
+	int n = scandir(dir, &list, json_file, by_name);
+	if (n < 0) {
+		errbuf_set(err, errlen, "cannot read the signatures in '%s': %s", dir, strerror(errno));
+		explain_db_free(db);
+		return GC_EIO;
+	}
+	int rc = GC_OK;
+	for (int i = 0; i < n; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
+		if (rc == GC_OK)
+			rc = load_file(db, path, err, errlen);
+		free(list[i]);
+	}
+	free(list);
+	if (rc == GC_OK && db->n == 0) {
+		errbuf_set(err, errlen, "no signatures in '%s'", dir);
+		rc = GC_ENOTFOUND;
+	}
+	if (rc != GC_OK) {
+		explain_db_free(db);
+		return rc;
+	}
+	/* each trigger is reached through its named gateway, a common one, or is its own */
+	for (size_t i = 0; i < db->n; i++) {
+		struct sig *s = &db->sigs[i];
+		const char *gw = s->gateway[0] ? s->gateway : NULL;
+		for (size_t k = 0; !gw && k < sizeof common_gateways / sizeof common_gateways[0]; k++)
+			if (strstr(s->trigger, common_gateways[k]))
+				gw = common_gateways[k];
+		if ((s->gw = add_gateway(db, gw ? gw : s->trigger)) < 0) {
+			errbuf_set(err, errlen, "more than %d gateway literals in '%s'", MAX_GATEWAYS, dir);
+			explain_db_free(db);
+			return GC_EINVAL;
+		}
+	}
+	for (size_t g = 0, k = 0; g < db->ngw; g++) {
+		db->by_gw_at[g] = k;
+		for (size_t i = 0; i < db->n; i++)
+			if (db->sigs[i].gw == (int)g)
+				db->by_gw[k++] = (uint16_t)i;
+		db->by_gw_at[g + 1] = k;
+	}
+	wm_build(db);
+	*out = db;
+	return GC_OK;
+}
+
+void explain_db_free(struct explain_db *db)
+{
+	if (!db)
+		return;
+	for (size_t i = 0; i < db->n; i++)
+		if (db->sigs[i].has_re)
+			regfree(&db->sigs[i].re);
+	free(db->sigs);
+	free(db->xid);
+	free(db);
+}
+
+size_t explain_db_count(const struct explain_db *db)
+{
+	return db->n;
+}
+
+/* ---- lines -------------------------------------------------------------- */
+
+size_t explain_clean_line(const char *s, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == 0x1b && i + 1 < len) {
+			if (s[i + 1] == '[') { /* CSI: ESC [ params final(0x40-0x7e) */
+				i += 2;
+				while (i < len && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+					i++;
+				continue;
+			}
+			if (s[i + 1] == ']') { /* OSC: ESC ] ... BEL or ESC \ */
+				i += 2;
+				while (i < len && s[i] != 0x07 && !(s[i] == 0x1b && i + 1 < len && s[i + 1] == '\\'))
+					i++;
+				if (i < len && s[i] == 0x1b)
+					i++;
+				continue;
+			}
+			if (strchr("()*+", s[i + 1]) && i + 2 < len) {
+				i += 2; /* a character set designation: ESC ( B */
+				continue;
+			}
+			i++; /* a two-byte escape */
+			continue;
+		}
+		if (c == '\r' || c == 0)
+			continue;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* ---- findings ----------------------------------------------------------- */
+
+/* The finding of signature s (and key) for line `line`, made on first sight;
+ * text is the cleaned line and at where its trigger starts in it (a long line
+ * is shown from a little before the trigger). A line counts once however
+ * many of its pieces or windows match. */
+static struct explain_finding *finding(struct explain_result *r, const struct sig *s, const char *key, uint64_t line,
+				  const char *text, size_t at, bool *fresh)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->findings[i].id, s->id) == 0 && strcmp(r->findings[i].key, key) == 0) {
+			struct explain_finding *f = &r->findings[i];
+			if (f->last_line != line) {
+				f->count++;
+				f->last_line = line;
+			}
+			*fresh = false;
+			return f;
+		}
+	struct explain_finding *p = realloc(r->findings, (r->n + 1) * sizeof *p);
+	if (!p)
+		return NULL;
+	r->findings = p;
+	struct explain_finding *f = &r->findings[r->n++];
+	memset(f, 0, sizeof *f);
+	snprintf(f->id, sizeof f->id, "%s", s->id);
+	snprintf(f->title, sizeof f->title, "%s", s->title);
+	snprintf(f->key, sizeof f->key, "%s", key);
+	size_t tl = strlen(text);
+	if (tl < sizeof f->line || at < 80) {
+		snprintf(f->line, sizeof f->line, "%.*s", (int)sizeof f->line - 1, text);
+	} else {
+		size_t from = at - 80;
+		while (from < at && ((unsigned char)text[from] & 0xc0) == 0x80)
+			from++; /* not inside a UTF-8 character */
+		snprintf(f->line, sizeof f->line, "...%.*s", (int)sizeof f->line - 4, text + from);
+	}
+	snprintf(f->cause, sizeof f->cause, "%s", s->cause);
+	snprintf(f->fix, sizeof f->fix, "%s", s->fix);
+	f->count = 1;
+	f->first_line = line;
+	f->last_line = line;
+	*fresh = true;
+	return f;
+}
+
+static void put_num(struct explain_finding *f, const char *name, double v)
+{
+	if (f->nvalues == EXPLAIN_MAX_VALUES)
+		return;
+	struct explain_value *x = &f->values[f->nvalues++];
+	snprintf(x->name, sizeof x->name, "%s", name);
+	x->is_num = true;
+	x->num = v;
+}
+
+static void put_str(struct explain_finding *f, const char *name, const char *v)
+{
+	if (f->nvalues == EXPLAIN_MAX_VALUES)
+		return;
+	struct explain_value *x = &f->values[f->nvalues++];
+	snprintf(x->name, sizeof x->name, "%s", name);
+	x->is_num = false;
+	snprintf(x->str, sizeof x->str, "%.*s", (int)sizeof x->str - 1, v);
+}
+
+static const struct explain_value *value_of(const struct explain_finding *f, const char *name)
+{
+	for (size_t i = 0; i < f->nvalues; i++)
+		if (strcmp(f->values[i].name, name) == 0)
+			return &f->values[i];
+	return NULL;
+}
+
+/* a numeric value of f, or -1 */
+static double num_of(const struct explain_finding *f, const char *name)
+{
+	const struct explain_value *v = value_of(f, name);
+	return v && v->is_num ? v->num : -1;
+}
+
+/* "2.00 GiB" at p → MiB; -1 when not a size */
+static double size_mib(const char *p, const char **end)
+{
+	char *e;
+	double v = strtod(p, &e);
+	if (e == p || !isfinite(v) || v < 0)
+		return -1;
+	while (*e == ' ')
+		e++;
+	double mul = !strncmp(e, "GiB", 3) ? 1024 : !strncmp(e, "MiB", 3) ? 1 : !strncmp(e, "KiB", 3) ? 1.0 / 1024
+		: !strncmp(e, "TiB", 3) ? 1048576 : !strncmp(e, "bytes", 5) ? 1.0 / 1048576 : -1;
+	if (mul < 0)
+		return -1;
+	if (end)
+		*end = e + 3;
+	return v * mul;
+}
+
+/* the size right after `key` in s, or -1 */
+static double size_after(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	return p ? size_mib(p + strlen(key), NULL) : -1;
+}
+
+/* the size right before `key` (" is free", "already allocated") in s, or -1 */
+static double size_before(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	if (!p)
+		return -1;
+	/* back over the unit and the number: "1.19 GiB is free" */
+	const char *q = p;
+	while (q > s && q[-1] == ' ')
+		q--;
+	while (q > s && q[-1] != ' ')
+		q--; /* the unit */
+	while (q > s && q[-1] == ' ')
+		q--;
+	while (q > s && ((q[-1] >= '0' && q[-1] <= '9') || q[-1] == '.'))
+		q--;
+	return size_mib(q, NULL);
+}
+
+static void analyze_oom(struct explain_finding *f, const char *s)
+{
+	double req = size_after(s, "Tried to allocate ");
+	int gpu = -1;
+	const char *g = strstr(s, "GPU ");
+	if (g)
+		gpu = atoi(g + 4);
+	double total, freem, alloc = -1, unalloc = -1, reserved = -1, others = 0;
+	/* PyTorch >= 2.1 ("capacty": 2.1 itself printed it so) */
+	const char *cap_key = strstr(s, "total capacity of ") ? "total capacity of "
+			      : strstr(s, "total capacty of ") ? "total capacty of " : NULL;
+	if (cap_key) {
+		total = size_after(s, cap_key);
+		const char *of = strstr(s, " of which ");
+		freem = of ? size_mib(of + 10, NULL) : -1;
+		alloc = size_after(s, "Of the allocated memory ");
+		unalloc = size_before(s, "is reserved by PyTorch but unallocated");
+		/* processes on this GPU: "Process N has X memory in use." (several when shared) */
+		double mem[64];
+		int np = 0;
+		bool self_named = strstr(s, "this process has") != NULL;
+		for (const char *p = s; (p = strstr(p, "Process ")) && np < 64; p += 8) {
+			const char *h = strstr(p, " has ");
+			if (!h || h - p > 24)
+				continue;
+			double v = size_mib(h + 5, NULL);
+			if (v >= 0)
+				mem[np++] = v;
+		}
+		if (self_named || np <= 1) {
+			for (int i = 0; self_named && i < np; i++)
+				others += mem[i];
+		} else {
+			/* this process is the one whose use is closest to what PyTorch holds */
+			double mine = (alloc > 0 ? alloc : 0) + (unalloc > 0 ? unalloc : 0);
+			int best = 0;
+			for (int i = 1; i < np; i++)
+				if (fabs(mem[i] - mine) < fabs(mem[best] - mine))
+					best = i;
+			for (int i = 0; i < np; i++)
+				if (i != best)
+					others += mem[i];
+		}
+	} else { /* PyTorch <= 2.0 */
+		total = size_before(s, "total capacity");
+		alloc = size_before(s, "already allocated");
+		freem = size_before(s, "free;");
+		if (freem < 0)
+			freem = size_before(s, "free)");
+		reserved = size_before(s, "reserved in total by PyTorch");
+		if (reserved >= 0 && alloc >= 0)
+			unalloc = reserved - alloc;
+	}
+	if (req >= 0)
+		put_num(f, "requested_mib", req);
+	if (gpu >= 0)
+		put_num(f, "gpu", gpu);
+	if (total >= 0)
+		put_num(f, "total_mib", total);
+	if (freem >= 0)
+		put_num(f, "free_mib", freem);
+	if (alloc >= 0)
+		put_num(f, "allocated_mib", alloc);
+	if (reserved >= 0)
+		put_num(f, "reserved_mib", reserved);
+	if (unalloc >= 0)
+		put_num(f, "reserved_unallocated_mib", unalloc);
+	put_num(f, "other_processes_mib", others);
+	const char *verdict;
+	if (req >= 0 && total > 0 && req >= SIZE_BUG_RATIO * total) {
+		verdict = "size-bug";
+		snprintf(f->cause, sizeof f->cause,
+			 "the request is %.0f times all the memory GPU %d has (%.0f MiB of %.0f MiB): no batch "
+			 "size makes that fit; a tensor's size is wrong (a wrong shape, or a size that "
+			 "overflowed)",
+			 req / total, gpu, req, total);
+		snprintf(f->fix, sizeof f->fix,
+			 "print the shapes going into the operation in the traceback's last frames and find the "
+			 "dimension that is far too large (a flatten before pooling, a product of dimensions, a "
+			 "negative size read as unsigned); the batch size is not the problem");
+	} else if (req >= 0 && others >= req) {
+		verdict = "other-process";
+		snprintf(f->cause, sizeof f->cause,
+			 "other processes use %.0f MiB of GPU %d, more than the %.0f MiB that was requested",
+			 others, gpu, req);
+		snprintf(f->fix, sizeof f->fix,
+			 "run on a GPU nobody else uses (gpuctl run picks a free one and leases it; gpuctl ls "
+			 "shows who is on this one), or stop the other process");
+	} else if (req >= 0 && unalloc >= req) {
+		verdict = "fragmentation";
+		snprintf(f->cause, sizeof f->cause,
+			 "fragmentation: PyTorch holds %.0f MiB reserved but unallocated, more than the %.0f "
+			 "MiB requested, but not in one piece",
+			 unalloc, req);
+		snprintf(f->fix, sizeof f->fix,
+			 "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (older PyTorch: "
+			 "max_split_size_mb:128), so the reserved memory can be reused for larger blocks");
+	} else {
+		verdict = "too-big";
+		/* only the figures the message gave: an unknown one is left out, never printed as -1 */
+		char req_s[48] = "an allocation failed", free_s[48] = "", total_s[48] = "", unalloc_s[96] = "";
+		if (req >= 0)
+			snprintf(req_s, sizeof req_s, "%.0f MiB requested", req);
+		if (freem >= 0)
+			snprintf(free_s, sizeof free_s, " with %.0f MiB free", freem);
+		if (total > 0)
+			snprintf(total_s, sizeof total_s, " of %.0f MiB", total);
+		if (unalloc >= 0)
+			snprintf(unalloc_s, sizeof unalloc_s, " (%.0f MiB reserved but unallocated is not enough to help)",
+				 unalloc);
+		snprintf(f->cause, sizeof f->cause, "the job needs more memory than the GPU has: %s%s%s%s", req_s,
+			 free_s, total_s, unalloc_s);
+		snprintf(f->fix, sizeof f->fix,
+			 "reduce the batch size (gradient accumulation keeps the effective batch), enable "
+			 "gradient checkpointing, train in bf16, or shard the model across GPUs (FSDP/ZeRO)");
+	}
+	put_str(f, "verdict", verdict);
+}
+
+static void analyze_xid(const struct explain_db *db, struct explain_result *r, const struct sig *s, const char *line,
+			uint64_t lineno)
+{
+	/* a GPU's Xid, not an NVSwitch's SXid: "Xid" must start a word */
+	const char *p = line;
+	while ((p = strstr(p, "Xid (PCI:")) && p > line && isalnum((unsigned char)p[-1]))
+		p++;
+	if (!p)
+		return;
+	const char *q = strchr(p, ')');
+	if (!q || q - p > 40 || q[1] != ':')
+		return;
+	char pci[32];
+	size_t pl = (size_t)(q - (p + 9));
+	if (pl >= sizeof pci)
+		return;
+	memcpy(pci, p + 9, pl);
+	pci[pl] = '\0';
+	char *e;
+	long code = strtol(q + 2, &e, 10);
+	if (e == q + 2 || code < 0 || code > 100000)
+		return;
+	char key[32];
+	snprintf(key, sizeof key, "%ld", code);
+	bool fresh;
+	struct explain_finding *f = finding(r, s, key, lineno, line, (size_t)(p - line), &fresh);
+	if (!f || !fresh)
+		return;
+	put_num(f, "code", (double)code);
+	put_str(f, "pci", pci);
+	const struct xid_entry *x = NULL;
+	for (size_t i = 0; i < db->nxid; i++)
+		if (db->xid[i].code == code)
+			x = &db->xid[i];
+	snprintf(f->title, sizeof f->title, "the NVIDIA driver reported Xid %ld on GPU %s", code, pci);
+	if (x) {
+		put_str(f, "reset", x->reset);
+		snprintf(f->cause, sizeof f->cause, "%s", x->meaning);
+		snprintf(f->fix, sizeof f->fix, "reset needed: %s", x->reset);
+	} else {
+		snprintf(f->cause, sizeof f->cause, "Xid %ld is not in gpuctl's table", code);
+		snprintf(f->fix, sizeof f->fix, "look it up in NVIDIA's Xid errors documentation");
+	}
+}
+
+/* TensorFlow's element sizes, by the type names its OOM message uses */
+static double tf_type_size(const char *t, size_t n)
+{
+	static const struct { const char *name; double size; } types[] = {
+		{"float", 4}, {"float32", 4}, {"half", 2}, {"float16", 2}, {"bfloat16", 2}, {"double", 8},
+		{"float64", 8}, {"int8", 1}, {"uint8", 1}, {"bool", 1}, {"qint8", 1}, {"quint8", 1},
+		{"int16", 2}, {"uint16", 2}, {"int32", 4}, {"uint32", 4}, {"qint32", 4}, {"int64", 8},
+		{"uint64", 8}, {"complex64", 8}, {"complex128", 16},
+	};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (strlen(types[i].name) == n && strncmp(types[i].name, t, n) == 0)
+			return types[i].size;
+	return -1;
+}
+
+#define WORD_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+/* the run of `set` characters right after `key` in s, into out (len bytes); left as it was when
+ * there is none or it does not fit */
+static void word_after(const char *s, const char *key, const char *set, char *out, size_t len)
+{
+	const char *k = strstr(s, key);
+	if (!k)
+		return;
+	k += strlen(key);
+	size_t n = strspn(k, set);
+	if (n && n < len) {
+		memcpy(out, k, n);
+		out[n] = '\0';
+	}
+}
+
+/* "OOM when allocating tensor with shape[16,112,112,147] and type float on
+ * /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" at s;
+ * the allocator's limit and use, when TensorFlow printed them just before,
+ * are already among f's values (limit_mib, in_use_mib) */
+static void analyze_tf_oom(struct explain_finding *f, const char *s)
+{
+	char shape[96] = "", type[24] = "", device[32] = "", alloc[32] = "";
+	double elems = -1;
+	const char *p = strstr(s, "shape[");
+	if (p) {
+		p += 6;
+		const char *q = strchr(p, ']');
+		if (q && (size_t)(q - p) < sizeof shape) {
+			memcpy(shape, p, (size_t)(q - p));
+			shape[q - p] = '\0';
+			elems = 1;
+			for (const char *d = shape; *d;) {
+				char *e;
+				double v = strtod(d, &e);
+				if (e == d || v < 0) {
+					elems = -1;
+					break;
+				}
+				elems *= v;
+				d = *e == ',' ? e + 1 : e;
+				if (*e && *e != ',') {
+					elems = -1;
+					break;
+				}
+			}
+			p = q + 1;
+		}
+	}
+	double req = -1;
+	const char *t = p ? strstr(p, " type ") : NULL;
+	if (t && t - p < 8) {
+		t += 6;
+		size_t n = strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		if (n && n < sizeof type) {
+			memcpy(type, t, n);
+			type[n] = '\0';
+			double size = tf_type_size(t, n);
+			if (size > 0 && elems >= 0)
+				req = elems * size / 1048576;
+		}
+	}
+	word_after(s, "device:", WORD_CHARS ":", device, sizeof device);
+	word_after(s, "by allocator ", WORD_CHARS, alloc, sizeof alloc);
+	if (shape[0])
+		put_str(f, "shape", shape);
+	if (type[0])
+		put_str(f, "dtype", type);
+	if (device[0])
+		put_str(f, "device", device);
+	if (alloc[0])
+		put_str(f, "allocator", alloc);
+	if (req >= 0)
+		put_num(f, "requested_mib", req);
+	double limit = num_of(f, "limit_mib"), inuse = num_of(f, "in_use_mib");
+	const char *verdict;
+	char held[160] = "";
+	if (limit > 0 && inuse >= 0)
+		snprintf(held, sizeof held, " with %.0f MiB in use of the allocator's %.0f MiB", inuse, limit);
+	else if (limit > 0)
+		snprintf(held, sizeof held, " (the allocator's limit is %.0f MiB)", limit);
+	if (strncmp(device, "CPU", 3) == 0) {
+		verdict = "host-memory";
+		snprintf(f->cause, sizeof f->cause,
+			 "the tensor [%s] was to go to host memory (device %s): the machine's RAM ran out, not a "
+			 "GPU's",
+			 shape, device);
+		snprintf(f->fix, sizeof f->fix,
+			 "hold less in host memory (smaller batches, a streamed tf.data pipeline instead of "
+			 "arrays in memory), and check that TensorFlow uses the GPU at all "
+			 "(tf.config.list_physical_devices('GPU'))");
+	} else if (req >= 0 && limit > 0 && req >= SIZE_BUG_RATIO * limit) {
+		verdict = "size-bug";
+		snprintf(f->cause, sizeof f->cause,
+			 "the tensor [%s] of %s needs %.0f MiB, %.0f times all the memory TensorFlow has on %s "
+			 "(%.0f MiB): no batch size makes that fit; a shape is wrong",
+			 shape, type, req, req / limit, device[0] ? device : "the GPU", limit);
+		snprintf(f->fix, sizeof f->fix,
+			 "print the shapes around the failing op (the [[node ...]] line names it) and find the "
+			 "dimension that is far too large (a flatten before pooling, a product of dimensions); "
+			 "the batch size is not the problem");
+	} else {
+		verdict = "too-big";
+		char need[64] = "";
+		if (req >= 0)
+			snprintf(need, sizeof need, " (%.0f MiB)", req);
+		snprintf(f->cause, sizeof f->cause, "the tensor [%s]%s did not fit on %s%s", shape, need,
+			 device[0] ? device : "the GPU", held);
+		snprintf(f->fix, sizeof f->fix,
+			 "reduce the batch size (or the input size), use mixed precision "
+			 "(tf.keras.mixed_precision.set_global_policy('mixed_float16')), and run where no other "
+			 "process holds the GPU (gpuctl ls shows who is on it; gpuctl run picks a free one)");
+	}
+	put_str(f, "verdict", verdict);
+}
+
+/* The values of s's regex in line, into out[max]; how many */
+static size_t regex_values(const struct sig *s, const char *line, struct explain_value *out, size_t max)
+{
+	regmatch_t m[16];
+	size_t n = 0;
+	if (!s->has_re || regexec(&s->re, line, 16, m, 0) != 0)
+		return 0;
+	for (size_t i = 0; i < s->nvals && n < max; i++) {
+		const struct sig_value *v = &s->vals[i];
+		char buf[96] = "";
+		size_t off = 0;
+		for (int k = 0; k < v->ngroups; k++) {
+			regmatch_t g = m[v->groups[k]];
+			if (g.rm_so < 0)
+				continue;
+			size_t gl = (size_t)(g.rm_eo - g.rm_so);
+			if (off + gl + 2 > sizeof buf)
+				break;
+			if (off)
+				buf[off++] = ',';
+			memcpy(buf + off, line + g.rm_so, gl);
+			off += gl;
+			buf[off] = '\0';
+		}
+		if (!buf[0])
+			continue;
+		struct explain_value *x = &out[n++];
+		memset(x, 0, sizeof *x);
+		snprintf(x->name, sizeof x->name, "%s", v->name);
+		double num = strtod(buf, NULL);
+		switch (v->type) {
+		case VT_INT:
+		case VT_NUM:
+			x->is_num = true;
+			x->num = num;
+			break;
+		case VT_BYTES:
+			x->is_num = true;
+			x->num = num / 1048576;
+			break;
+		case VT_CUDAVER: {
+			long cv = (long)num;
+			if (num < 1000 || num > 1e6) {
+				n--;
+				break;
+			}
+			snprintf(x->str, sizeof x->str, "%ld.%ld", cv / 1000, cv % 1000 / 10);
+			break;
+		}
+		default:
+			snprintf(x->str, sizeof x->str, "%s", buf);
+		}
+	}
+	return n;
+}
+
+/* ---- scanning ----------------------------------------------------------- */
+
+struct memo {
+	struct explain_value v;
+	uint64_t line;
+};
+
+struct cand {
+	size_t start, end;   /* a window of the region */
+	uint64_t gates;      /* the gateways found in it: bit i for gateway i */
+};
+
+struct scan {
+	const struct explain_db *db;
+	struct explain_result *r;
+	uint64_t line;        /* lines before the current region */
+	struct cand *cand;
+	size_t ncand, capcand;
+	struct memo memo[MAX_MEMO];  /* values notes left, newest per name */
+	size_t nmemo;
+};
+
+static void memo_put(struct scan *sc, const struct explain_value *v, uint64_t line)
+{
+	size_t i = 0;
+	while (i < sc->nmemo && strcmp(sc->memo[i].v.name, v->name) != 0)
+		i++;
+	if (i == MAX_MEMO) { /* full: the oldest goes */
+		i = 0;
+		for (size_t k = 1; k < MAX_MEMO; k++)
+			if (sc->memo[k].line < sc->memo[i].line)
+				i = k;
+	} else if (i == sc->nmemo) {
+		sc->nmemo++;
+	}
+	sc->memo[i].v = *v;
+	sc->memo[i].line = line;
+}
+
+/* the values s takes from notes of at most its context's lines before */
+static void take_context(const struct scan *sc, const struct sig *s, struct explain_finding *f, uint64_t line)
+{
+	for (size_t c = 0; c < s->nctx; c++)
+		for (size_t i = 0; i < sc->nmemo; i++) {
+			const struct memo *m = &sc->memo[i];
+			if (strcmp(m->v.name, s->ctx[c].name) || m->line > line || line - m->line > s->ctx[c].lines ||
+			    value_of(f, m->v.name) || f->nvalues == EXPLAIN_MAX_VALUES)
+				continue;
+			f->values[f->nvalues++] = m->v;
+		}
+}
+
+/* whether f has any of the values of s's regex */
+static bool has_values_of(const struct explain_finding *f, const struct sig *s)
+{
+	for (size_t i = 0; i < s->nvals; i++)
+		if (value_of(f, s->vals[i].name))
+			return true;
+	return false;
+}
+
+static bool matches(const struct sig *s, const char *text, uint64_t gates, const char **at)
+{
+	if (!(gates & (UINT64_C(1) << s->gw)))
+		return false;
+	*at = strstr(text, s->trigger);
+	return *at && (!s->also[0] || strstr(text, s->also)) && (!s->unless[0] || !strstr(text, s->unless));
+}
+
+/* "{name}" in a finding's cause or fix becomes the value of that name
+ * ("unknown" when the line did not carry it) */
+static void fill_in(const struct explain_finding *f, char *text, size_t size)
+{
+	if (!strchr(text, '{'))
+		return;
+	char out[sizeof f->cause];
+	size_t o = 0;
+	for (const char *p = text; *p && o + 1 < sizeof out;) {
+		const char *e = *p == '{' ? strchr(p, '}') : NULL;
+		char name[32];
+		if (!e || (size_t)(e - p - 1) >= sizeof name) {
+			out[o++] = *p++;
+			continue;
+		}
+		memcpy(name, p + 1, (size_t)(e - p - 1));
+		name[e - p - 1] = '\0';
+		const struct explain_value *v = value_of(f, name);
+		char val[sizeof v->str];
+		if (!v)
+			snprintf(val, sizeof val, "unknown");
+		else if (v->is_num)
+			snprintf(val, sizeof val, "%.15g", v->num);
+		else
+			snprintf(val, sizeof val, "%s", v->str);
+		int n = snprintf(out + o, sizeof out - o, "%s", val);
+		o += n > 0 ? (size_t)n : 0;
+		if (o >= sizeof out)
+			o = sizeof out - 1;
+		p = e + 1;
+	}
+	out[o] = '\0';
+	snprintf(text, size, "%s", out);
+}
+
+static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
+{
+	static __thread char clean[MAX_LINE + 1];
+	const struct explain_db *db = sc->db;
+	struct explain_result *r = sc->r;
+	if (len > MAX_LINE)
+		len = MAX_LINE;
+	explain_clean_line(raw, len, clean);
+	const char *at;
+	/* the signatures to try: those of the one gateway found (the usual
+	 * case), or all of them, in file order either way */
+	uint16_t all[MAX_SIGS];
+	const uint16_t *list = all;
+	size_t n = 0;
+	if ((gates & (gates - 1)) == 0) {
+		int g = __builtin_ctzll(gates);
+		list = db->by_gw + db->by_gw_at[g];
+		n = db->by_gw_at[g + 1] - db->by_gw_at[g];
+	} else {
+		for (size_t i = 0; i < db->n; i++)
+			all[n++] = (uint16_t)i;
+	}
+	/* notes first, so a finding on the same line can take what they leave */
+	for (size_t i = 0; i < n; i++) {
+		const struct sig *s = &db->sigs[list[i]];
+		if (!s->note || !matches(s, clean, gates, &at))
+			continue;
+		struct explain_value v[EXPLAIN_MAX_VALUES];
+		size_t nv = regex_values(s, clean, v, EXPLAIN_MAX_VALUES);
+		for (size_t k = 0; k < nv; k++)
+			memo_put(sc, &v[k], lineno);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct sig *s = &db->sigs[list[i]];
+		if (s->note || !matches(s, clean, gates, &at))
+			continue;
+		if (strcmp(s->analyzer, "xid") == 0) {
+			analyze_xid(db, r, s, clean, lineno);
+			continue;
+		}
+		bool fresh;
+		struct explain_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
+		if (!f)
+			continue;
+		if (!fresh) {
+			/* another wording of the failure, later on, may carry the numbers the
+			 * first line lacked (the kernel's line after nvidia-smi's) */
+			if (s->has_re && !s->analyzer[0] && !has_values_of(f, s))
+				f->nvalues += regex_values(s, clean, f->values + f->nvalues, EXPLAIN_MAX_VALUES - f->nvalues);
+			continue;
+		}
+		if (s->has_re)
+			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EXPLAIN_MAX_VALUES - f->nvalues);
+		take_context(sc, s, f, lineno);
+		if (strcmp(s->analyzer, "oom") == 0)
+			analyze_oom(f, at);
+		else if (strcmp(s->analyzer, "tf-oom") == 0)
+			analyze_tf_oom(f, at);
+		fill_in(f, f->cause, sizeof f->cause);
+		fill_in(f, f->fix, sizeof f->fix);
+	}
+}
+
+static size_t count_nl(const char *p, size_t n)
+{
+	size_t c = 0;
+	const char *end = p + n;
+	while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
+		c++;
+		p++;
+	}
+	return c;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool add_cand(struct scan *sc, size_t start, size_t end, int gw)
+{
+	if (sc->ncand == sc->capcand) {
+		size_t cap = sc->capcand ? sc->capcand * 2 : 64;
+		struct cand *c = realloc(sc->cand, cap * sizeof *c);
+		if (!c)
+			return false;
+		sc->cand = c;
+		sc->capcand = cap;
+	}
+	sc->cand[sc->ncand++] = (struct cand){start, end, UINT64_C(1) << gw};
+	return true;
+}
+
+/* A hit of gateway g at data[hit]: the piece of line around it becomes a
+ * candidate. Where to look for g's next hit (past the piece; after a cut
+ * window, a little before its end), or SIZE_MAX when memory runs out. */
+static size_t take_hit(struct scan *sc, const char *data, size_t len, int g, size_t hit)
+{
+	size_t floor = hit > WIN_BACK ? hit - WIN_BACK : 0, s = floor;
+	const char *q = memrchr(data + floor, '\n', hit - floor);
+	if (q)
+		s = (size_t)(q - data) + 1;
+	if ((q = memrchr(data + s, '\r', hit - s)))
+		s = (size_t)(q - data) + 1;
+	size_t limit = len - s > MAX_LINE ? s + MAX_LINE : len;
+	size_t from = hit + sc->db->gwlen[g], e = limit;
+	if ((q = memchr(data + from, '\n', limit - from)))
+		e = (size_t)(q - data);
+	if ((q = memchr(data + from, '\r', e - from)))
+		e = (size_t)(q - data);
+	if (!add_cand(sc, s, e, g))
+		return SIZE_MAX;
+	return e < len && (data[e] == '\n' || data[e] == '\r') ? e + 1
+	       : e == len ? len : e > hit + WIN_OVERLAP ? e - WIN_OVERLAP : hit + 1;
+}
+
+/* Process data[0..len): complete lines, or (the fd scan, for a line longer
+ * than its buffer) the start of one. Each gateway hit brings the piece of
+ * line around it, from the '\n' or '\r' before it to the one after; a piece
+ * longer than MAX_LINE is matched in windows of MAX_LINE that overlap by
+ * more than a trigger is long, so a match anywhere in it is found. */
+static void region(struct scan *sc, const char *data, size_t len)
+{
+	if (!sc->r->binary && memchr(data, '\0', len))
+		sc->r->binary = true;
+	sc->ncand = 0;
+	const struct explain_db *db = sc->db;
+	/* the short gateways: one memmem pass each */
+	for (size_t g = 0; g < db->ngw; g++) {
+		if (db->long_gw & (UINT64_C(1) << g))
+			continue;
+		const char *gw = db->gateways[g];
+		size_t gl = db->gwlen[g], next = 0;
+		const char *p;
+		while (next < len && (p = memmem(data + next, len - next, gw, gl)))
+			if ((next = take_hit(sc, data, len, (int)g, (size_t)(p - data))) == SIZE_MAX)
+				return;
+	}
+	/* the long ones: one pass for all */
+	size_t m = db->wm_len, after[MAX_GATEWAYS] = {0};
+	const uint8_t *shift = db->shift;
+	for (size_t pos = m - 2; db->long_gw && len >= m && pos + 2 <= len;) {
+		unsigned b = wm_block(data + pos), sh = shift[b];
+		if (sh) {
+			pos += sh;
+			continue;
+		}
+		size_t start = pos - (m - 2);
+		for (uint64_t gates = db->wm_end[db->end_of[b] - 1]; gates; gates &= gates - 1) {
+			int g = __builtin_ctzll(gates);
+			if (start < after[g] || db->gwlen[g] > len - start ||
+			    memcmp(data + start, db->gateways[g], db->gwlen[g]) != 0)
+				continue;
+			if ((after[g] = take_hit(sc, data, len, g, start)) == SIZE_MAX)
+				return;
+		}
+		pos++;
+	}
+	if (sc->ncand > 1)
+		qsort(sc->cand, sc->ncand, sizeof *sc->cand, cmp_cand);
+	size_t pos = 0;
+	uint64_t line = sc->line;
+	for (size_t i = 0; i < sc->ncand; i++) {
+		struct cand c = sc->cand[i];
+		/* one piece found through several gateways is matched once, with all of them */
+		while (i + 1 < sc->ncand && sc->cand[i + 1].start == c.start) {
+			i++;
+			c.gates |= sc->cand[i].gates;
+			if (sc->cand[i].end > c.end)
+				c.end = sc->cand[i].end;
+		}
+		line += count_nl(data + pos, c.start - pos);
+		pos = c.start;
+		match_line(sc, data + c.start, c.end - c.start, c.gates, line + 1);
+	}
+	sc->line = line + count_nl(data + pos, len - pos);
+}
+
+int explain_scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r)
+{
+	memset(r, 0, sizeof *r);
+	struct scan sc = {.db = db, .r = r};
+	region(&sc, buf, len);
+	r->lines = sc.line + (len && buf[len - 1] != '\n');
+	r->bytes = len;
+	free(sc.cand);
+	return GC_OK;
+}
+
+int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *r, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	char *buf = malloc(BLOCK + MAX_LINE);
+	if (!buf)
+		return GC_ENOMEM;
+	struct scan sc = {.db = db, .r = r};
+	size_t have = 0, kept = 0; /* kept: bytes at the front already scanned, kept for context */
+	int rc = GC_OK;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, BLOCK + MAX_LINE - have);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			errbuf_set(err, errlen, "read error: %s", strerror(errno));
+			rc = GC_EIO;
+			break;
+		}
+		r->bytes += (uint64_t)n;
+		have += (size_t)n;
+		if (n == 0) {
+			if (have > kept)
+				region(&sc, buf, have);
+			if (have && buf[have - 1] != '\n')
+				sc.line++;
+			break;
+		}
+		if (have < BLOCK && n > 0)
+			continue; /* fill the block first */
+		/* complete lines go now; a partial last line waits for the next read */
+		char *last = memrchr(buf, '\n', have);
+		size_t done;
+		kept = 0;
+		if (last) {
+			done = (size_t)(last - buf) + 1;
+		} else if ((last = memrchr(buf, '\r', have)) && last >= buf + have / 2) {
+			done = (size_t)(last - buf) + 1; /* a piece of a longer line: tqdm's */
+		} else {
+			/* no end in 1 MiB: scan it, and scan its tail again with what follows,
+			 * so a match across the cut is found whole (no '\n' in it to count twice) */
+			done = have;
+			kept = WIN_BACK;
+		}
+		region(&sc, buf, done);
+		memmove(buf, buf + done - kept, have - done + kept);
+		have = have - done + kept;
+	}
+	r->lines = sc.line;
+	free(sc.cand);
+	free(buf);
+	return rc;
+}
+
+void explain_result_free(struct explain_result *r)
+{
+	free(r->findings);
+	memset(r, 0, sizeof *r);
+}

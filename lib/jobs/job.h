@@ -1,0 +1,67 @@
+/*
+ * job.h — a job's GPUs: choose among those free now (select.c) and lease
+ * them (lease.c), choosing again when another process leased one between
+ * the look and the lease. The public gc_pick / gc_lease_* are this.
+ * And a job's supervisor options (job-opts.c): one table for gpuctl run,
+ * launch, submit, gpuctld and its runner.
+ */
+#ifndef GPUCTL_LIB_JOB_H
+#define GPUCTL_LIB_JOB_H
+
+#include "device/gpu.h"
+#include "jobs/lease.h"
+#include "jobs/select.h"
+#include "spot/spot.h"
+#include "jobs/supervise.h"
+
+#include <stdbool.h>
+
+/*
+ * Choose r->n GPUs of s not leased in d (NULL: no state directory, so none
+ * is leased) into chosen[r->n] (NVML indices, ascending) and, when out is
+ * non-NULL, lease them for `me`. A GPU leased by someone else between the
+ * look and the lease makes it look and choose again (a few times).
+ * 0; GC_ENOTNOW when fewer than r->n are free now; GC_EBUSY when others
+ * kept taking the chosen ones; another GC_E* with err set.
+ */
+int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lease_dir *d,
+		const struct lease_info *me, unsigned *chosen, struct lease **out, char *err, size_t errlen);
+
+/* What the supervisor options set. */
+struct job_opts {
+	bool spot, ack;
+	const char *cloud_arg;       /* --cloud, borrowed; "auto" */
+	struct supervise_opts sv;
+	struct spot_opts so;
+};
+
+/*
+ * The supervisor options: what gpuctl run and launch take and what a queued
+ * job may carry (gpuctl submit and gpuctld check them with
+ * job_queued_option, gpuctld's runner applies them). The one list of them,
+ * as getopt_long entries; chars < 256.
+ */
+#define JOB_SUPERVISOR_OPTIONS                                 \
+	{"spot", no_argument, NULL, 'S'},                      \
+	{"cloud", required_argument, NULL, 'C'},               \
+	{"poll", required_argument, NULL, 'P'},                \
+	{"grace", required_argument, NULL, 'G'},               \
+	{"on-notice", required_argument, NULL, 'O'},           \
+	{"ack", no_argument, NULL, 'A'},                       \
+	{"restart", required_argument, NULL, 'R'},             \
+	{"max-restarts", required_argument, NULL, 'X'},        \
+	{"backoff", required_argument, NULL, 'B'},             \
+	{"checkpoint-dir", required_argument, NULL, 'K'},      \
+	{"hang-timeout", required_argument, NULL, 'T'}
+
+/* the defaults: no spot watcher, never restart, 3 restarts at most, backoff 1s:5m */
+void job_opts_init(struct job_opts *o);
+/* Is getopt's c one of JOB_SUPERVISOR_OPTIONS? */
+bool job_is_supervisor_option(int c);
+/* One supervisor option by its getopt char: GC_OK; GC_EINVAL with the reason in err; GC_ENOTFOUND when c is none. */
+int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t errlen);
+/* One as the queue stores it, "--NAME" or "--NAME=VALUE": GC_OK, or GC_EINVAL with the reason (which
+ * names the options a queued job may take). */
+int job_queued_option(struct job_opts *o, const char *opt, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,1295 @@
+/*
+ * lease.c — per-GPU leases and the FIFO of waiters (see lease.h).
+ *
+ * The state directory is shared by every user of the machine (mode 1777, like
+ * /tmp) or private. On a shared machine any other user may be hostile, so no
+ * file in it is one that every user must open, lock or write: each user
+ * creates, locks and writes only its own files, and reads the others' without
+ * locking them. (A shared file anyone can lock is a file anyone can hold
+ * forever; one anyone can create first is one its creator can chmod 600.)
+ *
+ *   gpu-<UUID>.<16 hex>  a claim: one GPU, one acquisition
+ *   port-<N>.<16 hex>    a claim on a TCP port, a launch's rendezvous (port.c)
+ *   ticket.<16 hex>      a waiter in the queue
+ *   .new-<16 hex>        either, being made
+ *
+ * A claim or ticket is made mode 0600 under a temporary name, write-locked
+ * with an open-file-description lock (fcntl F_OFD_SETLK), given its record,
+ * made readable (0644), and only then renamed in: a visible one was locked
+ * before anyone could see it. It is live while that lock is held, and the
+ * kernel drops the lock when the last process holding the file dies, even by
+ * SIGKILL — no daemon needed. Readers test the lock with F_OFD_GETLK, which
+ * takes nothing: the read lock another user can take on a file it may only
+ * read neither counts as a claim nor stops one. A visible file that is not
+ * locked is dead for good; its owner (or root) removes it when it sees it.
+ *
+ * Who holds a claim is the file's owner, the kernel's word; the record (JSON:
+ * pid, name, command) is the holder's word about itself, for display only,
+ * and a pid in it that is not the owner's process is not shown.
+ *
+ * Two acquirers of one GPU each make their claim, then look for the other's:
+ * a live claim as old as ours or older (by ctime, which the kernel sets and
+ * nobody can set back) means ours goes. At most one keeps the GPU; on a tie
+ * both go and try again.
+ *
+ * Waiters are served in the order of their tickets (ctime, then the number in
+ * the record, then the inode). A waiter waits only for the tickets that were
+ * live when it joined, so a ticket made long ago and locked later cannot jump
+ * in front of it; and a ticket ahead that lets the GPUs it could take sit free
+ * for LEASE_IDLE_MS loses its place (with every other ticket of its user's
+ * ahead), so a planted ticket stalls the queue for that long at most; one that
+ * is that old already and finds GPUs for it free when a waiter first looks is
+ * passed at once (a waiter that joins in the very millisecond a GPU frees may
+ * thus race the head for it).
+ *
+ * Everything is opened relative to the directory with O_NOFOLLOW (a planted
+ * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
+ */
+#include "util/clock.h"
+#include "jobs/lease.h"
+#include "util/errbuf.h"
+#include "device/proc.h"
+#include "device/gpu.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NAME_MAX_LEN (LEASE_UUID_MAX + 24)
+#define RECORD_MAX 4096
+#define STALE_NEW_S 60   /* a .new- file this old was left by a crash between open and rename */
+
+struct lease_dir {
+	int dfd;    /* the state directory */
+	int ino;    /* inotify, -1 until a waiter needs it */
+	uid_t uid;  /* ours (effective) */
+	char path[PATH_MAX];
+};
+
+/* the order of claims and tickets: all three from the kernel but num, which only breaks ties */
+struct key {
+	int64_t ctime_ns;
+	uint64_t num;
+	ino_t ino;
+};
+
+struct claim {
+	int fd;
+	char name[NAME_MAX_LEN];
+};
+
+struct lease {
+	struct lease_dir *d;    /* &own: a lease may outlive the handle it was taken through */
+	struct lease_dir own;   /* its directory (a descriptor of its own), for the release */
+	struct lease_info me;
+	size_t n;
+	size_t reclen;  /* the longest record written: later ones are padded to it */
+	struct claim c[];
+};
+
+/* a ticket that was live, and older than ours, when we joined */
+struct ahead {
+	char name[32];
+	dev_t dev;
+	ino_t ino;
+	uid_t uid;
+	unsigned want;
+	struct key key;
+	long long idle_since;   /* monotonic ms: since when it could have taken GPUs and did not */
+	bool seen;              /* it has been looked at as the first in line */
+};
+
+struct lease_ticket {
+	struct lease_dir *d;
+	int fd;
+	uint64_t num;           /* the record's: only breaks ties within one clock tick */
+	int64_t ctime_ns;       /* when it appeared: its place in line */
+	char name[32];
+	struct ahead *ahead;
+	size_t nahead;
+};
+
+/* what probe() found */
+struct seen {
+	bool live;
+	uid_t uid;
+	dev_t dev;
+	ino_t ino;
+	struct key key;
+	struct lease_info info;  /* with want_record */
+};
+
+/* A shared directory must not let others replace our files. */
+static int check_dir(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		errbuf_set(err, errlen, "cannot use state directory '%s': %s", path, strerror(errno));
+		return GC_EIO;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		errbuf_set(err, errlen, "refusing state directory '%s': owned by uid %u, not by root or you",
+			path, (unsigned)st.st_uid);
+		return GC_EINVAL;
+	}
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+		errbuf_set(err, errlen, "refusing state directory '%s': writable by others without the "
+			"sticky bit (chmod 1777 '%s')", path, path);
+		return GC_EINVAL;
+	}
+	return GC_OK;
+}
+
+/* Open one candidate directory, creating it with `mode` when missing (and `create`). */
+static int open_dir(const char *path, mode_t mode, bool create, char *err, size_t errlen)
+{
+	if (!create && access(path, F_OK) < 0 && errno == ENOENT) {
+		errbuf_set(err, errlen, "state directory '%s' does not exist yet", path);
+		errno = ENOENT;
+		return -1;
+	}
+	if (mkdir(path, 0700) == 0) {
+		if (chmod(path, mode) < 0) {
+			errbuf_set(err, errlen, "cannot set the mode of state directory '%s': %s", path,
+				strerror(errno));
+			return -1;
+		}
+	} else if (errno != EEXIST) {
+		errbuf_set(err, errlen, "cannot create state directory '%s': %s (set GPUCTL_STATE_DIR to a "
+			"writable directory)", path, strerror(errno));
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		errbuf_set(err, errlen, "cannot open state directory '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (create && access(path, W_OK | X_OK) < 0) {
+		errbuf_set(err, errlen, "cannot use state directory '%s': %s (set GPUCTL_STATE_DIR to a "
+			"writable directory)", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct lease_dir *d = calloc(1, sizeof *d);
+	if (!d)
+		return GC_ENOMEM;
+	d->dfd = d->ino = -1;
+	d->uid = geteuid();
+	const char *env = getenv("GPUCTL_STATE_DIR");
+	int fd = -1;
+	if (!path && env && *env)
+		path = env;
+	if (path) {
+		fd = open_dir(path, 0700, create, err, errlen);
+		snprintf(d->path, sizeof d->path, "%s", path);
+	} else if (access("/run/gpuctl", W_OK | X_OK) == 0 ||
+		   (access("/run/gpuctl", F_OK) < 0 && access("/run", W_OK | X_OK) == 0)) {
+		/* shared by every user of the machine, like /tmp */
+		fd = open_dir("/run/gpuctl", 01777, create, err, errlen);
+		snprintf(d->path, sizeof d->path, "/run/gpuctl");
+	} else {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		if (!xdg || !*xdg) {
+			errbuf_set(err, errlen, "no state directory for leases: /run/gpuctl is not writable and "
+				"XDG_RUNTIME_DIR is not set (set GPUCTL_STATE_DIR)");
+			free(d);
+			return GC_EIO;
+		}
+		snprintf(d->path, sizeof d->path, "%s/gpuctl", xdg);
+		fd = open_dir(d->path, 0700, create, err, errlen);
+	}
+	if (fd < 0) {
+		int e = errno;
+		free(d);
+		return !create && e == ENOENT ? GC_ENOTFOUND : GC_EIO;
+	}
+	d->dfd = fd;
+	int rc = check_dir(fd, d->path, err, errlen);
+	if (rc != GC_OK) {
+		lease_dir_close(d);
+		return rc;
+	}
+	*out = d;
+	return GC_OK;
+}
+
+void lease_dir_close(struct lease_dir *d)
+{
+	if (!d)
+		return;
+	if (d->dfd >= 0)
+		close(d->dfd);
+	if (d->ino >= 0)
+		close(d->ino);
+	free(d);
+}
+
+const char *lease_dir_path(const struct lease_dir *d)
+{
+	return d->path;
+}
+
+static bool valid_uuid(const char *u)
+{
+	size_t n = 0;
+	for (; u[n]; n++)
+		if (!((u[n] >= 'a' && u[n] <= 'z') || (u[n] >= 'A' && u[n] <= 'Z') ||
+		      (u[n] >= '0' && u[n] <= '9') || u[n] == '-'))
+			return false;
+	return n > 0 && n < LEASE_UUID_MAX;
+}
+
+static bool hex16(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return false;
+	return n == 16;
+}
+
+/* 16 random hex digits: a name nobody can guess and make first */
+static void random_hex(char out[17])
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		v = ((uint64_t)t.tv_nsec << 20) ^ (uint64_t)getpid() ^ ((uint64_t)t.tv_sec << 40);
+	}
+	snprintf(out, 17, "%016" PRIx64, v);
+}
+
+/*
+ * What a claim's name is for: "<prefix><ID>.<16 hex>" → id (len ≥ LEASE_UUID_MAX); the
+ * GPU of "gpu-<UUID>.<16 hex>". false for anything else (an old gpu-<UUID> lease file of
+ * an earlier version among them).
+ */
+static bool claim_of(const char *name, const char *prefix, char *id, size_t len)
+{
+	size_t p = strlen(prefix);
+	if (strncmp(name, prefix, p) != 0)
+		return false;
+	const char *dot = strrchr(name, '.');
+	if (!dot || dot < name + p || !hex16(dot + 1) || (size_t)(dot - name - p) >= len)
+		return false;
+	memcpy(id, name + p, (size_t)(dot - name - p));
+	id[dot - name - p] = '\0';
+	return valid_uuid(id);
+}
+
+static bool claim_uuid(const char *name, char *uuid, size_t len)
+{
+	return claim_of(name, "gpu-", uuid, len);
+}
+
+static bool ticket_name(const char *name)
+{
+	return strncmp(name, "ticket.", 7) == 0 && hex16(name + 7);
+}
+
+static int key_cmp(const struct key *a, const struct key *b)
+{
+	if (a->ctime_ns != b->ctime_ns)
+		return a->ctime_ns < b->ctime_ns ? -1 : 1;
+	if (a->num != b->num)
+		return a->num < b->num ? -1 : 1;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+
+static int64_t ctime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+/*
+ * JSON holds UTF-8 only, and a command line may hold any bytes (or be cut
+ * inside a character when it is truncated): drop a cut character at the
+ * end, and when the rest is still not UTF-8, show its other bytes as '?'.
+ */
+static void text_for_json(char *s)
+{
+	size_t n = strlen(s), k = n;
+	while (k > 0 && k + 4 > n && ((unsigned char)s[k - 1] & 0xc0) == 0x80)
+		k--;
+	if (k > 0 && (unsigned char)s[k - 1] >= 0xc0) {
+		unsigned char lead = (unsigned char)s[k - 1];
+		size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+		if (n - (k - 1) < want)
+			s[k - 1] = '\0';
+	}
+	json_t *t = json_string(s);
+	if (t) {
+		json_decref(t);
+		return;
+	}
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+}
+
+/* The record as JSON (caller frees with free), NULL when out of memory. */
+static char *record_json(const struct lease_info *in, uint64_t ticket)
+{
+	struct lease_info copy = *in, *i = &copy;
+	text_for_json(copy.user);
+	text_for_json(copy.name);
+	text_for_json(copy.command);
+	text_for_json(copy.request);
+	json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:I, s:s, s:s, s:s, s:I}", "pid", (json_int_t)i->pid,
+			      "supervisor", (json_int_t)i->supervisor, "uid", (json_int_t)i->uid,
+			      "user", i->user, "since", (json_int_t)i->since, "name", i->name,
+			      "command", i->command, "request", i->request, "want", (json_int_t)i->want);
+	if (!o)
+		return NULL;
+	if (ticket)
+		json_object_set_new(o, "ticket", json_integer((json_int_t)ticket));
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+static void copy_field(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+/* the owner of process pid, or (uid_t)-1 when there is none */
+static uid_t owner_of(pid_t pid)
+{
+	char path[32];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	return pid > 0 && stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+/*
+ * The record of an open claim or ticket, as far as it can be believed: who is the
+ * file's owner, since is its ctime, and a pid that is not the owner's is dropped.
+ * A record being rewritten (lease_set_pid) may be read torn: read again.
+ */
+static void read_record(int fd, const struct stat *st, struct lease_info *i, uint64_t *ticket)
+{
+	memset(i, 0, sizeof *i);
+	char buf[RECORD_MAX];
+	json_t *o = NULL;
+	for (int tries = 0; !o && tries < 3; tries++) {
+		ssize_t n = pread(fd, buf, sizeof buf, 0);
+		if (n <= 0)
+			break;
+		o = json_loadb(buf, (size_t)n, 0, NULL);
+	}
+	if (o) {
+		i->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+		i->supervisor = (pid_t)json_integer_value(json_object_get(o, "supervisor"));
+		copy_field(i->name, sizeof i->name, o, "name");
+		copy_field(i->command, sizeof i->command, o, "command");
+		copy_field(i->request, sizeof i->request, o, "request");
+		json_int_t w = json_integer_value(json_object_get(o, "want"));
+		i->want = w > 0 && w < 65536 ? (unsigned)w : 1;
+		if (ticket)
+			*ticket = (uint64_t)json_integer_value(json_object_get(o, "ticket"));
+		json_decref(o);
+	} else {
+		i->want = 1;
+	}
+	i->uid = st->st_uid;
+	i->since = (int64_t)st->st_ctim.tv_sec;
+	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
+	/* a live process of someone else's is not the owner's job (a gone one names nobody) */
+	if (i->pid > 0 && owner_of(i->pid) != st->st_uid && owner_of(i->pid) != (uid_t)-1)
+		i->pid = 0;
+	if (i->supervisor > 0 && owner_of(i->supervisor) != st->st_uid && owner_of(i->supervisor) != (uid_t)-1)
+		i->supervisor = 0;
+}
+
+/*
+ * Look at one visible claim or ticket: 1 live (s filled, the record too with
+ * want_record), 0 dead or not believable (another user's file that others may
+ * write to, or not a plain file). A dead one of ours, or any with root, is
+ * removed: nobody will lock it again.
+ */
+static int probe(struct lease_dir *d, const char *name, bool want_record, struct seen *s)
+{
+	int fd = openat(d->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return 0;
+	}
+	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	bool live = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_WRLCK;
+	if (!live) {
+		if (st.st_uid == d->uid || d->uid == 0)
+			(void)unlinkat(d->dfd, name, 0);
+		close(fd);
+		return 0;
+	}
+	if (s) {
+		s->live = true;
+		s->uid = st.st_uid;
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+		s->key = (struct key){ctime_ns(&st), 0, st.st_ino};
+		if (want_record)
+			read_record(fd, &st, &s->info, &s->key.num);
+	}
+	close(fd);
+	return 1;
+}
+
+/* A .new- file of ours left by a crash between making and renaming it. */
+static void reap_new(struct lease_dir *d, const char *name)
+{
+	struct stat st;
+	if (fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == d->uid && S_ISREG(st.st_mode) &&
+	    st.st_ctim.tv_sec + STALE_NEW_S < time(NULL))
+		(void)unlinkat(d->dfd, name, 0);
+}
+
+/* Visit every entry of the directory: fn returns non-zero to stop (that is returned). */
+static int scan(struct lease_dir *d, int (*fn)(struct lease_dir *, const char *, void *), void *arg)
+{
+	int fd = dup(d->dfd);
+	if (fd < 0)
+		return GC_EIO;
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return GC_EIO;
+	}
+	rewinddir(dir);
+	int rc = 0;
+	for (struct dirent *e; !rc && (e = readdir(dir));) {
+		if (strncmp(e->d_name, ".new-", 5) == 0)
+			reap_new(d, e->d_name);
+		else if (e->d_name[0] != '.')
+			rc = fn(d, e->d_name, arg);
+	}
+	closedir(dir);
+	return rc;
+}
+
+/*
+ * Make the locked file `final` holding `rec` (see the top): 0 with *out its
+ * descriptor and *st its stat, or -1 with errno.
+ */
+static int make_locked(struct lease_dir *d, const char *final, const char *rec, int *out, struct stat *st)
+{
+	char hex[17], tmp[32];
+	random_hex(hex);
+	snprintf(tmp, sizeof tmp, ".new-%s", hex);
+	int fd = openat(d->dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	size_t len = strlen(rec);
+	if (fcntl(fd, F_OFD_SETLK, &fl) < 0 || pwrite(fd, rec, len, 0) != (ssize_t)len || fchmod(fd, 0644) < 0 ||
+	    renameat2(d->dfd, tmp, d->dfd, final, RENAME_NOREPLACE) < 0 || fstat(fd, st) < 0) {
+		int e = errno;
+		(void)unlinkat(d->dfd, tmp, 0);
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* a zombie has ended: it holds no file, whoever has yet to reap it */
+static bool alive(pid_t pid)
+{
+	if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
+		return false;
+	char st = 0;
+	if (proc_stat(pid, &st, NULL, NULL) < 0)
+		return true; /* no /proc to ask: kill() said it exists */
+	return st != 'Z' && st != 'X';
+}
+
+/* a process other than us that has the file (dev, ino) open, 0 if none can be seen (the
+ * fds of other users' processes are readable by root only); a bounded scan of /proc */
+static pid_t opener_of(dev_t dev, ino_t ino)
+{
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	pid_t found = 0, self = getpid();
+	int seen = 0;
+	for (struct dirent *e; !found && seen < 65536 && (e = readdir(proc)); seen++) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		char path[48];
+		snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+		DIR *fds = opendir(path);
+		if (!fds)
+			continue;
+		struct stat st;
+		for (struct dirent *f; !found && (f = readdir(fds));)
+			if (f->d_name[0] != '.' && fstatat(dirfd(fds), f->d_name, &st, 0) == 0 && st.st_dev == dev &&
+			    st.st_ino == ino)
+				found = (pid_t)pid;
+		closedir(fds);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* the parent of pid; 0 if gone */
+static pid_t parent_of(pid_t pid)
+{
+	pid_t pp = 0;
+	return proc_stat(pid, NULL, &pp, NULL) == 0 ? pp : 0;
+}
+
+/* pid is this process or one of its ancestors: a shell that exec'd its last command is both */
+static bool is_ancestor(pid_t pid)
+{
+	if (pid <= 1)
+		return false;
+	if (pid == getpid())
+		return true;
+	pid_t p = getppid();
+	for (int depth = 0; p > 1 && depth < 256; depth++, p = parent_of(p))
+		if (p == pid)
+			return true;
+	return false;
+}
+
+/* does process pid, of our uid, have the file (dev, ino) open? */
+static bool holds_open(pid_t pid, dev_t dev, ino_t ino)
+{
+	if (pid <= 0)
+		return false;
+	char path[48];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	struct stat st;
+	if (stat(path, &st) < 0 || st.st_uid != getuid())
+		return false;
+	DIR *dir = opendir(path);
+	if (!dir)
+		return false;
+	bool found = false;
+	int dfd = dirfd(dir);
+	for (struct dirent *e; !found && (e = readdir(dir));)
+		found = e->d_name[0] != '.' && fstatat(dfd, e->d_name, &st, 0) == 0 && st.st_dev == dev &&
+			st.st_ino == ino;
+	closedir(dir);
+	return found;
+}
+
+/* ---- leases ------------------------------------------------------------- */
+
+/* the oldest live claim of one GPU (or, with `mine`, of ours that an ancestor holds) */
+struct find {
+	const char *uuid;
+	bool want_record;
+	int found;
+	char name[NAME_MAX_LEN];
+	struct seen s;
+};
+
+static int find_claim(struct lease_dir *d, const char *name, void *arg)
+{
+	struct find *f = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid) || strcmp(uuid, f->uuid) != 0)
+		return 0;
+	struct seen s;
+	if (probe(d, name, f->want_record, &s) != 1)
+		return 0;
+	if (!f->found || key_cmp(&s.key, &f->s.key) < 0) {
+		f->s = s;
+		snprintf(f->name, sizeof f->name, "%s", name);
+	}
+	f->found = 1;
+	return 0;
+}
+
+/* the record names a job and a supervisor that are both gone, yet the lock is held: by an
+ * orphan of the job. Name it when it can be seen. */
+static void note_orphan(struct lease_info *info, dev_t dev, ino_t ino)
+{
+	info->orphan = false;
+	info->live = 0;
+	if (info->pid <= 0 || alive(info->pid) || alive(info->supervisor))
+		return;
+	info->orphan = true;
+	info->live = opener_of(dev, ino);
+}
+
+int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
+{
+	if (!valid_uuid(uuid))
+		return GC_EINVAL;
+	struct find f = {.uuid = uuid, .want_record = info != NULL};
+	int rc = scan(d, find_claim, &f);
+	if (rc < 0)
+		return rc;
+	if (f.found && info) {
+		*info = f.s.info;
+		note_orphan(info, f.s.dev, f.s.ino);
+	}
+	return f.found;
+}
+
+/* a live claim of the GPU held for us by an ancestor (see lease_ours) */
+struct ours {
+	const char *uuid;
+	int found;          /* 1: ours; otherwise info is the first live claim seen */
+	bool any;
+	struct lease_info info;
+	dev_t dev;
+	ino_t ino;
+};
+
+static int find_ours(struct lease_dir *d, const char *name, void *arg)
+{
+	struct ours *o = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid) || strcmp(uuid, o->uuid) != 0)
+		return 0;
+	struct seen s;
+	if (probe(d, name, true, &s) != 1)
+		return 0;
+	if (!o->any)
+		o->info = s.info;
+	o->any = true;
+	const struct lease_info *i = &s.info;
+	/* the record is the holder's word: believe it only where the kernel agrees */
+	if (s.uid != getuid() || !(is_ancestor(i->pid) || is_ancestor(i->supervisor)))
+		return 0;
+	if (!holds_open(i->pid, s.dev, s.ino) && !holds_open(i->supervisor, s.dev, s.ino))
+		return 0;
+	o->info = s.info;
+	o->dev = s.dev;
+	o->ino = s.ino;
+	o->found = 1;
+	return 1;
+}
+
+int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info)
+{
+	if (!valid_uuid(uuid))
+		return GC_EINVAL;
+	struct ours o = {.uuid = uuid};
+	int rc = scan(d, find_ours, &o);
+	if (rc < 0)
+		return rc;
+	if (info && o.any)
+		*info = o.info;
+	return o.found;
+}
+
+int lease_drop_ours(struct lease_dir *d, const char *uuid)
+{
+	if (!valid_uuid(uuid))
+		return GC_EINVAL;
+	struct ours o = {.uuid = uuid};
+	int rc = scan(d, find_ours, &o);
+	if (rc < 0)
+		return rc;
+	if (!o.found)
+		return 0;
+	/* only a holder that is not one of our ancestors (pick --lease's): an outer gpuctl run
+	 * lets its GPUs go when its job ends, not before */
+	if (is_ancestor(o.info.supervisor) || !holds_open(o.info.supervisor, o.dev, o.ino))
+		return GC_EBUSY;
+	if (kill(o.info.supervisor, SIGTERM) < 0)
+		return errno == ESRCH ? 1 : GC_EIO;
+	/* its death drops the lock: wait for that, up to 2 s */
+	for (int i = 0; i < 200; i++) {
+		if (lease_peek(d, uuid, NULL) != 1)
+			return 1;
+		nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+	}
+	return GC_ETIMEDOUT;
+}
+
+/* Let go of claims: closing drops the lock (unless the job's processes still hold the
+ * file, an orphan); a claim nobody holds any more is removed. */
+static void drop_claims(struct lease_dir *d, struct claim *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].fd < 0)
+			continue;
+		close(c[i].fd);
+		c[i].fd = -1;
+		(void)probe(d, c[i].name, false, NULL);
+	}
+}
+
+/* the other claims on our GPUs, after ours are made */
+struct rivals {
+	struct lease *l;
+	const char *prefix;
+	const char *const *uuids;
+	struct stat *mine;      /* [n] */
+	size_t busy;
+	bool found, tie;
+};
+
+static int find_rival(struct lease_dir *d, const char *name, void *arg)
+{
+	struct rivals *r = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_of(name, r->prefix, uuid, sizeof uuid))
+		return 0;
+	for (size_t i = 0; i < r->l->n; i++) {
+		if (strcmp(uuid, r->uuids[i]) != 0 || strcmp(name, r->l->c[i].name) == 0)
+			continue;
+		struct seen s;
+		if (probe(d, name, false, &s) != 1)
+			return 0;
+		/* the older one keeps the GPU; as old: neither does */
+		int64_t ours = ctime_ns(&r->mine[i]);
+		if (s.key.ctime_ns <= ours) {
+			r->busy = i;
+			r->found = true;
+			r->tie = s.key.ctime_ns == ours;
+			return 1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* Claim every one of ids[n] (each "<prefix><id>.<16 hex>"), or none: see lease_try. */
+static int claim_try(struct lease_dir *d, const char *prefix, const char *const *uuids, size_t n,
+		     const struct lease_info *me, struct lease **out, size_t *busy, char *err, size_t errlen)
+{
+	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!valid_uuid(uuids[i])) {
+			errbuf_set(err, errlen, "invalid GPU UUID '%.100s'", uuids[i]);
+			return GC_EINVAL;
+		}
+	}
+	struct lease *l = calloc(1, sizeof *l + n * sizeof l->c[0]);
+	struct stat *st = calloc(n ? n : 1, sizeof *st);
+	char *rec = record_json(me, 0);
+	if (!l || !st || !rec) {
+		free(l);
+		free(st);
+		free(rec);
+		return GC_ENOMEM;
+	}
+	l->own = *d;
+	l->own.ino = -1;
+	l->own.dfd = fcntl(d->dfd, F_DUPFD_CLOEXEC, 0);
+	l->d = &l->own;
+	l->n = n;
+	l->me = *me;
+	l->reclen = strlen(rec);
+	if (l->own.dfd < 0) {
+		errbuf_set(err, errlen, "cannot use state directory '%s': %s", d->path, strerror(errno));
+		free(l);
+		free(st);
+		free(rec);
+		return GC_EIO;
+	}
+	for (size_t i = 0; i < n; i++)
+		l->c[i].fd = -1;
+	int rc = GC_OK;
+	for (size_t i = 0; i < n && rc == GC_OK; i++) {
+		char hex[17];
+		random_hex(hex);
+		snprintf(l->c[i].name, sizeof l->c[i].name, "%s%s.%s", prefix, uuids[i], hex);
+		if (make_locked(d, l->c[i].name, rec, &l->c[i].fd, &st[i]) < 0) {
+			errbuf_set(err, errlen, "cannot make a lease in '%s': %s", d->path, strerror(errno));
+			rc = GC_EIO;
+		}
+	}
+	if (rc == GC_OK) {
+		struct rivals r = {.l = l, .prefix = prefix, .uuids = uuids, .mine = st};
+		if (scan(d, find_rival, &r) < 0) {
+			errbuf_set(err, errlen, "cannot read state directory '%s': %s", d->path, strerror(errno));
+			rc = GC_EIO;
+		} else if (r.found) {
+			*busy = r.busy;
+			rc = GC_EBUSY;
+			if (r.tie) {
+				/* the other made its claim in the same clock tick: go, and come back at
+				 * another moment than it will */
+				uint32_t us = 0;
+				(void)getrandom(&us, sizeof us, 0);
+				nanosleep(&(struct timespec){.tv_nsec = (long)(1000 + us % 4000) * 1000}, NULL);
+			}
+		}
+	}
+	free(st);
+	free(rec);
+	if (rc != GC_OK) {
+		drop_claims(d, l->c, n);
+		close(l->own.dfd);
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return GC_OK;
+}
+
+int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
+	      struct lease **out, size_t *busy, char *err, size_t errlen)
+{
+	return claim_try(d, "gpu-", uuids, n, me, out, busy, err, errlen);
+}
+
+int lease_port_try(struct lease_dir *d, int port, const struct lease_info *me, struct lease **out, char *err,
+		   size_t errlen)
+{
+	if (port <= 0 || port > 65535) {
+		errbuf_set(err, errlen, "invalid port %d", port);
+		return GC_EINVAL;
+	}
+	char id[8];
+	snprintf(id, sizeof id, "%d", port);
+	const char *ids[1] = {id};
+	size_t busy;
+	return claim_try(d, "port-", ids, 1, me, out, &busy, err, errlen);
+}
+
+void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)
+{
+	l->me.pid = pid;
+	if (supervisor)
+		l->me.supervisor = supervisor;
+	char *rec = record_json(&l->me, 0);
+	if (!rec)
+		return;
+	/* overwrite in place, padded with blanks to the longest so far: never a cut-short
+	 * file, and a reader that catches a torn record reads it again */
+	size_t len = strlen(rec);
+	size_t full = len > l->reclen ? len : l->reclen;
+	char *buf = malloc(full);
+	if (buf) {
+		memcpy(buf, rec, len);
+		memset(buf + len, ' ', full - len);
+		for (size_t i = 0; i < l->n; i++)
+			(void)pwrite(l->c[i].fd, buf, full, 0);
+		l->reclen = full;
+		free(buf);
+	}
+	free(rec);
+}
+
+int lease_inherit(struct lease *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (fcntl(l->c[i].fd, F_SETFD, 0) < 0)
+			return GC_EIO;
+	return GC_OK;
+}
+
+void lease_release(struct lease *l)
+{
+	if (!l)
+		return;
+	drop_claims(l->d, l->c, l->n);
+	close(l->own.dfd);
+	free(l);
+}
+
+static int watch(struct lease_dir *d)
+{
+	if (d->ino >= 0)
+		return 0;
+	d->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (d->ino < 0)
+		return -1;
+	/* a lease file's last close (release, death) and a ticket leaving */
+	if (inotify_add_watch(d->ino, d->path, IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM) < 0) {
+		close(d->ino);
+		d->ino = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the queue ---------------------------------------------------------- */
+
+struct snap {
+	struct lease_ticket *t;
+	struct key mine;
+	int rc;
+};
+
+static int note_ahead(struct lease_dir *d, const char *name, void *arg)
+{
+	struct snap *sn = arg;
+	struct seen s;
+	if (!ticket_name(name) || strcmp(name, sn->t->name) == 0 || probe(d, name, true, &s) != 1 ||
+	    key_cmp(&s.key, &sn->mine) >= 0)
+		return 0;
+	struct lease_ticket *t = sn->t;
+	struct ahead *p = realloc(t->ahead, (t->nahead + 1) * sizeof *p);
+	if (!p) {
+		sn->rc = GC_ENOMEM;
+		return 1;
+	}
+	t->ahead = p;
+	struct ahead *a = &p[t->nahead++];
+	memset(a, 0, sizeof *a);
+	snprintf(a->name, sizeof a->name, "%s", name);
+	a->dev = s.dev;
+	a->ino = s.ino;
+	a->uid = s.uid;
+	a->want = s.info.want;
+	a->key = s.key;
+	return 0;
+}
+
+int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct lease_ticket **out,
+		     char *err, size_t errlen)
+{
+	*out = NULL;
+	struct lease_ticket *t = calloc(1, sizeof *t);
+	if (!t)
+		return GC_ENOMEM;
+	t->d = d;
+	t->fd = -1;
+	/* watch before the first look, so no release between look and wait is missed */
+	if (watch(d) < 0) {
+		errbuf_set(err, errlen, "cannot watch '%s' for released GPUs: %s", d->path, strerror(errno));
+		free(t);
+		return GC_EIO;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t->num = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	char hex[17];
+	random_hex(hex);
+	snprintf(t->name, sizeof t->name, "ticket.%s", hex);
+	char *rec = record_json(me, t->num);
+	struct stat st;
+	if (!rec || make_locked(d, t->name, rec, &t->fd, &st) < 0) {
+		errbuf_set(err, errlen, "cannot join the queue in '%s': %s", d->path,
+			   rec ? strerror(errno) : "out of memory");
+		free(rec);
+		free(t);
+		return GC_EIO;
+	}
+	free(rec);
+	t->ctime_ns = ctime_ns(&st);
+	/* those in line before us, as of now: we wait for them and for nobody else */
+	struct snap sn = {t, {ctime_ns(&st), t->num, st.st_ino}, GC_OK};
+	int rc = scan(d, note_ahead, &sn);
+	if (rc < 0 || sn.rc != GC_OK) {
+		errbuf_set(err, errlen, "cannot read the queue in '%s'", d->path);
+		lease_queue_leave(t);
+		return rc < 0 ? rc : sn.rc;
+	}
+	*out = t;
+	return GC_OK;
+}
+
+uint64_t lease_ticket_number(const struct lease_ticket *t)
+{
+	return (uint64_t)t->ctime_ns;
+}
+
+/* how many of uuids[n] (NULLs skipped) no live claim holds; *total the others */
+struct freecount {
+	const char *const *uuids;
+	size_t n;
+	bool *held;
+};
+
+static int note_held(struct lease_dir *d, const char *name, void *arg)
+{
+	struct freecount *f = arg;
+	char uuid[LEASE_UUID_MAX];
+	if (!claim_uuid(name, uuid, sizeof uuid))
+		return 0;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->uuids[i] && !f->held[i] && strcmp(f->uuids[i], uuid) == 0 && probe(d, name, false, NULL) == 1)
+			f->held[i] = true;
+	return 0;
+}
+
+int lease_held(struct lease_dir *d, const char *const *uuids, size_t n, bool *held)
+{
+	for (size_t i = 0; i < n; i++)
+		held[i] = false;
+	struct freecount f = {uuids, n, held};
+	return scan(d, note_held, &f);
+}
+
+static void drop_ahead(struct lease_ticket *t, size_t i)
+{
+	t->ahead[i] = t->ahead[--t->nahead];
+}
+
+int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char *const *uuids, size_t n)
+{
+	/* who of those ahead is still in line (the same file, still locked) */
+	for (size_t i = 0; i < t->nahead;) {
+		struct seen s;
+		if (probe(d, t->ahead[i].name, false, &s) == 1 && s.dev == t->ahead[i].dev && s.ino == t->ahead[i].ino)
+			i++;
+		else
+			drop_ahead(t, i);
+	}
+	if (!t->nahead || !uuids)
+		return !t->nahead;
+	/* the first of them: does it let GPUs it could take sit free? */
+	size_t total = 0, nfree = 0;
+	bool *held = calloc(n ? n : 1, sizeof *held);
+	if (!held)
+		return GC_ENOMEM;
+	int rc = lease_held(d, uuids, n, held);
+	for (size_t i = 0; i < n; i++) {
+		total += uuids[i] != NULL;
+		nfree += uuids[i] && !held[i];
+	}
+	free(held);
+	if (rc < 0)
+		return rc;
+	long long now = clock_mono_ms();
+	for (;;) {
+		size_t first = 0;
+		for (size_t i = 1; i < t->nahead; i++)
+			if (key_cmp(&t->ahead[i].key, &t->ahead[first].key) < 0)
+				first = i;
+		struct ahead *a = &t->ahead[first];
+		bool fresh = !a->seen;
+		a->seen = true;
+		if (a->want > nfree && a->want <= total) {
+			a->idle_since = 0;
+			return 0;
+		}
+		/* first in line for LEASE_IDLE_MS already, with GPUs for it free when we first look: it has
+		 * let them be (a head takes free GPUs within milliseconds), so it is not waited for at all */
+		struct timespec rt;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		int64_t age_ms = ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - a->key.ctime_ns) / 1000000;
+		if (!a->idle_since)
+			a->idle_since = fresh && age_ms >= LEASE_IDLE_MS ? now - LEASE_IDLE_MS : now;
+		if (now - a->idle_since < LEASE_IDLE_MS)
+			return 0;
+		/* it passed up its turn: it, and the rest of its user's tickets, lose their place */
+		uid_t who = a->uid;
+		for (size_t i = 0; i < t->nahead;)
+			if (t->ahead[i].uid == who)
+				drop_ahead(t, i);
+			else
+				i++;
+		if (!t->nahead)
+			return 1;
+	}
+}
+
+void lease_queue_withdraw(struct lease_ticket *t)
+{
+	if (t && t->name[0]) {
+		(void)unlinkat(t->d->dfd, t->name, 0);
+		t->name[0] = '\0';
+	}
+}
+
+void lease_queue_leave(struct lease_ticket *t)
+{
+	if (!t)
+		return;
+	lease_queue_withdraw(t);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->ahead);
+	free(t);
+}
+
+void lease_unwatch(struct lease_dir *d)
+{
+	if (d && d->ino >= 0) {
+		close(d->ino);
+		d->ino = -1;
+	}
+}
+
+int lease_wait(struct lease_dir *d, int timeout_ms)
+{
+	if (watch(d) < 0)
+		return GC_EIO;
+	struct pollfd p = {.fd = d->ino, .events = POLLIN};
+	int r = poll(&p, 1, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? 1 : GC_EIO;
+	if (r == 0)
+		return 0;
+	char buf[4096];
+	while (read(d->ino, buf, sizeof buf) > 0)
+		; /* drain: one wake-up is enough, the caller looks again */
+	return 1;
+}
+
+int lease_watch_fd(struct lease_dir *d)
+{
+	return watch(d) < 0 ? GC_EIO : d->ino;
+}
+
+void lease_watch_drain(struct lease_dir *d)
+{
+	char buf[4096];
+	while (d->ino >= 0 && read(d->ino, buf, sizeof buf) > 0)
+		;
+}
+
+/* ---- listings ----------------------------------------------------------- */
+
+struct item {
+	struct key key;
+	char uuid[LEASE_UUID_MAX];      /* claims */
+	uint64_t ticket;                /* tickets */
+	struct lease_info info;
+};
+
+struct items {
+	struct item *v;
+	size_t n, cap;
+	bool tickets;
+	int rc;
+};
+
+static int collect(struct lease_dir *d, const char *name, void *arg)
+{
+	struct items *it = arg;
+	char uuid[LEASE_UUID_MAX] = "";
+	struct seen s;
+	if (!(it->tickets ? ticket_name(name) : claim_uuid(name, uuid, sizeof uuid)) ||
+	    probe(d, name, true, &s) != 1)
+		return 0;
+	if (it->n == it->cap) {
+		size_t cap = it->cap ? it->cap * 2 : 8;
+		struct item *p = realloc(it->v, cap * sizeof *p);
+		if (!p) {
+			it->rc = GC_ENOMEM;
+			return 1;
+		}
+		it->v = p;
+		it->cap = cap;
+	}
+	struct item *e = &it->v[it->n++];
+	e->key = s.key;
+	snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
+	e->ticket = (uint64_t)s.key.ctime_ns;
+	e->info = s.info;
+	if (!it->tickets)
+		note_orphan(&e->info, s.dev, s.ino);
+	return 0;
+}
+
+/* by GPU, then oldest first */
+static int by_uuid_key(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	int c = strcmp(x->uuid, y->uuid);
+	return c ? c : key_cmp(&x->key, &y->key);
+}
+
+int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct items it = {.rc = GC_OK};
+	int rc = scan(d, collect, &it);
+	if (rc < 0 || it.rc != GC_OK) {
+		free(it.v);
+		return rc < 0 ? rc : it.rc;
+	}
+	if (it.n > 1)
+		qsort(it.v, it.n, sizeof *it.v, by_uuid_key);
+	struct lease_entry *v = calloc(it.n ? it.n : 1, sizeof *v);
+	if (!v) {
+		free(it.v);
+		return GC_ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < it.n; i++) {
+		/* one holder per GPU: the oldest claim (a second one is a race about to end) */
+		if (i && strcmp(it.v[i].uuid, it.v[i - 1].uuid) == 0)
+			continue;
+		snprintf(v[k].uuid, sizeof v[k].uuid, "%s", it.v[i].uuid);
+		v[k++].info = it.v[i].info;
+	}
+	free(it.v);
+	*out = v;
+	*n = k;
+	return GC_OK;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return key_cmp(&((const struct item *)a)->key, &((const struct item *)b)->key);
+}
+
+int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct items it = {.tickets = true, .rc = GC_OK};
+	int rc = scan(d, collect, &it);
+	if (rc < 0 || it.rc != GC_OK) {
+		free(it.v);
+		return rc < 0 ? rc : it.rc;
+	}
+	/* oldest first, in the order the waiters themselves go by */
+	if (it.n > 1)
+		qsort(it.v, it.n, sizeof *it.v, by_key);
+	struct lease_waiter *v = calloc(it.n ? it.n : 1, sizeof *v);
+	if (!v) {
+		free(it.v);
+		return GC_ENOMEM;
+	}
+	for (size_t i = 0; i < it.n; i++) {
+		v[i].ticket = it.v[i].ticket;
+		v[i].info = it.v[i].info;
+	}
+	free(it.v);
+	*out = v;
+	*n = it.n;
+	return GC_OK;
+}
+
+void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request)
+{
+	memset(i, 0, sizeof *i);
+	i->pid = i->supervisor = getpid();
+	i->uid = getuid();
+	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
+	i->since = time(NULL);
+	snprintf(i->name, sizeof i->name, "%s", name ? name : "");
+	size_t off = 0;
+	for (size_t k = 0; argv && argv[k] && off + 1 < sizeof i->command; k++)
+		off += (size_t)snprintf(i->command + off, sizeof i->command - off, "%s%s", k ? " " : "", argv[k]);
+	for (char *p = i->command; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	snprintf(i->request, sizeof i->request, "%s", request ? request : "");
+}
