@@ -127,6 +127,51 @@ QJOB=$TMP/qjob
 "$QJOB" "$TMP/check" || die "the job program failed"
 [ -s "$TMP/check" ] || die "the job program wrote nothing"
 
+# the floor: the same jobs started by one C program, SLOTS at a time, with nothing
+# else around them: posix_spawn of the job alone, or a fork that posix_spawns it and
+# waits (the shape of a job with a supervisor process, which gpuctld's and tsp's both are)
+cat >"$TMP/qfloor.c" <<'EOF2'
+#define _GNU_SOURCE
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+extern char **environ;
+int main(int argc, char **argv)
+{
+	if (argc != 6)
+		return 2;
+	long n = atol(argv[1]), slots = atol(argv[2]), started = 0, running = 0;
+	int fork_first = strcmp(argv[3], "fork") == 0;
+	char *job[] = {argv[4], argv[5], NULL};
+	while (started < n || running) {
+		while (running < slots && started < n) {
+			pid_t p;
+			if (fork_first) {
+				if ((p = fork()) == 0) {
+					pid_t c;
+					int st;
+					_exit(posix_spawn(&c, job[0], NULL, NULL, job, environ) || waitpid(c, &st, 0) < 0);
+				}
+			} else if (posix_spawn(&p, job[0], NULL, NULL, job, environ) != 0) {
+				p = -1;
+			}
+			if (p < 0)
+				return 1;
+			running++;
+			started++;
+		}
+		int st;
+		if (wait(&st) < 0)
+			return 1;
+		running--;
+	}
+	return 0;
+}
+EOF2
+${CC:-cc} -O2 -std=c11 -Wall -Wextra -o "$TMP/qfloor" "$TMP/qfloor.c" || die "cannot build the floor program"
+
 # the blocker: says it runs (file READY), then holds its slots until GO exists
 blocker() { echo "touch '$1'; while [ ! -e '$2' ]; do sleep 0.02; done"; }
 # busy: the machine's CPU ticks spent so far (user, nice, system, irq, softirq, steal)
@@ -260,6 +305,12 @@ G_QUEUED=$QUEUED_S G_CPU=$CPU_MS
 gpuctld_part g1 "$TMP/node1.json" 1 "$LAT_JOBS"
 tsp_part t8 "$SLOTS" "$JOBS"
 T_QUEUED=$QUEUED_S T_CPU=$CPU_MS
+for how in spawn fork; do
+	mkdir -p "$TMP/floor-$how"
+	b0=$(busy)
+	"$TMP/qfloor" "$JOBS" "$SLOTS" "$how" "$QJOB" "$TMP/floor-$how/stamps" || die "the floor program failed"
+	eval "F_CPU_$how=\$(cpu_per_job \"\$b0\" \"\$JOBS\")"
+done
 tsp_part t1 1 "$LAT_JOBS"
 SLURM_WHY=""
 if [ "$SLURM" = 0 ]; then
@@ -288,16 +339,25 @@ T8=$($Q throughput "$TMP/t8/stamps" "$JOBS") || die "task-spooler: bad stamps"
 RATE_T=$(echo "$T8" | cut -d' ' -f3)
 printf '%-38s %6s %9s %9s %8s %10s %8s\n' "1. throughput, $SLOTS at a time" jobs seconds "jobs/s" "vs tsp" "queued in" \
 	"cpu/job"
-trow() { # LABEL RESULT QUEUED CPU
+trow() { # LABEL RESULT QUEUED CPU (QUEUED "-": nothing was queued)
 	# shellcheck disable=SC2086 # three numbers
 	set -- "$1" $2 "$3" "$4"
-	printf '%-38s %6s %9s %9s %8s %9ss %5s ms\n' "$1" "$2" "$3" "$4" \
-		"$(awk -v a="$4" -v b="$RATE_T" 'BEGIN { printf "%.2fx", a / b }')" "$5" "$6"
+	q=$5
+	[ "$q" = - ] || q="${q}s"
+	printf '%-38s %6s %9s %9s %8s %10s %5s ms\n' "$1" "$2" "$3" "$4" \
+		"$(awk -v a="$4" -v b="$RATE_T" 'BEGIN { printf "%.2fx", a / b }')" "$q" "$6"
 }
 G8=$($Q throughput "$TMP/g8/stamps" "$JOBS") || die "gpuctld: bad stamps"
 RATE_G=$(echo "$G8" | cut -d' ' -f3)
 trow "gpuctld (8 GPUs, 1 each)" "$G8" "$G_QUEUED" "$G_CPU"
 trow "task-spooler (-S 8, baseline)" "$T8" "$T_QUEUED" "$T_CPU"
+FS=$($Q throughput "$TMP/floor-spawn/stamps" "$JOBS") || die "floor: bad stamps"
+FF=$($Q throughput "$TMP/floor-fork/stamps" "$JOBS") || die "floor: bad stamps"
+RATE_FF=$(echo "$FF" | cut -d' ' -f3)
+# shellcheck disable=SC2154 # set by eval above
+trow "floor: posix_spawn alone" "$FS" "-" "$F_CPU_spawn"
+# shellcheck disable=SC2154
+trow "floor: fork + posix_spawn" "$FF" "-" "$F_CPU_fork"
 if [ -z "$SLURM_WHY" ]; then
 	S8=$($Q throughput "$TMP/s8/stamps" "$JOBS_SLURM") || die "Slurm: bad stamps"
 	trow "Slurm (-c1 of 8 CPUs, arrays)" "$S8" "$S_QUEUED" "$S_CPU"
@@ -338,6 +398,10 @@ MED_G=$(echo "$G1" | cut -d' ' -f2)
 verdict() { awk -v a="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == ">=" ? a >= t : a <= t; print ok ? "PASS" : "MISS" }'; }
 echo "summary"
 printf '  %-46s %18s  %s\n' "gpuctld jobs/s >= task-spooler's ($RATE_T/s)" "$RATE_G/s" "$(verdict "$RATE_G" "$RATE_T" '>=')"
+T15=$(awk -v t="$RATE_T" 'BEGIN { printf "%.1f", t * 1.5 }')
+printf '  %-46s %18s  %s\n' "gpuctld jobs/s >= 1.5x task-spooler's ($T15/s)" "$RATE_G/s" "$(verdict "$RATE_G" "$T15" '>=')"
+printf '  %-46s %18s\n' "  share of the fork + posix_spawn floor" \
+	"$(awk -v g="$RATE_G" -v t="$RATE_T" -v f="$RATE_FF" 'BEGIN { printf "gpuctld %.0f%%, tsp %.0f%%", 100 * g / f, 100 * t / f }')"
 printf '  %-46s %18s  %s\n' "gpuctld median dispatch latency <= $TARGET_LAT ms" "$MED_G ms" "$(verdict "$MED_G" $TARGET_LAT '<=')"
 echo
 cat <<EOF
@@ -352,7 +416,11 @@ cat <<EOF
    with their jobs. cpu/job: the machine's busy CPU time (all cores, from
    /proc/stat: the system, its jobs, the waiting python) from the release to
    the last stamp, over the jobs; near $(nproc) x seconds / jobs, the drain
-   was bound by CPU.
+   was bound by CPU. The floor rows start the same jobs $SLOTS at a time from
+   one small C program, with no queue: posix_spawn alone, and a fork that
+   posix_spawns the job and waits for it (every job of gpuctld and of tsp has
+   such a process above it: gpuctld's supervisor, tsp's client). No queue can
+   beat the second row on this machine.
 2. start(i+1) - end(i) of jobs that ran one at a time ($LAT_JOBS jobs; Slurm
    $LAT_JOBS_SLURM), all queued before the first started. It includes, after the
    job's last write: for gpuctld, the exit of the job and of its supervisor

@@ -52,7 +52,6 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		RUNJOB_LONG_OPTIONS,
-		RUNJOB_INTERNAL_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

@@ -114,10 +114,10 @@ int request_resample(struct request *r)
 	return EXIT_OK;
 }
 
-#define PLACED_MAX 1024     /* GPU indices --placed accepts */
+#define PLACED_MAX 1024     /* GPU indices a placement may name */
 #define PLACED_UUID_MAX 95  /* as NVML writes them, letters, digits and dashes */
 
-/* the GPUs in --placed "0=GPU-…,3=GPU-…": 1 + the largest index, or 0 (printed) */
+/* the GPUs of gpuctld's placement "0=GPU-…,3=GPU-…": 1 + the largest index, or 0 (printed) */
 static size_t placed_count(const char *spec)
 {
 	size_t n = 0;
@@ -128,7 +128,7 @@ static size_t placed_count(const char *spec)
 		static const char uuid_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-";
 		if (end == p || !isdigit((unsigned char)*p) || i >= PLACED_MAX || ulen == 0 || ulen > PLACED_UUID_MAX ||
 		    strspn(end + 1, uuid_chars) < ulen) {
-			cli_err("invalid --placed '%s' (expected INDEX=UUID[,INDEX=UUID...], as gpuctld passes)", spec);
+			cli_err("invalid placement '%s' from gpuctld (expected INDEX=UUID[,INDEX=UUID...])", spec);
 			return 0;
 		}
 		if ((size_t)i + 1 > n)
@@ -138,11 +138,11 @@ static size_t placed_count(const char *spec)
 			p++;
 	}
 	if (!n)
-		cli_err("invalid --placed '%s' (expected INDEX=UUID[,INDEX=UUID...], as gpuctld passes)", spec);
+		cli_err("invalid placement '%s' from gpuctld (expected INDEX=UUID[,INDEX=UUID...])", spec);
 	return n;
 }
 
-/* --placed into wanted and uuids (checked by placed_count) */
+/* the placement into wanted and uuids (checked by placed_count) */
 static int placed_parse(struct request *r)
 {
 	if (!(r->placed_buf = strdup(r->placed_spec))) {
@@ -154,7 +154,7 @@ static int placed_parse(struct request *r)
 		char *eq = strchr(tok, '=');
 		size_t i = (size_t)strtol(tok, NULL, 10);
 		if (r->wanted[i]) {
-			cli_err("invalid --placed '%s' (GPU %zu twice)", r->placed_spec, i);
+			cli_err("invalid placement '%s' from gpuctld (GPU %zu twice)", r->placed_spec, i);
 			return EXIT_USAGE;
 		}
 		r->wanted[i] = r->allowed[i] = true;
@@ -179,7 +179,7 @@ int request_prepare(struct request *r, const struct cli_global *g)
 		return EXIT_USAGE;
 	}
 	if (r->placed_spec && r->choice_given) {
-		cli_err("--placed is gpuctld's choice of GPUs: give no -n, --gpus, --exclude or filter with it");
+		cli_err("a placement from gpuctld comes with no -n, --gpus, --exclude or filter");
 		return EXIT_USAGE;
 	}
 	r->g = g;

@@ -15,7 +15,7 @@
 struct request {
 	struct select_request sel;   /* n and the filters */
 	const char *gpus_spec;       /* --gpus LIST: exactly these GPUs */
-	const char *placed_spec;     /* --placed INDEX=UUID,...: gpuctld chose and checked them */
+	const char *placed_spec;     /* gpuctld's placement, INDEX=UUID,...: it chose and checked them (runjob_spawned) */
 	bool choice_given;           /* -n, --gpus, --exclude or a filter was given */
 	const char *exclude_spec;    /* --exclude LIST */
 	bool ids_uuid;               /* --ids uuid */
@@ -27,9 +27,9 @@ struct request {
 	bool raced;                  /* the last request_try chose free GPUs, but another job leased
 					one of them first: worth trying again at once */
 	/* set by request_prepare */
-	gc_ctx *ctx;                 /* NULL with --placed until something needs NVML */
+	gc_ctx *ctx;                 /* NULL with a placement until something needs NVML */
 	const struct cli_global *g;  /* borrowed: to open ctx later */
-	char *placed_buf;            /* --placed, split: uuids point into it */
+	char *placed_buf;            /* the placement, split: uuids point into it */
 	gc_snapshot snap;
 	size_t ngpus;
 	const char **uuids;          /* [ngpus], into snap */
@@ -57,12 +57,12 @@ void request_init(struct request *r);
 int request_option(struct request *r, int c, const char *arg);
 /* Open the backend, sample, apply CUDA_VISIBLE_DEVICES, --exclude and --gpus,
  * and refuse a request that can never be met. Prints; returns an exit code.
- * With --placed (gpuctld's: the GPUs by index and UUID, chosen and checked
+ * With a placement (gpuctld's: the GPUs by index and UUID, chosen and checked
  * by the daemon) nothing is opened or sampled: the GPUs are only leased. */
 int request_prepare(struct request *r, const struct cli_global *g);
 /* Sample again (load, processes) before another attempt. */
 int request_resample(struct request *r);
-/* ctx, opened now if --placed left it closed. An exit code (printed). */
+/* ctx, opened now if a placement left it closed. An exit code (printed). */
 int request_open(struct request *r);
 /*
  * One attempt: choose GPUs and, when d is non-NULL, lease them. Inside a lease

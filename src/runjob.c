@@ -99,7 +99,7 @@ static int job_gpu_util(void *arg, int *pct)
 {
 	struct job *j = arg;
 	struct request *r = j->r;
-	/* --placed opened nothing: the first look at the load opens NVML */
+	/* a placement opened nothing: the first look at the load opens NVML */
 	if (request_open(r) != EXIT_OK || gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
 		return -1;
 	int max = 0;
@@ -165,30 +165,6 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 			return rc;
 		return EXIT_OK;
 	case 'N': j->name = arg; return EXIT_OK;
-	case 'F': j->status_file = arg; return EXIT_OK;
-	case 'Q': j->r.placed_spec = arg; return EXIT_OK;
-	case 'Z': {
-		char *end;
-		errno = 0;
-		long long id = strtoll(arg, &end, 10);
-		if (errno || end == arg || *end || id < 1) {
-			cli_err("invalid --status-slot '%s' (expected a job id, 1 or more)", arg);
-			return EXIT_USAGE;
-		}
-		j->status_slot = id;
-		return EXIT_OK;
-	}
-	case 'Y': {
-		char *end;
-		errno = 0;
-		long fd = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || fd < 3 || fd > 1023 || fcntl((int)fd, F_GETFD) < 0) {
-			cli_err("invalid --go-fd '%s' (expected an open file descriptor from 3 to 1023)", arg);
-			return EXIT_USAGE;
-		}
-		j->go_fd = (int)fd;
-		return EXIT_OK;
-	}
 	default:
 		return -1;
 	}
@@ -257,7 +233,7 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
 
 /*
- * --go-fd: gpuctld starts us before it has committed this start, and
+ * The go pipe: gpuctld starts us before it has committed this start, and
  * writes one byte once it has. We take the GPUs meanwhile, so the job
  * starts as soon as the byte comes. End of file means gpuctld died first:
  * the job must not run (a restarted gpuctld queues it again). true: go.
@@ -278,21 +254,19 @@ static bool wait_go(struct runjob *j)
 }
 
 /*
- * --status-file: "1 STATUS" when the command ran, "0 STATUS" when it never
- * started (its GPUs were taken, it could not be found). gpuctld reads it for
- * a job it adopted after a restart, which is not its child. With
- * --status-slot ID the file is one user's record file (jobstatus.h) and
- * only job ID's record in it is written.
+ * A job of gpuctld's: its record ("ID RAN STATUS", jobstatus.h) in its
+ * user's status file; RAN 0 when the command never started (its GPUs were
+ * taken, it could not be found). gpuctld reads it for a job it adopted
+ * after a restart, which is not its child.
  */
 static int write_status(const struct runjob *j, bool ran, int rc)
 {
-	if (!j->status_file)
+	if (!j->status_file || j->status_slot < 1)
 		return 0;
-	bool slot = j->status_slot > 0;
-	int fd = open(j->status_file, O_WRONLY | (slot ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC);
-	int w = fd < 0 ? -1 : slot ? jobstatus_write(fd, j->status_slot, ran, rc) : dprintf(fd, "%d %d\n", ran, rc);
+	int fd = open(j->status_file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	int w = fd < 0 ? -1 : jobstatus_write(fd, j->status_slot, ran, rc);
 	if (w < 0)
-		cli_err("cannot write --status-file '%s': %s", j->status_file, strerror(errno));
+		cli_err("cannot write the status file '%s': %s", j->status_file, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	return w < 0 ? -1 : 0;
@@ -327,16 +301,12 @@ int runjob_spawned(const struct spawnreq *r)
 
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 {
-	if (j->status_slot > 0 && !j->status_file) {
-		cli_err("--status-slot needs --status-file (the file the record goes into)");
-		return EXIT_USAGE;
-	}
 	/* what cannot be written or made is refused before anything is leased or run */
 	struct stat st;
 	if (j->status_file && !j->dry_run) {
 		int fd = open(j->status_file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
-			cli_err("cannot write --status-file '%s': %s (it must exist)", j->status_file, strerror(errno));
+			cli_err("cannot write the status file '%s': %s (it must exist)", j->status_file, strerror(errno));
 			return EXIT_USAGE;
 		}
 		close(fd);

@@ -32,10 +32,11 @@ struct runjob {
 	/* choose GPUs without leasing them, call ready(), print the environment
 	 * set for the job and the command, run nothing */
 	bool dry_run;
-	const char *status_file;     /* --status-file: "RAN STATUS" written here at the end (gpuctld) */
-	long long status_slot;       /* --status-slot ID: a record in a shared file (jobstatus.h); -1 */
-	int go_fd;                   /* --go-fd: one byte read once the GPUs are leased; EOF: never run (gpuctld); -1 */
-	bool no_go;                  /* --go-fd gave end of file: nothing ran */
+	/* a job of gpuctld's, run by runjob_spawned (none has an option: gpuctl run cannot set them) */
+	const char *status_file;     /* the user's status file: job status_slot's record is written at the end */
+	long long status_slot;       /* its id, >= 1 (jobstatus.h); -1: no status file */
+	int go_fd;                   /* one byte read once the GPUs are leased; end of file: never run; -1 */
+	bool no_go;                  /* the go pipe gave end of file: nothing ran */
 	bool ran;                    /* the command was supervised; end says how it ended */
 	enum supervise_end end;
 	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
@@ -48,20 +49,6 @@ struct runjob {
 	{"wait", optional_argument, NULL, 'w'},                \
 	{"name", required_argument, NULL, 'N'},                \
 	JOB_SUPERVISOR_OPTIONS
-
-/*
- * gpuctl run's internal options, what runjob_spawned sets for a queued job
- * (status file and slot, the placed GPUs, the go pipe): in no --help and no
- * man page (tests/docs/check-docs.py holds them out). gpuctld does not use
- * them: its runner calls runjob_spawned with the fields. `gpuctl run`
- * still takes them so that tests/cli can drive those paths (a placed
- * lease, the go pipe, a status record) from a shell without a daemon.
- */
-#define RUNJOB_INTERNAL_OPTIONS                                \
-	{"status-file", required_argument, NULL, 'F'},         \
-	{"status-slot", required_argument, NULL, 'Z'},         \
-	{"placed", required_argument, NULL, 'Q'},              \
-	{"go-fd", required_argument, NULL, 'Y'}
 
 void runjob_init(struct runjob *j);
 /* One option ('n', the request options and the above): -1 when not ours, else an exit code. */

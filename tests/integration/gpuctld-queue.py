@@ -17,7 +17,10 @@ removed at the end (issue 9):
              after a restart nothing queued is lost, the running job is
              adopted, and every job ends exactly once.
 Skips (77) unless run as root with useradd (it must create the users).
-Usage: gpuctld-queue.py GPUCTLD GPUCTL SRCDIR
+  handshake: a job the runner forks (through tests/integration/runner-job.c)
+             runs only after a byte on its go pipe, and records how it
+             ended; gpuctl run takes no option for any of that.
+Usage: gpuctld-queue.py GPUCTLD GPUCTL SRCDIR RUNNER_JOB
 """
 import json
 import os
@@ -37,6 +40,7 @@ import gpuctld_proc
 import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
+RUNNER_JOB = os.path.realpath(sys.argv[4])
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 GROUP = testusers.GROUP
 errors = []
@@ -114,49 +118,79 @@ def wait_state(job, states, secs=20):
 
 daemon = start()
 try:
-    # ---- the handshake gpuctld starts gpuctl run with: --go-fd
-    for go, want_ran in ((b"", False), (b"x", True)):
+    # ---- the handshake of a job the runner forks: the go pipe and the status record, through
+    # the runner itself (tests/integration/runner-job.c), as gpuctld drives it
+    uuid0 = subprocess.run([GPUCTL, "--sim", NODE, "query", "--query-gpu=uuid", "--format=csv,noheader", "-i", "0"],
+                           env=base_env, capture_output=True, text=True).stdout.strip()
+
+    def record(path, slot):
+        """job slot's record in a status file: "ID RAN STATUS" """
+        with open(path, "rb") as f:
+            f.seek(slot * 32)
+            return f.read(32).split(b"\0")[0].decode().strip()
+
+    def runner_job(tag, go, term=False, placed=None, cmd=None):
+        """a job (touch FLAG) through the runner with go (bytes) on its go pipe; SIGTERM first when term"""
         r, w = os.pipe()
-        os.write(w, go)
-        os.close(w)
-        flag, status = os.path.join(work, f"ran-{want_ran}"), os.path.join(work, f"status-{want_ran}")
+        flag, status, log = (os.path.join(work, f"{x}-{tag}") for x in ("ran", "status", "log"))
         open(status, "w").close()
-        p = subprocess.run([GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--status-file", status, "--go-fd", str(r),
-                            "--", "touch", flag], env=base_env, capture_output=True, text=True, pass_fds=(r,),
-                           timeout=30)
+        p = subprocess.Popen([RUNNER_JOB, GPUCTL, log, status, "1", placed or f"0={uuid0}", str(r), "--"] +
+                             (cmd or ["touch", flag]),
+                             env=base_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             pass_fds=(r,))
         os.close(r)
-        with open(status) as f:
-            left = f.read()
-        check("go-fd", p.returncode == 0 and os.path.exists(flag) == want_ran and left == ("1 0\n" if want_ran else "0 0\n"),
-              f"--go-fd with {go!r}: rc {p.returncode}, ran {os.path.exists(flag)}, status {left!r}, {p.stderr!r}")
+        spawned = p.stdout.readline().split()
+        leased = False
+        if term and len(spawned) != 2:
+            p.wait(timeout=30)
+            return ["not", "spawned"], False, "", False, p.stderr.read()
+        if term:
+            for _ in range(200):  # until its lease is taken
+                leased = "runner-job" in root("leases").stdout
+                if leased:
+                    break
+                time.sleep(0.02)
+            os.kill(int(spawned[1]), signal.SIGTERM)
+            time.sleep(0.2)
+        try:
+            os.write(w, go)  # too late after a SIGTERM: it has gone (the pipe may be closed)
+        except BrokenPipeError:
+            pass
+        os.close(w)
+        out, err = p.communicate(timeout=30)
+        return out.split(), os.path.exists(flag), record(status, 1), leased, err
+
+    for go, want_ran in ((b"", False), (b"x", True)):
+        ended, ran, left, _, err = runner_job(f"go-{want_ran}", go)
+        check("go pipe", ended == ["exited", "0"] and ran == want_ran and left == ("1 1 0" if want_ran else "1 0 0"),
+              f"go pipe with {go!r}: {ended}, ran {ran}, status record {left!r}, {err!r}")
     # SIGTERM (a cancel) while it holds its GPUs and waits for the byte: the command never starts
-    r, w = os.pipe()
-    flag, status = os.path.join(work, "ran-term"), os.path.join(work, "status-term")
-    open(status, "w").close()
-    p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--status-file", status, "--go-fd", str(r),
-                          "--", "touch", flag], env=base_env, stderr=subprocess.PIPE, text=True, pass_fds=(r,))
-    os.close(r)
-    leased = False
-    for _ in range(200):  # until its lease is taken
-        leased = flag in root("leases").stdout
-        if leased:
-            break
-        time.sleep(0.02)
-    p.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
-    try:
-        os.write(w, b"x")  # too late: it has gone (the pipe may be closed)
-    except BrokenPipeError:
-        pass
-    os.close(w)
-    rc = p.wait(timeout=30)
-    with open(status) as f:
-        left = f.read()
-    check("go-fd", leased and rc == 143 and not os.path.exists(flag) and left == "0 143\n",
-          f"SIGTERM before the byte: leased {leased}, rc {rc}, ran {os.path.exists(flag)}, status {left!r}, "
-          f"{p.stderr.read()!r}")
-    print("go-fd: end of file runs nothing and leaves '0 0'; a byte runs the command; "
+    ended, ran, left, leased, err = runner_job("term", b"x", term=True)
+    check("go pipe", leased and ended == ["exited", "143"] and not ran and left == "1 0 143",
+          f"SIGTERM before the byte: leased {leased}, {ended}, ran {ran}, status record {left!r}, {err!r}")
+    print("go pipe: end of file runs nothing and records '0 0'; a byte runs the command; "
           "SIGTERM while it waits runs nothing")
+    # the placed GPUs, leased as given (no look at NVML), named in index order in the job's environment
+    uuids = subprocess.run([GPUCTL, "--sim", NODE, "query", "--query-gpu=uuid", "--format=csv,noheader"],
+                           env=base_env, capture_output=True, text=True).stdout.split()
+    envf = os.path.join(work, "placed-env")
+    ended, _, left, _, err = runner_job("placed", b"x", placed=f"6={uuids[6]},1={uuids[1]}",
+                                        cmd=["sh", "-c", f"echo $CUDA_VISIBLE_DEVICES $GPUCTL_GPUS $GPUCTL_GPU_UUIDS "
+                                             f"$GPUCTL_NUM_GPUS > {envf}"])
+    seen = open(envf).read().split() if os.path.exists(envf) else []
+    check("placed", ended == ["exited", "0"] and seen == ["1,6", "1,6", f"{uuids[1]},{uuids[6]}", "2"],
+          f"placed 6,1: {ended}, environment {seen}, record {left!r}, {err!r}")
+    # a placement naming a GPU twice (never one of gpuctld's): refused before anything runs
+    ended, ran, left, _, err = runner_job("twice", b"x", placed=f"1={uuids[1]},1={uuids[2]}")
+    logtext = open(os.path.join(work, "log-twice")).read() if os.path.exists(os.path.join(work, "log-twice")) else ""
+    check("placed", ended == ["exited", "2"] and not ran and "GPU 1 twice" in logtext,
+          f"placed 1 twice: {ended}, ran {ran}, record {left!r}, log {logtext!r}")
+    # gpuctl run itself takes none of the runner's fields as options
+    for opt in ("--placed=0=" + uuid0, "--go-fd=3", "--status-file=/dev/null", "--status-slot=1"):
+        p = subprocess.run([GPUCTL, "--sim", NODE, "run", opt, "--", "true"], env=base_env, capture_output=True,
+                           text=True)
+        check("no internal option", p.returncode == 2 and "unknown option" in p.stderr,
+              f"gpuctl run {opt}: rc {p.returncode}, {p.stderr!r}")
 
     # ---- identity
     adir = os.path.join(work, "adir")
