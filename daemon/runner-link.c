@@ -124,8 +124,25 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
 	char *argv[] = {(char *)"gpuctl", (char *)"--runner", (char *)"3", NULL};
+	/*
+	 * LD_BIND_NOW: the runner binds every symbol of its libraries once, at its
+	 * start, and each child it forks inherits that, instead of binding the
+	 * ones it calls itself (jansson's, for one) job after job. The jobs do not
+	 * get it: a child's environment is its job's own.
+	 */
 	extern char **environ;
-	int e = posix_spawn(&l->rpid, l->gpuctl, &fa, &at, argv, environ);
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	char **env = calloc(ne + 2, sizeof *env);
+	size_t m = 0;
+	for (size_t i = 0; env && i < ne; i++)
+		if (strncmp(environ[i], "LD_BIND_NOW=", 12) != 0)
+			env[m++] = environ[i];
+	if (env)
+		env[m] = (char *)"LD_BIND_NOW=1";
+	int e = posix_spawn(&l->rpid, l->gpuctl, &fa, &at, argv, env ? env : environ);
+	free(env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(sv[1]);
