@@ -7,7 +7,7 @@
 #include "config.h"
 #include "cli.h"
 #include "http.h"
-#include "queue.h"
+#include "queue/queue.h"
 #include "util/units.h"
 #include "sampler.h"
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "queue.h"
+#include "queue/queue.h"
 #include "sampler.h"
 
 struct http_opts {

@@ -1,6 +1,6 @@
 /*
- * test-queue.c — the job queue's store (daemon/store.c) and dispatch policy
- * (daemon/dispatch.c): migrations, conditional transitions (a job starts and
+ * test-queue.c — the job queue's store (daemon/queue/store.c) and dispatch policy
+ * (daemon/queue/dispatch.c): migrations, conditional transitions (a job starts and
  * ends at most once), persistence, survival of SIGKILL in the middle of
  * writes (no acknowledged job lost, the database sound), and the policy:
  * priorities, FIFO, filters, and a 4-GPU job not starved by a stream of
@@ -22,8 +22,8 @@
 
 #include <sqlite3.h>
 
-#include "dispatch.h"
-#include "store.h"
+#include "queue/dispatch.h"
+#include "queue/store.h"
 #include "tmpdir.h"
 
 static struct job make(const char *name, unsigned ngpus, int priority)

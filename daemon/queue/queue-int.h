@@ -1,8 +1,8 @@
 /*
  * queue-int.h — the parts of gpuctld's job queue (queue.h), each with its
- * own state, and what they call of each other. Only daemon/queue*.c,
- * clients.c, requests.c, runner-link.c, round.c, view.c and retention.c
- * include it:
+ * own state, and what they call of each other. Only the files of
+ * daemon/queue/ include it (store.c, the SQLite store, and dispatch.c,
+ * the dispatch policy, have headers of their own):
  *   clients.c      the client server: the listening socket, connections,
  *                  who may connect (SO_PEERCRED), a request line in and
  *                  its answer out without blocking
