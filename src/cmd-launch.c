@@ -169,7 +169,7 @@ static int launch_ready(struct runjob *j, const unsigned *chosen, struct lease_d
 {
 	(void)chosen;
 	struct launch *L = j->arg;
-	unsigned gpus = j->r.sel.n;
+	unsigned gpus = j->r.jg.sel.n;
 	int rc;
 	if (!L->step) {
 		char err[512];
@@ -576,7 +576,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 	long v;
 	int c, idx, rc = EXIT_OK;
 	runjob_init(&j);
-	j.r.allow_auto = true;
+	j.r.jg.allow_auto = true;
 	j.arg = &L;
 	j.ready = launch_ready;
 	optind = 1;
@@ -650,13 +650,13 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 	}
 	L.cmd = argv + optind;
 	if (slurm) {
-		if (j.r.n_given && !j.r.n_auto) {
-			if (s.gpus_given && s.gpus_per_node != j.r.sel.n) {
+		if (j.r.jg.n_given && !j.r.jg.n_auto) {
+			if (s.gpus_given && s.gpus_per_node != j.r.jg.sel.n) {
 				cli_err("give either -n or --gpus-per-node, not both");
 				rc = EXIT_USAGE;
 				goto out;
 			}
-			s.gpus_per_node = j.r.sel.n;
+			s.gpus_per_node = j.r.jg.sel.n;
 			s.gpus_given = true;
 		}
 		s.max_requeues = j.jo.sv.max_restarts;
@@ -696,7 +696,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (!j.r.n_given && !j.r.gpus_spec) /* every free GPU unless told otherwise */
+	if (!j.r.jg.n_given && !j.r.jg.gpus_spec) /* every free GPU unless told otherwise */
 		request_option(&j.r, 'n', "auto");
 	if ((rc = choose_launcher(launcher_arg, &L)))
 		goto out;
@@ -707,7 +707,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto out;
 		}
-		if (j.r.n_auto) {
+		if (j.r.jg.n_auto) {
 			cli_err("--slurm-step needs -n G: the GPUs Slurm gave each node");
 			rc = EXIT_USAGE;
 			goto out;

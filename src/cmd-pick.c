@@ -124,7 +124,7 @@ static void usage(FILE *f)
 int cmd_pick(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		REQUEST_LONG_OPTIONS,
+		JOB_GPU_OPTIONS,
 		{"format", required_argument, NULL, 'f'},
 		{"lease", no_argument, NULL, 'L'},
 		{"release", no_argument, NULL, 'R'},
@@ -167,7 +167,7 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 	if (optind < argc)
 		return cli_extra_arg("pick", argv[optind]);
 	if (release) {
-		if (lease || r.choice_given || r.n_given || name || env) {
+		if (lease || r.jg.choice_given || r.jg.n_given || name || env) {
 			cli_err("--release takes no other option");
 			return EXIT_USAGE;
 		}
@@ -182,7 +182,7 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	unsigned *chosen = calloc(r.sel.n ? r.sel.n : 1, sizeof *chosen);
+	unsigned *chosen = calloc(r.jg.sel.n ? r.jg.sel.n : 1, sizeof *chosen);
 	if (!chosen) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
@@ -206,12 +206,12 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 	}
 	char value[8192];
 	if (request_render(&r, chosen, value, sizeof value) < 0) {
-		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r.sel.n);
+		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r.jg.sel.n);
 		rc = EXIT_FAIL;
 		goto out_free;
 	}
 	/* inside the shell's own lease nothing new was leased: no holder to keep */
-	if (l && r.nown < r.sel.n) {
+	if (l && r.nown < r.jg.sel.n) {
 		pid_t shell = getppid();
 		fflush(NULL);
 		pid_t holder = fork();

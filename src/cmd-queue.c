@@ -7,7 +7,6 @@
 #include "cli.h"
 #include "runjob.h"
 #include "spot/spot.h"
-#include "util/units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -151,13 +150,13 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	long n = 1, prio = 0;
+	long prio = 0;
+	struct job_gpus asked;
+	job_gpus_init(&asked);
 	bool requeue = false;
 	int li = -1;
-	const char *name = NULL, *after = NULL, *model = NULL;
-	uint64_t minfree = 0;
-	char err[160];
-	int c, rc;
+	const char *name = NULL, *after = NULL;
+	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:n:h", opts, &li)) != -1) {
@@ -186,9 +185,16 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		li = -1;
 		switch (c) {
 		case 'n':
-			if ((rc = cli_parse_count("-n", optarg, &n)))
-				return rc;
+		case 'm':
+		case 'M': {
+			/* by the rules gpuctl run takes them with (lib/jobs/job-opts.c) */
+			char why[300];
+			if (job_gpu_option(&asked, c, optarg, why, sizeof why) != GC_OK) {
+				cli_err("%s", why);
+				return EXIT_USAGE;
+			}
 			break;
+		}
 		case 'N': name = optarg; break;
 		case 'q': requeue = true; break;
 		case 'p': {
@@ -208,19 +214,7 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 			}
 			after = optarg;
 			break;
-		case 'm':
-			if (!*optarg || strlen(optarg) > 95) {
-				cli_err("invalid --model '%s' (expected a GPU name or glob, e.g. A100 or '*H100*')", optarg);
-				return EXIT_USAGE;
-			}
-			model = optarg;
-			break;
-		case 'M':
-			if (units_parse_size(optarg, &minfree, err, sizeof err) < 0) {
-				cli_err("invalid --min-free-mem '%s': %s", optarg, err);
-				return EXIT_USAGE;
-			}
-			break;
+
 		case 'h':
 			printf("usage: gpuctl submit [-n N] [--model GLOB] [--min-free-mem SIZE] [--name NAME] [--priority P]\n"
 			       "                     [--after JOB[,JOB]] [--requeue] [run options] -- CMD [ARGS...]\n\n"
@@ -259,16 +253,16 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 		}
 	for (char **e = environ; e && *e; e++)
 		json_array_append_new(ev, json_string(*e)); /* a variable that is not UTF-8 is left out */
-	json_t *req = json_pack("{s:s, s:I, s:I, s:o, s:o, s:s}", "op", "submit", "gpus", (json_int_t)n,
+	json_t *req = json_pack("{s:s, s:I, s:I, s:o, s:o, s:s}", "op", "submit", "gpus", (json_int_t)asked.sel.n,
 				"priority", (json_int_t)prio, "argv", av, "env", ev, "cwd", cwd);
 	if (name)
 		json_object_set_new(req, "name", json_string(name));
 	if (after)
 		json_object_set_new(req, "after", json_string(after));
-	if (model)
-		json_object_set_new(req, "model", json_string(model));
-	if (minfree)
-		json_object_set_new(req, "min_free_mem", json_integer((json_int_t)minfree));
+	if (asked.sel.model)
+		json_object_set_new(req, "model", json_string(asked.sel.model));
+	if (asked.sel.min_free_mem)
+		json_object_set_new(req, "min_free_mem", json_integer((json_int_t)asked.sel.min_free_mem));
 	if (json_array_size(runopts))
 		json_object_set(req, "run", runopts);
 	if (requeue)

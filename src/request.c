@@ -15,75 +15,20 @@
 void request_init(struct request *r)
 {
 	memset(r, 0, sizeof *r);
-	r->sel.n = 1;
-	r->sel.max_util = -1;
-	r->sel.uid = getuid();
+	job_gpus_init(&r->jg);
 }
 
 int request_option(struct request *r, int c, const char *arg)
 {
-	char err[160];
-	long n;
-	int rc;
-	switch (c) {
-	case 'n':
-		if (r->allow_auto && strcmp(arg, "auto") == 0) {
-			r->n_auto = r->n_given = true;
-			r->sel.n = 1;
-			return EXIT_OK;
-		}
-		r->n_auto = false;
-		if (r->allow_auto && (strtol(arg, NULL, 10) < 1 || strspn(arg, "0123456789") != strlen(arg))) {
-			cli_err("invalid -n value '%s' (expected a positive whole number or auto)", arg);
-			return EXIT_USAGE;
-		}
-		if ((rc = cli_parse_count("-n", arg, &n)))
-			return rc;
-		if (n > 4096) {
-			cli_err("invalid -n value '%s' (at most 4096 GPUs)", arg);
-			return EXIT_USAGE;
-		}
-		r->sel.n = (unsigned)n;
-		r->n_given = r->choice_given = true;
-		return EXIT_OK;
-	case 'g': r->gpus_spec = arg; r->choice_given = true; return EXIT_OK;
-	case 'x': r->exclude_spec = arg; r->choice_given = true; return EXIT_OK;
-	case 'm':
-		if (!*arg) {
-			cli_err("empty --model (expected a GPU name or glob, e.g. A100 or '*H100*')");
-			return EXIT_USAGE;
-		}
-		r->sel.model = arg;
-		r->choice_given = true;
-		return EXIT_OK;
-	case 's': r->sel.shared = r->choice_given = true; return EXIT_OK;
-	case 'M':
-		if (units_parse_size(arg, &r->sel.min_free_mem, err, sizeof err) < 0) {
-			cli_err("invalid --min-free-mem '%s': %s", arg, err);
-			return EXIT_USAGE;
-		}
-		r->choice_given = true;
-		return EXIT_OK;
-	case 'U':
-		if (units_parse_percent(arg, &r->sel.max_util, err, sizeof err) < 0) {
-			cli_err("invalid --max-util '%s': %s", arg, err);
-			return EXIT_USAGE;
-		}
-		r->choice_given = true;
-		return EXIT_OK;
-	case 'I':
-		if (strcmp(arg, "uuid") == 0)
-			r->ids_uuid = true;
-		else if (strcmp(arg, "index") == 0)
-			r->ids_uuid = false;
-		else {
-			cli_err("invalid --ids '%s' (expected index or uuid)", arg);
-			return EXIT_USAGE;
-		}
-		return EXIT_OK;
-	default:
+	char err[300];
+	int rc = job_gpu_option(&r->jg, c, arg, err, sizeof err);
+	if (rc == GC_ENOTFOUND)
 		return -1;
+	if (rc != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_USAGE;
 	}
+	return EXIT_OK;
 }
 
 #define REQUEST_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | \
@@ -102,9 +47,9 @@ int request_resample(struct request *r)
 	 * parsed, only its GPUs are looked at (the others cannot matter),
 	 * and no topology is needed to choose among them.
 	 */
-	const bool *which = r->gpus_spec && r->wanted_known ? r->wanted : NULL;
-	uint64_t mask = r->gpus_spec && !r->wanted_known ? NAMES_MASK : REQUEST_MASK;
-	int rc = gc_ctx_sample(r->ctx, &r->snap, mask, which, !r->gpus_spec && r->sel.n > 1);
+	const bool *which = r->jg.gpus_spec && r->wanted_known ? r->wanted : NULL;
+	uint64_t mask = r->jg.gpus_spec && !r->wanted_known ? NAMES_MASK : REQUEST_MASK;
+	int rc = gc_ctx_sample(r->ctx, &r->snap, mask, which, !r->jg.gpus_spec && r->jg.sel.n > 1);
 	if (rc != GC_OK) {
 		cli_err("cannot sample GPUs: %s", gc_ctx_errmsg(r->ctx));
 		return cli_exit_code(rc) == EXIT_OK ? EXIT_FAIL : cli_exit_code(rc);
@@ -161,7 +106,7 @@ static int placed_parse(struct request *r)
 		r->uuids[i] = eq + 1;
 		cnt++;
 	}
-	r->sel.n = cnt;
+	r->jg.sel.n = cnt;
 	r->wanted_known = true;
 	return EXIT_OK;
 }
@@ -174,11 +119,11 @@ int request_open(struct request *r)
 int request_prepare(struct request *r, const struct cli_global *g)
 {
 	int rc;
-	if (r->gpus_spec && r->n_given) {
+	if (r->jg.gpus_spec && r->jg.n_given) {
 		cli_err("give either -n or --gpus, not both");
 		return EXIT_USAGE;
 	}
-	if (r->placed_spec && r->choice_given) {
+	if (r->placed_spec && r->jg.choice_given) {
 		cli_err("a placement from gpuctld comes with no -n, --gpus, --exclude or filter");
 		return EXIT_USAGE;
 	}
@@ -229,14 +174,14 @@ int request_prepare(struct request *r, const struct cli_global *g)
 				r->parent.stop_at + 1, visible_stop_reason(r->parent.stop));
 		return EXIT_USAGE;
 	}
-	r->sel.allowed = r->allowed;
-	if (r->exclude_spec) {
-		if ((rc = cli_select("--exclude", r->exclude_spec, &r->snap, r->exclude)))
+	r->jg.sel.allowed = r->allowed;
+	if (r->jg.exclude_spec) {
+		if ((rc = cli_select("--exclude", r->jg.exclude_spec, &r->snap, r->exclude)))
 			return rc;
-		r->sel.exclude = r->exclude;
+		r->jg.sel.exclude = r->exclude;
 	}
-	if (r->gpus_spec) {
-		if ((rc = cli_select("--gpus", r->gpus_spec, &r->snap, r->wanted)))
+	if (r->jg.gpus_spec) {
+		if ((rc = cli_select("--gpus", r->jg.gpus_spec, &r->snap, r->wanted)))
 			return rc;
 		unsigned cnt = 0;
 		for (size_t i = 0; i < r->ngpus; i++) {
@@ -252,7 +197,7 @@ int request_prepare(struct request *r, const struct cli_global *g)
 				return EXIT_USAGE;
 			}
 		}
-		r->sel.n = cnt;
+		r->jg.sel.n = cnt;
 		r->wanted_known = true;
 		if ((rc = request_resample(r)))
 			return rc;
@@ -267,7 +212,7 @@ int request_prepare(struct request *r, const struct cli_global *g)
 		return EXIT_OK;
 	}
 	char err[512];
-	if (select_possible(&r->snap, &r->sel, err, sizeof err) < 0) {
+	if (select_possible(&r->snap, &r->jg.sel, err, sizeof err) < 0) {
 		cli_err("%s", err);
 		return EXIT_USAGE;
 	}
@@ -306,7 +251,7 @@ static void reasons(struct request *r, struct lease_dir *d, char *buf, size_t le
 	size_t off = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < r->ngpus && off + 1 < len; i++) {
-		bool relevant = r->gpus_spec || r->placed_spec ? r->wanted[i]
+		bool relevant = r->jg.gpus_spec || r->placed_spec ? r->wanted[i]
 					     : r->why[i] != SELECT_OK && r->why[i] != SELECT_NOT_VISIBLE &&
 					       r->why[i] != SELECT_EXCLUDED && r->why[i] != SELECT_MODEL;
 		if (!relevant || r->why[i] == SELECT_OK)
@@ -320,7 +265,7 @@ static void reasons(struct request *r, struct lease_dir *d, char *buf, size_t le
 		} else {
 			char what[160];
 			snprintf(one, sizeof one, "GPU %zu: %s", i,
-				 select_why_format(r->why[i], &r->sel, what, sizeof what));
+				 select_why_format(r->why[i], &r->jg.sel, what, sizeof what));
 		}
 		off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "; " : "", one);
 	}
@@ -349,16 +294,16 @@ static int inside_own_lease(struct request *r, struct lease_dir *d)
 	lease_holder_text(&holder, who, sizeof who);
 	request_describe(r, desc, sizeof desc);
 	for (size_t i = 0; i < r->ngpus; i++) {
-		if ((r->gpus_spec && r->wanted[i] && !r->own[i])) {
+		if ((r->jg.gpus_spec && r->wanted[i] && !r->own[i])) {
 			cli_err("GPU %zu is not in the lease this runs inside (GPU%s %s, leased by %s): ask for those",
 				i, r->nown > 1 ? "s" : "", list, who);
 			return GC_EINVAL;
 		}
 		r->allowed[i] = r->allowed[i] && r->own[i];
 	}
-	if (!r->gpus_spec && !r->n_given)
-		r->sel.n = (unsigned)r->nown; /* like srun inside salloc: the whole lease */
-	if (!r->gpus_spec && !r->n_auto && r->sel.n > r->nown) {
+	if (!r->jg.gpus_spec && !r->jg.n_given)
+		r->jg.sel.n = (unsigned)r->nown; /* like srun inside salloc: the whole lease */
+	if (!r->jg.gpus_spec && !r->jg.n_auto && r->jg.sel.n > r->nown) {
 		cli_err("%s asked for inside a lease of %zu (GPU%s %s, leased by %s): ask for at most %zu", desc,
 			r->nown, r->nown > 1 ? "s" : "", list, who, r->nown);
 		return GC_EINVAL;
@@ -371,7 +316,7 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 {
 	int rc;
 	r->raced = false;
-	bool exact = r->gpus_spec || r->placed_spec;
+	bool exact = r->jg.gpus_spec || r->placed_spec;
 	/* with --gpus only its GPUs' leases matter (the others have no UUID sampled); one look at
 	 * the state directory for all of them, however many files others have left in it */
 	const char **look = calloc(r->ngpus ? r->ngpus : 1, sizeof *look);
@@ -400,9 +345,9 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 			if (r->wanted[i])
 				chosen[k++] = (unsigned)i;
 		}
-	} else if (r->gpus_spec) {
+	} else if (r->jg.gpus_spec) {
 		/* exactly these GPUs: each must pass the filters now */
-		select_eligible(&r->snap, &r->sel, r->leased, r->why);
+		select_eligible(&r->snap, &r->jg.sel, r->leased, r->why);
 		ok = true;
 		size_t k = 0;
 		for (size_t i = 0; i < r->ngpus; i++) {
@@ -413,8 +358,8 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 			chosen[k++] = (unsigned)i;
 		}
 	} else {
-		size_t cnt = select_eligible(&r->snap, &r->sel, r->leased, r->why);
-		if (r->n_auto) {
+		size_t cnt = select_eligible(&r->snap, &r->jg.sel, r->leased, r->why);
+		if (r->jg.n_auto) {
 			/* every free GPU, as a power of two: the world sizes data-parallel recipes
 			 * divide their batch by; none free is "not now" */
 			unsigned all = cnt ? (unsigned)cnt : 1, p = 1;
@@ -425,9 +370,9 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 					all, p, all);
 				r->auto_said = true;
 			}
-			r->sel.n = p;
+			r->jg.sel.n = p;
 		}
-		ok = select_pick(&r->snap, &r->sel, r->leased, chosen) == 0;
+		ok = select_pick(&r->snap, &r->jg.sel, r->leased, chosen) == 0;
 	}
 	if (!ok) {
 		reasons(r, d, why, whylen);
@@ -435,19 +380,19 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 	}
 	if (!d || r->peek_only)
 		return GC_OK;
-	const char **uu = calloc(r->sel.n ? r->sel.n : 1, sizeof *uu);
+	const char **uu = calloc(r->jg.sel.n ? r->jg.sel.n : 1, sizeof *uu);
 	if (!uu) {
 		cli_err("out of memory");
 		return GC_ENOMEM;
 	}
 	/* the GPUs an ancestor leased stay its: not leased again, so not released at our end */
-	unsigned nu = 0, *at = calloc(r->sel.n ? r->sel.n : 1, sizeof *at);
+	unsigned nu = 0, *at = calloc(r->jg.sel.n ? r->jg.sel.n : 1, sizeof *at);
 	if (!at) {
 		free(uu);
 		cli_err("out of memory");
 		return GC_ENOMEM;
 	}
-	for (unsigned k = 0; k < r->sel.n; k++) {
+	for (unsigned k = 0; k < r->jg.sel.n; k++) {
 		if (r->own[chosen[k]])
 			continue;
 		at[nu] = chosen[k];
@@ -480,20 +425,20 @@ int request_try(struct request *r, struct lease_dir *d, const struct lease_info 
 
 int request_render(const struct request *r, const unsigned *chosen, char *buf, size_t len)
 {
-	enum visible_form f = visible_child_form(r->parent_set ? &r->parent : NULL, r->ids_uuid);
-	return visible_render(f, r->uuids, r->ngpus, chosen, r->sel.n, buf, len);
+	enum visible_form f = visible_child_form(r->parent_set ? &r->parent : NULL, r->jg.ids_uuid);
+	return visible_render(f, r->uuids, r->ngpus, chosen, r->jg.sel.n, buf, len);
 }
 
 void request_describe(const struct request *r, char *buf, size_t len)
 {
-	if (r->gpus_spec || r->placed_spec) {
+	if (r->jg.gpus_spec || r->placed_spec) {
 		char list[256];
 		select_index_list(r->wanted, r->ngpus, list, sizeof list);
-		snprintf(buf, len, "GPU%s %s", r->sel.n > 1 ? "s" : "", list);
-	} else if (r->n_auto) {
+		snprintf(buf, len, "GPU%s %s", r->jg.sel.n > 1 ? "s" : "", list);
+	} else if (r->jg.n_auto) {
 		snprintf(buf, len, "every free GPU");
 	} else {
-		snprintf(buf, len, "%u GPU%s", r->sel.n, r->sel.n > 1 ? "s" : "");
+		snprintf(buf, len, "%u GPU%s", r->jg.sel.n, r->jg.sel.n > 1 ? "s" : "");
 	}
 }
 

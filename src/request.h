@@ -8,20 +8,14 @@
 #define GPUCTL_REQUEST_H
 
 #include "cli.h"
+#include "jobs/job.h"
 #include "jobs/lease.h"
 #include "jobs/select.h"
 #include "jobs/visible.h"
 
 struct request {
-	struct select_request sel;   /* n and the filters */
-	const char *gpus_spec;       /* --gpus LIST: exactly these GPUs */
+	struct job_gpus jg;          /* what the options asked for (lib/jobs/job.h) */
 	const char *placed_spec;     /* gpuctld's placement, INDEX=UUID,...: it chose and checked them (runjob_spawned) */
-	bool choice_given;           /* -n, --gpus, --exclude or a filter was given */
-	const char *exclude_spec;    /* --exclude LIST */
-	bool ids_uuid;               /* --ids uuid */
-	bool n_given;
-	bool allow_auto;             /* -n auto is accepted (launch) */
-	bool n_auto;                 /* -n auto: every GPU that is free now (a power of two), at least 1 */
 	bool auto_said;              /* -n auto has said it took fewer than were free */
 	bool peek_only;              /* request_try looks at leases but takes none (--dry-run) */
 	bool raced;                  /* the last request_try chose free GPUs, but another job leased
@@ -42,18 +36,8 @@ struct request {
 	bool parent_set;
 };
 
-/* getopt_long entries for the request options (see request_option) */
-#define REQUEST_LONG_OPTIONS                                   \
-	{"gpus", required_argument, NULL, 'g'},                \
-	{"min-free-mem", required_argument, NULL, 'M'},        \
-	{"max-util", required_argument, NULL, 'U'},            \
-	{"model", required_argument, NULL, 'm'},               \
-	{"exclude", required_argument, NULL, 'x'},             \
-	{"shared", no_argument, NULL, 's'},                    \
-	{"ids", required_argument, NULL, 'I'}
-
 void request_init(struct request *r);
-/* Handle one option ('n' and the above). -1: not a request option; else an exit code. */
+/* Handle one option ('n' and JOB_GPU_OPTIONS). -1: not a request option; else an exit code (printed). */
 int request_option(struct request *r, int c, const char *arg);
 /* Open the backend, sample, apply CUDA_VISIBLE_DEVICES, --exclude and --gpus,
  * and refuse a request that can never be met. Prints; returns an exit code.

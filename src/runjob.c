@@ -47,12 +47,12 @@ static int set_env(struct runjob *j, const unsigned *chosen)
 	struct request *r = &j->r;
 	char cvd[8192], idx[4096], uu[8192], num[16];
 	if (request_render(r, chosen, cvd, sizeof cvd) < 0) {
-		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r->sel.n);
+		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r->jg.sel.n);
 		return EXIT_FAIL;
 	}
 	size_t oi = 0, ou = 0;
 	idx[0] = uu[0] = '\0';
-	for (unsigned k = 0; k < r->sel.n; k++) {
+	for (unsigned k = 0; k < r->jg.sel.n; k++) {
 		oi += (size_t)snprintf(idx + oi, sizeof idx - oi, "%s%u", k ? "," : "", chosen[k]);
 		ou += (size_t)snprintf(uu + ou, sizeof uu - ou, "%s%s", k ? "," : "", r->uuids[chosen[k]]);
 		if (oi >= sizeof idx || ou >= sizeof uu) {
@@ -60,7 +60,7 @@ static int set_env(struct runjob *j, const unsigned *chosen)
 			return EXIT_FAIL;
 		}
 	}
-	snprintf(num, sizeof num, "%u", r->sel.n);
+	snprintf(num, sizeof num, "%u", r->jg.sel.n);
 	int rc;
 	if ((rc = runjob_setenv(j, "CUDA_VISIBLE_DEVICES", cvd)) ||
 	    (rc = runjob_setenv(j, "CUDA_DEVICE_ORDER", "PCI_BUS_ID")) ||
@@ -103,7 +103,7 @@ static int job_gpu_util(void *arg, int *pct)
 	if (request_open(r) != EXIT_OK || gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
 		return -1;
 	int max = 0;
-	for (unsigned k = 0; k < r->sel.n; k++) {
+	for (unsigned k = 0; k < r->jg.sel.n; k++) {
 		const gc_gpu *g = &r->snap.gpus[j->chosen[k]];
 		if (g->st[GC_V_UTIL_GPU] != GC_ST_OK)
 			return -1;
@@ -211,7 +211,7 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 		return EXIT_FAIL;
 	}
 	j->r.peek_only = true;
-	unsigned *chosen = calloc(j->r.ngpus + j->r.sel.n + 1, sizeof *chosen);
+	unsigned *chosen = calloc(j->r.ngpus + j->r.jg.sel.n + 1, sizeof *chosen);
 	char why[2048] = "", desc[300];
 	if (!chosen) {
 		cli_err("out of memory");
@@ -355,11 +355,11 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	request_describe(r, desc, sizeof desc);
 	struct lease_info me;
 	lease_info_self(&me, j->name, cmd, desc);
-	me.want = r->n_auto || r->sel.n == 0 ? 1 : (unsigned)r->sel.n;
+	me.want = r->jg.n_auto || r->jg.sel.n == 0 ? 1 : (unsigned)r->jg.sel.n;
 	catch_signals();
 
 	/* -n auto may take every GPU */
-	unsigned *chosen = calloc(r->ngpus + r->sel.n + 1, sizeof *chosen);
+	unsigned *chosen = calloc(r->ngpus + r->jg.sel.n + 1, sizeof *chosen);
 	struct lease *l = NULL;
 	struct lease_ticket *t = NULL;
 	struct spot_watcher *watcher = NULL;

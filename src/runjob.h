@@ -45,7 +45,7 @@ struct runjob {
 
 /* getopt_long entries for the run options (see runjob_option); chars < 256 */
 #define RUNJOB_LONG_OPTIONS                                    \
-	REQUEST_LONG_OPTIONS,                                  \
+	JOB_GPU_OPTIONS,                                  \
 	{"wait", optional_argument, NULL, 'w'},                \
 	{"name", required_argument, NULL, 'N'},                \
 	JOB_SUPERVISOR_OPTIONS

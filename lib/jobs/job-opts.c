@@ -1,9 +1,11 @@
 /*
- * job-opts.c — a job's supervisor options (job.h): the one table of them,
- * and their parser, shared by `gpuctl run` and `gpuctl launch` (getopt),
- * `gpuctl submit` and gpuctld (a queued job's "--NAME=VALUE" strings) and
- * gpuctld's runner (which applies them). Never prints: a refusal is
- * GC_EINVAL with the reason in err, as `gpuctl run` words it.
+ * job-opts.c — a job's options (job.h): its GPU request (-n, --gpus, the
+ * filters), parsed alike for `gpuctl run`, `pick`, `launch` and `submit`;
+ * and its supervisor options, the one table of them, shared by `gpuctl
+ * run` and `gpuctl launch` (getopt), `gpuctl submit` and gpuctld (a queued
+ * job's "--NAME=VALUE" strings) and gpuctld's runner (which applies them).
+ * Never prints: a refusal is GC_EINVAL with the reason in err, as `gpuctl
+ * run` words it.
  */
 #include "jobs/job.h"
 
@@ -16,6 +18,83 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+void job_gpus_init(struct job_gpus *g)
+{
+	memset(g, 0, sizeof *g);
+	g->sel.n = 1;
+	g->sel.max_util = -1;
+	g->sel.uid = getuid();
+}
+
+int job_gpu_option(struct job_gpus *g, int c, const char *arg, char *err, size_t errlen)
+{
+	char why[160];
+	long n;
+	int rc;
+	switch (c) {
+	case 'n':
+		if (g->allow_auto && strcmp(arg, "auto") == 0) {
+			g->n_auto = g->n_given = true;
+			g->sel.n = 1;
+			return GC_OK;
+		}
+		g->n_auto = false;
+		if (g->allow_auto && (strtol(arg, NULL, 10) < 1 || strspn(arg, "0123456789") != strlen(arg))) {
+			errbuf_set(err, errlen, "invalid -n value '%s' (expected a positive whole number or auto)", arg);
+			return GC_EINVAL;
+		}
+		if ((rc = units_parse_count("-n", arg, &n, err, errlen)))
+			return rc;
+		if (n > 4096) {
+			errbuf_set(err, errlen, "invalid -n value '%s' (at most 4096 GPUs)", arg);
+			return GC_EINVAL;
+		}
+		g->sel.n = (unsigned)n;
+		g->n_given = g->choice_given = true;
+		return GC_OK;
+	case 'g': g->gpus_spec = arg; g->choice_given = true; return GC_OK;
+	case 'x': g->exclude_spec = arg; g->choice_given = true; return GC_OK;
+	case 'm':
+		/* NVML's names are at most 96 bytes with their NUL: a longer glob names nothing */
+		if (!*arg || strlen(arg) > 95) {
+			errbuf_set(err, errlen, "invalid --model '%.100s' (expected a GPU name or glob of 1 to 95 bytes, "
+						"e.g. A100 or '*H100*')", arg);
+			return GC_EINVAL;
+		}
+		g->sel.model = arg;
+		g->choice_given = true;
+		return GC_OK;
+	case 's': g->sel.shared = g->choice_given = true; return GC_OK;
+	case 'M':
+		if (units_parse_size(arg, &g->sel.min_free_mem, why, sizeof why) < 0) {
+			errbuf_set(err, errlen, "invalid --min-free-mem '%s': %s", arg, why);
+			return GC_EINVAL;
+		}
+		g->choice_given = true;
+		return GC_OK;
+	case 'U':
+		if (units_parse_percent(arg, &g->sel.max_util, why, sizeof why) < 0) {
+			errbuf_set(err, errlen, "invalid --max-util '%s': %s", arg, why);
+			return GC_EINVAL;
+		}
+		g->choice_given = true;
+		return GC_OK;
+	case 'I':
+		if (strcmp(arg, "uuid") == 0)
+			g->ids_uuid = true;
+		else if (strcmp(arg, "index") == 0)
+			g->ids_uuid = false;
+		else {
+			errbuf_set(err, errlen, "invalid --ids '%s' (expected index or uuid)", arg);
+			return GC_EINVAL;
+		}
+		return GC_OK;
+	default:
+		return GC_ENOTFOUND;
+	}
+}
 
 static const struct option supervisor_options[] = {JOB_SUPERVISOR_OPTIONS};
 #define N_SUPERVISOR (sizeof supervisor_options / sizeof supervisor_options[0])

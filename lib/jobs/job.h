@@ -27,6 +27,37 @@
 int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lease_dir *d,
 		const struct lease_info *me, unsigned *chosen, struct lease **out, char *err, size_t errlen);
 
+/* What the GPU request options set: how many GPUs, which, and the filters. */
+struct job_gpus {
+	struct select_request sel;   /* n and the filters (sel.uid: the caller's) */
+	const char *gpus_spec;       /* --gpus LIST: exactly these GPUs */
+	const char *exclude_spec;    /* --exclude LIST */
+	bool ids_uuid;               /* --ids uuid */
+	bool n_given;
+	bool allow_auto;             /* -n auto is accepted (launch) */
+	bool n_auto;                 /* -n auto: every GPU that is free now (a power of two), at least 1 */
+	bool choice_given;           /* -n, --gpus, --exclude or a filter was given */
+};
+
+/*
+ * The GPU request options of gpuctl run, pick and launch (getopt_long
+ * entries, with -n besides); gpuctl submit takes -n, --model and
+ * --min-free-mem of them, by the same rules. Chars < 256.
+ */
+#define JOB_GPU_OPTIONS                                        \
+	{"gpus", required_argument, NULL, 'g'},                \
+	{"min-free-mem", required_argument, NULL, 'M'},        \
+	{"max-util", required_argument, NULL, 'U'},            \
+	{"model", required_argument, NULL, 'm'},               \
+	{"exclude", required_argument, NULL, 'x'},             \
+	{"shared", no_argument, NULL, 's'},                    \
+	{"ids", required_argument, NULL, 'I'}
+
+/* one GPU, any load, for this process's user */
+void job_gpus_init(struct job_gpus *g);
+/* -n or one of JOB_GPU_OPTIONS by its getopt char: GC_OK; GC_EINVAL with the reason; GC_ENOTFOUND when c is none */
+int job_gpu_option(struct job_gpus *g, int c, const char *arg, char *err, size_t errlen);
+
 /* What the supervisor options set. */
 struct job_opts {
 	bool spot, ack;

@@ -82,18 +82,25 @@ for cmd in re.findall(r"^  (\w+)\s{2,}", run("--help"), re.M):
 
 # 5. options: what a command accepts is in its --help, what its --help prints is in its man page.
 # A command's options are the long options of its getopt table (its cmd-*.c, and the shared
-# REQUEST_/RUNJOB_LONG_OPTIONS and lib/jobs/job.h's JOB_SUPERVISOR_OPTIONS it includes), told apart by asking the command itself: an
+# RUNJOB_LONG_OPTIONS and lib/jobs/job.h's JOB_GPU_OPTIONS and JOB_SUPERVISOR_OPTIONS it includes), told apart by asking the command itself: an
 # option it does not know is refused as "unknown option '--x'".
 def table_names(text):
     return set(re.findall(r'\{"([a-z][a-z0-9-]*)", *(?:no|required|optional)_argument', text))
 
 
-runjob_h = read("src/runjob.h")
-supervisor = table_names(read("lib/jobs/job.h"))  # JOB_SUPERVISOR_OPTIONS, the one table of them
-if not {"spot", "restart", "checkpoint-dir", "hang-timeout"} <= supervisor:
-    errors.append(f"lib/jobs/job.h's JOB_SUPERVISOR_OPTIONS was not read: {sorted(supervisor)}")
-shared = {"REQUEST_LONG_OPTIONS": table_names(read("src/request.h")),
-          "RUNJOB_LONG_OPTIONS": table_names(runjob_h) | supervisor,
+def macro(text, name):
+    """the body of C macro `name`: its #define line and the continued lines after it"""
+    m = re.search(rf"^#define {name}\b(?:.*\\\n)*.*$", text, re.M)
+    return m.group(0) if m else ""
+
+
+runjob_h, job_h = read("src/runjob.h"), read("lib/jobs/job.h")
+# lib/jobs/job.h holds the one table of each: the GPU request options and the supervisor options
+gpu_opts, supervisor = table_names(macro(job_h, "JOB_GPU_OPTIONS")), table_names(macro(job_h, "JOB_SUPERVISOR_OPTIONS"))
+if not {"spot", "restart", "checkpoint-dir", "hang-timeout"} <= supervisor or not {"gpus", "model", "ids"} <= gpu_opts:
+    errors.append(f"lib/jobs/job.h's option tables were not read: {sorted(gpu_opts)} {sorted(supervisor)}")
+shared = {"JOB_GPU_OPTIONS": gpu_opts,
+          "RUNJOB_LONG_OPTIONS": table_names(macro(runjob_h, "RUNJOB_LONG_OPTIONS")) | gpu_opts | supervisor,
           "JOB_SUPERVISOR_OPTIONS": supervisor}
 # what gpuctld's runner sets for a job (runjob_spawned's fields) was once gpuctl run's internal
 # options: none is an option of any command now, nor in any --help or man page
@@ -135,7 +142,7 @@ for cmd in commands:
             errors.append(f"gpuctl-{cmd}.1 documents the internal option --{name}")
     man = read(f"docs/man/gpuctl-{cmd}.1") if os.path.exists(os.path.join(src, "docs/man", f"gpuctl-{cmd}.1")) else ""
     # a command whose --help sends the reader to gpuctl-run(1) for run's options has them there
-    delegated = shared["RUNJOB_LONG_OPTIONS"] | shared["REQUEST_LONG_OPTIONS"] if "gpuctl-run(1)" in helptext else set()
+    delegated = shared["RUNJOB_LONG_OPTIONS"] if "gpuctl-run(1)" in helptext else set()
     for name in sorted(names - delegated):
         p = subprocess.run([gpuctl, cmd, f"--{name}", "--help"], capture_output=True, text=True, env=probe_env,
                            timeout=20, stdin=subprocess.DEVNULL)

@@ -270,6 +270,58 @@ static void test_job_options(void **st)
 	assert_false(job_is_supervisor_option('n') || job_is_supervisor_option(0) || job_is_supervisor_option(-1));
 }
 
+/* the GPU request options: one parser for run, pick, launch and submit */
+static void test_gpu_options(void **st)
+{
+	(void)st;
+	struct job_gpus g;
+	job_gpus_init(&g);
+	char err[300] = "";
+	assert_int_equal(g.sel.n, 1);
+	assert_int_equal(g.sel.max_util, -1);
+	assert_int_equal(job_gpu_option(&g, 'n', "3", err, sizeof err), GC_OK);
+	assert_int_equal(g.sel.n, 3);
+	assert_true(g.n_given && g.choice_given);
+	assert_int_equal(job_gpu_option(&g, 'M', "20G", err, sizeof err), GC_OK);
+	assert_true(g.sel.min_free_mem == 20ULL << 30);
+	assert_int_equal(job_gpu_option(&g, 'U', "30%", err, sizeof err), GC_OK);
+	assert_int_equal(g.sel.max_util, 30);
+	assert_int_equal(job_gpu_option(&g, 'I', "uuid", err, sizeof err), GC_OK);
+	assert_true(g.ids_uuid);
+	char model[97];
+	memset(model, 'A', 95);
+	model[95] = '\0';
+	assert_int_equal(job_gpu_option(&g, 'm', model, err, sizeof err), GC_OK);
+	model[95] = 'A';
+	model[96] = '\0';
+	static const struct {
+		int c;
+		const char *arg, *why;
+	} bad[] = {
+		{'n', "0", "invalid -n value '0' (expected a positive whole number)"},
+		{'n', "5000", "at most 4096 GPUs"},
+		{'n', "auto", "invalid -n value 'auto'"},
+		{'m', "", "invalid --model ''"},
+		{'M', "20", "invalid --min-free-mem '20'"},
+		{'U', "101", "invalid --max-util '101'"},
+		{'I', "serial", "invalid --ids 'serial' (expected index or uuid)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err[0] = '\0';
+		if (job_gpu_option(&g, bad[i].c, bad[i].arg, err, sizeof err) != GC_EINVAL || !strstr(err, bad[i].why))
+			fail_msg("-%c '%s': err '%s', want GC_EINVAL and '%s'", bad[i].c, bad[i].arg, err, bad[i].why);
+	}
+	assert_int_equal(job_gpu_option(&g, 'm', model, err, sizeof err), GC_EINVAL); /* 96 bytes */
+	assert_non_null(strstr(err, "1 to 95 bytes"));
+	assert_int_equal(g.sel.n, 3); /* a refused value changes nothing */
+	assert_int_equal(job_gpu_option(&g, 'S', NULL, err, sizeof err), GC_ENOTFOUND);
+	g.allow_auto = true;
+	assert_int_equal(job_gpu_option(&g, 'n', "auto", err, sizeof err), GC_OK);
+	assert_true(g.n_auto);
+	assert_int_equal(job_gpu_option(&g, 'n', "zero", err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "or auto"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_sim_node_too_long),
 		cmocka_unit_test(test_ckpt_spot_explain_advise_args),
 		cmocka_unit_test(test_job_options),
+		cmocka_unit_test(test_gpu_options),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
