@@ -36,11 +36,16 @@
  */
 #include "jobs/select.h"
 
+#include "util/errbuf.h"
+
+#include <ctype.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LEVEL_WORST 1000 /* GC_TOPO_UNKNOWN and anything negative: worse than SYS */
 
@@ -593,5 +598,153 @@ out:
 	free(in);
 	free(set);
 	free(best);
+	return rc;
+}
+
+/* ---- GPU ids: indices, UUIDs (or a prefix of 8 hex digits and more), PCI bus ids ---- */
+
+static int parse_busid(const char *s, unsigned long long *key)
+{
+	unsigned long dom = 0, bus = 0, dev = 0, fn = 0;
+	char *end;
+	const char *p = s;
+	unsigned long parts[3];
+	int np = 0;
+	while (np < 3) {
+		if (!isxdigit((unsigned char)*p))
+			return -1;
+		errno = 0;
+		parts[np++] = strtoul(p, &end, 16);
+		if (errno || end - p > 8)
+			return -1;
+		p = end;
+		if (*p != ':')
+			break;
+		p++;
+	}
+	if (np < 2)
+		return -1;
+	if (*p == '.') {
+		p++;
+		if (!isxdigit((unsigned char)*p))
+			return -1;
+		fn = strtoul(p, &end, 16);
+		p = end;
+	}
+	if (*p)
+		return -1;
+	if (np == 3) {
+		dom = parts[0];
+		bus = parts[1];
+		dev = parts[2];
+	} else {
+		bus = parts[0];
+		dev = parts[1];
+	}
+	if (bus > 0xff || dev > 0x1f || fn > 7 || dom > 0xffffffffUL)
+		return -1;
+	*key = ((unsigned long long)dom << 16) | (bus << 8) | (dev << 3) | fn;
+	return 0;
+}
+
+static int match_one(const char *tok, const gc_snapshot *snap, size_t *idx)
+{
+	size_t n = snap->ngpus;
+	/* a plain decimal number is an index */
+	const char *p = tok;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*tok && !*p) {
+		errno = 0;
+		char *end;
+		unsigned long v = strtoul(tok, &end, 10);
+		if (errno || v >= n)
+			return -1;
+		*idx = v;
+		return 0;
+	}
+	if (strncasecmp(tok, "GPU-", 4) == 0) {
+		/* full UUID, or an unambiguous prefix of at least 8 hex digits */
+		size_t len = strlen(tok), found = n;
+		bool prefix_of_one = false;
+		for (size_t i = 0; i < n; i++) {
+			const gc_gpu *g = &snap->gpus[i];
+			if (g->st[GC_V_UUID] != GC_ST_OK)
+				continue;
+			if (strcasecmp(g->uuid, tok) == 0) {
+				*idx = i;
+				return 0;
+			}
+			if (len >= 12 && strncasecmp(g->uuid, tok, len) == 0) {
+				if (found != n)
+					return -2; /* ambiguous */
+				found = i;
+			}
+			prefix_of_one |= len < 12 && strncasecmp(g->uuid, tok, len) == 0;
+		}
+		if (found == n)
+			return prefix_of_one ? -3 : -1;
+		*idx = found;
+		return 0;
+	}
+	unsigned long long key, gk;
+	if (parse_busid(tok, &key) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			const gc_gpu *g = &snap->gpus[i];
+			if (g->st[GC_V_PCI] == GC_ST_OK && parse_busid(g->bus_id, &gk) == 0 && gk == key) {
+				*idx = i;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+int select_parse_ids(const char *opt, const char *spec, const gc_snapshot *snap, bool *which, char *err, size_t errlen)
+{
+	size_t n = snap->ngpus;
+	for (size_t i = 0; i < n; i++)
+		which[i] = false;
+	char range[32];
+	if (n)
+		snprintf(range, sizeof range, n == 1 ? "0" : "0-%zu", n - 1);
+	else
+		snprintf(range, sizeof range, "none");
+	if (!*spec) {
+		errbuf_set(err, errlen, "empty GPU id for %s (expected an index %s, a GPU UUID or a PCI bus id)", opt, range);
+		return GC_EINVAL;
+	}
+	char *copy = strdup(spec);
+	if (!copy) {
+		errbuf_set(err, errlen, "out of memory");
+		return GC_ENOMEM;
+	}
+	int rc = GC_OK;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t idx = 0;
+		while (*tok == ' ')
+			tok++;
+		int m = match_one(tok, snap, &idx);
+		if (m == -2) {
+			errbuf_set(err, errlen, "GPU id '%s' for %s matches more than one GPU; give the full UUID", tok, opt);
+			rc = GC_EINVAL;
+			break;
+		}
+		if (m == -3) {
+			errbuf_set(err, errlen, "GPU id '%s' for %s is too short a UUID prefix: give 'GPU-' and at least 8 hex digits",
+				tok, opt);
+			rc = GC_EINVAL;
+			break;
+		}
+		if (m < 0) {
+			errbuf_set(err, errlen, "invalid GPU id '%s' for %s: no GPU on this machine has that index (%s), "
+				"UUID or PCI bus id", tok, opt, range);
+			rc = GC_EINVAL;
+			break;
+		}
+		which[idx] = true;
+	}
+	free(copy);
 	return rc;
 }

@@ -132,4 +132,14 @@ size_t select_eligible(const gc_snapshot *s, const struct select_request *r, con
  */
 int select_pick(const gc_snapshot *s, const struct select_request *r, const bool *leased, unsigned *out);
 
+/*
+ * The GPUs a list names, as --gpus, --exclude and -i take it ("0,2",
+ * "GPU-8ab3…", "18:00.0", mixed; for opt, the option named in the
+ * message): which[s->ngpus] set for each. GC_OK; GC_EINVAL with a one-line
+ * message naming the id and what would be accepted (an index in range, a
+ * full UUID or an unambiguous prefix of at least 8 hex digits, a PCI bus
+ * id); GC_ENOMEM.
+ */
+int select_parse_ids(const char *opt, const char *spec, const gc_snapshot *s, bool *which, char *err, size_t errlen);
+
 #endif
