@@ -50,20 +50,9 @@ const char *cli_safe(char *buf, size_t len, const char *s)
 	return buf;
 }
 
-static void safe_field(char *field, size_t len)
-{
-	char tmp[512];
-	size_t n = strnlen(field, len < sizeof tmp ? len : sizeof tmp - 1);
-	memcpy(tmp, field, n);
-	proc_sanitize(field, len, tmp, n);
-}
-
 void cli_safe_lease(struct lease_info *i)
 {
-	safe_field(i->user, sizeof i->user);
-	safe_field(i->name, sizeof i->name);
-	safe_field(i->command, sizeof i->command);
-	safe_field(i->request, sizeof i->request);
+	lease_info_sanitize(i);
 }
 
 /* "try 'gpuctl ls --help'", or "try 'gpuctld --help'" for a program's own options */

@@ -132,8 +132,8 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct request r;
-	request_init(&r);
+	struct job_request r;
+	job_request_init(&r);
 	bool env = false, lease = false, release = false;
 	const char *name = NULL;
 	int c, rc;
@@ -189,7 +189,7 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		goto out_dir;
 	}
 	char desc[300], why[2048] = "";
-	request_describe(&r, desc, sizeof desc);
+	job_request_describe(&r, desc, sizeof desc);
 	struct lease_info me;
 	char *shell_argv[] = {(char *)"(shell of gpuctl pick --lease)", NULL};
 	lease_info_self(&me, name, shell_argv, desc);
@@ -205,7 +205,7 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		goto out_free;
 	}
 	char value[8192];
-	if (request_render(&r, chosen, value, sizeof value) < 0) {
+	if (job_request_render(&r, chosen, value, sizeof value) < 0) {
 		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r.jg.sel.n);
 		rc = EXIT_FAIL;
 		goto out_free;
@@ -236,6 +236,6 @@ out_free:
 out_dir:
 	lease_dir_close(d);
 out:
-	request_release(&r);
+	job_request_release(&r);
 	return rc;
 }

@@ -44,9 +44,9 @@ static void catch_signals(void)
 
 static int set_env(struct runjob *j, const unsigned *chosen)
 {
-	struct request *r = &j->r;
+	struct job_request *r = &j->r;
 	char cvd[8192], idx[4096], uu[8192], num[16];
-	if (request_render(r, chosen, cvd, sizeof cvd) < 0) {
+	if (job_request_render(r, chosen, cvd, sizeof cvd) < 0) {
 		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r->jg.sel.n);
 		return EXIT_FAIL;
 	}
@@ -72,7 +72,7 @@ static int set_env(struct runjob *j, const unsigned *chosen)
 
 /* what the supervisor's callbacks need */
 struct job {
-	struct request *r;
+	struct job_request *r;
 	const unsigned *chosen;
 	struct lease *lease;
 	struct lease_dir *d;
@@ -98,7 +98,7 @@ static void job_started(void *arg, pid_t pid)
 static int job_gpu_util(void *arg, int *pct)
 {
 	struct job *j = arg;
-	struct request *r = j->r;
+	struct job_request *r = j->r;
 	/* a placement opened nothing: the first look at the load opens NVML */
 	if (request_open(r) != EXIT_OK || gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
 		return -1;
@@ -117,7 +117,7 @@ static int job_gpu_util(void *arg, int *pct)
 void runjob_init(struct runjob *j)
 {
 	memset(j, 0, sizeof *j);
-	request_init(&j->r);
+	job_request_init(&j->r);
 	j->timeout_ms = -1;
 	j->go_fd = -1;
 	j->status_slot = -1;
@@ -129,7 +129,7 @@ void runjob_release(struct runjob *j)
 	for (size_t i = 0; i < j->n_env; i++)
 		free(j->env_names[i]);
 	j->n_env = 0;
-	request_release(&j->r);
+	job_request_release(&j->r);
 }
 
 int runjob_setenv(struct runjob *j, const char *name, const char *value)
@@ -217,7 +217,7 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
 	} else if ((dr = request_try(&j->r, d, NULL, NULL, chosen, why, sizeof why)) == GC_EBUSY) {
-		request_describe(&j->r, desc, sizeof desc);
+		job_request_describe(&j->r, desc, sizeof desc);
 		cli_err("%s not available now: %s", desc, why);
 		rc = EXIT_FAIL;
 	} else if (dr != GC_OK) {
@@ -344,7 +344,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	if ((rc = request_prepare(&j->r, g)))
 		return rc;
 
-	struct request *r = &j->r;
+	struct job_request *r = &j->r;
 	struct lease_dir *d = NULL;
 	char err[512];
 	if (lease_dir_open(&d, NULL, true, err, sizeof err) != GC_OK) {
@@ -352,7 +352,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		return EXIT_FAIL;
 	}
 	char desc[300];
-	request_describe(r, desc, sizeof desc);
+	job_request_describe(r, desc, sizeof desc);
 	struct lease_info me;
 	lease_info_self(&me, j->name, cmd, desc);
 	me.want = r->jg.n_auto || r->jg.sel.n == 0 ? 1 : (unsigned)r->jg.sel.n;

@@ -16,7 +16,7 @@
 #include <getopt.h>
 
 struct runjob {
-	struct request r;
+	struct job_request r;
 	bool wait;
 	long long timeout_ms;        /* --wait=TIMEOUT; -1: no limit */
 	const char *name;            /* --name, borrowed */

@@ -11,6 +11,7 @@
 #include "device/gpu.h"
 #include "jobs/lease.h"
 #include "jobs/select.h"
+#include "jobs/visible.h"
 #include "spot/spot.h"
 #include "jobs/supervise.h"
 
@@ -57,6 +58,63 @@ struct job_gpus {
 void job_gpus_init(struct job_gpus *g);
 /* -n or one of JOB_GPU_OPTIONS by its getopt char: GC_OK; GC_EINVAL with the reason; GC_ENOTFOUND when c is none */
 int job_gpu_option(struct job_gpus *g, int c, const char *arg, char *err, size_t errlen);
+
+/*
+ * A job's GPU request as it is being met (job-request.c): what the options
+ * asked for, and what a sample and the leases say.
+ */
+struct job_request {
+	struct job_gpus jg;          /* what the options asked for */
+	const char *placed_spec;     /* gpuctld's placement, INDEX=UUID,...: it chose and checked them (runjob_spawned) */
+	bool auto_said;              /* -n auto has said it took fewer than were free (in note) */
+	char note[200];              /* something the caller may tell the user once ("-n auto: ..."); "" when none */
+	bool peek_only;              /* job_request_try looks at leases but takes none (--dry-run) */
+	bool raced;                  /* the last job_request_try chose free GPUs, but another job leased
+					one of them first: worth trying again at once */
+	void *caller;                /* the caller's own (the CLI keeps its options there) */
+	/* set by job_request_prepare */
+	gc_ctx *ctx;                 /* NULL with a placement until the caller opens one */
+	char *placed_buf;            /* the placement, split: uuids point into it */
+	gc_snapshot snap;
+	size_t ngpus;
+	const char **uuids;          /* [ngpus], into snap */
+	bool *allowed, *exclude, *wanted, *leased;
+	bool *own;                   /* leased by an ancestor of ours (lease_ours): used, never leased */
+	size_t nown;                 /* how many, as of the last job_request_try */
+	bool wanted_known;           /* --gpus is parsed into wanted: later samples take only those */
+	enum select_why *why;
+	struct visible parent;       /* our own CUDA_VISIBLE_DEVICES */
+	bool parent_set;
+};
+
+void job_request_init(struct job_request *r);
+/*
+ * Sample ctx (the request's from now on: job_request_release frees it),
+ * apply CUDA_VISIBLE_DEVICES, --exclude and --gpus, and refuse a request
+ * that can never be met. With a placement ctx may be NULL: nothing is
+ * sampled, the GPUs are only leased. GC_OK; GC_EINVAL (a request that
+ * cannot be, said in err); GC_ENOTFOUND (no GPU at all); GC_ENOMEM; a
+ * sampling error.
+ */
+int job_request_prepare(struct job_request *r, gc_ctx *ctx, char *err, size_t errlen);
+/* Sample again (load, processes) before another attempt. GC_OK, or a GC_E* with err. */
+int job_request_resample(struct job_request *r, char *err, size_t errlen);
+/*
+ * One attempt: choose GPUs and, when d is non-NULL, lease them for me.
+ * Inside a lease of an ancestor, only that lease's GPUs are chosen and none
+ * is leased again: *out then holds no GPU, and releasing it leaves the
+ * ancestor's lease alone. GC_OK with chosen[jg.sel.n] (and *out when
+ * leasing); GC_EBUSY when not now, with the reason in why ("GPU 0 is leased
+ * by alice (pid 41, since 10:02); ..."); GC_EINVAL (a request that does not
+ * fit the lease it runs inside) or another GC_E*, with the message in why.
+ */
+int job_request_try(struct job_request *r, struct lease_dir *d, const struct lease_info *me, struct lease **out,
+		    unsigned *chosen, char *why, size_t whylen);
+/* The child's CUDA_VISIBLE_DEVICES for chosen[jg.sel.n]. */
+int job_request_render(const struct job_request *r, const unsigned *chosen, char *buf, size_t len);
+/* "GPU 3" / "2 GPUs" / "every free GPU", for records and messages */
+void job_request_describe(const struct job_request *r, char *buf, size_t len);
+void job_request_release(struct job_request *r);
 
 /* What the supervisor options set. */
 struct job_opts {

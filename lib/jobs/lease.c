@@ -1293,3 +1293,44 @@ void lease_info_self(struct lease_info *i, const char *name, char *const *argv, 
 			*p = '?';
 	snprintf(i->request, sizeof i->request, "%s", request ? request : "");
 }
+
+/* ---- what a lease record says, for people ---- */
+
+void lease_info_sanitize(struct lease_info *i)
+{
+	char *fields[] = {i->user, i->name, i->command, i->request};
+	size_t lens[] = {sizeof i->user, sizeof i->name, sizeof i->command, sizeof i->request};
+	for (size_t f = 0; f < 4; f++) {
+		char tmp[512];
+		size_t n = strnlen(fields[f], lens[f] < sizeof tmp ? lens[f] : sizeof tmp - 1);
+		memcpy(tmp, fields[f], n);
+		proc_sanitize(fields[f], lens[f], tmp, n);
+	}
+}
+
+void lease_holder_text(const struct lease_info *raw, char *buf, size_t len)
+{
+	struct lease_info safe = *raw, *i = &safe;
+	lease_info_sanitize(i);
+	char when[32] = "?";
+	time_t t = (time_t)i->since;
+	struct tm tm;
+	if (i->since > 0 && localtime_r(&t, &tm))
+		strftime(when, sizeof when, time(NULL) - t < 86400 ? "%H:%M" : "%Y-%m-%d %H:%M", &tm);
+	int w;
+	if (i->orphan && i->live > 0)
+		w = snprintf(buf, len, "%s (pid %d, an orphan of pid %d, which has exited; since %s", i->user[0] ? i->user : "?",
+			     (int)i->live, (int)i->pid, when);
+	else if (i->orphan)
+		w = snprintf(buf, len, "%s (an orphan of pid %d, which has exited; since %s", i->user[0] ? i->user : "?",
+			     (int)i->pid, when);
+	else if (i->pid > 0)
+		w = snprintf(buf, len, "%s (pid %d, since %s", i->user[0] ? i->user : "?", (int)i->pid, when);
+	else /* its record named no process of its owner's */
+		w = snprintf(buf, len, "%s (since %s", i->user[0] ? i->user : "?", when);
+	if (w > 0 && (size_t)w < len && i->name[0])
+		w += snprintf(buf + w, len - (size_t)w, ", job '%s'", i->name);
+	if (w > 0 && (size_t)w < len)
+		snprintf(buf + w, len - (size_t)w, ")");
+}
+

@@ -169,4 +169,10 @@ struct lease_waiter {
 };
 int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n);
 
+/* Replace the control characters and bytes that are not UTF-8 in what another user wrote
+ * (user, name, command, request) by '?', as everything gpuctl shows of another process. */
+void lease_info_sanitize(struct lease_info *i);
+/* Who holds a lease, for messages: "alice (pid 4121, since 10:02, job 'train')", sanitized. */
+void lease_holder_text(const struct lease_info *i, char *buf, size_t len);
+
 #endif

@@ -1,0 +1,419 @@
+/*
+ * job-request.c — a job's GPU request (job.h): sample, apply our own
+ * CUDA_VISIBLE_DEVICES, --exclude and --gpus, refuse a request that can
+ * never be met, then one attempt at a time at choosing and leasing the
+ * GPUs: exactly the --gpus ones, or the best that fit, or, inside a lease
+ * of an ancestor (`gpuctl pick --lease` in this shell, an outer `gpuctl
+ * run`), only that lease's. With gpuctld's placement nothing is sampled:
+ * the GPUs are only leased. Never prints: messages go into the caller's
+ * buffers, "not now" reasons name who holds what.
+ */
+#include "jobs/job.h"
+
+#include "util/errbuf.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void job_request_init(struct job_request *r)
+{
+	memset(r, 0, sizeof *r);
+	job_gpus_init(&r->jg);
+}
+
+#define REQUEST_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | \
+	GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_FREE) | GC_BIT(GC_V_UTIL_GPU) | \
+	GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS) | GC_BIT(GC_V_MIG_CURRENT))
+
+/* what names a GPU in --gpus, --exclude and CUDA_VISIBLE_DEVICES */
+#define NAMES_MASK (GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI))
+
+int job_request_resample(struct job_request *r, char *err, size_t errlen)
+{
+	if (r->placed_spec)
+		return GC_OK; /* gpuctld looked: nothing to look at again */
+	/*
+	 * --gpus: the first sample only names every GPU; once the list is
+	 * parsed, only its GPUs are looked at (the others cannot matter),
+	 * and no topology is needed to choose among them.
+	 */
+	const bool *which = r->jg.gpus_spec && r->wanted_known ? r->wanted : NULL;
+	uint64_t mask = r->jg.gpus_spec && !r->wanted_known ? NAMES_MASK : REQUEST_MASK;
+	int rc = gc_ctx_sample(r->ctx, &r->snap, mask, which, !r->jg.gpus_spec && r->jg.sel.n > 1);
+	if (rc != GC_OK) {
+		errbuf_set(err, errlen, "cannot sample GPUs: %s", gc_ctx_errmsg(r->ctx));
+		return rc;
+	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		r->uuids[i] = r->snap.gpus[i].st[GC_V_UUID] == GC_ST_OK ? r->snap.gpus[i].uuid : NULL;
+	return GC_OK;
+}
+
+#define PLACED_MAX 1024     /* GPU indices a placement may name */
+#define PLACED_UUID_MAX 95  /* as NVML writes them, letters, digits and dashes */
+
+/* the GPUs of gpuctld's placement "0=GPU-…,3=GPU-…": 1 + the largest index, or 0 (printed) */
+static size_t placed_count(const char *spec, char *err, size_t errlen)
+{
+	size_t n = 0;
+	for (const char *p = spec; *p;) {
+		char *end;
+		long i = strtol(p, &end, 10);
+		size_t ulen = *end == '=' ? strcspn(end + 1, ",") : 0;
+		static const char uuid_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-";
+		if (end == p || !isdigit((unsigned char)*p) || i >= PLACED_MAX || ulen == 0 || ulen > PLACED_UUID_MAX ||
+		    strspn(end + 1, uuid_chars) < ulen) {
+			errbuf_set(err, errlen, "invalid placement '%s' from gpuctld (expected INDEX=UUID[,INDEX=UUID...])", spec);
+			return 0;
+		}
+		if ((size_t)i + 1 > n)
+			n = (size_t)i + 1;
+		p = end + 1 + ulen;
+		if (*p == ',')
+			p++;
+	}
+	if (!n)
+		errbuf_set(err, errlen, "invalid placement '%s' from gpuctld (expected INDEX=UUID[,INDEX=UUID...])", spec);
+	return n;
+}
+
+/* the placement into wanted and uuids (checked by placed_count) */
+static int placed_parse(struct job_request *r, char *err, size_t errlen)
+{
+	if (!(r->placed_buf = strdup(r->placed_spec))) {
+		errbuf_set(err, errlen, "out of memory");
+		return GC_ENOMEM;
+	}
+	unsigned cnt = 0;
+	for (char *tok = strtok(r->placed_buf, ","); tok; tok = strtok(NULL, ",")) {
+		char *eq = strchr(tok, '=');
+		size_t i = (size_t)strtol(tok, NULL, 10);
+		if (r->wanted[i]) {
+			errbuf_set(err, errlen, "invalid placement '%s' from gpuctld (GPU %zu twice)", r->placed_spec, i);
+			return GC_EINVAL;
+		}
+		r->wanted[i] = r->allowed[i] = true;
+		r->uuids[i] = eq + 1;
+		cnt++;
+	}
+	r->jg.sel.n = cnt;
+	r->wanted_known = true;
+	return GC_OK;
+}
+
+int job_request_prepare(struct job_request *r, gc_ctx *ctx, char *err, size_t errlen)
+{
+	int rc;
+	if (r->jg.gpus_spec && r->jg.n_given) {
+		errbuf_set(err, errlen, "give either -n or --gpus, not both");
+		return GC_EINVAL;
+	}
+	if (r->placed_spec && r->jg.choice_given) {
+		errbuf_set(err, errlen, "a placement from gpuctld comes with no -n, --gpus, --exclude or filter");
+		return GC_EINVAL;
+	}
+	if (r->placed_spec) {
+		if (!(r->ngpus = placed_count(r->placed_spec, err, errlen)))
+			return GC_EINVAL;
+	} else {
+		if (!ctx) {
+			errbuf_set(err, errlen, "no GPU library open to choose GPUs with");
+			return GC_EINVAL;
+		}
+		r->ctx = ctx;
+		r->ngpus = gc_ctx_count(r->ctx);
+		if (!r->ngpus) {
+			errbuf_set(err, errlen, "No devices were found: this machine has no GPU to choose from");
+			return GC_ENOTFOUND;
+		}
+	}
+	size_t n = r->ngpus ? r->ngpus : 1;
+	r->uuids = calloc(n, sizeof *r->uuids);
+	r->allowed = calloc(n, sizeof *r->allowed);
+	r->exclude = calloc(n, sizeof *r->exclude);
+	r->wanted = calloc(n, sizeof *r->wanted);
+	r->leased = calloc(n, sizeof *r->leased);
+	r->own = calloc(n, sizeof *r->own);
+	r->why = calloc(n, sizeof *r->why);
+	if (!r->uuids || !r->allowed || !r->exclude || !r->wanted || !r->leased || !r->own || !r->why) {
+		errbuf_set(err, errlen, "out of memory");
+		return GC_ENOMEM;
+	}
+	if (r->placed_spec)
+		return placed_parse(r, err, errlen); /* our own CUDA_VISIBLE_DEVICES is gpuctld's to decide: it drops it */
+	if ((rc = job_request_resample(r, err, errlen)))
+		return rc;
+	/* we may only hand out what our own CUDA_VISIBLE_DEVICES lets us see */
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	visible_parse(cvd, r->uuids, r->ngpus, &r->parent);
+	r->parent_set = cvd != NULL;
+	if (r->parent.form == VISIBLE_MIG) {
+		errbuf_set(err, errlen, "CUDA_VISIBLE_DEVICES='%s' names MIG devices; gpuctl leases whole GPUs only", cvd);
+		return GC_EINVAL;
+	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		r->allowed[i] = visible_has(&r->parent, (int)i);
+	if (r->parent_set && r->parent.n == 0) {
+		if (r->parent.stop == VISIBLE_STOP_NONE)
+			errbuf_set(err, errlen, "CUDA_VISIBLE_DEVICES is set but empty, so no GPU is visible to gpuctl");
+		else
+			errbuf_set(err, errlen, "CUDA_VISIBLE_DEVICES='%s' leaves no GPU visible (entry %zu: %s)", cvd,
+				r->parent.stop_at + 1, visible_stop_reason(r->parent.stop));
+		return GC_EINVAL;
+	}
+	r->jg.sel.allowed = r->allowed;
+	if (r->jg.exclude_spec) {
+		if ((rc = select_parse_ids("--exclude", r->jg.exclude_spec, &r->snap, r->exclude, err, errlen)))
+			return rc;
+		r->jg.sel.exclude = r->exclude;
+	}
+	if (r->jg.gpus_spec) {
+		if ((rc = select_parse_ids("--gpus", r->jg.gpus_spec, &r->snap, r->wanted, err, errlen)))
+			return rc;
+		unsigned cnt = 0;
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (!r->wanted[i])
+				continue;
+			cnt++;
+			if (!r->allowed[i]) {
+				errbuf_set(err, errlen, "GPU %zu is not visible through CUDA_VISIBLE_DEVICES='%s'", i, cvd);
+				return GC_EINVAL;
+			}
+			if (r->exclude[i]) {
+				errbuf_set(err, errlen, "GPU %zu is both in --gpus and --exclude", i);
+				return GC_EINVAL;
+			}
+		}
+		r->jg.sel.n = cnt;
+		r->wanted_known = true;
+		if ((rc = job_request_resample(r, err, errlen)))
+			return rc;
+		/* a GPU in MIG mode stays so until an administrator changes it: waiting cannot help */
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (r->wanted[i] && select_gpu_mig(&r->snap.gpus[i])) {
+				errbuf_set(err, errlen, "GPU %zu is %s: gpuctl hands out whole GPUs only", i,
+					select_why_text(SELECT_MIG));
+				return GC_EINVAL;
+			}
+		}
+		return GC_OK;
+	}
+	if (select_possible(&r->snap, &r->jg.sel, err, errlen) < 0)
+		return GC_EINVAL;
+	return GC_OK;
+}
+
+/* "GPU 0 leased by alice (...); GPU 1: processes of other users" */
+static void reasons(struct job_request *r, struct lease_dir *d, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < r->ngpus && off + 1 < len; i++) {
+		bool relevant = r->jg.gpus_spec || r->placed_spec ? r->wanted[i]
+					     : r->why[i] != SELECT_OK && r->why[i] != SELECT_NOT_VISIBLE &&
+					       r->why[i] != SELECT_EXCLUDED && r->why[i] != SELECT_MODEL;
+		if (!relevant || r->why[i] == SELECT_OK)
+			continue;
+		char one[400];
+		struct lease_info info;
+		if (r->why[i] == SELECT_LEASED && d && r->uuids[i] && lease_peek(d, r->uuids[i], &info) == 1) {
+			char who[300];
+			lease_holder_text(&info, who, sizeof who);
+			snprintf(one, sizeof one, "GPU %zu is leased by %s", i, who);
+		} else {
+			char what[160];
+			snprintf(one, sizeof one, "GPU %zu: %s", i,
+				 select_why_format(r->why[i], &r->jg.sel, what, sizeof what));
+		}
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "; " : "", one);
+	}
+}
+
+/*
+ * The GPUs an ancestor of ours leased (a shell's `gpuctl pick --lease`, an outer gpuctl
+ * run) are ours to use and only they: the rest become not allowed. 0, or GC_EINVAL
+ * (printed) when the request asks for more than, or other GPUs than, that lease holds.
+ */
+static int inside_own_lease(struct job_request *r, struct lease_dir *d, char *err, size_t errlen)
+{
+	r->nown = 0;
+	struct lease_info holder = {0};
+	for (size_t i = 0; i < r->ngpus; i++) {
+		r->own[i] = r->leased[i] && lease_ours(d, r->uuids[i], &holder) == 1;
+		if (r->own[i]) {
+			r->leased[i] = false;
+			r->nown++;
+		}
+	}
+	if (!r->nown)
+		return 0;
+	char list[256], who[300], desc[300];
+	select_index_list(r->own, r->ngpus, list, sizeof list);
+	lease_holder_text(&holder, who, sizeof who);
+	job_request_describe(r, desc, sizeof desc);
+	for (size_t i = 0; i < r->ngpus; i++) {
+		if ((r->jg.gpus_spec && r->wanted[i] && !r->own[i])) {
+			errbuf_set(err, errlen, "GPU %zu is not in the lease this runs inside (GPU%s %s, leased by %s): ask for those",
+				i, r->nown > 1 ? "s" : "", list, who);
+			return GC_EINVAL;
+		}
+		r->allowed[i] = r->allowed[i] && r->own[i];
+	}
+	if (!r->jg.gpus_spec && !r->jg.n_given)
+		r->jg.sel.n = (unsigned)r->nown; /* like srun inside salloc: the whole lease */
+	if (!r->jg.gpus_spec && !r->jg.n_auto && r->jg.sel.n > r->nown) {
+		errbuf_set(err, errlen, "%s asked for inside a lease of %zu (GPU%s %s, leased by %s): ask for at most %zu", desc,
+			r->nown, r->nown > 1 ? "s" : "", list, who, r->nown);
+		return GC_EINVAL;
+	}
+	return 0;
+}
+
+int job_request_try(struct job_request *r, struct lease_dir *d, const struct lease_info *me,
+		struct lease **out, unsigned *chosen, char *why, size_t whylen)
+{
+	int rc;
+	r->raced = false;
+	bool exact = r->jg.gpus_spec || r->placed_spec;
+	/* with --gpus only its GPUs' leases matter (the others have no UUID sampled); one look at
+	 * the state directory for all of them, however many files others have left in it */
+	const char **look = calloc(r->ngpus ? r->ngpus : 1, sizeof *look);
+	if (!look) {
+		errbuf_set(why, whylen, "out of memory");
+		return GC_ENOMEM;
+	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		look[i] = r->uuids[i] && (!exact || r->wanted[i]) ? r->uuids[i] : NULL;
+	if (!d || lease_held(d, look, r->ngpus, r->leased) < 0)
+		for (size_t i = 0; i < r->ngpus; i++)
+			r->leased[i] = false;
+	free(look);
+	if (d && !r->placed_spec && (rc = inside_own_lease(r, d, why, whylen)))
+		return rc;
+	bool ok;
+	if (r->placed_spec) {
+		/* gpuctld checked them against the job's filters: only a lease can stop us */
+		ok = true;
+		size_t k = 0;
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (r->wanted[i] && r->leased[i]) {
+				ok = false;
+				r->why[i] = SELECT_LEASED;
+			}
+			if (r->wanted[i])
+				chosen[k++] = (unsigned)i;
+		}
+	} else if (r->jg.gpus_spec) {
+		/* exactly these GPUs: each must pass the filters now */
+		select_eligible(&r->snap, &r->jg.sel, r->leased, r->why);
+		ok = true;
+		size_t k = 0;
+		for (size_t i = 0; i < r->ngpus; i++) {
+			if (!r->wanted[i])
+				continue;
+			if (r->why[i] != SELECT_OK)
+				ok = false;
+			chosen[k++] = (unsigned)i;
+		}
+	} else {
+		size_t cnt = select_eligible(&r->snap, &r->jg.sel, r->leased, r->why);
+		if (r->jg.n_auto) {
+			/* every free GPU, as a power of two: the world sizes data-parallel recipes
+			 * divide their batch by; none free is "not now" */
+			unsigned all = cnt ? (unsigned)cnt : 1, p = 1;
+			while (p * 2 <= all)
+				p *= 2;
+			if (p < all && !r->auto_said) {
+				snprintf(r->note, sizeof r->note,
+					 "-n auto: %u GPUs are free; taking %u, a power of two (-n %u takes them all)", all, p, all);
+				r->auto_said = true;
+			}
+			r->jg.sel.n = p;
+		}
+		ok = select_pick(&r->snap, &r->jg.sel, r->leased, chosen) == 0;
+	}
+	if (!ok) {
+		reasons(r, d, why, whylen);
+		return GC_EBUSY;
+	}
+	if (!d || r->peek_only)
+		return GC_OK;
+	const char **uu = calloc(r->jg.sel.n ? r->jg.sel.n : 1, sizeof *uu);
+	if (!uu) {
+		errbuf_set(why, whylen, "out of memory");
+		return GC_ENOMEM;
+	}
+	/* the GPUs an ancestor leased stay its: not leased again, so not released at our end */
+	unsigned nu = 0, *at = calloc(r->jg.sel.n ? r->jg.sel.n : 1, sizeof *at);
+	if (!at) {
+		free(uu);
+		errbuf_set(why, whylen, "out of memory");
+		return GC_ENOMEM;
+	}
+	for (unsigned k = 0; k < r->jg.sel.n; k++) {
+		if (r->own[chosen[k]])
+			continue;
+		at[nu] = chosen[k];
+		uu[nu] = r->uuids[chosen[k]];
+		if (!uu[nu++]) {
+			errbuf_set(why, whylen, "GPU %u has no UUID to lease it by", chosen[k]);
+			free(uu);
+			free(at);
+			return GC_EINVAL;
+		}
+	}
+	size_t busy = 0;
+	char err[512];
+	rc = lease_try(d, uu, nu, me, out, &busy, err, sizeof err);
+	if (rc == GC_EBUSY) {
+		/* taken between our look and our try: say by whom */
+		r->raced = true;
+		struct lease_info info;
+		char who[300] = "someone";
+		if (lease_peek(d, uu[busy], &info) == 1)
+			lease_holder_text(&info, who, sizeof who);
+		snprintf(why, whylen, "GPU %u is leased by %s", at[busy], who);
+	} else if (rc != GC_OK) {
+		snprintf(why, whylen, "%s", err);
+	}
+	free(uu);
+	free(at);
+	return rc;
+}
+
+int job_request_render(const struct job_request *r, const unsigned *chosen, char *buf, size_t len)
+{
+	enum visible_form f = visible_child_form(r->parent_set ? &r->parent : NULL, r->jg.ids_uuid);
+	return visible_render(f, r->uuids, r->ngpus, chosen, r->jg.sel.n, buf, len);
+}
+
+void job_request_describe(const struct job_request *r, char *buf, size_t len)
+{
+	if (r->jg.gpus_spec || r->placed_spec) {
+		char list[256];
+		select_index_list(r->wanted, r->ngpus, list, sizeof list);
+		snprintf(buf, len, "GPU%s %s", r->jg.sel.n > 1 ? "s" : "", list);
+	} else if (r->jg.n_auto) {
+		snprintf(buf, len, "every free GPU");
+	} else {
+		snprintf(buf, len, "%u GPU%s", r->jg.sel.n, r->jg.sel.n > 1 ? "s" : "");
+	}
+}
+
+void job_request_release(struct job_request *r)
+{
+	gpu_snapshot_release(&r->snap);
+	gc_ctx_free(r->ctx);
+	free(r->placed_buf);
+	free(r->uuids);
+	free(r->allowed);
+	free(r->exclude);
+	free(r->wanted);
+	free(r->leased);
+	free(r->own);
+	free(r->why);
+}
