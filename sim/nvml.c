@@ -75,6 +75,7 @@ static unsigned int refcount;
 static unsigned long long init_calls; /* for "after" on nvmlInit faults */
 static char last_error[512];
 static char node_path[4096]; /* gpuctlSimSetNode's; "": $GPUCTL_SIM_NODE */
+static char loaded_path[4096]; /* the file `node` was loaded from */
 
 /*
  * The node file to simulate, given by libgpuctl's gc_ctx_open before
@@ -173,6 +174,16 @@ static nvmlReturn_t init_common(bool v2)
 
 	pthread_mutex_lock(&lock);
 	call = init_calls++;
+	const char *want = node_file();
+	if (node && want && want[0] && strcmp(want, loaded_path) != 0) {
+		/* NVML serves one machine per process, and so does the simulator: a second node
+		 * while the first is in use would be answered with the first's GPUs */
+		snprintf(last_error, sizeof(last_error),
+			 "this process already simulates '%.300s'; one simulated node per process, as NVML serves "
+			 "one machine (close its contexts first)", loaded_path);
+		r = NVML_ERROR_UNKNOWN;
+		goto out;
+	}
 	if (!node) {
 		const char *path = node_file();
 
@@ -187,6 +198,7 @@ static nvmlReturn_t init_common(bool v2)
 			r = NVML_ERROR_UNKNOWN;
 			goto out;
 		}
+		snprintf(loaded_path, sizeof(loaded_path), "%s", path);
 		last_error[0] = '\0';
 	}
 	r = init_fault(call, v2);

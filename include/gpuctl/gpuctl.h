@@ -159,7 +159,9 @@ typedef struct gc_open_opts {
 	size_t size;           /* sizeof(gc_open_opts), or 0 */
 	const char *library;   /* borrowed; NULL: $GPUCTL_NVML_LIBRARY, else libnvidia-ml.so.1 */
 	const char *sim_node;  /* borrowed; non-NULL: load the simulator with this node file
-				  (handed to it directly: no environment variable is set) */
+				  (handed to it directly: no environment variable is set). Like
+				  NVML, which serves one machine, the simulator serves one node
+				  per process: another node while a context is open is GC_ESIM */
 } gc_open_opts;
 
 /*

@@ -322,6 +322,109 @@ static void test_gpu_options(void **st)
 	assert_non_null(strstr(err, "or auto"));
 }
 
+/* a request met by the library: exact --gpus, a GPU leased by someone else, bad lists */
+static void test_job_request(void **st)
+{
+	(void)st;
+	char node[PATH_MAX], err[1024] = "", why[1024] = "";
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/examples/nodes/l4-2x.json", src ? src : "."); /* as setup: one node per process, as NVML is */
+	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	struct lease_dir *d = NULL;
+	assert_int_equal(lease_dir_open(&d, state, true, err, sizeof err), GC_OK);
+	struct lease_info me;
+	lease_info_self(&me, "first", NULL, "GPUs 0,1");
+
+	struct job_request a;
+	job_request_init(&a);
+	assert_int_equal(job_gpu_option(&a.jg, 'g', "1,0", err, sizeof err), GC_OK);
+	gc_ctx *c1 = NULL;
+	assert_int_equal(gc_ctx_open(&c1, &o), GC_OK);
+	assert_int_equal(job_request_prepare(&a, c1, err, sizeof err), GC_OK);
+	unsigned chosen[2];
+	struct lease *l = NULL;
+	assert_int_equal(job_request_try(&a, d, &me, &l, chosen, why, sizeof why), GC_EBUSY);
+	assert_non_null(strstr(why, "GPU 1: in use by another user")); /* frank's processes */
+	assert_int_equal(job_gpu_option(&a.jg, 's', NULL, err, sizeof err), GC_OK); /* --shared */
+	assert_int_equal(job_request_try(&a, d, &me, &l, chosen, why, sizeof why), GC_OK);
+	assert_int_equal(a.jg.sel.n, 2);
+	assert_int_equal(chosen[0], 0);
+	assert_int_equal(chosen[1], 1);
+	char cvd[200], desc[64];
+	assert_int_equal(job_request_render(&a, chosen, cvd, sizeof cvd), 0);
+	assert_string_equal(cvd, "0,1");
+	job_request_describe(&a, desc, sizeof desc);
+	assert_string_equal(desc, "GPUs 0,1");
+
+	/* inside our own lease (this process holds GPUs 0 and 1), a request is met from it and
+	 * leases nothing again: releasing it leaves the lease alone */
+	struct job_request b;
+	job_request_init(&b);
+	assert_int_equal(job_gpu_option(&b.jg, 'g', "1", err, sizeof err), GC_OK);
+	assert_int_equal(job_gpu_option(&b.jg, 's', NULL, err, sizeof err), GC_OK);
+	gc_ctx *c2 = NULL;
+	assert_int_equal(gc_ctx_open(&c2, &o), GC_OK);
+	assert_int_equal(job_request_prepare(&b, c2, err, sizeof err), GC_OK);
+	struct lease *l2 = NULL;
+	assert_int_equal(job_request_try(&b, d, &me, &l2, chosen, why, sizeof why), GC_OK);
+	assert_int_equal(chosen[0], 1);
+	assert_int_equal(b.nown, 1); /* with --gpus only its GPUs are looked at */
+	lease_release(l2);
+	const char *u1 = a.uuids[1];
+	assert_int_equal(lease_ours(d, u1, NULL), 1); /* still a's */
+	lease_release(l);
+	assert_int_equal(lease_ours(d, u1, NULL), 0);
+	job_request_release(&b);
+	job_request_release(&a);
+
+	/* lists that name no GPU, or -n with --gpus, are refused before anything is leased */
+	static const struct {
+		int c1;
+		const char *a1;
+		int c2;
+		const char *a2, *why;
+	} bad[] = {
+		{'g', "7", 0, NULL, "invalid GPU id '7' for --gpus"},
+		{'g', "GPU-1", 0, NULL, "invalid GPU id 'GPU-1' for --gpus: no GPU on this machine has that index (0-1), UUID"},
+		{'g', "0", 'x', "0", "GPU 0 is both in --gpus and --exclude"},
+		{'g', "0", 'n', "1", "give either -n or --gpus"},
+		{'n', "3", 0, NULL, "3 GPUs requested but only 2 exist"},
+		{'m', "H100", 0, NULL, "no GPU on this machine matches --model 'H100'"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct job_request r;
+		job_request_init(&r);
+		assert_int_equal(job_gpu_option(&r.jg, bad[i].c1, bad[i].a1, err, sizeof err), GC_OK);
+		if (bad[i].c2)
+			assert_int_equal(job_gpu_option(&r.jg, bad[i].c2, bad[i].a2, err, sizeof err), GC_OK);
+		gc_ctx *c = NULL;
+		assert_int_equal(gc_ctx_open(&c, &o), GC_OK);
+		err[0] = '\0';
+		int rc = job_request_prepare(&r, c, err, sizeof err);
+		if (rc != GC_EINVAL || !strstr(err, bad[i].why))
+			fail_msg("case %zu: rc %d err '%s', want GC_EINVAL and '%s'", i, rc, err, bad[i].why);
+		if (!r.ctx)
+			gc_ctx_free(c);
+		job_request_release(&r);
+	}
+	lease_dir_close(d);
+}
+
+/* NVML serves one machine per process, and so does the simulator: a second node is refused, not
+ * answered with the first's GPUs; once every context is closed another may be opened */
+static void test_one_node_per_process(void **st)
+{
+	(void)st;
+	char node[PATH_MAX];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/tests/cli/nodes/idle-8x.json", src ? src : ".");
+	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	gc_ctx *c = NULL;
+	assert_int_equal(gc_ctx_open(&c, &o), GC_ESIM); /* setup's l4-2x context is open */
+	assert_non_null(strstr(gc_ctx_errmsg(c), "one simulated node per process"));
+	gc_ctx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +435,8 @@ int main(void)
 		cmocka_unit_test(test_ckpt_spot_explain_advise_args),
 		cmocka_unit_test(test_job_options),
 		cmocka_unit_test(test_gpu_options),
+		cmocka_unit_test(test_job_request),
+		cmocka_unit_test(test_one_node_per_process),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
