@@ -363,70 +363,26 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	struct lease *l = NULL;
 	struct lease_ticket *t = NULL;
 	struct spot_watcher *watcher = NULL;
-	long long deadline = j->timeout_ms >= 0 ? clock_mono_ms() + j->timeout_ms : -1;
-	bool resample = false; /* request_prepare has just sampled */
-	unsigned races = 0;
 	if (!chosen) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
 		goto out_dir;
 	}
-	if (j->wait && lease_queue_join(d, &me, &t, err, sizeof err) != GC_OK) {
-		cli_err("%s", err);
+	char why[2048] = "";
+	int ar = job_request_acquire(r, d, &me, j->wait, j->timeout_ms, &got_signal, &l, &t, chosen, why, sizeof why);
+	if (r->note[0])
+		cli_err("%s", r->note); /* -n auto took fewer than were free */
+	if (ar == GC_EBUSY) {
+		cli_err("%s not available now: %s; use --wait to wait in line", desc, why);
 		rc = EXIT_FAIL;
-		goto out_dir;
-	}
-	for (;;) {
-		char why[2048] = "";
-		int head = t ? lease_queue_is_head(d, t, r->uuids, r->ngpus) : 1;
-		if (head < 0) {
-			cli_err("cannot read the queue in '%s'", lease_dir_path(d));
-			rc = EXIT_FAIL;
-			break;
-		}
-		if (head) {
-			/* only the head looks at the GPUs again: the others just wait their turn */
-			if (resample && (rc = request_resample(r)))
-				break;
-			resample = true;
-			int tr = request_try(r, d, &me, &l, chosen, why, sizeof why);
-			if (tr == GC_OK)
-				break;
-			if (tr != GC_EBUSY) {
-				rc = cli_exit_code(tr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(tr);
-				break;
-			}
-			/* another job took a GPU between our look and our lease: others may be free */
-			if (r->raced && ++races < 64)
-				continue;
-		} else {
-			snprintf(why, sizeof why, "waiting behind earlier requests");
-		}
-		if (!j->wait) {
-			cli_err("%s not available now: %s; use --wait to wait in line", desc, why);
-			rc = EXIT_FAIL;
-			break;
-		}
-		if (got_signal) {
-			rc = 128 + got_signal;
-			break;
-		}
-		long long left = deadline < 0 ? 1000 : deadline - clock_mono_ms();
-		if (deadline >= 0 && left <= 0) {
-			cli_err("gave up waiting for %s after the --wait timeout: %s", desc, why);
-			rc = EXIT_FAIL;
-			break;
-		}
-		/* woken at once by a release; the 1 s bound notices processes that end on their own */
-		if (lease_wait(d, left < 1000 ? (int)left : 1000) < 0) {
-			cli_err("cannot wait for GPUs in '%s'", lease_dir_path(d));
-			rc = EXIT_FAIL;
-			break;
-		}
-		if (got_signal) {
-			rc = 128 + got_signal;
-			break;
-		}
+	} else if (ar == GC_ETIMEDOUT) {
+		cli_err("gave up waiting for %s after the --wait timeout: %s", desc, why);
+		rc = EXIT_FAIL;
+	} else if (ar == GC_ECANCELED) {
+		rc = 128 + got_signal;
+	} else if (ar != GC_OK) {
+		cli_err("%s", why);
+		rc = cli_exit_code(ar) == EXIT_OK ? EXIT_FAIL : cli_exit_code(ar);
 	}
 	if (l) {
 		/* the job may want to know its place in line (the queue's arrival order) */

@@ -45,6 +45,7 @@ enum gc_error {
 	GC_EBUSY = -13,      /* held by someone else (a lease): not now */
 	GC_ETIMEDOUT = -14,  /* waited as long as asked */
 	GC_ENOTNOW = -15,    /* too few GPUs fit the request now: not now, try again or wait */
+	GC_ECANCELED = -16,  /* the caller asked to stop (a signal) while it waited */
 };
 
 /* Return a static English description of a GC_E* code. */

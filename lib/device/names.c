@@ -25,6 +25,7 @@ const char *gc_strerror(int err)
 	case GC_EBUSY: return "busy";
 	case GC_ETIMEDOUT: return "timed out";
 	case GC_ENOTNOW: return "not available now";
+	case GC_ECANCELED: return "stopped while waiting";
 	default: return "unknown error";
 	}
 }

@@ -10,6 +10,7 @@
  */
 #include "jobs/job.h"
 
+#include "util/clock.h"
 #include "util/errbuf.h"
 
 #include <ctype.h>
@@ -382,6 +383,73 @@ int job_request_try(struct job_request *r, struct lease_dir *d, const struct lea
 	}
 	free(uu);
 	free(at);
+	return rc;
+}
+
+int job_request_acquire(struct job_request *r, struct lease_dir *d, const struct lease_info *me, bool wait,
+			long long timeout_ms, const volatile int *stop, struct lease **out, struct lease_ticket **ticket,
+			unsigned *chosen, char *why, size_t whylen)
+{
+	char err[512];
+	int rc;
+	*out = NULL;
+	*ticket = NULL;
+	if (wait && lease_queue_join(d, me, ticket, err, sizeof err) != GC_OK) {
+		snprintf(why, whylen, "%s", err);
+		return GC_EIO;
+	}
+	long long deadline = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : -1;
+	bool resample = false; /* job_request_prepare has just sampled */
+	unsigned races = 0;
+	for (;;) {
+		why[0] = '\0';
+		int head = *ticket ? lease_queue_is_head(d, *ticket, r->uuids, r->ngpus) : 1;
+		if (head < 0) {
+			snprintf(why, whylen, "cannot read the queue in '%s'", lease_dir_path(d));
+			rc = GC_EIO;
+			break;
+		}
+		if (head) {
+			/* only the head looks at the GPUs again: the others just wait their turn */
+			if (resample && (rc = job_request_resample(r, why, whylen)) != GC_OK)
+				break;
+			resample = true;
+			rc = job_request_try(r, d, me, out, chosen, why, whylen);
+			if (rc != GC_EBUSY)
+				break;
+			/* another job took a GPU between our look and our lease: others may be free */
+			if (r->raced && ++races < 64)
+				continue;
+		} else {
+			snprintf(why, whylen, "waiting behind earlier requests");
+		}
+		rc = GC_EBUSY;
+		if (!wait)
+			break;
+		if (stop && *stop) {
+			rc = GC_ECANCELED;
+			break;
+		}
+		long long left = deadline < 0 ? 1000 : deadline - clock_mono_ms();
+		if (deadline >= 0 && left <= 0) {
+			rc = GC_ETIMEDOUT;
+			break;
+		}
+		/* woken at once by a release; the 1 s bound notices processes that end on their own */
+		if (lease_wait(d, left < 1000 ? (int)left : 1000) < 0) {
+			snprintf(why, whylen, "cannot wait for GPUs in '%s'", lease_dir_path(d));
+			rc = GC_EIO;
+			break;
+		}
+		if (stop && *stop) {
+			rc = GC_ECANCELED;
+			break;
+		}
+	}
+	if (rc != GC_OK) {
+		lease_queue_leave(*ticket);
+		*ticket = NULL;
+	}
 	return rc;
 }
 

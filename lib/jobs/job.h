@@ -110,6 +110,22 @@ int job_request_resample(struct job_request *r, char *err, size_t errlen);
  */
 int job_request_try(struct job_request *r, struct lease_dir *d, const struct lease_info *me, struct lease **out,
 		    unsigned *chosen, char *why, size_t whylen);
+/*
+ * job_request_try until the GPUs are leased for me: at once, or, with wait,
+ * in line behind earlier requests (a ticket in d, first come first served;
+ * only the head of the line looks at the GPUs again, woken by a release),
+ * for at most timeout_ms (-1: no limit). A choice lost to another job's
+ * lease is made again at once. *stop (NULL: none), set by the caller's
+ * signal handler, ends the wait. GC_OK with *out and chosen, and *ticket
+ * still in line (the caller withdraws it once the job has what it needs to
+ * know its place: lease_queue_withdraw, then lease_queue_leave); GC_EBUSY
+ * (not now, and no wait) or GC_ETIMEDOUT with the reason in why;
+ * GC_ECANCELED when *stop was set; another GC_E* with the message in why.
+ * Nothing is leased and no ticket is left on any of them.
+ */
+int job_request_acquire(struct job_request *r, struct lease_dir *d, const struct lease_info *me, bool wait,
+			long long timeout_ms, const volatile int *stop, struct lease **out, struct lease_ticket **ticket,
+			unsigned *chosen, char *why, size_t whylen);
 /* The child's CUDA_VISIBLE_DEVICES for chosen[jg.sel.n]. */
 int job_request_render(const struct job_request *r, const unsigned *chosen, char *buf, size_t len);
 /* "GPU 3" / "2 GPUs" / "every free GPU", for records and messages */

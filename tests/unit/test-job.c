@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <signal.h>
 
 #include "device/gpu.h"
 #include "jobs/job.h"
@@ -425,6 +428,77 @@ static void test_one_node_per_process(void **st)
 	gc_ctx_free(c);
 }
 
+/* acquire: not now, a timeout, a stop, and the GPU once its holder (another process) is gone */
+static void test_acquire(void **st)
+{
+	(void)st;
+	char node[PATH_MAX], err[1024] = "", why[2048] = "";
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/examples/nodes/l4-2x.json", src ? src : ".");
+	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		struct lease_dir *hd = NULL;
+		struct job_request h;
+		struct lease_info me;
+		job_request_init(&h);
+		gc_ctx *c = NULL;
+		unsigned ch[2];
+		struct lease *hl = NULL;
+		struct lease_ticket *ht = NULL;
+		lease_info_self(&me, "holder", NULL, "GPU 0");
+		if (lease_dir_open(&hd, state, true, err, sizeof err) != GC_OK ||
+		    job_gpu_option(&h.jg, 'g', "0", err, sizeof err) != GC_OK || gc_ctx_open(&c, &o) != GC_OK ||
+		    job_request_prepare(&h, c, err, sizeof err) != GC_OK ||
+		    job_request_acquire(&h, hd, &me, false, -1, NULL, &hl, &ht, ch, why, sizeof why) != GC_OK)
+			_exit(1);
+		(void)!write(p[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+
+	struct lease_dir *d = NULL;
+	assert_int_equal(lease_dir_open(&d, state, true, err, sizeof err), GC_OK);
+	struct lease_info me;
+	lease_info_self(&me, "waiter", NULL, "GPU 0");
+	struct job_request r;
+	job_request_init(&r);
+	assert_int_equal(job_gpu_option(&r.jg, 'g', "0", err, sizeof err), GC_OK);
+	gc_ctx *ctx2 = NULL;
+	assert_int_equal(gc_ctx_open(&ctx2, &o), GC_OK);
+	assert_int_equal(job_request_prepare(&r, ctx2, err, sizeof err), GC_OK);
+	unsigned chosen[2];
+	struct lease *l = NULL;
+	struct lease_ticket *t = NULL;
+	assert_int_equal(job_request_acquire(&r, d, &me, false, -1, NULL, &l, &t, chosen, why, sizeof why), GC_EBUSY);
+	assert_non_null(strstr(why, "GPU 0 is leased by"));
+	assert_non_null(strstr(why, "job 'holder'"));
+	assert_null(l);
+	assert_null(t);
+	assert_int_equal(job_request_acquire(&r, d, &me, true, 200, NULL, &l, &t, chosen, why, sizeof why), GC_ETIMEDOUT);
+	assert_null(t); /* out of line again */
+	volatile int stop = 1;
+	assert_int_equal(job_request_acquire(&r, d, &me, true, -1, &stop, &l, &t, chosen, why, sizeof why), GC_ECANCELED);
+	kill(holder, SIGKILL);
+	int wst;
+	waitpid(holder, &wst, 0);
+	assert_int_equal(job_request_acquire(&r, d, &me, true, 10000, NULL, &l, &t, chosen, why, sizeof why), GC_OK);
+	assert_non_null(l);
+	assert_int_equal(chosen[0], 0);
+	lease_queue_withdraw(t);
+	lease_queue_leave(t);
+	lease_release(l);
+	job_request_release(&r);
+	lease_dir_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_options),
 		cmocka_unit_test(test_job_request),
 		cmocka_unit_test(test_one_node_per_process),
+		cmocka_unit_test(test_acquire),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
