@@ -30,14 +30,21 @@ static gc_ctx *ctx;
 static gc_snapshot *snap;
 static char state[PATH_MAX];
 
+/* a context of node file `rel` (under the source tree): l4-2x, the one every context of this
+ * process shares (one simulated node per process, as NVML is), or another to be refused */
+static int open_node(const char *rel, gc_ctx **out)
+{
+	char node[PATH_MAX];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/%s", src ? src : ".", rel);
+	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	return gc_ctx_open(out, &o);
+}
+
 static int setup(void **st)
 {
 	(void)st;
-	char node[PATH_MAX];
-	const char *src = getenv("GPUCTL_SRCDIR");
-	snprintf(node, sizeof node, "%s/examples/nodes/l4-2x.json", src ? src : ".");
-	gc_open_opts o = {.size = sizeof o, .sim_node = node};
-	if (gc_ctx_open(&ctx, &o) != GC_OK || !(snap = gc_snapshot_new()) ||
+	if (open_node("examples/nodes/l4-2x.json", &ctx) != GC_OK || !(snap = gc_snapshot_new()) ||
 	    gc_ctx_sample(ctx, snap, GC_ALL_VALUES, NULL, false) != GC_OK || tmpdir_make(state, sizeof state, "job") < 0)
 		return -1;
 	return 0;
@@ -329,10 +336,7 @@ static void test_gpu_options(void **st)
 static void test_job_request(void **st)
 {
 	(void)st;
-	char node[PATH_MAX], err[1024] = "", why[1024] = "";
-	const char *src = getenv("GPUCTL_SRCDIR");
-	snprintf(node, sizeof node, "%s/examples/nodes/l4-2x.json", src ? src : "."); /* as setup: one node per process, as NVML is */
-	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	char err[1024] = "", why[1024] = "";
 	struct lease_dir *d = NULL;
 	assert_int_equal(lease_dir_open(&d, state, true, err, sizeof err), GC_OK);
 	struct lease_info me;
@@ -342,7 +346,7 @@ static void test_job_request(void **st)
 	job_request_init(&a);
 	assert_int_equal(job_gpu_option(&a.jg, 'g', "1,0", err, sizeof err), GC_OK);
 	gc_ctx *c1 = NULL;
-	assert_int_equal(gc_ctx_open(&c1, &o), GC_OK);
+	assert_int_equal(open_node("examples/nodes/l4-2x.json", &c1), GC_OK);
 	assert_int_equal(job_request_prepare(&a, c1, err, sizeof err), GC_OK);
 	unsigned chosen[2];
 	struct lease *l = NULL;
@@ -366,7 +370,7 @@ static void test_job_request(void **st)
 	assert_int_equal(job_gpu_option(&b.jg, 'g', "1", err, sizeof err), GC_OK);
 	assert_int_equal(job_gpu_option(&b.jg, 's', NULL, err, sizeof err), GC_OK);
 	gc_ctx *c2 = NULL;
-	assert_int_equal(gc_ctx_open(&c2, &o), GC_OK);
+	assert_int_equal(open_node("examples/nodes/l4-2x.json", &c2), GC_OK);
 	assert_int_equal(job_request_prepare(&b, c2, err, sizeof err), GC_OK);
 	struct lease *l2 = NULL;
 	assert_int_equal(job_request_try(&b, d, &me, &l2, chosen, why, sizeof why), GC_OK);
@@ -401,7 +405,7 @@ static void test_job_request(void **st)
 		if (bad[i].c2)
 			assert_int_equal(job_gpu_option(&r.jg, bad[i].c2, bad[i].a2, err, sizeof err), GC_OK);
 		gc_ctx *c = NULL;
-		assert_int_equal(gc_ctx_open(&c, &o), GC_OK);
+		assert_int_equal(open_node("examples/nodes/l4-2x.json", &c), GC_OK);
 		err[0] = '\0';
 		int rc = job_request_prepare(&r, c, err, sizeof err);
 		if (rc != GC_EINVAL || !strstr(err, bad[i].why))
@@ -418,12 +422,8 @@ static void test_job_request(void **st)
 static void test_one_node_per_process(void **st)
 {
 	(void)st;
-	char node[PATH_MAX];
-	const char *src = getenv("GPUCTL_SRCDIR");
-	snprintf(node, sizeof node, "%s/tests/cli/nodes/idle-8x.json", src ? src : ".");
-	gc_open_opts o = {.size = sizeof o, .sim_node = node};
 	gc_ctx *c = NULL;
-	assert_int_equal(gc_ctx_open(&c, &o), GC_ESIM); /* setup's l4-2x context is open */
+	assert_int_equal(open_node("tests/cli/nodes/idle-8x.json", &c), GC_ESIM); /* setup's l4-2x is open */
 	assert_non_null(strstr(gc_ctx_errmsg(c), "one simulated node per process"));
 	gc_ctx_free(c);
 }
@@ -432,10 +432,7 @@ static void test_one_node_per_process(void **st)
 static void test_acquire(void **st)
 {
 	(void)st;
-	char node[PATH_MAX], err[1024] = "", why[2048] = "";
-	const char *src = getenv("GPUCTL_SRCDIR");
-	snprintf(node, sizeof node, "%s/examples/nodes/l4-2x.json", src ? src : ".");
-	gc_open_opts o = {.size = sizeof o, .sim_node = node};
+	char err[1024] = "", why[2048] = "";
 	int p[2];
 	assert_int_equal(pipe(p), 0);
 	pid_t holder = fork();
@@ -451,7 +448,7 @@ static void test_acquire(void **st)
 		struct lease_ticket *ht = NULL;
 		lease_info_self(&me, "holder", NULL, "GPU 0");
 		if (lease_dir_open(&hd, state, true, err, sizeof err) != GC_OK ||
-		    job_gpu_option(&h.jg, 'g', "0", err, sizeof err) != GC_OK || gc_ctx_open(&c, &o) != GC_OK ||
+		    job_gpu_option(&h.jg, 'g', "0", err, sizeof err) != GC_OK || open_node("examples/nodes/l4-2x.json", &c) != GC_OK ||
 		    job_request_prepare(&h, c, err, sizeof err) != GC_OK ||
 		    job_request_acquire(&h, hd, &me, false, -1, NULL, &hl, &ht, ch, why, sizeof why) != GC_OK)
 			_exit(1);
@@ -472,7 +469,7 @@ static void test_acquire(void **st)
 	job_request_init(&r);
 	assert_int_equal(job_gpu_option(&r.jg, 'g', "0", err, sizeof err), GC_OK);
 	gc_ctx *ctx2 = NULL;
-	assert_int_equal(gc_ctx_open(&ctx2, &o), GC_OK);
+	assert_int_equal(open_node("examples/nodes/l4-2x.json", &ctx2), GC_OK);
 	assert_int_equal(job_request_prepare(&r, ctx2, err, sizeof err), GC_OK);
 	unsigned chosen[2];
 	struct lease *l = NULL;
