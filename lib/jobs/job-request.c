@@ -57,7 +57,7 @@ int job_request_resample(struct job_request *r, char *err, size_t errlen)
 #define PLACED_MAX 1024     /* GPU indices a placement may name */
 #define PLACED_UUID_MAX 95  /* as NVML writes them, letters, digits and dashes */
 
-/* the GPUs of gpuctld's placement "0=GPU-…,3=GPU-…": 1 + the largest index, or 0 (printed) */
+/* the GPUs of gpuctld's placement "0=GPU-…,3=GPU-…": 1 + the largest index, or 0 (the reason in err) */
 static size_t placed_count(const char *spec, char *err, size_t errlen)
 {
 	size_t n = 0;
@@ -237,7 +237,7 @@ static void reasons(struct job_request *r, struct lease_dir *d, char *buf, size_
 /*
  * The GPUs an ancestor of ours leased (a shell's `gpuctl pick --lease`, an outer gpuctl
  * run) are ours to use and only they: the rest become not allowed. 0, or GC_EINVAL
- * (printed) when the request asks for more than, or other GPUs than, that lease holds.
+ * (the reason in err) when the request asks for more than, or other GPUs than, that lease holds.
  */
 static int inside_own_lease(struct job_request *r, struct lease_dir *d, char *err, size_t errlen)
 {
