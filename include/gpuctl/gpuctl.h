@@ -268,6 +268,23 @@ int gc_pick(const gc_snapshot *snap, const gc_request *r, const char *state_dir,
 typedef struct gc_lease gc_lease;
 int gc_lease_take(const gc_snapshot *snap, const gc_request *r, const char *state_dir, gc_lease **out,
 		  char *err, size_t errlen);
+/*
+ * Take GPUs as `gpuctl run --wait` does: sample ctx (borrowed: it stays the
+ * caller's), choose r->n GPUs among those this process may see
+ * (CUDA_VISIBLE_DEVICES) that fit, and lease them. Inside a lease this
+ * process runs in (a `gpuctl run` job, a shell after `gpuctl pick
+ * --lease`), only that lease's GPUs are chosen and none is leased again:
+ * the job's own GPUs. When too few fit now and timeout_ms is not 0, wait
+ * in line with every gpuctl of every user on the machine (first come,
+ * first served) for at most timeout_ms (-1: no limit), woken at once by a
+ * release, or until *stop (NULL: none; set it from a signal handler or
+ * another thread) is non-zero. GC_OK with *out; GC_ENOTNOW (timeout_ms 0),
+ * GC_ETIMEDOUT or GC_ECANCELED with the reason in err ("GPU 0 is leased by
+ * alice (pid 41, since 10:02, job 'train')"); GC_EINVAL for a request this
+ * machine can never meet, said in err; another GC_E*.
+ */
+int gc_lease_wait(gc_ctx *ctx, const gc_request *r, const char *state_dir, int64_t timeout_ms,
+		  const volatile int *stop, gc_lease **out, char *err, size_t errlen);
 /* how many GPUs, and the NVML index of the i-th (ascending) */
 size_t gc_lease_count(const gc_lease *l);
 unsigned gc_lease_gpu(const gc_lease *l, size_t i);

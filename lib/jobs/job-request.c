@@ -475,7 +475,8 @@ void job_request_describe(const struct job_request *r, char *buf, size_t len)
 void job_request_release(struct job_request *r)
 {
 	gpu_snapshot_release(&r->snap);
-	gc_ctx_free(r->ctx);
+	if (!r->ctx_borrowed)
+		gc_ctx_free(r->ctx);
 	free(r->placed_buf);
 	free(r->uuids);
 	free(r->allowed);

@@ -7,6 +7,7 @@
 #include "util/errbuf.h"
 #include "jobs/visible.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -136,6 +137,63 @@ int gc_lease_take(const gc_snapshot *snap, const gc_request *req, const char *st
 		memcpy(l->uuids[k], snap->gpus[l->gpus[k]].uuid, sizeof l->uuids[k]);
 	*out = l;
 	return GC_OK;
+}
+
+int gc_lease_wait(gc_ctx *ctx, const gc_request *req, const char *state_dir, int64_t timeout_ms,
+		  const volatile int *stop, gc_lease **out, char *err, size_t errlen)
+{
+	struct select_request r;
+	if (out)
+		*out = NULL;
+	if (!ctx || !out || request_from(req, &r) != GC_OK || timeout_ms < -1) {
+		errbuf_set(err, errlen, "invalid request (a context, a place for the lease, size set, n of at least 1, "
+					"max_util -1 or 0 to 100, timeout_ms -1 or more)");
+		return GC_EINVAL;
+	}
+	struct job_request jr;
+	job_request_init(&jr);
+	jr.jg.sel = r;
+	jr.jg.n_given = jr.jg.choice_given = true;
+	jr.ctx_borrowed = true;
+	gc_lease *l = calloc(1, sizeof *l);
+	unsigned *chosen = calloc(r.n, sizeof *chosen);
+	struct lease_ticket *t = NULL;
+	char why[2048] = "";
+	int rc = GC_ENOMEM;
+	if (!l || !chosen || !(l->gpus = calloc(r.n, sizeof *l->gpus)) || !(l->uuids = calloc(r.n, sizeof *l->uuids))) {
+		errbuf_set(err, errlen, "out of memory");
+		goto out;
+	}
+	if ((rc = job_request_prepare(&jr, ctx, err, errlen)) != GC_OK ||
+	    (rc = lease_dir_open(&l->dir, state_dir, true, err, errlen)) != GC_OK)
+		goto out;
+	char desc[64];
+	job_request_describe(&jr, desc, sizeof desc);
+	struct lease_info me;
+	lease_info_self(&me, req->size >= offsetof(gc_request, name) + sizeof req->name ? req->name : NULL, NULL, desc);
+	me.want = r.n;
+	rc = job_request_acquire(&jr, l->dir, &me, timeout_ms != 0, timeout_ms, stop, &l->lease, &t, chosen, why,
+				 sizeof why);
+	if (rc == GC_EBUSY)
+		rc = GC_ENOTNOW; /* the public word for it */
+	if (rc != GC_OK) {
+		errbuf_set(err, errlen, "%s", why[0] ? why : gc_strerror(rc));
+		goto out;
+	}
+	lease_queue_withdraw(t);
+	lease_queue_leave(t);
+	l->n = r.n;
+	for (size_t k = 0; k < l->n; k++) {
+		l->gpus[k] = chosen[k];
+		snprintf(l->uuids[k], sizeof l->uuids[k], "%s", jr.uuids[chosen[k]] ? jr.uuids[chosen[k]] : "");
+	}
+	*out = l;
+	l = NULL;
+out:
+	gc_lease_release(l);
+	free(chosen);
+	job_request_release(&jr);
+	return rc;
 }
 
 size_t gc_lease_count(const gc_lease *l)

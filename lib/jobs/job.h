@@ -72,6 +72,7 @@ struct job_request {
 	bool raced;                  /* the last job_request_try chose free GPUs, but another job leased
 					one of them first: worth trying again at once */
 	void *caller;                /* the caller's own (the CLI keeps its options there) */
+	bool ctx_borrowed;           /* ctx stays the caller's: job_request_release leaves it open */
 	/* set by job_request_prepare */
 	gc_ctx *ctx;                 /* NULL with a placement until the caller opens one */
 	char *placed_buf;            /* the placement, split: uuids point into it */
@@ -89,7 +90,8 @@ struct job_request {
 
 void job_request_init(struct job_request *r);
 /*
- * Sample ctx (the request's from now on: job_request_release frees it),
+ * Sample ctx (the request's from now on: job_request_release frees it,
+ * unless ctx_borrowed),
  * apply CUDA_VISIBLE_DEVICES, --exclude and --gpus, and refuse a request
  * that can never be met. With a placement ctx may be NULL: nothing is
  * sampled, the GPUs are only leased. GC_OK; GC_EINVAL (a request that

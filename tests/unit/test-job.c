@@ -496,6 +496,69 @@ static void test_acquire(void **st)
 	lease_dir_close(d);
 }
 
+/* gc_lease_wait: not now, a timeout, a stop, the GPU once its holder (another process) is gone,
+ * and inside this process's own lease the same GPU without a new claim */
+static void test_lease_wait(void **st)
+{
+	(void)st;
+	char err[1024] = "";
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		gc_request h = {.size = sizeof h, .n = 1, .max_util = -1, .name = "holder"};
+		gc_lease *hl = NULL;
+		if (gc_lease_take(snap, &h, state, &hl, err, sizeof err) != GC_OK || gc_lease_gpu(hl, 0) != 0)
+			_exit(1);
+		(void)!write(p[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+
+	gc_request r = {.size = sizeof r, .n = 1, .max_util = -1, .name = "waiter"};
+	gc_lease *l = (gc_lease *)err;
+	assert_int_equal(gc_lease_wait(ctx, &r, state, 0, NULL, &l, err, sizeof err), GC_ENOTNOW);
+	assert_null(l);
+	assert_non_null(strstr(err, "GPU 0 is leased by"));
+	assert_non_null(strstr(err, "job 'holder'"));
+	assert_int_equal(gc_lease_wait(ctx, &r, state, 200, NULL, &l, err, sizeof err), GC_ETIMEDOUT);
+	volatile int stop = 1;
+	assert_int_equal(gc_lease_wait(ctx, &r, state, -1, &stop, &l, err, sizeof err), GC_ECANCELED);
+	kill(holder, SIGKILL);
+	int wst;
+	waitpid(holder, &wst, 0);
+	assert_int_equal(gc_lease_wait(ctx, &r, state, 10000, NULL, &l, err, sizeof err), GC_OK);
+	assert_int_equal(gc_lease_count(l), 1);
+	assert_int_equal(gc_lease_gpu(l, 0), 0);
+	char cvd[128];
+	assert_int_equal(gc_lease_visible(l, cvd, sizeof cvd), GC_OK);
+	assert_memory_equal(cvd, "GPU-", 4);
+	/* inside our own lease: the same GPU again, and releasing that leaves ours alone */
+	gc_lease *again = NULL;
+	assert_int_equal(gc_lease_wait(ctx, &r, state, 0, NULL, &again, err, sizeof err), GC_OK);
+	assert_int_equal(gc_lease_gpu(again, 0), 0);
+	gc_lease_release(again);
+	unsigned other;
+	gc_request r2 = {.size = sizeof r2, .n = 1, .max_util = -1, .shared = true};
+	assert_int_equal(gc_pick(snap, &r2, state, &other), GC_OK);
+	assert_int_equal(other, 1); /* GPU 0 still leased */
+	gc_lease_release(l);
+	/* ctx stays the caller's */
+	assert_int_equal(gc_ctx_sample(ctx, snap, GC_ALL_VALUES, NULL, false), GC_OK);
+	/* bad input */
+	assert_int_equal(gc_lease_wait(NULL, &r, state, 0, NULL, &l, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_lease_wait(ctx, &r, state, 0, NULL, NULL, err, sizeof err), GC_EINVAL);
+	assert_int_equal(gc_lease_wait(ctx, &r, state, -2, NULL, &l, err, sizeof err), GC_EINVAL);
+	gc_request big = {.size = sizeof big, .n = 3, .max_util = -1};
+	assert_int_equal(gc_lease_wait(ctx, &big, state, -1, NULL, &l, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "3 GPUs requested but only 2 exist"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_job_request),
 		cmocka_unit_test(test_one_node_per_process),
 		cmocka_unit_test(test_acquire),
+		cmocka_unit_test(test_lease_wait),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
