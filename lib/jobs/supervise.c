@@ -179,28 +179,81 @@ static void give_back_tty(void)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-static void attempt_env(struct supervise_opts *o, unsigned attempt)
+/*
+ * One attempt's environment: the caller's, with GPUCTL_RUN_ID,
+ * GPUCTL_RESTART_COUNT, GPUCTL_CHECKPOINT_DIR and GPUCTL_RESUME_FROM (the
+ * newest complete checkpoint) as this attempt has them. Built for the
+ * child, never set in ours: a library does not touch its caller's
+ * environment. Freed with env_free; NULL when out of memory.
+ */
+struct env {
+	char **v;              /* NULL-terminated, for posix_spawn */
+	char *own[4];          /* the strings made here */
+};
+
+static const char *const attempt_vars[] = {"GPUCTL_RUN_ID=", "GPUCTL_RESTART_COUNT=", "GPUCTL_CHECKPOINT_DIR=",
+					   "GPUCTL_RESUME_FROM="};
+
+static void env_free(struct env *e)
 {
-	char num[16];
-	snprintf(num, sizeof num, "%u", attempt);
-	setenv("GPUCTL_RUN_ID", o->run_id, 1);
-	setenv("GPUCTL_RESTART_COUNT", num, 1);
-	unsetenv("GPUCTL_RESUME_FROM");
-	if (o->checkpoint_dir) {
-		setenv("GPUCTL_CHECKPOINT_DIR", o->checkpoint_dir, 1);
-		char latest[8192], err[512];
-		if (ckpt_latest(o->checkpoint_dir, latest, sizeof latest, err, sizeof err) == GC_OK)
-			setenv("GPUCTL_RESUME_FROM", latest, 1);
-	}
+	for (size_t i = 0; i < 4; i++)
+		free(e->own[i]);
+	free(e->v);
+	memset(e, 0, sizeof *e);
 }
 
-/* Run the --on-notice hook without waiting for it (it is reaped on SIGCHLD). */
-static pid_t run_hook(const char *cmd, const sigset_t *orig)
+/* "NAME=value" (name with its '='), or NULL when out of memory */
+static char *var(const char *name, const char *value)
+{
+	size_t n = strlen(name) + strlen(value) + 1;
+	char *v = malloc(n);
+	if (v)
+		snprintf(v, n, "%s%s", name, value);
+	return v;
+}
+
+static int attempt_env(const struct supervise_opts *o, unsigned attempt, struct env *e)
+{
+	memset(e, 0, sizeof *e);
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	if (!(e->v = calloc(n + 5, sizeof *e->v)))
+		return GC_ENOMEM;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool ours = false;
+		for (size_t k = 0; k < 4 && !ours; k++)
+			ours = strncmp(environ[i], attempt_vars[k], strlen(attempt_vars[k])) == 0;
+		if (!ours)
+			e->v[m++] = environ[i];
+	}
+	char latest[8192], err[512], num[16];
+	bool resume = o->checkpoint_dir && ckpt_latest(o->checkpoint_dir, latest, sizeof latest, err, sizeof err) == GC_OK;
+	snprintf(num, sizeof num, "%u", attempt);
+	e->own[0] = var(attempt_vars[0], o->run_id);
+	e->own[1] = var(attempt_vars[1], num);
+	e->own[2] = o->checkpoint_dir ? var(attempt_vars[2], o->checkpoint_dir) : NULL;
+	e->own[3] = resume ? var(attempt_vars[3], latest) : NULL;
+	if (!e->own[0] || !e->own[1] || (o->checkpoint_dir && !e->own[2]) || (resume && !e->own[3])) {
+		env_free(e);
+		return GC_ENOMEM;
+	}
+	for (size_t k = 0; k < 4; k++)
+		if (e->own[k])
+			e->v[m++] = e->own[k];
+	e->v[m] = NULL;
+	return GC_OK;
+}
+
+/* Run the --on-notice hook, with the attempt's environment, without waiting for it (it is reaped on SIGCHLD). */
+static pid_t run_hook(const char *cmd, const sigset_t *orig, char **env)
 {
 	pid_t p = fork();
 	if (p == 0) {
 		sigprocmask(SIG_SETMASK, orig, NULL);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
+		execve("/bin/sh", argv, env ? env : environ);
 		_exit(127);
 	}
 	return p;
@@ -214,6 +267,7 @@ struct attempt {
 	enum supervise_end reason;      /* PREEMPTED / HUNG when we stopped it */
 	bool interrupted;
 	int64_t last_cpu, last_progress, next_check;
+	char **env;              /* the attempt's environment (run_hook's too) */
 };
 
 static void stop_job(struct supervise_opts *o, struct attempt *a, enum supervise_end why, int64_t deadline_real_ms)
@@ -254,7 +308,7 @@ static void on_notice(struct supervise_opts *o, struct attempt *a, const struct 
 	      spot_cloud_name(ev->cloud), when, ev->action[0] ? ev->action : "?", dl);
 	r->noticed = true;
 	r->notice = *ev;
-	if (o->on_notice && run_hook(o->on_notice, orig) < 0)
+	if (o->on_notice && run_hook(o->on_notice, orig, a->env) < 0)
 		logf_(o, "cannot run --on-notice: %s", strerror(errno));
 	stop_job(o, a, SUPERVISE_END_PREEMPTED, ev->deadline_ms);
 }
@@ -264,7 +318,7 @@ static void on_notice(struct supervise_opts *o, struct attempt *a, const struct 
  * shell script, as execvp and a shell run it: /bin/sh FILE ARGS, FILE
  * found on $PATH as posix_spawnp found it. The posix_spawn error.
  */
-static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *at)
+static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *at, char *const *env)
 {
 	char found[PATH_MAX];
 	const char *file = argv[0];
@@ -293,7 +347,7 @@ static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *
 	sh[1] = (char *)file;
 	for (size_t i = 1; i < n; i++)
 		sh[i + 1] = argv[i];
-	int e = posix_spawn(pid, "/bin/sh", NULL, at, sh, environ);
+	int e = posix_spawn(pid, "/bin/sh", NULL, at, sh, env);
 	free(sh);
 	return e;
 }
@@ -327,7 +381,9 @@ static void check_hang(struct supervise_opts *o, struct attempt *a, int64_t now)
 static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, unsigned attempt,
 		       struct supervise_result *r)
 {
-	attempt_env(o, attempt);
+	struct env env;
+	if (attempt_env(o, attempt, &env) != GC_OK)
+		return GC_ENOMEM;
 	long long oom_before = oom_kills();
 	fflush(NULL);
 	/*
@@ -342,8 +398,10 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 	for (size_t i = 0; i < NFWD; i++)
 		sigaddset(&dfl, forwarded[i]);
 	sigaddset(&dfl, SIGCHLD);
-	if (posix_spawnattr_init(&at) != 0)
+	if (posix_spawnattr_init(&at) != 0) {
+		env_free(&env);
 		return GC_EIO;
+	}
 	pid_t pid = -1;
 	int e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 	if (!e)
@@ -353,13 +411,14 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 	if (!e)
 		e = posix_spawnattr_setsigmask(&at, orig);
 	if (!e)
-		e = posix_spawnp(&pid, o->argv[0], NULL, &at, o->argv, environ);
+		e = posix_spawnp(&pid, o->argv[0], NULL, &at, o->argv, env.v);
 	if (e == ENOEXEC)
-		e = spawn_script(&pid, o->argv, &at);
+		e = spawn_script(&pid, o->argv, &at, env.v);
 	posix_spawnattr_destroy(&at);
 	if (e) {
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
+		env_free(&env);
 		r->end = SUPERVISE_END_EXEC_FAILED;
 		r->exec_errno = e;
 		r->status = e == ENOENT ? 127 : 126;
@@ -370,7 +429,7 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 	if (o->started)
 		o->started(o->arg, pid);
 
-	struct attempt a = {.pid = pid, .last_cpu = -1};
+	struct attempt a = {.pid = pid, .last_cpu = -1, .env = env.v};
 	int64_t now = clock_mono_ms();
 	a.last_progress = now;
 	a.next_check = o->hang_timeout_ms > 0 ? now : -1;
@@ -435,6 +494,7 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		r->end = SUPERVISE_END_OOM;
 	else
 		r->end = WIFSIGNALED(status) ? SUPERVISE_END_SIGNALED : SUPERVISE_END_EXITED;
+	env_free(&env);
 	return GC_OK;
 }
 

@@ -3,7 +3,9 @@
   - every GC_E* in include/gpuctl/gpuctl.h is negative, distinct, and not -1,
     so a bare -1 can never pass for one;
   - no public function (gc_*, defined in lib/) returns a bare -1;
-  - gc_strerror names every code.
+  - gc_strerror names every code;
+  - no code in lib/ sets the environment, prints, exits or installs a signal
+    handler (DESIGN.md, "The library as a product").
 Usage: check-errors.py SRCDIR
 """
 import os
@@ -44,6 +46,16 @@ for f in libc:
             errors.append(f"lib/{f}: {m.group(1)}() returns a bare -1; return a GC_E* code")
 if checked < 10:
     errors.append(f"found only {checked} public functions in lib/: the pattern is broken")
+# what a library never does behind its caller's back (comments aside)
+forbidden = re.compile(r"\b(setenv|unsetenv|putenv|printf|puts|exit|sigaction|signal)\s*\(|\bfprintf\s*\(\s*std(out|err)")
+for f in libc + sorted(os.path.relpath(os.path.join(d, x), os.path.join(SRC, "lib"))
+                       for d, _, fs in os.walk(os.path.join(SRC, "lib")) for x in fs if x.endswith(".h")):
+    text = re.sub(r"/\*.*?\*/", "", open(os.path.join(SRC, "lib", f)).read(), flags=re.S)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = forbidden.search(line)
+        if m:
+            errors.append(f"lib/{f}: {m.group(0)} — the library never sets the environment, prints, exits "
+                          "or installs a signal handler")
 print(f"{len(codes)} error codes, {checked} public functions checked")
 if errors:
     print("FAIL")
