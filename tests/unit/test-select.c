@@ -639,6 +639,46 @@ static void test_index_list(void **state)
 	assert_string_equal(buf, "");
 }
 
+/* GPU id lists: indices, full UUIDs, UUID prefixes of 8 hex digits and more, PCI bus ids, mixed */
+static void test_parse_ids(void **state)
+{
+	(void)state;
+	gc_snapshot *s = node_new(4, 2);
+	static const char *const uuids[] = {"GPU-12345678-aaaa-bbbb-cccc-000000000000",
+					    "GPU-12345678-aaaa-bbbb-cccc-000000000001",
+					    "GPU-abcdef01-aaaa-bbbb-cccc-000000000002",
+					    "GPU-abcdef02-aaaa-bbbb-cccc-000000000003"};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(s->gpus[i].uuid, sizeof s->gpus[i].uuid, "%s", uuids[i]);
+		snprintf(s->gpus[i].bus_id, sizeof s->gpus[i].bus_id, "00000000:%02zX:00.0", 0x18 + i);
+	}
+	bool w[4];
+	char err[300];
+	assert_int_equal(select_parse_ids("--gpus", "0, gpu-abcdef02-aaaa-bbbb-cccc-000000000003,19:00.0", s, w, err,
+					  sizeof err), GC_OK); /* UUIDs in any case */
+	assert_true(w[0] && w[1] && !w[2] && w[3]);
+	assert_int_equal(select_parse_ids("--gpus", "GPU-abcdef01", s, w, err, sizeof err), GC_OK); /* a prefix */
+	assert_true(!w[0] && !w[1] && w[2] && !w[3]);
+	assert_int_equal(select_parse_ids("-i", "1a:00.0", s, w, err, sizeof err), GC_OK); /* a short bus id */
+	assert_true(!w[0] && !w[1] && w[2] && !w[3]);
+	static const struct {
+		const char *spec, *why;
+	} bad[] = {
+		{"", "empty GPU id for -i (expected an index 0-3"},
+		{"4", "invalid GPU id '4' for -i: no GPU on this machine has that index (0-3)"},
+		{"GPU-abcd", "too short a UUID prefix"},
+		{"GPU-12345678", "matches more than one GPU"},
+		{"2f:00.0", "invalid GPU id '2f:00.0'"},
+		{"0,x", "invalid GPU id 'x'"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err[0] = '\0';
+		if (select_parse_ids("-i", bad[i].spec, s, w, err, sizeof err) != GC_EINVAL || !strstr(err, bad[i].why))
+			fail_msg("'%s': err '%s', want GC_EINVAL and '%s'", bad[i].spec, err, bad[i].why);
+	}
+	node_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_possible),
 		cmocka_unit_test(test_mig),
 		cmocka_unit_test(test_256_gpus),
+		cmocka_unit_test(test_parse_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
