@@ -105,6 +105,23 @@ struct gc_lease {
 	char (*uuids)[LEASE_UUID_MAX];
 };
 
+/* a lease for n GPUs, none taken yet (its dir and lease NULL); NULL when out of memory */
+static gc_lease *lease_new(unsigned n)
+{
+	gc_lease *l = calloc(1, sizeof *l);
+	if (l && (!(l->gpus = calloc(n, sizeof *l->gpus)) || !(l->uuids = calloc(n, sizeof *l->uuids)))) {
+		gc_lease_release(l);
+		l = NULL;
+	}
+	return l;
+}
+
+/* the lease's name in `gpuctl leases`, if the caller's request is new enough to carry one */
+static const char *request_name(const gc_request *req)
+{
+	return req->size >= offsetof(gc_request, name) + sizeof req->name ? req->name : NULL;
+}
+
 int gc_lease_take(const gc_snapshot *snap, const gc_request *req, const char *state_dir, gc_lease **out,
 		  char *err, size_t errlen)
 {
@@ -115,17 +132,15 @@ int gc_lease_take(const gc_snapshot *snap, const gc_request *req, const char *st
 		errbuf_set(err, errlen, "invalid request (set size, and n of at least 1; max_util -1 or 0 to 100)");
 		return GC_EINVAL;
 	}
-	gc_lease *l = calloc(1, sizeof *l);
-	if (!l || !(l->gpus = calloc(r.n, sizeof *l->gpus)) || !(l->uuids = calloc(r.n, sizeof *l->uuids))) {
-		gc_lease_release(l);
+	gc_lease *l = lease_new(r.n);
+	if (!l) {
 		errbuf_set(err, errlen, "out of memory");
 		return GC_ENOMEM;
 	}
 	int rc = lease_dir_open(&l->dir, state_dir, true, err, errlen);
 	if (rc == GC_OK) {
 		struct lease_info me;
-		lease_info_self(&me, req->size >= offsetof(gc_request, name) + sizeof req->name ? req->name : NULL,
-				NULL, NULL);
+		lease_info_self(&me, request_name(req), NULL, NULL);
 		rc = job_acquire(snap, &r, l->dir, &me, l->gpus, &l->lease, err, errlen);
 	}
 	if (rc != GC_OK) {
@@ -155,12 +170,11 @@ int gc_lease_wait(gc_ctx *ctx, const gc_request *req, const char *state_dir, int
 	jr.jg.sel = r;
 	jr.jg.n_given = jr.jg.choice_given = true;
 	jr.ctx_borrowed = true;
-	gc_lease *l = calloc(1, sizeof *l);
-	unsigned *chosen = calloc(r.n, sizeof *chosen);
+	gc_lease *l = lease_new(r.n);
 	struct lease_ticket *t = NULL;
 	char why[2048] = "";
 	int rc = GC_ENOMEM;
-	if (!l || !chosen || !(l->gpus = calloc(r.n, sizeof *l->gpus)) || !(l->uuids = calloc(r.n, sizeof *l->uuids))) {
+	if (!l) {
 		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
@@ -170,9 +184,9 @@ int gc_lease_wait(gc_ctx *ctx, const gc_request *req, const char *state_dir, int
 	char desc[64];
 	job_request_describe(&jr, desc, sizeof desc);
 	struct lease_info me;
-	lease_info_self(&me, req->size >= offsetof(gc_request, name) + sizeof req->name ? req->name : NULL, NULL, desc);
+	lease_info_self(&me, request_name(req), NULL, desc);
 	me.want = r.n;
-	rc = job_request_acquire(&jr, l->dir, &me, timeout_ms != 0, timeout_ms, stop, &l->lease, &t, chosen, why,
+	rc = job_request_acquire(&jr, l->dir, &me, timeout_ms != 0, timeout_ms, stop, &l->lease, &t, l->gpus, why,
 				 sizeof why);
 	if (rc == GC_EBUSY)
 		rc = GC_ENOTNOW; /* the public word for it */
@@ -183,15 +197,12 @@ int gc_lease_wait(gc_ctx *ctx, const gc_request *req, const char *state_dir, int
 	lease_queue_withdraw(t);
 	lease_queue_leave(t);
 	l->n = r.n;
-	for (size_t k = 0; k < l->n; k++) {
-		l->gpus[k] = chosen[k];
-		snprintf(l->uuids[k], sizeof l->uuids[k], "%s", jr.uuids[chosen[k]] ? jr.uuids[chosen[k]] : "");
-	}
+	for (size_t k = 0; k < l->n; k++)
+		snprintf(l->uuids[k], sizeof l->uuids[k], "%s", jr.uuids[l->gpus[k]] ? jr.uuids[l->gpus[k]] : "");
 	*out = l;
 	l = NULL;
 out:
 	gc_lease_release(l);
-	free(chosen);
 	job_request_release(&jr);
 	return rc;
 }
