@@ -6,7 +6,6 @@
 #include "cli.h"
 
 #include "util/datadir.h"
-#include "jobs/lease.h"
 #include "device/proc.h"
 #include "jobs/select.h"
 #include "util/units.h"
@@ -48,11 +47,6 @@ const char *cli_safe(char *buf, size_t len, const char *s)
 {
 	proc_sanitize(buf, len, s ? s : "", s ? strlen(s) : 0);
 	return buf;
-}
-
-void cli_safe_lease(struct lease_info *i)
-{
-	lease_info_sanitize(i);
 }
 
 /* "try 'gpuctl ls --help'", or "try 'gpuctld --help'" for a program's own options */

@@ -95,9 +95,7 @@ bool cli_use_color(enum cli_color c, FILE *f);
  * that are not UTF-8 become '?'. Returns buf; NULL s gives "".
  */
 const char *cli_safe(char *buf, size_t len, const char *s);
-/* The same for every text field of a lease record, in place. */
-struct lease_info;
-void cli_safe_lease(struct lease_info *i);
+/* (every text field of a lease record, in place: lease_info_sanitize, lib/jobs/lease.h) */
 
 /*
  * The value of an option with an optional value (--wait[=DUR]) given as the next

@@ -147,7 +147,7 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 		printf("%-4s %-10s %8s  %-8s  %-12s %s\n", "GPU", "USER", "PID", "SINCE", "JOB", "COMMAND");
 	for (size_t i = 0; i < nh; i++) {
 		struct lease_info safe = held[i].info, *in = &safe;
-		cli_safe_lease(in);
+		lease_info_sanitize(in);
 		char since[32], gpu[16];
 		short_time(in->since, since, sizeof since);
 		int idx = index_of(have_snap ? &snap : NULL, held[i].uuid);
@@ -167,7 +167,7 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 		printf("%-4s %-10s %8s  %-8s  %-12s %s\n", "#", "USER", "PID", "SINCE", "WANTS", "COMMAND");
 		for (size_t i = 0; i < nw; i++) {
 			struct lease_info safe = waiting[i].info, *in = &safe;
-			cli_safe_lease(in);
+			lease_info_sanitize(in);
 			char since[32];
 			short_time(in->since, since, sizeof since);
 			printf("%-4zu %-10s %8d  %-8s  %-12s %s\n", i + 1, in->user, (int)in->pid, since,

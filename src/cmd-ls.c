@@ -191,7 +191,7 @@ static void print_view(struct ls *l)
 			printf(" | %s%sGPU is lost%s", col(l, C_BOLD), col(l, C_RED), col(l, C_RESET));
 		struct lease_info holder;
 		if (l->leases && g->st[GC_V_UUID] == GC_ST_OK && lease_peek(l->leases, g->uuid, &holder) == 1) {
-			cli_safe_lease(&holder);
+			lease_info_sanitize(&holder);
 			printf(" | %sleased by %s", col(l, C_CYAN), holder.user[0] ? holder.user : "?");
 			if (holder.name[0])
 				printf(" (%s)", holder.name);
