@@ -34,8 +34,9 @@ int request_prepare(struct job_request *r, const struct cli_global *g)
 	gc_ctx *ctx = NULL;
 	int rc;
 	r->caller = (void *)g;
-	if (r->jg.gpus_spec && r->jg.n_given) {
-		cli_err("give either -n or --gpus, not both");
+	/* a contradiction is said before the driver is asked for anything */
+	if (job_request_check(r, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
 		return EXIT_USAGE;
 	}
 	if (!r->placed_spec && (rc = cli_open(g, &ctx)))

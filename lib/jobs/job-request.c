@@ -106,9 +106,8 @@ static int placed_parse(struct job_request *r, char *err, size_t errlen)
 	return GC_OK;
 }
 
-int job_request_prepare(struct job_request *r, gc_ctx *ctx, char *err, size_t errlen)
+int job_request_check(const struct job_request *r, char *err, size_t errlen)
 {
-	int rc;
 	if (r->jg.gpus_spec && r->jg.n_given) {
 		errbuf_set(err, errlen, "give either -n or --gpus, not both");
 		return GC_EINVAL;
@@ -117,6 +116,14 @@ int job_request_prepare(struct job_request *r, gc_ctx *ctx, char *err, size_t er
 		errbuf_set(err, errlen, "a placement from gpuctld comes with no -n, --gpus, --exclude or filter");
 		return GC_EINVAL;
 	}
+	return GC_OK;
+}
+
+int job_request_prepare(struct job_request *r, gc_ctx *ctx, char *err, size_t errlen)
+{
+	int rc;
+	if ((rc = job_request_check(r, err, errlen)) != GC_OK)
+		return rc;
 	if (r->placed_spec) {
 		if (!(r->ngpus = placed_count(r->placed_spec, err, errlen)))
 			return GC_EINVAL;

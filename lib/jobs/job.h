@@ -89,6 +89,9 @@ struct job_request {
 };
 
 void job_request_init(struct job_request *r);
+/* Options that contradict each other (-n with --gpus; a choice with a placement): GC_EINVAL with err.
+ * job_request_prepare checks it first; a caller may ask before it opens anything. */
+int job_request_check(const struct job_request *r, char *err, size_t errlen);
 /*
  * Sample ctx (the request's from now on: job_request_release frees it,
  * unless ctx_borrowed),
