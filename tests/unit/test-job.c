@@ -428,29 +428,18 @@ static void test_one_node_per_process(void **st)
 	gc_ctx_free(c);
 }
 
-/* acquire: not now, a timeout, a stop, and the GPU once its holder (another process) is gone */
-static void test_acquire(void **st)
+/* another process that leases GPU 0 (as job 'holder') and holds it until let_go */
+static pid_t hold_gpu0(void)
 {
-	(void)st;
-	char err[1024] = "", why[2048] = "";
 	int p[2];
 	assert_int_equal(pipe(p), 0);
 	pid_t holder = fork();
 	assert_true(holder >= 0);
 	if (holder == 0) {
-		struct lease_dir *hd = NULL;
-		struct job_request h;
-		struct lease_info me;
-		job_request_init(&h);
-		gc_ctx *c = NULL;
-		unsigned ch[2];
-		struct lease *hl = NULL;
-		struct lease_ticket *ht = NULL;
-		lease_info_self(&me, "holder", NULL, "GPU 0");
-		if (lease_dir_open(&hd, state, true, err, sizeof err) != GC_OK ||
-		    job_gpu_option(&h.jg, 'g', "0", err, sizeof err) != GC_OK || open_node("examples/nodes/l4-2x.json", &c) != GC_OK ||
-		    job_request_prepare(&h, c, err, sizeof err) != GC_OK ||
-		    job_request_acquire(&h, hd, &me, false, -1, NULL, &hl, &ht, ch, why, sizeof why) != GC_OK)
+		char err[512];
+		gc_request h = {.size = sizeof h, .n = 1, .max_util = -1, .name = "holder"};
+		gc_lease *hl = NULL;
+		if (gc_lease_take(snap, &h, state, &hl, err, sizeof err) != GC_OK || gc_lease_gpu(hl, 0) != 0)
 			_exit(1);
 		(void)!write(p[1], "x", 1);
 		pause();
@@ -458,8 +447,24 @@ static void test_acquire(void **st)
 	}
 	close(p[1]);
 	char c;
-	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(read(p[0], &c, 1), 1); /* it holds GPU 0 */
 	close(p[0]);
+	return holder;
+}
+
+static void let_go(pid_t holder)
+{
+	int st;
+	kill(holder, SIGKILL);
+	waitpid(holder, &st, 0);
+}
+
+/* acquire: not now, a timeout, a stop, and the GPU once its holder (another process) is gone */
+static void test_acquire(void **st)
+{
+	(void)st;
+	char err[1024] = "", why[2048] = "";
+	pid_t holder = hold_gpu0();
 
 	struct lease_dir *d = NULL;
 	assert_int_equal(lease_dir_open(&d, state, true, err, sizeof err), GC_OK);
@@ -483,9 +488,7 @@ static void test_acquire(void **st)
 	assert_null(t); /* out of line again */
 	volatile int stop = 1;
 	assert_int_equal(job_request_acquire(&r, d, &me, true, -1, &stop, &l, &t, chosen, why, sizeof why), GC_ECANCELED);
-	kill(holder, SIGKILL);
-	int wst;
-	waitpid(holder, &wst, 0);
+	let_go(holder);
 	assert_int_equal(job_request_acquire(&r, d, &me, true, 10000, NULL, &l, &t, chosen, why, sizeof why), GC_OK);
 	assert_non_null(l);
 	assert_int_equal(chosen[0], 0);
@@ -502,23 +505,7 @@ static void test_lease_wait(void **st)
 {
 	(void)st;
 	char err[1024] = "";
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t holder = fork();
-	assert_true(holder >= 0);
-	if (holder == 0) {
-		gc_request h = {.size = sizeof h, .n = 1, .max_util = -1, .name = "holder"};
-		gc_lease *hl = NULL;
-		if (gc_lease_take(snap, &h, state, &hl, err, sizeof err) != GC_OK || gc_lease_gpu(hl, 0) != 0)
-			_exit(1);
-		(void)!write(p[1], "x", 1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	char c;
-	assert_int_equal(read(p[0], &c, 1), 1);
-	close(p[0]);
+	pid_t holder = hold_gpu0();
 
 	gc_request r = {.size = sizeof r, .n = 1, .max_util = -1, .name = "waiter"};
 	gc_lease *l = (gc_lease *)err;
@@ -529,9 +516,7 @@ static void test_lease_wait(void **st)
 	assert_int_equal(gc_lease_wait(ctx, &r, state, 200, NULL, &l, err, sizeof err), GC_ETIMEDOUT);
 	volatile int stop = 1;
 	assert_int_equal(gc_lease_wait(ctx, &r, state, -1, &stop, &l, err, sizeof err), GC_ECANCELED);
-	kill(holder, SIGKILL);
-	int wst;
-	waitpid(holder, &wst, 0);
+	let_go(holder);
 	assert_int_equal(gc_lease_wait(ctx, &r, state, 10000, NULL, &l, err, sizeof err), GC_OK);
 	assert_int_equal(gc_lease_count(l), 1);
 	assert_int_equal(gc_lease_gpu(l, 0), 0);
