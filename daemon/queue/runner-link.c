@@ -11,6 +11,7 @@
 
 #include "util/clock.h"
 #include "config.h"
+#include "util/env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,16 +132,8 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 	 * get it: a child's environment is its job's own.
 	 */
 	extern char **environ;
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	char **env = calloc(ne + 2, sizeof *env);
-	size_t m = 0;
-	for (size_t i = 0; env && i < ne; i++)
-		if (strncmp(environ[i], "LD_BIND_NOW=", 12) != 0)
-			env[m++] = environ[i];
-	if (env)
-		env[m] = (char *)"LD_BIND_NOW=1";
+	char *bind_now[] = {(char *)"LD_BIND_NOW=1", NULL};
+	char **env = env_with(environ, NULL, bind_now);
 	int e = posix_spawn(&l->rpid, l->gpuctl, &fa, &at, argv, env ? env : environ);
 	free(env);
 	posix_spawn_file_actions_destroy(&fa);

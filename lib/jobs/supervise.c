@@ -11,6 +11,7 @@
 #include "util/clock.h"
 #include "jobs/supervise.h"
 #include "jobs/ckpt.h"
+#include "util/env.h"
 #include "spot/spot.h"
 #include "device/gpu.h"
 
@@ -192,7 +193,7 @@ struct env {
 };
 
 static const char *const attempt_vars[] = {"GPUCTL_RUN_ID=", "GPUCTL_RESTART_COUNT=", "GPUCTL_CHECKPOINT_DIR=",
-					   "GPUCTL_RESUME_FROM="};
+					   "GPUCTL_RESUME_FROM=", NULL};
 
 static void env_free(struct env *e)
 {
@@ -215,19 +216,6 @@ static char *var(const char *name, const char *value)
 static int attempt_env(const struct supervise_opts *o, unsigned attempt, struct env *e)
 {
 	memset(e, 0, sizeof *e);
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	if (!(e->v = calloc(n + 5, sizeof *e->v)))
-		return GC_ENOMEM;
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		bool ours = false;
-		for (size_t k = 0; k < 4 && !ours; k++)
-			ours = strncmp(environ[i], attempt_vars[k], strlen(attempt_vars[k])) == 0;
-		if (!ours)
-			e->v[m++] = environ[i];
-	}
 	char latest[8192], err[512], num[16];
 	bool resume = o->checkpoint_dir && ckpt_latest(o->checkpoint_dir, latest, sizeof latest, err, sizeof err) == GC_OK;
 	snprintf(num, sizeof num, "%u", attempt);
@@ -239,10 +227,18 @@ static int attempt_env(const struct supervise_opts *o, unsigned attempt, struct 
 		env_free(e);
 		return GC_ENOMEM;
 	}
-	for (size_t k = 0; k < 4; k++)
-		if (e->own[k])
-			e->v[m++] = e->own[k];
-	e->v[m] = NULL;
+	/* the four as this attempt has them: one the caller's environment has but this attempt
+	 * has not (GPUCTL_RESUME_FROM before the first checkpoint) is left out */
+	char *set[5];
+	size_t k = 0;
+	for (size_t i = 0; i < 4; i++)
+		if (e->own[i])
+			set[k++] = e->own[i];
+	set[k] = NULL;
+	if (!(e->v = env_with(environ, attempt_vars, set))) {
+		env_free(e);
+		return GC_ENOMEM;
+	}
 	return GC_OK;
 }
 
