@@ -31,9 +31,9 @@ for name in codes:
 
 # the body of each gc_* function defined in lib/*/*.c
 checked = 0
-libc = sorted(os.path.relpath(os.path.join(d, f), os.path.join(SRC, "lib"))
-              for d, _, fs in os.walk(os.path.join(SRC, "lib")) for f in fs if f.endswith(".c"))
-for f in libc:
+sources = sorted(os.path.relpath(os.path.join(d, f), os.path.join(SRC, "lib"))
+                 for d, _, fs in os.walk(os.path.join(SRC, "lib")) for f in fs if f.endswith((".c", ".h")))
+for f in (f for f in sources if f.endswith(".c")):
     text = open(os.path.join(SRC, "lib", f)).read()
     for m in re.finditer(r"^[a-z][\w \*]*?\b(gc_\w+)\([^;{]*\)\s*\{", text, re.M):
         depth, i = 1, m.end()
@@ -48,8 +48,7 @@ if checked < 10:
     errors.append(f"found only {checked} public functions in lib/: the pattern is broken")
 # what a library never does behind its caller's back (comments aside)
 forbidden = re.compile(r"\b(setenv|unsetenv|putenv|printf|puts|exit|sigaction|signal)\s*\(|\bfprintf\s*\(\s*std(out|err)")
-for f in libc + sorted(os.path.relpath(os.path.join(d, x), os.path.join(SRC, "lib"))
-                       for d, _, fs in os.walk(os.path.join(SRC, "lib")) for x in fs if x.endswith(".h")):
+for f in sources:
     text = re.sub(r"/\*.*?\*/", "", open(os.path.join(SRC, "lib", f)).read(), flags=re.S)
     for lineno, line in enumerate(text.splitlines(), 1):
         m = forbidden.search(line)
