@@ -19,8 +19,7 @@ int request_option(struct job_request *r, int c, const char *arg)
 	return EXIT_OK;
 }
 
-/* a job_request code as gpuctl exits with it */
-static int exit_code(int rc)
+int request_exit_code(int rc)
 {
 	if (rc == GC_ENOTFOUND)
 		return EXIT_NODEVICE;
@@ -45,7 +44,7 @@ int request_prepare(struct job_request *r, const struct cli_global *g)
 		if (!r->ctx)
 			gc_ctx_free(ctx); /* not yet the request's */
 		cli_err("%s", err);
-		return exit_code(rc);
+		return request_exit_code(rc);
 	}
 	return EXIT_OK;
 }
@@ -57,7 +56,7 @@ int request_resample(struct job_request *r)
 	if (rc == GC_OK)
 		return EXIT_OK;
 	cli_err("%s", err);
-	return exit_code(rc);
+	return request_exit_code(rc);
 }
 
 int request_open(struct job_request *r)

@@ -13,6 +13,8 @@
 int request_option(struct job_request *r, int c, const char *arg);
 /* Open the backend (unless gpuctld placed the GPUs), then job_request_prepare. An exit code (printed). */
 int request_prepare(struct job_request *r, const struct cli_global *g);
+/* A job_request code (not GC_OK) as gpuctl exits with it: no GPU at all is EXIT_NODEVICE. */
+int request_exit_code(int rc);
 /* job_request_resample. An exit code (printed). */
 int request_resample(struct job_request *r);
 /* r->ctx, opened now if a placement left it closed. An exit code (printed). */

@@ -221,7 +221,7 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 		cli_err("%s not available now: %s", desc, why);
 		rc = EXIT_FAIL;
 	} else if (dr != GC_OK) {
-		rc = cli_exit_code(dr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(dr);
+		rc = request_exit_code(dr);
 	} else if ((rc = job_ready(j, chosen, d)) == EXIT_OK) {
 		rc = print_dry_run(j);
 	}
@@ -382,7 +382,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		rc = 128 + got_signal;
 	} else if (ar != GC_OK) {
 		cli_err("%s", why);
-		rc = cli_exit_code(ar) == EXIT_OK ? EXIT_FAIL : cli_exit_code(ar);
+		rc = request_exit_code(ar);
 	}
 	if (l) {
 		/* the job may want to know its place in line (the queue's arrival order) */
