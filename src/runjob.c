@@ -42,76 +42,17 @@ static void catch_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-static int set_env(struct runjob *j, const unsigned *chosen)
+/* a placement opened nothing: the first look at the load (--hang-timeout) opens NVML */
+static int open_ctx(struct job_request *r, void *arg)
 {
-	struct job_request *r = &j->r;
-	char cvd[8192], idx[4096], uu[8192], num[16];
-	if (job_request_render(r, chosen, cvd, sizeof cvd) < 0) {
-		cli_err("cannot render CUDA_VISIBLE_DEVICES for %u GPUs", r->jg.sel.n);
-		return EXIT_FAIL;
-	}
-	size_t oi = 0, ou = 0;
-	idx[0] = uu[0] = '\0';
-	for (unsigned k = 0; k < r->jg.sel.n; k++) {
-		oi += (size_t)snprintf(idx + oi, sizeof idx - oi, "%s%u", k ? "," : "", chosen[k]);
-		ou += (size_t)snprintf(uu + ou, sizeof uu - ou, "%s%s", k ? "," : "", r->uuids[chosen[k]]);
-		if (oi >= sizeof idx || ou >= sizeof uu) {
-			cli_err("too many GPUs for the environment");
-			return EXIT_FAIL;
-		}
-	}
-	snprintf(num, sizeof num, "%u", r->jg.sel.n);
-	int rc;
-	if ((rc = runjob_setenv(j, "CUDA_VISIBLE_DEVICES", cvd)) ||
-	    (rc = runjob_setenv(j, "CUDA_DEVICE_ORDER", "PCI_BUS_ID")) ||
-	    (rc = runjob_setenv(j, "GPUCTL_GPUS", idx)) || (rc = runjob_setenv(j, "GPUCTL_GPU_UUIDS", uu)) ||
-	    (rc = runjob_setenv(j, "GPUCTL_NUM_GPUS", num)))
-		return rc;
-	return EXIT_OK;
+	(void)arg;
+	return request_open(r) == EXIT_OK ? GC_OK : GC_ENOLIB;
 }
-
-/* what the supervisor's callbacks need */
-struct job {
-	struct job_request *r;
-	const unsigned *chosen;
-	struct lease *lease;
-	struct lease_dir *d;
-	struct lease_ticket **ticket;
-};
 
 static void job_log(void *arg, const char *line)
 {
 	(void)arg;
 	cli_err("%s", line);
-}
-
-static void job_started(void *arg, pid_t pid)
-{
-	struct job *j = arg;
-	/* out of line and unwatched once the job runs: those closes are slow on ext4 */
-	lease_queue_leave(*j->ticket);
-	*j->ticket = NULL;
-	lease_unwatch(j->d);
-	lease_set_pid(j->lease, pid, 0);
-}
-
-static int job_gpu_util(void *arg, int *pct)
-{
-	struct job *j = arg;
-	struct job_request *r = j->r;
-	/* a placement opened nothing: the first look at the load opens NVML */
-	if (request_open(r) != EXIT_OK || gc_ctx_sample(r->ctx, &r->snap, GC_BIT(GC_V_UTIL_GPU), NULL, false) != GC_OK)
-		return -1;
-	int max = 0;
-	for (unsigned k = 0; k < r->jg.sel.n; k++) {
-		const gc_gpu *g = &r->snap.gpus[j->chosen[k]];
-		if (g->st[GC_V_UTIL_GPU] != GC_ST_OK)
-			return -1;
-		if ((int)g->util_gpu > max)
-			max = (int)g->util_gpu;
-	}
-	*pct = max;
-	return 0;
 }
 
 void runjob_init(struct runjob *j)
@@ -122,28 +63,22 @@ void runjob_init(struct runjob *j)
 	j->go_fd = -1;
 	j->status_slot = -1;
 	job_opts_init(&j->jo);
+	job_env_init(&j->env);
 }
 
 void runjob_release(struct runjob *j)
 {
-	for (size_t i = 0; i < j->n_env; i++)
-		free(j->env_names[i]);
-	j->n_env = 0;
+	job_env_free(&j->env);
 	job_request_release(&j->r);
 }
 
 int runjob_setenv(struct runjob *j, const char *name, const char *value)
 {
-	if (setenv(name, value, 1) < 0) {
-		cli_err("cannot set %s in the environment: %s", name, strerror(errno));
+	int rc = job_env_set(&j->env, name, value);
+	if (rc != GC_OK) {
+		cli_err("cannot set %s in the job's environment: %s", name, gc_strerror(rc));
 		return EXIT_FAIL;
 	}
-	for (size_t i = 0; i < j->n_env; i++)
-		if (strcmp(j->env_names[i], name) == 0)
-			return EXIT_OK;
-	if (j->n_env < sizeof j->env_names / sizeof j->env_names[0] &&
-	    (j->env_names[j->n_env] = strdup(name)))
-		j->n_env++;
 	return EXIT_OK;
 }
 
@@ -173,10 +108,10 @@ int runjob_option(struct runjob *j, int c, const char *arg)
 /* --dry-run: what would run, as lines a shell can read back */
 static int print_dry_run(struct runjob *j)
 {
-	for (size_t i = 0; i < j->n_env; i++) {
-		const char *v = getenv(j->env_names[i]);
-		printf("export %s=", j->env_names[i]);
-		shquote(stdout, v ? v : "");
+	for (size_t i = 0; i < j->env.n; i++) {
+		const char *eq = strchr(j->env.v[i], '=');
+		printf("export %.*s=", (int)(eq - j->env.v[i]), j->env.v[i]);
+		shquote(stdout, eq + 1);
 		putchar('\n');
 	}
 	for (size_t k = 0; j->jo.sv.argv[k]; k++) {
@@ -191,8 +126,13 @@ static int print_dry_run(struct runjob *j)
 /* the job's environment and command, once its GPUs are chosen */
 static int job_ready(struct runjob *j, const unsigned *chosen, struct lease_dir *d)
 {
-	int rc = set_env(j, chosen);
-	if (rc == EXIT_OK && j->ready)
+	char err[512];
+	if (job_env_gpus(&j->env, &j->r, chosen, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_FAIL;
+	}
+	int rc = EXIT_OK;
+	if (j->ready)
 		rc = j->ready(j, chosen, d);
 	return rc;
 }
@@ -231,27 +171,6 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 }
 
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
-
-/*
- * The go pipe: gpuctld starts us before it has committed this start, and
- * writes one byte once it has. We take the GPUs meanwhile, so the job
- * starts as soon as the byte comes. End of file means gpuctld died first:
- * the job must not run (a restarted gpuctld queues it again). true: go.
- */
-static bool wait_go(struct runjob *j)
-{
-	if (j->go_fd < 0)
-		return true;
-	char c;
-	ssize_t n;
-	do
-		n = read(j->go_fd, &c, 1);
-	while (n < 0 && errno == EINTR && !got_signal);
-	close(j->go_fd);
-	j->go_fd = -1;
-	j->no_go = n != 1;
-	return !j->no_go;
-}
 
 /*
  * A job of gpuctld's: its record ("ID RAN STATUS", jobstatus.h) in its
@@ -318,7 +237,7 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 	int rc = exec_job(j, g, cmd);
 	if (j->no_go && !got_signal)
 		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
-	if (write_status(j, j->ran && j->end != SUPERVISE_END_EXEC_FAILED, rc) < 0 && rc == EXIT_OK)
+	if (write_status(j, j->ran, rc) < 0 && rc == EXIT_OK)
 		rc = EXIT_FAIL; /* whoever reads it would not learn how the job ended */
 	return rc;
 }
@@ -362,7 +281,6 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	unsigned *chosen = calloc(r->ngpus + r->jg.sel.n + 1, sizeof *chosen);
 	struct lease *l = NULL;
 	struct lease_ticket *t = NULL;
-	struct spot_watcher *watcher = NULL;
 	if (!chosen) {
 		cli_err("out of memory");
 		rc = EXIT_FAIL;
@@ -385,77 +303,28 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		rc = request_exit_code(ar);
 	}
 	if (l) {
-		/* the job may want to know its place in line (the queue's arrival order) */
-		/* when the lease began, read before the next waiter can take its turn */
-		struct timespec began;
-		clock_gettime(CLOCK_REALTIME, &began);
-		char ticket[24], start[40];
-		snprintf(start, sizeof start, "%lld.%09ld", (long long)began.tv_sec, began.tv_nsec);
-		setenv("GPUCTL_LEASE_START", start, 1);
-		if (t) {
-			snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)lease_ticket_number(t));
-			setenv("GPUCTL_TICKET", ticket, 1);
-		} else {
-			unsetenv("GPUCTL_TICKET");
-		}
-		/* out of line at once, so the next waiter can go */
-		lease_queue_withdraw(t);
 		rc = job_ready(j, chosen, d);
-		/* made only now that the job will run: a run refused for busy GPUs leaves nothing behind */
-		if (rc == EXIT_OK && j->jo.sv.checkpoint_dir && mkdir(j->jo.sv.checkpoint_dir, 0755) < 0 && errno != EEXIST) {
-			cli_err("cannot create --checkpoint-dir '%s': %s", j->jo.sv.checkpoint_dir, strerror(errno));
-			rc = EXIT_FAIL;
-		}
-		/* the job holds its GPUs too: they stay leased while any process of it lives */
-		if (rc == EXIT_OK && lease_inherit(l) != GC_OK) {
-			cli_err("cannot pass the lease to '%s': %s", j->jo.sv.argv[0], strerror(errno));
-			rc = EXIT_FAIL;
-		}
-		if (rc == EXIT_OK && !wait_go(j))
-			rc = got_signal ? 128 + got_signal : EXIT_FAIL; /* not run: reported as never ran */
-		else if (rc == EXIT_OK && got_signal)
-			rc = 128 + got_signal; /* cancelled (SIGTERM) while it leased: the command never starts */
-		if (rc == EXIT_OK && cloud != SPOT_NONE &&
-		    spot_watch_start(&watcher, cloud, &j->jo.so, err, sizeof err) != GC_OK) {
-			cli_err("--spot: %s", err);
-			rc = EXIT_FAIL;
-		}
 		if (rc == EXIT_OK) {
-			struct job job = {.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t};
-			struct supervise_opts *sv = &j->jo.sv;
-			struct supervise_result res;
-			sv->spot = watcher;
-			sv->arg = &job;
-			sv->log = job_log;
-			sv->started = job_started;
-			sv->gpu_util = job_gpu_util;
-			if (supervise_run(sv, &res) != GC_OK) {
-				cli_err("cannot supervise '%s': %s", sv->argv[0], strerror(errno));
+			struct job_run run = {
+				.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t, .jo = &j->jo,
+				.cloud = cloud, .env = &j->env, .go_fd = j->go_fd, .stop = &got_signal,
+				.open_ctx = open_ctx, .log = job_log,
+			};
+			struct job_run_result res;
+			int jr = job_run(&run, &res, err, sizeof err);
+			j->go_fd = run.go_fd; /* -1 once job_run has read it */
+			j->no_go = res.no_go;
+			j->ran = res.ran;
+			j->end = res.sv.end;
+			if (jr == GC_OK)
+				rc = res.sv.status;
+			else if (jr == GC_ECANCELED)
+				rc = got_signal ? 128 + got_signal : EXIT_FAIL; /* not run: reported as never ran */
+			else {
+				cli_err("%s", err);
 				rc = EXIT_FAIL;
-			} else {
-				rc = res.status;
-				j->ran = true;
-				j->end = res.end;
-				if (res.end == SUPERVISE_END_EXEC_FAILED)
-					cli_err("cannot run '%s': %s", sv->argv[0], strerror(res.exec_errno));
-				/* Azure: the job has stopped, let the VM go now rather than at NotBefore */
-				if (j->jo.ack && res.noticed && watcher) {
-					char aerr[512];
-					if (spot_watch_ack(watcher, &res.notice, aerr, sizeof aerr) != GC_OK)
-						cli_err("cannot acknowledge the %s event: %s",
-							spot_cloud_name(res.notice.cloud), aerr);
-				}
-				if (res.end == SUPERVISE_END_EXEC_FAILED)
-					;
-				else if (res.end == SUPERVISE_END_PREEMPTED || res.end == SUPERVISE_END_HUNG ||
-					 res.end == SUPERVISE_END_OOM || res.attempts > 1)
-					/* a plain exit or signal speaks through the status, as in a shell */
-					cli_err("run %s ended: %s (status %d) after %u attempt%s", sv->run_id,
-						supervise_end_name(res.end), res.status, res.attempts,
-						res.attempts == 1 ? "" : "s");
 			}
 		}
-		spot_watch_stop(watcher);
 		lease_release(l);
 	}
 	lease_queue_leave(t);

@@ -23,7 +23,7 @@ struct runjob {
 	struct job_opts jo;          /* the supervisor options (lib/jobs/job.h) */
 	/*
 	 * Called once the GPUs are chosen (leased, or only picked with dry_run)
-	 * and CUDA_VISIBLE_DEVICES and the GPUCTL_* variables are set: sets
+	 * and CUDA_VISIBLE_DEVICES and the GPUCTL_* variables are in j->env: sets
 	 * j->sv.argv (the command to supervise; NULL keeps the user's) and may
 	 * add to the environment with runjob_setenv. Returns an exit code.
 	 */
@@ -37,10 +37,9 @@ struct runjob {
 	long long status_slot;       /* its id, >= 1 (jobstatus.h); -1: no status file */
 	int go_fd;                   /* one byte read once the GPUs are leased; end of file: never run; -1 */
 	bool no_go;                  /* the go pipe gave end of file: nothing ran */
-	bool ran;                    /* the command was supervised; end says how it ended */
+	bool ran;                    /* the command started; end says how it ended */
 	enum supervise_end end;
-	char *env_names[32];         /* what runjob_setenv set, in order, for dry_run */
-	size_t n_env;
+	struct job_env env;          /* what the job gets besides our environment (runjob_setenv) */
 };
 
 /* getopt_long entries for the run options (see runjob_option); chars < 256 */
@@ -64,7 +63,7 @@ int runjob_option(struct runjob *j, int c, const char *arg);
 int runjob_spawned(const struct spawnreq *r);
 /* Lease, run cmd (borrowed, NULL-terminated) under the supervisor, release. An exit code. */
 int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd);
-/* setenv(3), remembered for --dry-run. An exit code. */
+/* Set name for the job (never in ours), printed by --dry-run. An exit code. */
 int runjob_setenv(struct runjob *j, const char *name, const char *value);
 void runjob_release(struct runjob *j);
 #endif

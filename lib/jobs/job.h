@@ -174,4 +174,65 @@ int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t err
  * names the options a queued job may take). */
 int job_queued_option(struct job_opts *o, const char *opt, char *err, size_t errlen);
 
+/*
+ * What a job adds to its caller's environment (job-run.c): "NAME=value"
+ * entries, each name once, in the order first set. v is NULL-terminated.
+ */
+#define JOB_ENV_MAX 40
+struct job_env {
+	char *v[JOB_ENV_MAX + 1];
+	size_t n;
+};
+
+void job_env_init(struct job_env *e);
+void job_env_free(struct job_env *e);
+/* Set name (again: it keeps its place). GC_OK; GC_EINVAL for a bad name; GC_ENOMEM (also when full). */
+int job_env_set(struct job_env *e, const char *name, const char *value);
+/* name's value in e, or NULL */
+const char *job_env_get(const struct job_env *e, const char *name);
+/*
+ * CUDA_VISIBLE_DEVICES (job_request_render), CUDA_DEVICE_ORDER=PCI_BUS_ID,
+ * GPUCTL_GPUS (NVML indices), GPUCTL_GPU_UUIDS and GPUCTL_NUM_GPUS for
+ * chosen[r->jg.sel.n]. GC_OK, or a GC_E* with err.
+ */
+int job_env_gpus(struct job_env *e, const struct job_request *r, const unsigned *chosen, char *err, size_t errlen);
+
+/* A job whose GPUs are leased (job_request_acquire), to run. */
+struct job_run {
+	struct job_request *r;
+	const unsigned *chosen;      /* [r->jg.sel.n] */
+	struct lease *lease;         /* the caller's: it releases it after job_run */
+	struct lease_dir *d;
+	struct lease_ticket **ticket; /* the caller's place in line or NULL: withdrawn at once, left
+					 (*ticket = NULL) once the command runs */
+	struct job_opts *jo;         /* the supervisor options; jo->sv.argv: the command */
+	enum spot_cloud cloud;       /* the spot watcher's cloud; SPOT_NONE: none */
+	struct job_env *env;         /* what the job gets besides our environment (job_env_gpus and the
+					caller's own); GPUCTL_LEASE_START and GPUCTL_TICKET are added */
+	int go_fd;                   /* gpuctld's go pipe: one byte, then the command runs; end of file:
+					it never runs; -1: none */
+	const volatile int *stop;    /* set by the caller's signal handler: the command never starts */
+	/* opens r->ctx when a placement left it NULL (the first look at the load, for --hang-timeout);
+	 * GC_OK or a GC_E*; NULL: the load stays unknown */
+	int (*open_ctx)(struct job_request *r, void *arg);
+	void (*log)(void *arg, const char *line); /* one line for the user, no newline; NULL: none */
+	void *arg;
+};
+
+struct job_run_result {
+	bool ran;                    /* the command started (its status says how it ended) */
+	bool no_go;                  /* the go pipe gave end of file: nothing ran */
+	struct supervise_result sv;  /* with GC_OK */
+};
+
+/*
+ * Run j's command under the supervisor with its GPUs, until it ends for
+ * good. GC_OK with res->sv (a command that could not be run is that too,
+ * SUPERVISE_END_EXEC_FAILED, said in the log); GC_ECANCELED when *stop was
+ * set or the go pipe closed (res->no_go) before it started; another GC_E*
+ * with err when it could not be set up (the checkpoint directory, the
+ * lease, the spot watcher, the supervisor). The lease stays the caller's.
+ */
+int job_run(struct job_run *j, struct job_run_result *res, char *err, size_t errlen);
+
 #endif

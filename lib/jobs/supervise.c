@@ -181,7 +181,7 @@ static void give_back_tty(void)
 }
 
 /*
- * One attempt's environment: the caller's, with GPUCTL_RUN_ID,
+ * One attempt's environment: the job's (o->env, or the caller's), with GPUCTL_RUN_ID,
  * GPUCTL_RESTART_COUNT, GPUCTL_CHECKPOINT_DIR and GPUCTL_RESUME_FROM (the
  * newest complete checkpoint) as this attempt has them. Built for the
  * child, never set in ours: a library does not touch its caller's
@@ -235,7 +235,7 @@ static int attempt_env(const struct supervise_opts *o, unsigned attempt, struct 
 		if (e->own[i])
 			set[k++] = e->own[i];
 	set[k] = NULL;
-	if (!(e->v = env_with(environ, attempt_vars, set))) {
+	if (!(e->v = env_with(o->env ? o->env : environ, attempt_vars, set))) {
 		env_free(e);
 		return GC_ENOMEM;
 	}

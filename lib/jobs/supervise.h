@@ -46,6 +46,8 @@ struct supervise_opts {
 	const char *checkpoint_dir;  /* borrowed; NULL: none */
 	int64_t hang_timeout_ms;     /* 0: no watchdog */
 	const char *on_notice;       /* borrowed shell command run on a notice, or NULL */
+	char *const *env;            /* borrowed: the job's environment, before each attempt's
+					GPUCTL_RUN_ID...; NULL: ours (environ) */
 	struct spot_watcher *spot;   /* borrowed; NULL: no notices */
 	bool take_terminal;          /* hand the job the terminal when we are in the foreground */
 	/* the highest utilization (%) of the job's GPUs: 0 and *pct, or -1 when unknown */

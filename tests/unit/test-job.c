@@ -7,7 +7,10 @@
  * PATH_MAX; the checkpoint, spot and explain functions without their
  * directory, watcher, event, input or result, and advise with bad options;
  * the supervisor options out of range. Each is refused with its
- * GC_E* code, and nothing is left leased.
+ * GC_E* code, and nothing is left leased. And a leased job run by
+ * job_run: the environment it gets (ours untouched), its status, a stop,
+ * gpuctld's go pipe closed, a checkpoint directory that cannot be made, a
+ * command that cannot be run.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +24,8 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "device/gpu.h"
 #include "jobs/job.h"
@@ -544,6 +549,164 @@ static void test_lease_wait(void **st)
 	assert_non_null(strstr(err, "3 GPUs requested but only 2 exist"));
 }
 
+/* job_env: set, set again in place, get, bad names, full */
+static void test_job_env(void **st)
+{
+	(void)st;
+	struct job_env e;
+	job_env_init(&e);
+	assert_int_equal(job_env_set(&e, "A", "1"), GC_OK);
+	assert_int_equal(job_env_set(&e, "B", "two words"), GC_OK);
+	assert_int_equal(job_env_set(&e, "A", "3"), GC_OK);
+	assert_int_equal(e.n, 2);
+	assert_string_equal(e.v[0], "A=3");
+	assert_string_equal(job_env_get(&e, "B"), "two words");
+	assert_null(job_env_get(&e, "AB"));
+	assert_null(e.v[2]);
+	assert_int_equal(job_env_set(&e, "", "x"), GC_EINVAL);
+	assert_int_equal(job_env_set(&e, "A=B", "x"), GC_EINVAL);
+	char name[16];
+	int rc = GC_OK;
+	for (int i = 0; i < JOB_ENV_MAX + 2 && rc == GC_OK; i++) {
+		snprintf(name, sizeof name, "V%d", i);
+		rc = job_env_set(&e, name, "v");
+	}
+	assert_int_equal(rc, GC_ENOMEM);
+	assert_int_equal(e.n, JOB_ENV_MAX);
+	assert_null(e.v[JOB_ENV_MAX]);
+	job_env_free(&e);
+	assert_int_equal(e.n, 0);
+}
+
+static char run_log_line[1024];
+
+static void keep_log(void *arg, const char *line)
+{
+	(void)arg;
+	snprintf(run_log_line, sizeof run_log_line, "%s", line);
+}
+
+/* the file `path` holds, or "" */
+static const char *slurp_small(const char *path)
+{
+	static char buf[512];
+	buf[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+/* job_run: a leased GPU 0, the command's environment and status; a stop, no go, a bad
+ * checkpoint directory and a missing command, none of which runs anything */
+static void test_job_run(void **st)
+{
+	(void)st;
+	char err[1024] = "", why[2048] = "", out[PATH_MAX + 8], script[PATH_MAX + 200], file[PATH_MAX + 8];
+	struct lease_dir *d = NULL;
+	assert_int_equal(lease_dir_open(&d, state, true, err, sizeof err), GC_OK);
+	struct lease_info me;
+	lease_info_self(&me, "runner", NULL, "GPU 0");
+	struct job_request r;
+	job_request_init(&r);
+	r.ctx_borrowed = true;
+	assert_int_equal(job_gpu_option(&r.jg, 'g', "0", err, sizeof err), GC_OK);
+	assert_int_equal(job_request_prepare(&r, ctx, err, sizeof err), GC_OK);
+	unsigned chosen[2];
+	struct lease *l = NULL;
+	struct lease_ticket *t = NULL;
+	assert_int_equal(job_request_acquire(&r, d, &me, false, -1, NULL, &l, &t, chosen, why, sizeof why), GC_OK);
+	assert_int_equal(chosen[0], 0);
+	assert_null(t); /* no wait, no line */
+
+	struct job_env env;
+	job_env_init(&env);
+	assert_int_equal(job_env_gpus(&env, &r, chosen, err, sizeof err), GC_OK);
+	assert_string_equal(job_env_get(&env, "GPUCTL_GPUS"), "0");
+	assert_string_equal(job_env_get(&env, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+	assert_int_equal(job_env_set(&env, "EXTRA", "x y"), GC_OK);
+	snprintf(out, sizeof out, "%s/out", state);
+	snprintf(script, sizeof script,
+		 "printf '%%s|%%s|%%s|%%s|%%s' \"$CUDA_VISIBLE_DEVICES\" \"$GPUCTL_NUM_GPUS\" \"${GPUCTL_TICKET-none}\" "
+		 "\"$EXTRA\" \"${GPUCTL_LEASE_START:+set}\" > '%s'; exit 3", out);
+	char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	struct job_opts jo;
+	job_opts_init(&jo);
+	jo.sv.argv = cmd;
+	setenv("GPUCTL_TICKET", "stale", 1);
+	const char *ours = getenv("CUDA_VISIBLE_DEVICES");
+	char ours_was[256];
+	snprintf(ours_was, sizeof ours_was, "%s", ours ? ours : "(unset)");
+	struct job_run run = {.r = &r, .chosen = chosen, .lease = l, .d = d, .ticket = &t, .jo = &jo, .cloud = SPOT_NONE,
+			      .env = &env, .go_fd = -1, .log = keep_log};
+	struct job_run_result res;
+	assert_int_equal(job_run(&run, &res, err, sizeof err), GC_OK);
+	assert_true(res.ran);
+	assert_false(res.no_go);
+	assert_int_equal(res.sv.end, SUPERVISE_END_EXITED);
+	assert_int_equal(res.sv.status, 3);
+	/* CUDA_VISIBLE_DEVICES by index (--ids index), no stale ticket of ours, the caller's own */
+	assert_string_equal(slurp_small(out), "0|1|none|x y|set");
+	/* ours is as it was: the job's environment was built for it alone */
+	ours = getenv("CUDA_VISIBLE_DEVICES");
+	assert_string_equal(ours ? ours : "(unset)", ours_was);
+	assert_string_equal(getenv("GPUCTL_TICKET"), "stale");
+	unsetenv("GPUCTL_TICKET");
+	unlink(out);
+
+	/* stopped before it starts: nothing runs */
+	volatile int stop = SIGTERM;
+	run.stop = &stop;
+	assert_int_equal(job_run(&run, &res, err, sizeof err), GC_ECANCELED);
+	assert_false(res.ran);
+	assert_false(res.no_go);
+	assert_int_equal(access(out, F_OK), -1);
+	run.stop = NULL;
+
+	/* gpuctld's go pipe closes first: nothing runs, and the pipe is closed */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	close(p[1]);
+	run.go_fd = p[0];
+	assert_int_equal(job_run(&run, &res, err, sizeof err), GC_ECANCELED);
+	assert_true(res.no_go);
+	assert_int_equal(run.go_fd, -1);
+	assert_int_equal(fcntl(p[0], F_GETFD), -1);
+	assert_int_equal(access(out, F_OK), -1);
+
+	/* a checkpoint directory under a file cannot be made */
+	snprintf(file, sizeof file, "%s/file", state);
+	int fd = open(file, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	char ckpt[PATH_MAX + 16];
+	snprintf(ckpt, sizeof ckpt, "%s/sub", file);
+	jo.sv.checkpoint_dir = ckpt;
+	assert_int_equal(job_run(&run, &res, err, sizeof err), GC_EIO);
+	assert_non_null(strstr(err, "cannot create --checkpoint-dir"));
+	assert_int_equal(access(out, F_OK), -1);
+	jo.sv.checkpoint_dir = NULL;
+	unlink(file);
+
+	/* a command that is not there: 127, said in the log, not "ran" */
+	char *missing[] = {"/nonexistent/gpuctl-test-cmd", NULL};
+	jo.sv.argv = missing;
+	run_log_line[0] = '\0';
+	assert_int_equal(job_run(&run, &res, err, sizeof err), GC_OK);
+	assert_false(res.ran);
+	assert_int_equal(res.sv.end, SUPERVISE_END_EXEC_FAILED);
+	assert_int_equal(res.sv.status, 127);
+	assert_non_null(strstr(run_log_line, "cannot run '/nonexistent/gpuctl-test-cmd'"));
+
+	job_env_free(&env);
+	lease_release(l);
+	job_request_release(&r);
+	lease_dir_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +721,8 @@ int main(void)
 		cmocka_unit_test(test_one_node_per_process),
 		cmocka_unit_test(test_acquire),
 		cmocka_unit_test(test_lease_wait),
+		cmocka_unit_test(test_job_env),
+		cmocka_unit_test(test_job_run),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
