@@ -52,6 +52,16 @@ enum gc_error {
 const char *gc_strerror(int err);
 
 /*
+ * Sizes and durations as gpuctl's options take them, for bindings that
+ * must read them the same way: a size always has a unit ("20G" = 20 GiB,
+ * "1.5TB", "512MiB": docs/gpuctl.1's --min-free-mem), a duration is
+ * seconds or a number with s, m, h or d ("90", "30s", "10m"). GC_OK with
+ * the value; GC_EINVAL with the reason in err (errlen bytes, may be NULL).
+ */
+int gc_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen);
+int gc_parse_duration(const char *s, int64_t *ms, char *err, size_t errlen);
+
+/*
  * Status of one value in a snapshot. GC_ST_OK = valid; the others map the
  * NVML return code that prevented it (nvidia-smi prints a bracketed token
  * for each).

@@ -193,3 +193,25 @@ int units_parse_interval(const char *opt, const char *arg, double *out, char *er
 	*out = v;
 	return GC_OK;
 }
+
+int gc_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
+{
+	if (!s || !bytes) {
+		errbuf_set(err, errlen, "gc_parse_size: no input or no output");
+		return GC_EINVAL;
+	}
+	return units_parse_size(s, bytes, err, errlen);
+}
+
+int gc_parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
+{
+	if (!s || !ms) {
+		errbuf_set(err, errlen, "gc_parse_duration: no input or no output");
+		return GC_EINVAL;
+	}
+	long long v;
+	int rc = units_parse_duration("duration", s, &v, err, errlen);
+	if (rc == GC_OK)
+		*ms = (int64_t)v;
+	return rc;
+}
