@@ -13,7 +13,10 @@ the tree sees it (issue 18):
    advises on a job, which must be what `gpuctl advise --json` answers;
 3. `nm -D` of the installed library shows only the public gc_* API: every
    defined symbol is gc_* (or the version node), and exactly the functions
-   the installed header declares.
+   the installed header declares;
+4. the Python package is installed into the interpreter's site-packages
+   (issue 19), with py.typed, and imports the installed libgpuctl.so.0: it
+   sees the node's GPUs and leases and releases one.
 """
 import glob
 import json
@@ -123,6 +126,29 @@ try:
         check(same and plans > 0, f"gc_advise_json answers what gpuctl advise --json does ({plans} plans)")
         check(os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)),
               "no claim is left in the state directory: " + " ".join(os.listdir(state)))
+
+    # the Python package, installed, on the installed library
+    pkgs = glob.glob(os.path.join(root, "**", "gpuctl", "__init__.py"), recursive=True)
+    check(len(pkgs) == 1 and re.search(r"/(site|dist)-packages/gpuctl/__init__\.py$", pkgs[0] if pkgs else ""),
+          "the Python package is installed in site-packages (%s)" % pkgs)
+    if len(pkgs) == 1:
+        pkgdir = os.path.dirname(pkgs[0])
+        check(os.path.exists(os.path.join(pkgdir, "py.typed")), "with py.typed")
+        penv = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "PYTHON", "LD_"))}
+        penv.update(PYTHONPATH=os.path.dirname(pkgdir), LD_LIBRARY_PATH=libdir,
+                    GPUCTL_SIM_LIBDIR=os.path.join(libdir, "gpuctl"), GPUCTL_STATE_DIR=os.path.join(root, "pystate"),
+                    PYTHONDONTWRITEBYTECODE="1")
+        if san:  # python has no sanitizer runtime of its own: load the library's first
+            rts = [run(["cc", "-print-file-name=lib%s.so" % rt]).stdout.strip() for rt in ("asan", "ubsan")]
+            penv.update(LD_PRELOAD=":".join(rts), ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0")
+        code = ("import gpuctl, os\nc = gpuctl.open(sim=%r)\nprint(gpuctl.__file__)\n"
+                "print(len(c.devices()))\nwith c.lease(1) as g:\n    print(list(g))\n" %
+                os.path.join(src, "examples", "nodes", "l4-2x.json"))
+        r = run([sys.executable, "-c", code], env=penv, timeout=60)
+        lines = r.stdout.split()
+        check(r.returncode == 0 and lines[:1] == [pkgs[0]] and lines[1:] == ["2", "[0]"],
+              "the installed package imports the installed library, sees 2 GPUs, leases GPU 0: %s %s"
+              % (r.stdout.strip(), r.stderr.strip()[-500:]))
 
     # nm -D: the public API and nothing else
     r = run(["nm", "-D", "--defined-only", so])

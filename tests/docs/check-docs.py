@@ -168,6 +168,14 @@ for var in sorted(set(re.findall(r'getenv\("([A-Z_0-9]+)"\)', code))):
     elif var not in docs_all.replace("\\", ""):
         errors.append(f"no page of docs/ documents {var}, which the code reads")
 
+# 6b. environment variables the Python package reads, in docs/python.md
+pycode = "".join(read(os.path.join("python", "gpuctl", f)) for f in os.listdir(os.path.join(src, "python", "gpuctl"))
+                 if f.endswith(".py"))
+pydoc = read("docs/python.md")
+for var in sorted(set(re.findall(r'environ(?:\.get\(|\[)"([A-Z_0-9]+)"', pycode))):
+    if f"`{var}`" not in pydoc:
+        errors.append(f"docs/python.md does not document {var}, which python/gpuctl reads")
+
 # 7. every finding id of the failure signatures, and the names of the values
 #    their regexes and notes give, in gpuctl-explain(1)
 man = read("docs/man/gpuctl-explain.1")

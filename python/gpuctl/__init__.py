@@ -1,0 +1,167 @@
+"""gpuctl: see, pick and lease GPUs, and checkpoint through preemption, from Python.
+
+The same library as the ``gpuctl`` command (libgpuctl, through ctypes), so
+the command, the queue and Python never give one GPU to two jobs::
+
+    import gpuctl
+
+    for d in gpuctl.devices():                 # what `gpuctl ls --json` shows
+        print(d.index, d.name, d.memory_free, [p.user for p in d.processes])
+
+    with gpuctl.lease(n=2, min_free_mem="20G", wait=True, timeout="10m") as gpus:
+        # CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID are set: start CUDA now
+        import torch
+        model = torch.nn.Linear(8, 8).cuda()
+
+    ckpt = gpuctl.Checkpointer("ckpt", keep=3)  # commits that survive a kill
+    state = ckpt.load_latest()                  # never a torn checkpoint
+    ...
+    ckpt.save(state, step=step)
+    if ckpt.should_stop:                        # SIGTERM, a spot notice, the supervisor
+        ...
+
+Without a GPU, open a simulated node: ``gpuctl.open(sim="node.json")``, or
+set $GPUCTL_SIM as for the command. Failures raise gpuctl.GpuctlError's
+subclasses (NoDriver, Busy, Timeout, BadRequest, ...) with the library's
+message. Framework helpers: gpuctl.torch, gpuctl.tensorflow (each imports
+its framework only when called). See docs/python.md.
+"""
+
+import builtins as _builtins
+import os as _os
+from typing import Any, Dict, List, Optional, Union
+
+from . import _lib
+from ._core import (Context, Device, Duration, Lease, Process, Size, Snapshot, default_context, parse_duration,
+                    parse_size)
+from .errors import (BadRequest, Busy, Cancelled, CudaAlreadyInitialized, FileError, GpuctlError, GpuLost,
+                     NoDriver, NotFound, NvmlError, PermissionDenied, Timeout)
+
+__all__ = [
+    "open", "devices", "snapshot", "select", "lease", "explain", "advise", "Checkpointer",
+    "Context", "Device", "Process", "Snapshot", "Lease", "parse_size", "parse_duration",
+    "GpuctlError", "NoDriver", "PermissionDenied", "GpuLost", "BadRequest", "NotFound", "NvmlError",
+    "FileError", "Busy", "Timeout", "Cancelled", "CudaAlreadyInitialized",
+]
+
+
+def open(sim: Optional[str] = None, library: Optional[str] = None) -> Context:  # noqa: A001 (gpuctl.open)
+    """Open the GPUs: the NVIDIA driver, or the simulated node in file ``sim``.
+
+    ``library``: an NVML library to load instead of libnvidia-ml.so.1. A
+    process serves one node, as NVML does: a second, different simulated
+    node while one is open raises BadRequest."""
+    return Context(sim=sim, library=library)
+
+
+def snapshot() -> Snapshot:
+    """One sample of every GPU (the default context's)."""
+    return default_context().snapshot()
+
+
+def devices() -> List[Device]:
+    """Every GPU, sampled now: the values of `gpuctl ls --json` (None where NVML has none)."""
+    return default_context().devices()
+
+
+def select(n: int = 1, *, min_free_mem: Size = None, max_util: Optional[int] = None, model: Optional[str] = None,
+           shared: bool = False, state_dir: Optional[str] = None) -> List[Device]:
+    """The n best GPUs free now, as `gpuctl pick` ranks them (not leased: see lease).
+
+    ``min_free_mem``: bytes, or "20G" (binary units, as gpuctl's options);
+    ``max_util``: percent busy at most; ``model``: a glob or substring of the
+    name ("H100*", "A100"); ``shared``: other users' processes do not make a
+    GPU busy. Raises Busy when fewer fit now, BadRequest for a bad request."""
+    return default_context().select(n, min_free_mem=min_free_mem, max_util=max_util, model=model, shared=shared,
+                                    state_dir=state_dir)
+
+
+def lease(n: int = 1, *, wait: bool = False, timeout: Duration = None, min_free_mem: Size = None,
+          max_util: Optional[int] = None, model: Optional[str] = None, shared: bool = False,
+          name: Optional[str] = None, state_dir: Optional[str] = None, set_env: bool = True) -> Lease:
+    """Lease n GPUs for this process, with the flock leases `gpuctl run` uses.
+
+    Use it as a context manager: ``with gpuctl.lease(n=2) as gpus:``. While it
+    is held no gpuctl of any user (run, pick, the queue, another Python)
+    gives these GPUs to anyone else; it ends on exit from the block, on
+    release(), or when the process dies. With ``set_env`` (the default)
+    CUDA_VISIBLE_DEVICES (the GPUs' UUIDs) and CUDA_DEVICE_ORDER=PCI_BUS_ID
+    are set for this process and put back on release; if CUDA is already
+    initialised here (torch.cuda.is_initialized(), TensorFlow's runtime),
+    that would do nothing, so CudaAlreadyInitialized is raised instead.
+
+    ``wait``: wait in line, first come first served with every gpuctl on the
+    machine, for at most ``timeout`` (seconds or "10m"; None: no limit);
+    without it, Busy is raised at once when the GPUs are not free. Inside a
+    `gpuctl run` job (or a shell after `gpuctl pick --lease`), the job's own
+    GPUs are returned and nothing new is leased. The filters are select()'s.
+    """
+    return default_context().lease(n, wait=wait, timeout=timeout, min_free_mem=min_free_mem, max_util=max_util,
+                                   model=model, shared=shared, name=name, state_dir=state_dir, set_env=set_env)
+
+
+def explain(log: Union[str, bytes, "_os.PathLike[str]"], *, source: Optional[str] = None) -> Dict[str, Any]:
+    """The known failures in a run's log, as `gpuctl explain --json` gives them.
+
+    ``log``: the text (str or bytes), or a path (os.PathLike, or a str naming
+    an existing file)."""
+    import ctypes
+    import json
+    if isinstance(log, _os.PathLike) or (isinstance(log, str) and "\n" not in log and len(log) < 4096
+                                         and _os.path.isfile(log)):
+        path = _os.fspath(log)
+        with _builtins.open(path, "rb") as f:
+            data = f.read()
+        source = source or str(path)
+    elif isinstance(log, (str, bytes)):
+        data = log.encode("utf-8", "surrogateescape") if isinstance(log, str) else log
+    else:
+        raise BadRequest("invalid log %r: give its text (str or bytes) or a path" % (type(log).__name__,))
+    out = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(_lib.ERRBUF)
+    rc = _lib.explain_text(data, len(data), source.encode() if source else None, ctypes.byref(out), err, len(err))
+    from .errors import check
+    check(rc, err.value)
+    return json.loads(_lib.take_string(out.value))
+
+
+def advise(*options: str, **kw: Any) -> Dict[str, Any]:
+    """The cheapest setups that fit a workload, as `gpuctl advise --json` gives them.
+
+    Options as the command takes them, or as keywords::
+
+        gpuctl.advise("--model", "llama-3-8b", "--task", "lora")
+        gpuctl.advise(model="llama-3-8b", task="lora", spot=True, tokens="1B")
+
+    A keyword True is a flag (``spot=True`` is --spot); underscores become
+    dashes. Raises BadRequest for an option the command would refuse."""
+    import ctypes
+    import json
+    args = [str(o) for o in options]
+    for k, v in kw.items():
+        opt = "--" + k.replace("_", "-")
+        if v is True:
+            args.append(opt)
+        elif v is False or v is None:
+            continue
+        else:
+            args.append("%s=%s" % (opt, v))
+    argv = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
+    out = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(_lib.ERRBUF)
+    rc = _lib.advise_json(argv, ctypes.byref(out), err, len(err))
+    from .errors import check
+    check(rc, err.value)
+    return json.loads(_lib.take_string(out.value))
+
+
+def __getattr__(name: str) -> Any:
+    # the checkpointer and the framework helpers load on first use: `import gpuctl` stays small
+    if name == "Checkpointer":
+        from .ckpt import Checkpointer
+        return Checkpointer
+    if name in ("torch", "tensorflow"):
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'gpuctl' has no attribute %r" % name)
+

@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""The Python package (python/gpuctl, issue 19) on a simulated node, against
+the gpuctl command it must agree with: devices() has the values of `gpuctl
+ls --json`; select() picks what `gpuctl pick` picks; lease() holds the
+leases `gpuctl run` respects (and the reverse), sets and restores
+CUDA_VISIBLE_DEVICES, waits in line, times out, stops on
+KeyboardInterrupt, refuses when CUDA is already initialised; bad input is
+a BadRequest naming it; a missing libgpuctl is one ImportError; the
+Checkpointer agrees with `gpuctl ckpt`, stops on SIGTERM and on a spot
+notice from the mock metadata server; explain() and advise() return what
+--json prints; gpuctl.tensorflow against a fake TensorFlow.
+
+Usage: test_gpuctl.py GPUCTL SRCDIR  (LD_LIBRARY_PATH names the build's lib/,
+PYTHONPATH the source's python/, GPUCTL_SIM_LIBDIR the simulator: meson sets them)
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+GPUCTL = os.path.realpath(sys.argv.pop(1))
+SRC = os.path.realpath(sys.argv.pop(1))
+NODE = os.path.join(SRC, "examples", "nodes", "l4-2x.json")  # GPU 0 free, GPU 1 used by frank
+STATE = tempfile.mkdtemp(prefix="gpuctl-py-")
+os.environ["GPUCTL_STATE_DIR"] = STATE
+os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+os.environ.pop("GPUCTL_GPUS", None)
+
+import gpuctl  # noqa: E402
+
+CTX = gpuctl.open(sim=NODE)
+
+
+def cli(*args, check=True, **kw):
+    r = subprocess.run([GPUCTL, "--sim", NODE] + list(args), capture_output=True, text=True, timeout=60, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError("gpuctl %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
+    return r
+
+
+def cli_outsider(*args):
+    """gpuctl run by a process that is no descendant of this one (setsid -f: its parent exits),
+    with no CUDA_VISIBLE_DEVICES: a lease of ours is someone else's to it"""
+    d = tempfile.mkdtemp(dir=STATE)
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+    cmd = "exec >'%s/out' 2>'%s/err'; '%s' --sim '%s' %s; echo $? >'%s/rc.tmp'; mv '%s/rc.tmp' '%s/rc'" % (
+        d, d, GPUCTL, NODE, " ".join("'%s'" % a for a in args), d, d, d)
+    subprocess.run(["setsid", "-f", "sh", "-c", cmd], env=env, check=True, timeout=60)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(d + "/rc"):
+        if time.monotonic() > deadline:
+            raise AssertionError("gpuctl %s did not end" % " ".join(args))
+        time.sleep(0.05)
+    with open(d + "/rc") as f, open(d + "/out") as o, open(d + "/err") as e:
+        return int(f.read()), o.read(), e.read()
+
+
+class Holder:
+    """`gpuctl run --gpus G -- sleep` holding a GPU, ready once its lease exists."""
+
+    def __init__(self, gpu="0", name="holder"):
+        self.p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--gpus", gpu, "--name", name, "--", "sh", "-c",
+                                   "echo up; exec sleep 60"], stdout=subprocess.PIPE, text=True)
+        assert self.p.stdout.readline().strip() == "up"
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+        self.p.wait(10)
+
+
+def drop_volatile(g):
+    """a GPU's JSON without what the simulator changes from one sample to the next"""
+    g = json.loads(json.dumps(g))
+    for k in ("temperature", "energy_mj", "utilization", "power", "clocks", "clock_event_reasons", "fan_speed",
+              "pstate"):
+        g.pop(k, None)
+    return g
+
+
+class See(unittest.TestCase):
+    def test_devices_are_ls_json(self):
+        ls = json.loads(cli("ls", "--json").stdout)
+        devs = CTX.devices()
+        self.assertEqual(len(devs), len(ls["gpus"]))
+        for d, g in zip(devs, ls["gpus"]):
+            self.assertEqual(sorted(d.data), sorted(g))
+            self.assertEqual(drop_volatile(d.data), drop_volatile(g))
+            self.assertEqual(d.memory_total, g["memory"]["total"])
+            self.assertEqual(d.uuid, g["uuid"])
+        # NVML has no fan on an L4: None, never 0
+        self.assertIsNone(devs[0].data["fan_speed"])
+        self.assertEqual([p.user for p in devs[1].processes], ["frank", "frank"])
+        self.assertEqual(devs[1].processes[0].command, "python train_resnet.py --epochs 90")
+        self.assertIsNone(devs[1].processes[1].used_memory)
+
+    def test_snapshot_is_one_sample(self):
+        s = CTX.snapshot()
+        self.assertEqual(len(s), 2)
+        self.assertEqual(s.data["schema"], "gpuctl.snapshot/1")
+        self.assertEqual(s.driver["version"], json.loads(cli("ls", "--json").stdout)["driver"]["version"])
+        self.assertEqual([d.index for d in s], [0, 1])
+
+    def test_module_functions_use_gpuctl_sim(self):
+        r = subprocess.run([sys.executable, "-c", "import gpuctl; print([d.name for d in gpuctl.devices()])"],
+                           env=dict(os.environ, GPUCTL_SIM=NODE), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "['NVIDIA L4', 'NVIDIA L4']")
+
+    def test_another_node_in_this_process_is_refused(self):
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            gpuctl.open(sim=os.path.join(SRC, "examples", "nodes", "t4-1x.json"))
+        self.assertIn("node", str(e.exception))
+
+    def test_no_driver_is_noDriver(self):
+        code = ("import gpuctl\ntry:\n    gpuctl.open(library='/nonexistent/libnvidia-ml.so.1')\n"
+                "except gpuctl.NoDriver as e:\n    print('NoDriver', e)\n")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("NoDriver "), r.stdout)
+        self.assertIn("gpuctl.open(sim=", r.stdout)
+
+    def test_missing_library_is_one_import_error(self):
+        r = subprocess.run([sys.executable, "-c", "import gpuctl"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, GPUCTL_LIBRARY="/nonexistent/libgpuctl.so.0"))
+        self.assertNotEqual(r.returncode, 0)
+        last = r.stderr.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("ImportError: gpuctl: cannot load"), last)
+        self.assertIn("install gpuctl", last)
+        self.assertNotIn("ctypes", r.stderr.split("ImportError")[0].splitlines()[-1])
+
+
+class Pick(unittest.TestCase):
+    def test_select_is_pick(self):
+        picked = cli("pick", "-n", "1").stdout.strip()
+        self.assertEqual([str(d.index) for d in CTX.select(1)], [picked])
+        # with --shared, frank's GPU 1 counts too
+        self.assertEqual(len(CTX.select(2, shared=True)), 2)
+        with self.assertRaises(gpuctl.Busy):
+            CTX.select(2)
+        self.assertEqual(CTX.select(1, model="*L4")[0].index, 0)
+        with self.assertRaises(gpuctl.Busy):
+            CTX.select(1, model="H100*")
+        with self.assertRaises(gpuctl.Busy):
+            CTX.select(1, min_free_mem="30G")
+
+    def test_bad_requests_name_the_input(self):
+        cases = [
+            (dict(n=0), "invalid n 0"),
+            (dict(n="2"), "invalid n '2'"),
+            (dict(n=1, max_util=101), "invalid max_util 101"),
+            (dict(n=1, min_free_mem="20"), "a size needs a unit"),
+            (dict(n=1, min_free_mem=-1), "invalid min_free_mem -1"),
+        ]
+        for kw, msg in cases:
+            with self.assertRaises(gpuctl.BadRequest, msg=str(kw)) as e:
+                CTX.select(**kw)
+            self.assertIn(msg, str(e.exception))
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            CTX.lease(1, wait=True, timeout="soon")
+        self.assertIn("timeout: invalid duration 'soon'", str(e.exception))
+        # more GPUs than the node has: never, not "busy"
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            CTX.lease(3, wait=True, timeout=1)
+        self.assertIn("3", str(e.exception))
+
+
+class LeaseTests(unittest.TestCase):
+    def setUp(self):
+        self.env = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+
+    def tearDown(self):
+        for k, v in self.env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        sys.modules.pop("torch", None)
+
+    def test_lease_sets_and_restores_the_environment(self):
+        os.environ["CUDA_DEVICE_ORDER"] = "FASTEST_FIRST"
+        with CTX.lease(1, name="py-env") as g:
+            self.assertEqual(list(g), [0])
+            self.assertEqual(g.uuids, [CTX.devices()[0].uuid])
+            self.assertEqual(os.environ["CUDA_VISIBLE_DEVICES"], g.visible)
+            self.assertEqual(os.environ["CUDA_DEVICE_ORDER"], "PCI_BUS_ID")
+            # the command sees the lease: who holds it, and it will not give it away
+            leases = cli("leases").stdout
+            self.assertIn("py-env", leases)
+            rc, _, stderr = cli_outsider("run", "-n", "1", "--", "true")
+            self.assertEqual(rc, 1, stderr)
+            self.assertIn("GPU 0 is leased by", stderr)
+            self.assertIn("job 'py-env'", stderr)
+            # our own children run inside it, as under `gpuctl run`
+            r = cli("run", "-n", "1", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+            self.assertEqual(r.stdout.strip(), g.visible)
+        self.assertNotIn("CUDA_VISIBLE_DEVICES", os.environ)
+        self.assertEqual(os.environ["CUDA_DEVICE_ORDER"], "FASTEST_FIRST")
+        self.assertEqual(cli_outsider("run", "-n", "1", "--", "true")[0], 0)  # free again
+
+    def test_a_cli_lease_is_respected(self):
+        h = Holder()
+        try:
+            with self.assertRaises(gpuctl.Busy) as e:
+                CTX.lease(1)
+            self.assertIn("GPU 0 is leased by", str(e.exception))
+            self.assertIn("job 'holder'", str(e.exception))
+            t0 = time.monotonic()
+            with self.assertRaises(gpuctl.Timeout):
+                CTX.lease(1, wait=True, timeout=0.3)
+            self.assertLess(time.monotonic() - t0, 5)
+            threading.Timer(0.5, h.stop).start()
+            with CTX.lease(1, wait=True, timeout=30) as g:
+                self.assertEqual(list(g), [0])
+        finally:
+            h.stop()
+
+    def test_keyboard_interrupt_stops_the_wait(self):
+        h = Holder()
+        try:
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            t0 = time.monotonic()
+            with self.assertRaises(KeyboardInterrupt):
+                CTX.lease(1, wait=True)
+            self.assertLess(time.monotonic() - t0, 5)
+            # out of line: the queue is empty
+            self.assertNotIn("waiting", cli("leases").stdout.lower().replace("waiting for", ""))
+        finally:
+            h.stop()
+        with CTX.lease(1) as g:
+            self.assertEqual(list(g), [0])
+
+    def test_cuda_already_initialised_is_refused(self):
+        class Cuda:
+            @staticmethod
+            def is_initialized():
+                return True
+
+        class FakeTorch:
+            cuda = Cuda()
+
+        sys.modules["torch"] = FakeTorch()
+        with self.assertRaises(gpuctl.CudaAlreadyInitialized) as e:
+            CTX.lease(1)
+        self.assertIn("torch.cuda.is_initialized()", str(e.exception))
+        del sys.modules["torch"]
+        with CTX.lease(1):  # nothing was left leased
+            pass
+        # inside a job whose GPUs CUDA already sees, the job's own GPUs are fine
+        code = ("import sys, types, os, gpuctl\n"
+                "sys.modules['torch'] = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))\n"
+                "with gpuctl.lease(1) as g:\n    print(list(g), os.environ['CUDA_VISIBLE_DEVICES'])\n")
+        r = cli("run", "--gpus", "0", "--", sys.executable, "-c", code, env=dict(os.environ, GPUCTL_SIM=NODE))
+        self.assertEqual(r.stdout.strip(), "[0] 0", r.stderr)
+
+    def test_inside_a_job_lease_returns_the_jobs_gpus(self):
+        code = ("import gpuctl, os\nwith gpuctl.lease(1) as g:\n"
+                "    print(list(g), os.environ['CUDA_VISIBLE_DEVICES'] == g.visible)\n")
+        r = cli("run", "--gpus", "0", "--", sys.executable, "-c", code, env=dict(os.environ, GPUCTL_SIM=NODE))
+        self.assertEqual(r.stdout.strip(), "[0] True", r.stderr)
+
+
+class Checkpoints(unittest.TestCase):
+    def test_save_load_prune_agree_with_gpuctl_ckpt(self):
+        d = tempfile.mkdtemp(dir=STATE)
+        with gpuctl.Checkpointer(d, keep=2, spot=None, save=_save, load=_load) as c:
+            self.assertIsNone(c.load_latest())
+            self.assertIsNone(c.latest())
+            for step in range(4):
+                c.save({"step": step}, step=step)
+            self.assertEqual(c.load_latest(), {"step": 3})
+            self.assertEqual(cli("ckpt", "latest", d).stdout.strip(), c.latest())
+            self.assertEqual(sorted(e["name"] for e in c.list()), ["ckpt-000000002.pkl", "ckpt-000000003.pkl"])
+            # a writer that fails leaves nothing, and the latest stays
+            with self.assertRaises(ZeroDivisionError):
+                c.save(None, step=9, writer=lambda p: 1 / 0)
+            self.assertEqual(c.load_latest(), {"step": 3})
+            self.assertFalse([n for n in os.listdir(d) if ".tmp-" in n])
+            # a directory written by a framework
+            def tree(p):
+                os.makedirs(p)
+                with open(os.path.join(p, "weights"), "w") as f:
+                    f.write("w")
+            path = c.save(step=10, writer=tree)
+            self.assertTrue(os.path.isdir(path))
+            self.assertEqual(cli("ckpt", "latest", d).stdout.strip(), path)
+
+    def test_bad_arguments(self):
+        d = tempfile.mkdtemp(dir=STATE)
+        for kw in (dict(keep=0), dict(keep="3"), dict(prefix="../x"), dict(spot="mars")):
+            with self.assertRaises(gpuctl.BadRequest, msg=str(kw)):
+                gpuctl.Checkpointer(d, **dict(dict(spot=None), **kw))
+        with gpuctl.Checkpointer(d, spot=None, save=_save, load=_load) as c:
+            for step in (-1, 1.5, True):
+                with self.assertRaises(gpuctl.BadRequest):
+                    c.save({}, step=step)
+        env = dict(os.environ)
+        env.pop("GPUCTL_CHECKPOINT_DIR", None)
+        r = subprocess.run([sys.executable, "-c", "import gpuctl; gpuctl.Checkpointer()"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("GPUCTL_CHECKPOINT_DIR", r.stderr.strip().splitlines()[-1])
+
+    def test_sigterm_sets_should_stop(self):
+        d = tempfile.mkdtemp(dir=STATE)
+        with gpuctl.Checkpointer(d, spot=None) as c:
+            self.assertFalse(c.should_stop)
+            os.kill(os.getpid(), signal.SIGTERM)
+            self.assertTrue(c.should_stop)
+            self.assertEqual(c.why, "SIGTERM")
+        self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+
+    def test_spot_notice_sets_should_stop(self):
+        mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(mock.stdout.readline().split()[-1])
+            url = "http://127.0.0.1:%d" % port
+            os.environ["GPUCTL_METADATA_URL"] = url
+            d = tempfile.mkdtemp(dir=STATE)
+            with gpuctl.Checkpointer(d, spot="aws") as c:
+                self.assertFalse(c.should_stop)
+                import urllib.request
+                urllib.request.urlopen(urllib.request.Request(url + "/_ctl/preempt?cloud=aws&in=120",
+                                                              method="POST"), timeout=10).read()
+                deadline = time.monotonic() + 20
+                while not c.should_stop and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.assertTrue(c.should_stop)
+                self.assertIn("spot notice (aws", c.why)
+                self.assertEqual(c.notice["cloud"], "aws")
+                c.ack()  # AWS has nothing to approve
+        finally:
+            os.environ.pop("GPUCTL_METADATA_URL", None)
+            mock.terminate()
+            mock.wait(10)
+
+
+def _save(state, path):
+    import pickle
+    with open(path, "wb") as f:
+        pickle.dump(state, f)
+
+
+def _load(path):
+    import pickle
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+class Library(unittest.TestCase):
+    def test_explain_is_explain_json(self):
+        log = os.path.join(SRC, "tests", "cli", "nodes", "oom-no-free.log")
+        want = json.loads(subprocess.run([GPUCTL, "explain", "--json", log], capture_output=True, text=True,
+                                         timeout=60).stdout)
+        got = gpuctl.explain(log)
+        self.assertEqual(got, want)
+        with open(log) as f:
+            text = f.read()
+        self.assertEqual(gpuctl.explain(text)["findings"], want["findings"])
+        with self.assertRaises(gpuctl.BadRequest):
+            gpuctl.explain(42)
+
+    def test_advise_is_advise_json(self):
+        want = json.loads(subprocess.run([GPUCTL, "advise", "--json", "--model", "llama-3-8b", "--task", "lora"],
+                                         capture_output=True, text=True, timeout=60).stdout)
+        self.assertEqual(gpuctl.advise("--model", "llama-3-8b", "--task", "lora"), want)
+        self.assertEqual(gpuctl.advise(model="llama-3-8b", task="lora"), want)
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            gpuctl.advise(model="llama-3-8b", task="knit")
+        self.assertIn("knit", str(e.exception))
+
+
+class TensorFlow(unittest.TestCase):
+    """gpuctl.tensorflow against tests/python/fake/tensorflow (TF is not in Debian)."""
+
+    def run_fake(self, code):
+        env = dict(os.environ, GPUCTL_SIM=NODE,
+                   PYTHONPATH=os.path.join(SRC, "tests", "python", "fake") + os.pathsep + os.environ["PYTHONPATH"])
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_use_gpus_in_order(self):
+        out = self.run_fake(
+            "import os, gpuctl.tensorflow as gt, tensorflow as tf\n"
+            "gpus = gt.use_gpus(1)\n"
+            "print(os.environ['CUDA_VISIBLE_DEVICES'] == gt._held.visible, len(gpus))\n"
+            "print(tf.calls)\n")
+        first, calls = out.strip().splitlines()
+        self.assertEqual(first, "True 1")
+        self.assertEqual(eval(calls), [("list_physical_devices", "GPU"), ("set_visible_devices", 1, "GPU"),
+                                       ("set_memory_growth", "/physical_device:GPU:0", True)])
+
+    def test_after_runtime_init_is_clear(self):
+        out = self.run_fake(
+            "import gpuctl, gpuctl.tensorflow as gt, tensorflow as tf\n"
+            "tf.config.list_logical_devices('GPU')\n"
+            "try:\n    gt.use_gpus(1)\nexcept gpuctl.CudaAlreadyInitialized as e:\n    print('refused:', e)\n")
+        self.assertIn("refused:", out)
+        self.assertIn("tensorflow", out)
+
+    def test_tf_error_becomes_clear(self):
+        out = self.run_fake(
+            "import gpuctl, gpuctl.tensorflow as gt, tensorflow as tf\n"
+            "tf._hide_init = True\n"
+            "tf.config.list_logical_devices('GPU')\n"
+            "try:\n    gt.use_gpus(1)\nexcept gpuctl.CudaAlreadyInitialized as e:\n    print('refused:', e)\n")
+        self.assertIn("refused: TensorFlow's runtime is already initialised", out)
+        self.assertIn("cannot be modified after being initialized", out)
+
+
+if __name__ == "__main__":
+    try:
+        unittest.main(verbosity=2)
+    finally:
+        import shutil
+        shutil.rmtree(STATE, ignore_errors=True)
