@@ -49,6 +49,27 @@ def parse_duration(v: Duration, what: str = "timeout") -> int:
     return out.value
 
 
+def _text(v: Any, what: str) -> Optional[bytes]:
+    """a str argument (None: none) as bytes for the library, or a BadRequest naming it"""
+    if v is None:
+        return None
+    if not isinstance(v, str) or "\0" in v:
+        raise error(_lib.EINVAL, "invalid %s %r: a string" % (what, v))
+    return v.encode("utf-8", "surrogateescape")
+
+
+def _path(v: Any, what: str) -> Optional[bytes]:
+    """a path argument (str or os.PathLike; None: none) as bytes, or a BadRequest naming it"""
+    if v is None:
+        return None
+    if not isinstance(v, (str, bytes, os.PathLike)):
+        raise error(_lib.EINVAL, "invalid %s %r: a path (str or os.PathLike)" % (what, v))
+    b = os.fsencode(v)
+    if not b or b"\0" in b:
+        raise error(_lib.EINVAL, "invalid %s %r: an empty path, or one with a NUL byte" % (what, v))
+    return b
+
+
 class Process:
     """A process using a GPU, as `gpuctl ls --json` lists it."""
 
@@ -173,9 +194,9 @@ def _request(n: int, min_free_mem: Size, max_util: Optional[int], model: Optiona
     r.n = n
     r.min_free_mem = parse_size(min_free_mem, "min_free_mem")
     r.max_util = mu
-    r.model = model.encode() if model else None
+    r.model = _text(model, "model") or None
     r.shared = bool(shared)
-    r.name = name.encode() if name else None
+    r.name = _text(name, "name") or None
     return r
 
 
@@ -212,8 +233,8 @@ class Context:
         self._snap = None
         o = _lib.OpenOpts()
         o.size = ctypes.sizeof(o)
-        o.library = os.fsencode(library) if library else None
-        o.sim_node = os.fsencode(sim) if sim else None
+        o.library = _path(library, "library")
+        o.sim_node = _path(sim, "sim")
         self.sim = sim
         rc = _lib.ctx_open(ctypes.byref(self._ctx), ctypes.byref(o))
         if rc < 0:
@@ -288,7 +309,7 @@ class Context:
         r = _request(n, min_free_mem, max_util, model, shared, None)
         snap = self.snapshot()
         out = (ctypes.c_uint * n)()
-        rc = _lib.pick(self._snap, ctypes.byref(r), os.fsencode(state_dir) if state_dir else None, out)
+        rc = _lib.pick(self._snap, ctypes.byref(r), _path(state_dir, "state_dir"), out)
         if rc == _lib.ENOTNOW:
             raise error(rc, "fewer than %d GPU%s fit the request now" % (n, "" if n == 1 else "s"))
         check(rc)
@@ -320,7 +341,7 @@ class Lease(Sequence[int]):
         timeout_ms = parse_duration(timeout) if wait else 0
         if wait and timeout_ms == 0:
             timeout_ms = 1  # "wait 0 s": one look, then a Timeout, not a Busy
-        state = os.fsencode(state_dir) if state_dir else None
+        state = _path(state_dir, "state_dir")
         err = ctypes.create_string_buffer(_lib.ERRBUF)
         who = _cuda_initialized() if set_env else None
         rc = self._wait(ctx, r, state, timeout_ms, err) if timeout_ms != 0 else _lib.lease_wait(

@@ -103,6 +103,8 @@ class Checkpointer:
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", prefix) or len(prefix) > 100:
             raise BadRequest("invalid prefix %r: letters, digits, '_', '.', '+', '-', not starting with '.'"
                              % (prefix,))
+        if not isinstance(dir, (str, os.PathLike)) or not os.fspath(dir):
+            raise BadRequest("invalid dir %r: a directory path (str or os.PathLike)" % (dir,))
         self.dir = os.fspath(dir)
         self.keep = keep
         self.prefix = prefix

@@ -161,6 +161,14 @@ class Pick(unittest.TestCase):
             with self.assertRaises(gpuctl.BadRequest, msg=str(kw)) as e:
                 CTX.select(**kw)
             self.assertIn(msg, str(e.exception))
+        for kw, msg in ((dict(model=5), "invalid model 5"), (dict(name=b"x"), "invalid name b'x'"),
+                        (dict(state_dir=7), "invalid state_dir 7")):
+            with self.assertRaises(gpuctl.BadRequest, msg=str(kw)) as e:
+                CTX.lease(1, **kw)
+            self.assertIn(msg, str(e.exception))
+        for kw in (dict(sim=3), dict(sim=""), dict(library=["x"])):
+            with self.assertRaises(gpuctl.BadRequest, msg=str(kw)):
+                gpuctl.open(**kw)
         with self.assertRaises(gpuctl.BadRequest) as e:
             CTX.lease(1, wait=True, timeout="soon")
         self.assertIn("timeout: invalid duration 'soon'", str(e.exception))
@@ -292,9 +300,9 @@ class Checkpoints(unittest.TestCase):
 
     def test_bad_arguments(self):
         d = tempfile.mkdtemp(dir=STATE)
-        for kw in (dict(keep=0), dict(keep="3"), dict(prefix="../x"), dict(spot="mars")):
+        for kw in (dict(keep=0), dict(keep="3"), dict(prefix="../x"), dict(spot="mars"), dict(dir=5)):
             with self.assertRaises(gpuctl.BadRequest, msg=str(kw)):
-                gpuctl.Checkpointer(d, **dict(dict(spot=None), **kw))
+                gpuctl.Checkpointer(**dict(dict(dir=d, spot=None), **kw))
         with gpuctl.Checkpointer(d, spot=None, save=_save, load=_load) as c:
             for step in (-1, 1.5, True):
                 with self.assertRaises(gpuctl.BadRequest):
