@@ -273,6 +273,50 @@ class LeaseTests(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "[0] True", r.stderr)
 
 
+class TorchWithCuda(unittest.TestCase):
+    """gpuctl.torch.setup_device against tests/python/fake-torch (a PyTorch whose CUDA works,
+    which Debian's CPU build cannot show; the CPU-only case is tests/python/ckpt_crash.py's)"""
+
+    def run_fake(self, code, **env):
+        e = dict(os.environ, GPUCTL_SIM=NODE, **env)
+        e["PYTHONPATH"] = os.path.join(SRC, "tests", "python", "fake-torch") + os.pathsep + os.environ["PYTHONPATH"]
+        r = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_leases_before_cuda_starts(self):
+        out = self.run_fake("import torch, gpuctl.torch as gt\n"
+                            "print(gt.setup_device(0))\nprint(torch.calls)\n"
+                            "print(gt._held.visible)\n")
+        using, dev, calls, visible = out.strip().splitlines()
+        self.assertEqual(using, "gpuctl: using cuda:0, NVIDIA L4, 22.5 GiB")
+        self.assertEqual(dev, "cuda:0")
+        # CUDA started after the lease, seeing only the leased GPU
+        self.assertEqual(eval(calls), [("cuda init", visible), ("set_device", 0)])
+
+    def test_ordinal_past_what_cuda_sees(self):
+        out = self.run_fake("import gpuctl, gpuctl.torch as gt\n"
+                            "try:\n    gt.setup_device(1, log=None)\nexcept gpuctl.BadRequest as e:\n"
+                            "    print(e)\n")
+        self.assertIn("GPU ordinal 1 is out of range: CUDA sees 1 device (cuda:0) with CUDA_VISIBLE_DEVICES=GPU-", out)
+        self.assertIn("CUDA numbers the visible GPUs from 0", out)
+
+    def test_cuda_already_started(self):
+        out = self.run_fake("import torch, gpuctl, gpuctl.torch as gt\ntorch.cuda.device_count()\n"
+                            "try:\n    gt.setup_device(0)\nexcept gpuctl.CudaAlreadyInitialized as e:\n"
+                            "    print(e)\n")
+        self.assertIn("CUDA is already initialised in this process", out)
+        self.assertIn("before any other torch.cuda call", out)
+
+    def test_inside_a_job_uses_its_gpus(self):
+        code = ("import os, torch, gpuctl.torch as gt\nprint(gt.setup_device(0, log=None), gt._held, "
+                "os.environ['CUDA_VISIBLE_DEVICES'])\n")
+        e = dict(os.environ, GPUCTL_SIM=NODE)
+        e["PYTHONPATH"] = os.path.join(SRC, "tests", "python", "fake-torch") + os.pathsep + os.environ["PYTHONPATH"]
+        r = cli("run", "--gpus", "0", "--", sys.executable, "-c", code, env=e)
+        self.assertEqual(r.stdout.strip(), "cuda:0 None 0", r.stderr)
+
+
 class Checkpoints(unittest.TestCase):
     def test_save_load_prune_agree_with_gpuctl_ckpt(self):
         d = tempfile.mkdtemp(dir=STATE)
