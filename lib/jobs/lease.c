@@ -30,7 +30,12 @@
  * Two acquirers of one GPU each make their claim, then look for the other's:
  * a live claim as old as ours or older (by ctime, which the kernel sets and
  * nobody can set back) means ours goes. At most one keeps the GPU; on a tie
- * both go and try again.
+ * both go and try again. The one that keeps the GPU marks its claim at once
+ * (mode 0744, u+x: only the file's owner can change it, and nobody can stop
+ * that): a marked claim holds its GPU whatever its ctime says later (a
+ * holder's record rewritten at its job's start moves its ctime past a
+ * newcomer's), so the newcomer goes. (Not a second lock: anyone may read the
+ * file, so anyone could take a read lock that stops it.)
  *
  * Waiters are served in the order of their tickets (ctime, then the number in
  * the record, then the inode). A waiter waits only for the tickets that were
@@ -72,6 +77,7 @@
 #define NAME_MAX_LEN (LEASE_UUID_MAX + 24)
 #define RECORD_MAX 4096
 #define STALE_NEW_S 60   /* a .new- file this old was left by a crash between open and rename */
+#define HELD_MODE 0744   /* a claim that has won its GPU (see the top); a claim being made is 0644 */
 
 struct lease_dir {
 	int dfd;    /* the state directory */
@@ -126,6 +132,7 @@ struct lease_ticket {
 /* what probe() found */
 struct seen {
 	bool live;
+	bool held;               /* a claim that won: HELD_MODE */
 	uid_t uid;
 	dev_t dev;
 	ino_t ino;
@@ -444,6 +451,7 @@ static int probe(struct lease_dir *d, const char *name, bool want_record, struct
 	}
 	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
 	bool live = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_WRLCK;
+	bool held = (st.st_mode & 0777) == HELD_MODE;
 	if (!live) {
 		if (st.st_uid == d->uid || d->uid == 0)
 			(void)unlinkat(d->dfd, name, 0);
@@ -452,6 +460,7 @@ static int probe(struct lease_dir *d, const char *name, bool want_record, struct
 	}
 	if (s) {
 		s->live = true;
+		s->held = held;
 		s->uid = st.st_uid;
 		s->dev = st.st_dev;
 		s->ino = st.st_ino;
@@ -768,12 +777,12 @@ static int find_rival(struct lease_dir *d, const char *name, void *arg)
 		struct seen s;
 		if (probe(d, name, false, &s) != 1)
 			return 0;
-		/* the older one keeps the GPU; as old: neither does */
+		/* one that has won keeps the GPU; else the older one does; as old: neither does */
 		int64_t ours = ctime_ns(&r->mine[i]);
-		if (s.key.ctime_ns <= ours) {
+		if (s.held || s.key.ctime_ns <= ours) {
 			r->busy = i;
 			r->found = true;
-			r->tie = s.key.ctime_ns == ours;
+			r->tie = !s.held && s.key.ctime_ns == ours;
 			return 1;
 		}
 		return 0;
@@ -842,6 +851,13 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 				(void)getrandom(&us, sizeof us, 0);
 				nanosleep(&(struct timespec){.tv_nsec = (long)(1000 + us % 4000) * 1000}, NULL);
 			}
+		}
+	}
+	/* won: say so on every claim, before anything can rewrite them */
+	for (size_t i = 0; i < n && rc == GC_OK; i++) {
+		if (fchmod(l->c[i].fd, HELD_MODE) < 0) {
+			errbuf_set(err, errlen, "cannot mark a lease in '%s': %s", d->path, strerror(errno));
+			rc = GC_EIO;
 		}
 	}
 	free(st);

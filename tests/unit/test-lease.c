@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,6 +446,64 @@ static void test_race_never_both(void **state)
 	assert_int_equal(most, 1);
 }
 
+/*
+ * A holder's record rewritten after it won (lease_set_pid, at each job start) moves its
+ * claim's ctime past a newcomer's: the newcomer must still go. The holder rewrites its
+ * record without pause while another process tries to take the GPU, many times.
+ */
+static void test_rewritten_holder_still_holds(void **state)
+{
+	(void)state;
+	int ready[2], stop[2];
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(stop), 0);
+	pid_t holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		close(ready[0]);
+		close(stop[1]);
+		struct lease_dir *hd = open_dir();
+		struct lease_info info = me("holder");
+		char err[256];
+		struct lease *l = NULL;
+		size_t busy;
+		if (lease_try(hd, &A, 1, &info, &l, &busy, err, sizeof err) != GC_OK)
+			_exit(2);
+		(void)write(ready[1], "r", 1);
+		fcntl(stop[0], F_SETFL, O_NONBLOCK);
+		char c;
+		for (pid_t pid = 1000;; pid++) {
+			lease_set_pid(l, pid, 0);
+			if (read(stop[0], &c, 1) >= 0 || errno != EAGAIN)
+				break;
+		}
+		lease_release(l);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(stop[0]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	struct lease_dir *d = open_dir();
+	struct lease_info info = me("newcomer");
+	char err[256];
+	int took = 0;
+	for (int i = 0; i < 2000; i++) {
+		struct lease *l = NULL;
+		size_t busy;
+		if (lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err) == GC_OK) {
+			took++;
+			lease_release(l);
+		}
+	}
+	(void)write(stop[1], "s", 1);
+	int st;
+	waitpid(holder, &st, 0);
+	lease_dir_close(d);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(took, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -458,6 +517,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_lock_neither_holds_nor_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_ticket_loses_its_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_never_both, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rewritten_holder_still_holds, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
