@@ -9,7 +9,9 @@
 #include "device/nvml.h"
 #include "device/proc.h"
 
+#include <dlfcn.h>
 #include <jansson.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,7 +110,7 @@ int gc_sim_library(const char *generation, char *buf, size_t len)
 	else
 		snprintf(file, sizeof file, "libnvidia-ml-sim-%s.so", generation);
 
-	char dirs[3][PATH_MAX];
+	char dirs[4][PATH_MAX];
 	int nd = 0;
 	const char *env = getenv("GPUCTL_SIM_LIBDIR");
 	if (env && *env)
@@ -117,6 +119,17 @@ int gc_sim_library(const char *generation, char *buf, size_t len)
 	if (exe_dir(exe, sizeof exe) == 0) {
 		/* build tree: build/src/gpuctl next to build/sim/ */
 		int w = snprintf(dirs[nd], PATH_MAX, "%s/../sim", exe);
+		if (w > 0 && w < PATH_MAX)
+			nd++;
+	}
+	/* build tree, a program that is not ours (python with the Python package): the shared
+	 * build/lib/libgpuctl.so.0 next to build/sim/ */
+	Dl_info dl;
+	char self[PATH_MAX];
+	if (dladdr((void *)gc_sim_library, &dl) && dl.dli_fname && strchr(dl.dli_fname, '/') &&
+	    strlen(dl.dli_fname) < sizeof self) {
+		snprintf(self, sizeof self, "%s", dl.dli_fname);
+		int w = snprintf(dirs[nd], PATH_MAX, "%s/../sim", dirname(self));
 		if (w > 0 && w < PATH_MAX)
 			nd++;
 	}

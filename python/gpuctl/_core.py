@@ -276,9 +276,9 @@ class Context:
             raise error(_lib.EINVAL, "this gpuctl context is closed")
         return self._ctx
 
-    def _sample(self) -> None:
+    def _sample(self, topo: bool = False) -> None:
         ctx = self._handle()
-        rc = _lib.ctx_sample(ctx, self._snap, _lib.ALL_VALUES, None, False)
+        rc = _lib.ctx_sample(ctx, self._snap, _lib.ALL_VALUES, None, topo)
         if rc < 0:
             msg = _lib.ctx_errmsg(ctx)
             raise error(rc, msg.decode("utf-8", "replace") if msg else "")
@@ -287,10 +287,10 @@ class Context:
         """How many GPUs the node has."""
         return int(_lib.ctx_count(self._handle()))
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, _topo: bool = False) -> Snapshot:
         """One sample of every GPU, with every value and process."""
         import json
-        self._sample()
+        self._sample(_topo)
         p = _lib.snapshot_json(self._snap, None, socket.gethostname().encode(), False)
         if not p:
             raise MemoryError("gpuctl: out of memory")
@@ -307,7 +307,7 @@ class Context:
 
         Raises Busy when fewer than n fit now."""
         r = _request(n, min_free_mem, max_util, model, shared, None)
-        snap = self.snapshot()
+        snap = self.snapshot(_topo=n > 1)  # several GPUs: the best connected, as gpuctl pick
         out = (ctypes.c_uint * n)()
         rc = _lib.pick(self._snap, ctypes.byref(r), _path(state_dir, "state_dir"), out)
         if rc == _lib.ENOTNOW:

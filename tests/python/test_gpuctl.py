@@ -149,6 +149,19 @@ class Pick(unittest.TestCase):
         with self.assertRaises(gpuctl.Busy):
             CTX.select(1, min_free_mem="30G")
 
+    def test_several_gpus_best_connected_as_pick(self):
+        h100 = os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")
+        want = subprocess.run([GPUCTL, "--sim", h100, "pick", "-n", "2", "--min-free-mem", "40G"],
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+        # and the simulator is found next to the build's libgpuctl, with no GPUCTL_SIM_LIBDIR
+        env = {k: v for k, v in os.environ.items() if k != "GPUCTL_SIM_LIBDIR"}
+        r = subprocess.run([sys.executable, "-c", "import gpuctl; print(','.join(str(d.index) for d in "
+                            "gpuctl.select(2, min_free_mem='40G')))"], env=dict(env, GPUCTL_SIM=h100),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), want)
+        self.assertEqual(want, "0,1")  # the best connected pair: without the topology, 1 and 6
+
     def test_bad_requests_name_the_input(self):
         cases = [
             (dict(n=0), "invalid n 0"),
