@@ -117,6 +117,7 @@ static const char *const functions[] = {
 	"nvmlDeviceGetTopologyCommonAncestor",
 	"nvmlDeviceGetConfComputeMemSizeInfo",
 	"nvmlDeviceGetRunningProcessDetailList",
+	"nvmlDeviceGetProcessUtilization",
 };
 
 int sim_error_from_name(const char *name)

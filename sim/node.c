@@ -317,7 +317,8 @@ static int inherit_faults(struct sim_faults *gpu, const struct sim_faults *node)
 static int parse_processes(struct ld *ld, const char *path, json_t *obj, struct nvmlDevice_st *g)
 {
 	static const char *const proc_keys[] = { "pid", "used_memory", "type", "gpu_instance_id",
-						 "compute_instance_id", "user", "command", NULL };
+						 "compute_instance_id", "user", "command", "sm_util",
+						 "mem_util", NULL };
 	json_t *a = json_object_get(obj, "processes");
 	bool mig = g->mig_current.ok && g->mig_current.v;
 	size_t i;
@@ -354,6 +355,11 @@ static int parse_processes(struct ld *ld, const char *path, json_t *obj, struct 
 		    get_uint(ld, sub, p, "gpu_instance_id", V(mig ? 0 : 0xFFFFFFFFu), UINT32_MAX, &gi) < 0 ||
 		    get_uint(ld, sub, p, "compute_instance_id", V(mig ? 0 : 0xFFFFFFFFu), UINT32_MAX, &ci) < 0)
 			return -1;
+		struct sim_val sm, mu;
+		if (get_uint(ld, sub, p, "sm_util", NA, 100, &sm) < 0 || get_uint(ld, sub, p, "mem_util", NA, 100, &mu) < 0)
+			return -1;
+		pr->sm_util = sm.ok ? (int)sm.v : -1;
+		pr->mem_util = mu.ok ? (int)mu.v : -1;
 		pr->pid = (unsigned int)pid.v;
 		pr->used_memory = mem.ok ? mem.v : NVML_VALUE_NOT_AVAILABLE_ULL;
 		pr->gpu_instance_id = gi.ok ? (unsigned int)gi.v : 0xFFFFFFFFu;

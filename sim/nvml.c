@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim.h"
 
@@ -48,6 +49,7 @@ SIM_ABI(nvmlDeviceGetMemoryInfo_v2, nvml_fn_mem);
 SIM_ABI(nvmlDeviceGetUtilizationRates, nvml_fn_util);
 SIM_ABI(nvmlDeviceGetTotalEccErrors, nvml_fn_ecc);
 SIM_ABI(nvmlDeviceGetComputeRunningProcesses_v3, nvml_fn_procs);
+SIM_ABI(nvmlDeviceGetProcessUtilization, nvml_fn_proc_util);
 SIM_ABI(nvmlDeviceGetTopologyCommonAncestor, nvml_fn_topo);
 SIM_ABI(nvmlDeviceGetRetiredPagesPendingStatus, nvml_fn_devint);
 SIM_ABI(nvmlDeviceGetRemappedRows, nvml_fn_remap);
@@ -976,6 +978,55 @@ static size_t v3_record(void)
 {
 	return strcmp(sim_generation, "r535") == 0 ? sizeof(nvmlProcessInfo_r535_t)
 						   : sizeof(nvmlProcessInfo_v2_t);
+}
+
+/*
+ * One sample, taken now, per process of the node file with "sm_util" (or
+ * "mem_util") above 0, as the driver keeps one for each process that ran
+ * kernels in the window; none: NOT_FOUND, the driver's answer for an idle
+ * GPU. The count protocol is fill_procs's.
+ */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *samples,
+					     unsigned int *count, unsigned long long last_seen)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+	struct timespec now;
+	unsigned long long now_us;
+	size_t n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_us = (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000;
+	if (r == NVML_SUCCESS && !count)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	else if (r == NVML_SUCCESS && !dev->procs_ok)
+		r = NVML_ERROR_NOT_SUPPORTED;
+	if (r == NVML_SUCCESS) {
+		for (size_t i = 0; i < dev->nprocs; i++)
+			n += dev->procs[i].sm_util > 0 || dev->procs[i].mem_util > 0;
+		if (n == 0 || last_seen >= now_us) {
+			r = NVML_ERROR_NOT_FOUND;
+		} else if (!samples || *count < n) {
+			*count = (unsigned int)n;
+			r = NVML_ERROR_INSUFFICIENT_SIZE;
+		} else {
+			size_t k = 0;
+
+			for (size_t i = 0; i < dev->nprocs; i++) {
+				const struct sim_proc *p = &dev->procs[i];
+
+				if (p->sm_util <= 0 && p->mem_util <= 0)
+					continue;
+				memset(&samples[k], 0, sizeof(samples[k]));
+				samples[k].pid = p->pid;
+				samples[k].timeStamp = now_us;
+				samples[k].smUtil = p->sm_util > 0 ? (unsigned int)p->sm_util : 0;
+				samples[k].memUtil = p->mem_util > 0 ? (unsigned int)p->mem_util : 0;
+				k++;
+			}
+			*count = (unsigned int)k;
+		}
+	}
+	return dev_leave(dev, r);
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count, void *infos)

@@ -108,6 +108,7 @@ static int read_reg(int dfd, const char *name, long pid, unsigned long gpu, stru
 		p->type = SIM_PROC_COMPUTE;
 		p->gpu_instance_id = 0xFFFFFFFFu;
 		p->compute_instance_id = 0xFFFFFFFFu;
+		p->sm_util = p->mem_util = -1; /* it holds memory; it runs no kernels */
 		rc = 0;
 	}
 	json_decref(root);

@@ -40,6 +40,7 @@ struct sim_proc {
 	unsigned int type;		/* SIM_PROC_* bits */
 	unsigned int gpu_instance_id;
 	unsigned int compute_instance_id;
+	int sm_util, mem_util;		/* what nvmlDeviceGetProcessUtilization says; -1: no sample */
 };
 
 struct sim_fault {
@@ -229,6 +230,8 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, uns
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count, void *infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
 						     void *infos);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *samples,
+					     unsigned int *count, unsigned long long last_seen);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
 						     void *infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t dev, unsigned int *count,

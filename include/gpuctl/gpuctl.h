@@ -98,6 +98,8 @@ enum gc_value {
 	GC_V_REMAPPED_ROWS,   /* the four remap_* values (Ampere and newer) */
 	GC_V_PROCS,   /* compute processes */
 	GC_V_GPROCS,  /* graphics processes */
+	GC_V_PROC_UTIL, /* each process's SM and memory utilization (gc_proc.sm_util, .mem_util)
+			   since the previous sample of this context (nvidia-smi pmon's sm and mem) */
 	GC_V__COUNT
 };
 _Static_assert(GC_V__COUNT <= 64, "value mask fits 64 bits");
@@ -139,6 +141,9 @@ typedef struct gc_proc {
 	char argv0[256];          /* first cmdline word: nvidia-smi's process_name */
 	bool simulated;           /* a simulated node's process, not visible: user, command and
 				     argv0 are the node file's ("user", "command"), for display */
+	int sm_util;              /* % of the time a kernel of this process ran on the GPU since the
+				     previous sample (GC_V_PROC_UTIL); -1: not known */
+	int mem_util;             /* % of the time its memory was read or written; -1: not known */
 } gc_proc;
 
 /* A GPU of a snapshot, and the snapshot: opaque outside the library (read
@@ -222,7 +227,8 @@ int gc_value_status(const gc_snapshot *snap, size_t gpu, unsigned value);
  * A number: memory in bytes, power in mW, clocks in MHz, percentages,
  * degrees C, reason bits, energy in mJ, booleans as 0/1, the compute
  * capability as major*10+minor, GC_V_PCI as the bus number, GC_V_PROCS and
- * GC_V_GPROCS and GC_V_MIG_DEVICES as a count, GC_V_REMAPPED_ROWS as the
+ * GC_V_GPROCS and GC_V_MIG_DEVICES as a count, GC_V_PROC_UTIL as the highest
+ * sm_util of the GPU's processes, GC_V_REMAPPED_ROWS as the
  * rows remapped for uncorrectable errors. Returns the value's status:
  * GC_ST_OK with *out set, another GC_ST_* (*out untouched), or GC_EINVAL
  * for a string value (name, UUID, serial, VBIOS) or one out of range.

@@ -262,6 +262,8 @@ int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *whi
 {
 	if (!ctx || !ctx->nvml || !snap)
 		return GC_EINVAL;
+	if (mask & GC_BIT(GC_V_PROC_UTIL)) /* of the processes: list them too */
+		mask |= GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS);
 	size_t n = nvml_count(ctx->nvml);
 	if (snapshot_size(snap, n) != GC_OK) {
 		snprintf(ctx->err, sizeof ctx->err, "out of memory");
@@ -424,6 +426,14 @@ static bool value_number(const gc_gpu *g, unsigned v, uint64_t *x)
 	case GC_V_REMAPPED_ROWS: *x = g->remap_uncorr; break;
 	case GC_V_PROCS: *x = count_procs(g, GC_PROC_COMPUTE); break;
 	case GC_V_GPROCS: *x = count_procs(g, GC_PROC_GRAPHICS); break;
+	case GC_V_PROC_UTIL: {
+		int most = 0;
+		for (size_t i = 0; i < g->nprocs; i++)
+			if (g->procs[i].sm_util > most)
+				most = g->procs[i].sm_util;
+		*x = (uint64_t)most;
+		break;
+	}
 	default: return false; /* name, UUID, serial, VBIOS */
 	}
 	return true;

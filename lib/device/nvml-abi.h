@@ -153,6 +153,24 @@ _Static_assert(sizeof(nvmlProcessInfo_r535_t) == 32, "r535 process record is 32 
 
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
 
+/*
+ * nvmlDeviceGetProcessUtilization(dev, samples, &count, lastSeenTimeStamp):
+ * the processes that used the GPU since lastSeenTimeStamp (microseconds of
+ * the CPU's wall clock; 0: every sample the driver keeps), one sample each
+ * with a non-zero value. *count is the capacity on the way in; samples NULL
+ * or too few: NVML_ERROR_INSUFFICIENT_SIZE with the count. NVML_ERROR_NOT_FOUND
+ * when no process used the GPU in that time (the usual answer for an idle GPU).
+ */
+typedef struct {
+	unsigned int pid;
+	unsigned long long timeStamp;
+	unsigned int smUtil;
+	unsigned int memUtil;
+	unsigned int encUtil;
+	unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "process utilization sample is 32 bytes");
+
 /* reason bits (clocks "throttle" / "event" reasons) */
 #define NVML_REASON_GPU_IDLE 0x1ULL
 #define NVML_REASON_APPLICATIONS_CLOCKS_SETTING 0x2ULL
@@ -186,6 +204,8 @@ typedef nvmlReturn_t (*nvml_fn_mem)(nvmlDevice_t, void *);
 typedef nvmlReturn_t (*nvml_fn_util)(nvmlDevice_t, nvmlUtilization_t *);
 typedef nvmlReturn_t (*nvml_fn_ecc)(nvmlDevice_t, int, int, unsigned long long *);
 typedef nvmlReturn_t (*nvml_fn_procs)(nvmlDevice_t, unsigned int *, void *);
+typedef nvmlReturn_t (*nvml_fn_proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
+					  unsigned long long);
 /* nvmlDeviceGetRemappedRows(dev, corrRows, uncRows, isPending, failureOccurred), first in 450.51 */
 typedef nvmlReturn_t (*nvml_fn_remap)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
 				      unsigned int *);

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_NVML_LIBRARY "libnvidia-ml.so.1"
 #define PROC_RETRIES 5
@@ -57,6 +58,7 @@ struct dev {
 	int handle_rc;          /* NVML rc of getting the handle */
 	uint64_t cached;        /* STATIC_MASK bits already in `st` below */
 	gc_gpu stat;            /* cache of the static values and their statuses */
+	unsigned long long util_seen; /* the newest process utilization sample taken (NVML's us) */
 };
 
 struct nvml {
@@ -83,6 +85,7 @@ struct nvml {
 	nvml_fn_ecc ecc_total;
 	nvml_fn_devint persistence, compute_mode, pstate, retired_pending;
 	nvml_fn_remap remap;
+	nvml_fn_proc_util proc_util;
 	nvml_fn_procs cprocs, gprocs;
 	size_t proc_stride;
 	const char *proc_api;
@@ -212,6 +215,7 @@ static void resolve(struct nvml *n)
 	/* nvmlEnableState_t *isPending: an enum, 4 bytes */
 	n->retired_pending = SYM(n, nvml_fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus");
 	n->remap = SYM(n, nvml_fn_remap, "nvmlDeviceGetRemappedRows");
+	n->proc_util = SYM(n, nvml_fn_proc_util, "nvmlDeviceGetProcessUtilization");
 	/* MIG enumeration, R450+; absent on older drivers (the GPU then has no MIG devices to show) */
 	n->mig_max = SYM(n, nvml_fn_devuint, "nvmlDeviceGetMaxMigDeviceCount");
 	n->mig_handle = SYM(n, nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
@@ -607,11 +611,73 @@ static nvmlReturn_t sample_procs(struct nvml *n, nvmlDevice_t h, nvml_fn_procs f
 		}
 		gc_proc *p = &g->procs[g->nprocs++];
 		memset(p, 0, sizeof *p);
+		p->sm_util = p->mem_util = -1;
 		p->pid = pid;
 		p->type = type;
 		p->mem_known = mem != NVML_VALUE_NOT_AVAILABLE_ULL;
 		p->used_memory = p->mem_known ? mem : 0;
 	}
+	return NVML_SUCCESS;
+}
+
+/*
+ * Each listed process's utilization since the previous call for this GPU
+ * (the first: the last second), the newest sample of each. A process with
+ * no sample used the GPU not at all in that time: 0. NOT_FOUND is NVML's
+ * "no process used it": all 0.
+ */
+static nvmlReturn_t sample_proc_util(struct nvml *n, struct dev *d, gc_gpu *g)
+{
+	if (!n->proc_util)
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	unsigned long long now_us = (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000;
+	unsigned long long since = d->util_seen && d->util_seen < now_us ? d->util_seen : now_us - 1000000ULL;
+	unsigned cnt = 0;
+	nvmlReturn_t rc = n->proc_util(d->h, NULL, &cnt, since);
+	nvmlProcessUtilizationSample_t *v = NULL;
+	for (int attempt = 0; attempt < PROC_RETRIES && rc == NVML_ERROR_INSUFFICIENT_SIZE; attempt++) {
+		unsigned cap = cnt + cnt / 4 + 8;
+		nvmlProcessUtilizationSample_t *nv = realloc(v, cap * sizeof *v);
+		if (!nv) {
+			free(v);
+			return NVML_ERROR_MEMORY;
+		}
+		v = nv;
+		cnt = cap;
+		rc = n->proc_util(d->h, v, &cnt, since);
+	}
+	if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) {
+		free(v);
+		return rc;
+	}
+	if (rc == NVML_ERROR_NOT_FOUND || !v)
+		cnt = 0;
+	/* the newest sample of each process wins: they come in no promised order */
+	unsigned long long *taken = calloc(g->nprocs ? g->nprocs : 1, sizeof *taken);
+	if (!taken) {
+		free(v);
+		return NVML_ERROR_MEMORY;
+	}
+	for (size_t j = 0; j < g->nprocs; j++)
+		g->procs[j].sm_util = g->procs[j].mem_util = 0;
+	unsigned long long newest = since;
+	for (unsigned i = 0; i < cnt; i++) {
+		if (v[i].timeStamp > newest)
+			newest = v[i].timeStamp;
+		for (size_t j = 0; j < g->nprocs; j++) {
+			gc_proc *p = &g->procs[j];
+			if (p->pid != v[i].pid || v[i].timeStamp < taken[j])
+				continue;
+			taken[j] = v[i].timeStamp;
+			p->sm_util = v[i].smUtil > 100 ? 100 : (int)v[i].smUtil;
+			p->mem_util = v[i].memUtil > 100 ? 100 : (int)v[i].memUtil;
+		}
+	}
+	d->util_seen = newest;
+	free(taken);
+	free(v);
 	return NVML_SUCCESS;
 }
 
@@ -851,6 +917,9 @@ int nvml_sample_gpu(struct nvml *n, unsigned idx, uint64_t mask, gc_gpu *g, size
 		note(g, sample_procs(n, h, n->cprocs, GC_PROC_COMPUTE, g, proc_cap), GC_BIT(GC_V_PROCS));
 	if (mask & GC_BIT(GC_V_GPROCS))
 		note(g, sample_procs(n, h, n->gprocs, GC_PROC_GRAPHICS, g, proc_cap), GC_BIT(GC_V_GPROCS));
+	/* of the processes just listed (gc_ctx_sample asks for them with it) */
+	if (mask & GC_BIT(GC_V_PROC_UTIL))
+		note(g, sample_proc_util(n, &n->devs[idx], g), GC_BIT(GC_V_PROC_UTIL));
 	return GC_OK;
 }
 
@@ -915,6 +984,7 @@ const char *gc_value_source(unsigned v)
 		[GC_V_REMAPPED_ROWS] = "nvmlDeviceGetRemappedRows",
 		[GC_V_PROCS] = "nvmlDeviceGetComputeRunningProcesses",
 		[GC_V_GPROCS] = "nvmlDeviceGetGraphicsRunningProcesses",
+		[GC_V_PROC_UTIL] = "nvmlDeviceGetProcessUtilization",
 	};
 	return v < GC_V__COUNT ? src[v] : NULL;
 }

@@ -44,6 +44,7 @@ static const char *const value_names[GC_V__COUNT] = {
 	[GC_V_ENERGY] = "energy_mj", [GC_V_COMPUTE_CAP] = "compute_capability",
 	[GC_V_RETIRED_PENDING] = "retired_pages.pending", [GC_V_REMAPPED_ROWS] = "remapped_rows",
 	[GC_V_PROCS] = "processes", [GC_V_GPROCS] = "graphics_processes",
+	[GC_V_PROC_UTIL] = "processes.sm_util",
 };
 
 const char *gc_value_name(unsigned v)
@@ -138,6 +139,16 @@ static void procs(struct jw *w, const gc_gpu *g)
 			jsonw_uint(w, "used_memory", pr->used_memory);
 		else
 			jsonw_null(w, "used_memory");
+		/* only where this sample asked for it: a snapshot without it keeps its old shape */
+		if (g->st[GC_V_PROC_UTIL] != GC_ST_UNSET) {
+			if (g->st[GC_V_PROC_UTIL] == GC_ST_OK && pr->sm_util >= 0) {
+				jsonw_int(w, "sm_util", pr->sm_util);
+				jsonw_int(w, "mem_util", pr->mem_util);
+			} else {
+				jsonw_null(w, "sm_util");
+				jsonw_null(w, "mem_util");
+			}
+		}
 		jsonw_bool(w, "visible", pr->visible);
 		if (pr->visible) {
 			jsonw_string(w, "user", pr->user);

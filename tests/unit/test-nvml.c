@@ -251,6 +251,51 @@ static void test_registered_process(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* nvmlDeviceGetProcessUtilization: the node file's sm_util/mem_util per process, 0 for one with
+ * no sample (NVML keeps none for a process that ran no kernels), the processes listed with it;
+ * again at once (since the newest sample); NOT_SUPPORTED leaves every process unknown (-1) */
+static void test_process_utilization(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("examples/nodes", "l4-2x.json");
+	gc_snapshot s = {0};
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_PROC_UTIL), NULL, false), GC_OK);
+		assert_int_equal(s.gpus[0].st[GC_V_PROC_UTIL], GC_ST_OK);
+		assert_int_equal(s.gpus[1].st[GC_V_PROC_UTIL], GC_ST_OK);
+		assert_int_equal(s.gpus[1].nprocs, 2);
+		for (size_t p = 0; p < 2; p++) {
+			const gc_proc *pr = &s.gpus[1].procs[p];
+			assert_int_equal(pr->sm_util, pr->pid == 4100001 ? 95 : 0);
+			assert_int_equal(pr->mem_util, pr->pid == 4100001 ? 68 : 0);
+		}
+		uint64_t most = 0;
+		assert_int_equal(gc_value_u64(&s, 1, GC_V_PROC_UTIL, &most), GC_ST_OK);
+		assert_int_equal(most, 95);
+	}
+	gpu_snapshot_release(&s);
+	gc_ctx_free(ctx);
+
+	char dir[64], path[128];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "putil"), 0);
+	snprintf(path, sizeof path, "%s/node.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"name\": \"no-pmon\", \"gpus\": [{\"name\": \"NVIDIA T4\", \"processes\": [{\"pid\": 4000001, "
+	      "\"sm_util\": 50}], \"faults\": {\"nvmlDeviceGetProcessUtilization\": \"NOT_SUPPORTED\"}}]}", f);
+	fclose(f);
+	gc_open_opts o = {.sim_node = path};
+	assert_int_equal(gc_ctx_open(&ctx, &o), GC_OK);
+	gc_snapshot e = {0};
+	assert_int_equal(gc_ctx_sample(ctx, &e, GC_BIT(GC_V_PROC_UTIL), NULL, false), GC_OK);
+	assert_int_equal(e.gpus[0].st[GC_V_PROC_UTIL], GC_ST_NOT_SUPPORTED);
+	assert_int_equal(e.gpus[0].nprocs, 1);
+	assert_int_equal(e.gpus[0].procs[0].sm_util, -1);
+	gpu_snapshot_release(&e);
+	gc_ctx_free(ctx);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
 static void test_gpu_lost_mid_run(void **state)
 {
 	(void)state;
@@ -459,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_open_sets_no_environment),
 		cmocka_unit_test(test_many_processes),
 		cmocka_unit_test(test_registered_process),
+		cmocka_unit_test(test_process_utilization),
 		cmocka_unit_test(test_gpu_lost_mid_run),
 		cmocka_unit_test(test_error_statuses),
 		cmocka_unit_test(test_selection_skips_gpus),
