@@ -73,7 +73,7 @@ def _path(v: Any, what: str) -> Optional[bytes]:
 class Process:
     """A process using a GPU, as `gpuctl ls --json` lists it."""
 
-    __slots__ = ("pid", "user", "command", "used_memory", "type", "data")
+    __slots__ = ("pid", "user", "command", "used_memory", "type", "sm_util", "data")
 
     def __init__(self, d: Dict[str, Any]):
         self.data = d
@@ -82,6 +82,7 @@ class Process:
         self.command: Optional[str] = d.get("command")
         self.used_memory: Optional[int] = d.get("used_memory")
         self.type: Optional[str] = d.get("type")
+        self.sm_util: Optional[int] = d.get("sm_util")  # % of the time its kernels ran; None: unknown
 
     def __repr__(self) -> str:
         return "Process(pid=%r, user=%r, command=%r, used_memory=%r)" % (

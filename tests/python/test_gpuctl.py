@@ -98,6 +98,7 @@ class See(unittest.TestCase):
         self.assertEqual([p.user for p in devs[1].processes], ["frank", "frank"])
         self.assertEqual(devs[1].processes[0].command, "python train_resnet.py --epochs 90")
         self.assertIsNone(devs[1].processes[1].used_memory)
+        self.assertEqual([p.sm_util for p in devs[1].processes], [95, 0])
 
     def test_snapshot_is_one_sample(self):
         s = CTX.snapshot()
