@@ -128,6 +128,7 @@ int cli_print_checks(const struct doctor_report *r, bool json, const char *schem
 unsigned long long cli_mib(uint64_t bytes);
 
 int cmd_ls(const struct cli_global *g, int argc, char **argv);
+int cmd_top(const struct cli_global *g, int argc, char **argv);
 int cmd_query(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 int cmd_leases(const struct cli_global *g, int argc, char **argv);

@@ -19,6 +19,7 @@ struct command {
 
 static const struct command commands[] = {
 	{"ls", cmd_ls, "show GPUs, their processes and throttling (like gpustat)"},
+	{"top", cmd_top, "interactive monitor: GPUs, processes, leases and waiters (like nvtop)"},
 	{"query", cmd_query, "nvidia-smi compatible --query-gpu / --query-compute-apps CSV"},
 	{"pick", cmd_pick, "choose free GPUs and print a CUDA_VISIBLE_DEVICES value"},
 	{"run", cmd_run, "lease free GPUs and run a command on them"},

@@ -1,0 +1,772 @@
+/*
+ * cmd-top.c — `gpuctl top`: an interactive monitor of the GPUs, their
+ * processes and who holds them (ncurses). The data is top-data.c's; this
+ * file lays it out for the terminal's size (two lines per GPU with history,
+ * or one when they would not fit), reads keys, and sends signals on request.
+ * The terminal is restored on every way out: q, SIGINT/SIGTERM/SIGHUP, and
+ * a crash.
+ */
+#include "cli.h"
+#include "top.h"
+#include "util/clock.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { PAIR_OK = 1, PAIR_WARN, PAIR_BAD, PAIR_DIM, PAIR_HEAD };
+
+struct top {
+	struct top_data d;
+	struct top_view v;
+	bool color, utf8, readonly, help;
+	double delay;
+	size_t *rows, nrows, rows_cap;
+	size_t sel, first;          /* selected row, first row shown */
+	uint32_t sel_pid;           /* the selected process, kept across samples */
+	char msg[512];              /* one line for the footer; "" none */
+	char host[64];
+	char conf[4096];            /* ~/.config/gpuctl/top.conf, "" when no home */
+	/* the signal dialog: 0 none, 1 choosing a signal, 2 confirming it */
+	int dialog;
+	int dialog_sig;
+	uint32_t dialog_pid;
+	/* the filter prompt */
+	bool editing;
+	char edit[64];
+};
+
+static volatile sig_atomic_t quit_sig;
+
+static void on_quit(int sig)
+{
+	quit_sig = sig;
+}
+
+/* a crash (of the NVML layer or ours): put the terminal back, then die of it as before */
+static void on_crash(int sig)
+{
+	endwin();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_quit;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_crash;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGFPE, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
+}
+
+/* ---- the remembered view (~/.config/gpuctl/top.conf) -------------------- */
+
+static void conf_path(struct top *t)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	if (x && *x == '/')
+		snprintf(t->conf, sizeof t->conf, "%s/gpuctl/top.conf", x);
+	else if (home && *home == '/')
+		snprintf(t->conf, sizeof t->conf, "%s/.config/gpuctl/top.conf", home);
+	else
+		t->conf[0] = '\0';
+}
+
+static void conf_load(struct top *t)
+{
+	FILE *f = t->conf[0] ? fopen(t->conf, "re") : NULL;
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		const char *k = line, *val = eq + 1;
+		int c;
+		if (strcmp(k, "sort") == 0 && (c = top_col_parse(val)) >= 0)
+			t->v.sort = (enum top_col)c;
+		else if (strcmp(k, "reverse") == 0)
+			t->v.reverse = strcmp(val, "1") == 0;
+		else if (strcmp(k, "tree") == 0)
+			t->v.tree = strcmp(val, "1") == 0;
+	}
+	fclose(f);
+}
+
+/* mkdir -p of the directories above path (mode 0700 for what is made) */
+static void make_parents(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		(void)mkdir(path, 0700);
+		*p = '/';
+	}
+}
+
+static void conf_save(struct top *t)
+{
+	if (!t->conf[0])
+		return;
+	char tmp[sizeof t->conf + 32];
+	snprintf(tmp, sizeof tmp, "%s.%ld", t->conf, (long)getpid());
+	make_parents(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(t->msg, sizeof t->msg, "cannot save the view in %.300s: %s", t->conf, strerror(errno));
+		return;
+	}
+	fprintf(f, "# gpuctl top: the process table's view, saved when it changes\nsort=%s\nreverse=%d\ntree=%d\n",
+		top_col_name(t->v.sort), t->v.reverse, t->v.tree);
+	if (fclose(f) != 0 || rename(tmp, t->conf) != 0) {
+		snprintf(t->msg, sizeof t->msg, "cannot save the view in %.300s: %s", t->conf, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+/* ---- drawing ----------------------------------------------------------- */
+
+static void put(int y, int x, int w, attr_t a, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void put(int y, int x, int w, attr_t a, const char *fmt, ...)
+{
+	if (w <= 0 || y < 0 || y >= LINES || x >= COLS)
+		return;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (x + w > COLS)
+		w = COLS - x;
+	attron(a);
+	mvaddnstr(y, x, buf, w);
+	attroff(a);
+}
+
+static attr_t pair(const struct top *t, int p, attr_t mono)
+{
+	return t->color ? COLOR_PAIR(p) : mono;
+}
+
+/* a bar of width w for pct (0..100), "[|||||     ]" */
+static void bar(const struct top *t, int y, int x, int w, double pct, bool known)
+{
+	if (w < 3)
+		return;
+	int inner = w - 2, fill = known ? (int)(pct * inner / 100.0 + 0.5) : 0;
+	if (fill > inner)
+		fill = inner;
+	put(y, x, 1, A_NORMAL, "[");
+	attr_t a = pct >= 90 ? pair(t, PAIR_BAD, A_BOLD) : pct >= 60 ? pair(t, PAIR_WARN, A_NORMAL) : pair(t, PAIR_OK, A_NORMAL);
+	for (int i = 0; i < inner; i++)
+		put(y, x + 1 + i, 1, i < fill ? a : A_NORMAL, "%s", i < fill ? "|" : " ");
+	put(y, x + w - 1, 1, A_NORMAL, "]");
+}
+
+static void sparkline(const struct top *t, int y, int x, int w, const float *v, size_t n)
+{
+	static const char *const utf[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+	static const char ascii[] = " .:-=+*#";
+	if (w <= 0)
+		return;
+	size_t from = n > (size_t)w ? n - (size_t)w : 0;
+	int col = x + (w - (int)(n - from));
+	for (size_t i = from; i < n; i++, col++) {
+		if (v[i] < 0) {
+			put(y, col, 1, A_NORMAL, "?");
+			continue;
+		}
+		int k = (int)(v[i] * 7.0f / 100.0f + 0.5f);
+		k = k < 0 ? 0 : k > 7 ? 7 : k;
+		if (t->utf8)
+			put(y, col, 1, pair(t, PAIR_OK, A_NORMAL), "%s", utf[k]);
+		else
+			put(y, col, 1, A_NORMAL, "%c", ascii[k]);
+	}
+}
+
+static bool u64(const struct top *t, size_t g, unsigned v, uint64_t *x)
+{
+	return gc_value_u64(t->d.snap, g, v, x) == GC_ST_OK;
+}
+
+static void fmt_gib(char *buf, size_t len, uint64_t b)
+{
+	snprintf(buf, len, "%.1f", (double)b / (1024.0 * 1024 * 1024));
+}
+
+/* "alice job 'train' since 10:02", or "" */
+static void holder_text(const struct top_holder *h, char *buf, size_t len)
+{
+	if (!h->held) {
+		buf[0] = '\0';
+		return;
+	}
+	char since[16] = "?";
+	time_t s = (time_t)h->info.since;
+	struct tm tm;
+	if (s > 0 && localtime_r(&s, &tm))
+		strftime(since, sizeof since, "%H:%M", &tm);
+	if (h->info.name[0])
+		snprintf(buf, len, "%s '%s' since %s", h->info.user, h->info.name, since);
+	else
+		snprintf(buf, len, "%s since %s", h->info.user, since);
+}
+
+/* one GPU: its line (and, in the full mode, a second one with history and holder); returns lines used */
+static int draw_gpu(struct top *t, size_t g, int y, bool full)
+{
+	const char *name = NULL;
+	char sn[32], mem[48], tail[160] = "", holder[200];
+	int st_name = gc_value_str(t->d.snap, g, GC_V_NAME, &name);
+	top_short_name(st_name == GC_ST_OK ? name : "?", sn, sizeof sn, full ? 16 : 9);
+	int w = COLS;
+	int lost = gc_value_status(t->d.snap, g, GC_V_NAME) == GC_ST_GPU_LOST ||
+		   gc_value_status(t->d.snap, g, GC_V_UTIL_GPU) == GC_ST_GPU_LOST;
+	put(y, 0, 3, A_BOLD, "%2zu", g);
+	put(y, 3, full ? 17 : 10, A_NORMAL, " %s", sn);
+	int x = full ? 20 : 13;
+	if (lost) {
+		put(y, x, w - x, pair(t, PAIR_BAD, A_REVERSE) | A_BOLD, " GPU LOST: fell off the bus or needs a reset ");
+		return 1;
+	}
+	uint64_t util = 0, used = 0, total = 0, temp = 0, pw = 0, plim = 0, sm = 0, reasons = 0, mig = 0;
+	bool uk = u64(t, g, GC_V_UTIL_GPU, &util);
+	bool mk = u64(t, g, GC_V_MEM_USED, &used) && u64(t, g, GC_V_MEM_TOTAL, &total) && total;
+	char a[16], b[16];
+	fmt_gib(a, sizeof a, used);
+	fmt_gib(b, sizeof b, total);
+	snprintf(mem, sizeof mem, mk ? "%s/%sG" : "N/A", a, b);
+	int bw = full ? (w - x - 62) / 2 : 0;
+	if (bw > 30)
+		bw = 30;
+	if (full && bw >= 6) {
+		bar(t, y, x, bw, (double)util, uk);
+		x += bw;
+	}
+	put(y, x, 5, A_NORMAL, uk ? "%4llu%%" : " N/A", (unsigned long long)util);
+	x += 6;
+	if (full && bw >= 6) {
+		bar(t, y, x, bw, mk ? (double)used * 100.0 / (double)total : 0, mk);
+		x += bw;
+	}
+	put(y, x, 14, A_NORMAL, "%13s", mem);
+	x += 14;
+	if (u64(t, g, GC_V_TEMP, &temp))
+		put(y, x, 5, temp >= 85 ? pair(t, PAIR_BAD, A_BOLD) : A_NORMAL, "%3lluC", (unsigned long long)temp);
+	else
+		put(y, x, 5, A_NORMAL, "  N/A");
+	x += 5;
+	if (u64(t, g, GC_V_POWER_DRAW, &pw)) {
+		if (full && u64(t, g, GC_V_POWER_LIMIT, &plim))
+			put(y, x, 11, A_NORMAL, " %4llu/%lluW", (unsigned long long)(pw / 1000), (unsigned long long)(plim / 1000));
+		else
+			put(y, x, 6, A_NORMAL, " %4lluW", (unsigned long long)(pw / 1000));
+	}
+	x += full ? 11 : 6;
+	if (full && u64(t, g, GC_V_CLK_SM, &sm)) {
+		put(y, x, 9, A_NORMAL, " %4lluMHz", (unsigned long long)sm);
+		x += 9;
+	}
+	if (u64(t, g, GC_V_REASONS, &reasons) && (reasons & GC_REASONS_THROTTLING)) {
+		size_t o = 0;
+		for (uint64_t bit = 1; bit && o < sizeof tail - 1; bit <<= 1)
+			if ((reasons & bit & GC_REASONS_THROTTLING) && gc_reason_name(bit))
+				o += (size_t)snprintf(tail + o, sizeof tail - o, "%s%s", o ? "," : "", gc_reason_name(bit));
+		put(y, x, w - x, pair(t, PAIR_BAD, A_BOLD), full ? " THROTTLED: %s" : " THR", tail);
+		x += full ? 13 + (int)strlen(tail) : 4;
+	}
+	if (u64(t, g, GC_V_MIG_CURRENT, &mig) && mig) {
+		put(y, x, 4, A_BOLD, " MIG");
+		x += 4;
+	}
+	holder_text(&t->d.holder[g], holder, sizeof holder);
+	if (!full) {
+		if (holder[0] && x + 4 < w)
+			put(y, x + 1, w - x - 1, pair(t, PAIR_HEAD, A_NORMAL), "%s", holder);
+		return 1;
+	}
+	/* the second line: history, and who holds it */
+	const struct top_gpu *h = &t->d.hist[g];
+	int sw = (w - 44) / 2;
+	if (sw > 40)
+		sw = 40;
+	if (sw >= 8) {
+		put(y + 1, 4, 5, pair(t, PAIR_DIM, A_NORMAL), "util");
+		sparkline(t, y + 1, 9, sw, h->util, h->nhist);
+		put(y + 1, 10 + sw, 4, pair(t, PAIR_DIM, A_NORMAL), "mem");
+		sparkline(t, y + 1, 14 + sw, sw, h->mem, h->nhist);
+	}
+	int hx = sw >= 8 ? 15 + 2 * sw : 4;
+	if (holder[0])
+		put(y + 1, hx, w - hx, pair(t, PAIR_HEAD, A_NORMAL), "leased: %s", holder);
+	else
+		put(y + 1, hx, w - hx, pair(t, PAIR_DIM, A_NORMAL), "not leased");
+	return 2;
+}
+
+static void fmt_bytes(char *buf, size_t len, uint64_t b, bool known)
+{
+	if (!known)
+		snprintf(buf, len, "N/A");
+	else if (b >= (1ULL << 30))
+		snprintf(buf, len, "%.1fG", (double)b / (1ULL << 30));
+	else
+		snprintf(buf, len, "%lluM", (unsigned long long)(b >> 20));
+}
+
+static int draw_procs(struct top *t, int y, int last)
+{
+	const int w = COLS;
+	char head[256];
+	int o = 0;
+	/* as the rows below: "%8u %-9.9s %3u %8s %4s %6s %7s %s" */
+	static const int widths[TOP__NCOL] = {8, 9, 4, 9, 5, 7, 8, 0};
+	for (int c = 0; c < TOP__NCOL; c++) {
+		const char *mark = (enum top_col)c == t->v.sort ? (t->v.reverse ? "^" : "v") : "";
+		char label[24];
+		snprintf(label, sizeof label, "%s%s", top_col_name((enum top_col)c), mark);
+		if (c == TOP_CMD)
+			o += snprintf(head + o, sizeof head - o, " %s", label);
+		else if (c == TOP_USER)
+			o += snprintf(head + o, sizeof head - o, " %-*s", widths[c], label);
+		else
+			o += snprintf(head + o, sizeof head - o, "%*s", widths[c], label);
+		if (o >= (int)sizeof head)
+			break;
+	}
+	move(y, 0);
+	attron(A_REVERSE);
+	hline(' ', w);
+	mvaddnstr(y, 0, head, w);
+	attroff(A_REVERSE);
+	y++;
+	int room = last - y;
+	if (room < 1)
+		return y;
+	if (t->sel >= t->nrows)
+		t->sel = t->nrows ? t->nrows - 1 : 0;
+	if (t->sel < t->first)
+		t->first = t->sel;
+	if (t->sel >= t->first + (size_t)room)
+		t->first = t->sel - (size_t)room + 1;
+	if (t->first > t->nrows)
+		t->first = 0;
+	for (size_t r = t->first; r < t->nrows && y < last; r++, y++) {
+		const struct top_proc *p = &t->d.procs[t->rows[r]];
+		char gm[16], rss[16], cpu[16], sm[16], line[512];
+		fmt_bytes(gm, sizeof gm, p->gpu_mem, p->mem_known);
+		fmt_bytes(rss, sizeof rss, p->rss, p->rss > 0);
+		if (p->cpu >= 0)
+			snprintf(cpu, sizeof cpu, "%.0f", p->cpu);
+		else
+			snprintf(cpu, sizeof cpu, "-");
+		if (p->sm_util >= 0)
+			snprintf(sm, sizeof sm, "%d", p->sm_util);
+		else
+			snprintf(sm, sizeof sm, "N/A");
+		const char *user = p->user[0] ? p->user : "?";
+		const char *cmd = p->command[0] ? p->command : (p->visible ? "?" : "(not in this PID namespace)");
+		snprintf(line, sizeof line, "%8u %-9.9s %3u %8s %4s %6s %7s %*s%s%s", p->pid, user, p->gpu, gm, sm, cpu,
+			 rss, p->depth * 2, "", p->depth ? "`- " : "", cmd);
+		attr_t a = r == t->sel ? A_REVERSE : A_NORMAL;
+		if (p->unleased && r != t->sel)
+			a |= pair(t, PAIR_WARN, A_BOLD);
+		move(y, 0);
+		if (r == t->sel) {
+			attron(A_REVERSE);
+			hline(' ', w);
+			attroff(A_REVERSE);
+		}
+		put(y, 0, w - (p->unleased ? 2 : 0), a, "%s", line);
+		if (p->unleased)
+			put(y, w - 2, 2, pair(t, PAIR_WARN, A_BOLD) | (r == t->sel ? A_REVERSE : 0), " U");
+	}
+	if (t->nrows == 0)
+		put(y++, 2, w - 2, pair(t, PAIR_DIM, A_NORMAL), t->v.filter[0] ? "no process matches '%s'"
+										: "no processes on the GPUs%s",
+		    t->v.filter[0] ? t->v.filter : "");
+	return y;
+}
+
+static void draw_waiters(struct top *t, int y, int last)
+{
+	if (y >= last || t->d.nwaiters == 0)
+		return;
+	put(y, 0, COLS, A_BOLD, "waiting for GPUs, first come first served: %zu", t->d.nwaiters);
+	y++;
+	for (size_t i = 0; i < t->d.nwaiters && y < last; i++, y++) {
+		const struct lease_info *in = &t->d.waiters[i].info;
+		put(y, 2, COLS - 2, A_NORMAL, "#%zu %s wants %s: %s", i + 1, in->user, in->request[0] ? in->request : "?",
+		    in->name[0] ? in->name : in->command);
+	}
+}
+
+static const char *const help_lines[] = {
+	"gpuctl top - keys",
+	"",
+	"  q, F10        quit",
+	"  h, ?          this help (any key closes it)",
+	"  Up/Down, PgUp/PgDn, Home/End   select a process",
+	"  < >           sort by the column to the left / right",
+	"  r             reverse the order",
+	"  t             tree: a job's processes under its first one",
+	"  /             filter by user or command text (Enter keeps it, Esc clears it)",
+	"  k             send a signal to the selected process (TERM, INT or KILL; asks first)",
+	"",
+	"A 'U' at the end of a process row: its user holds no lease on that GPU",
+	"while others use leases on this machine (someone bypassing gpuctl run).",
+	"The sort is remembered in ~/.config/gpuctl/top.conf.",
+	NULL,
+};
+
+static void draw(struct top *t)
+{
+	erase();
+	if (t->help) {
+		for (int i = 0; help_lines[i] && i < LINES; i++)
+			put(i, 1, COLS - 1, i == 0 ? A_BOLD : A_NORMAL, "%s", help_lines[i]);
+		refresh();
+		return;
+	}
+	char drv[32] = "", cuda[16] = "?", clock[16];
+	snprintf(drv, sizeof drv, "%s", gc_snapshot_driver(t->d.snap));
+	gc_cuda_version_str(gc_snapshot_cuda(t->d.snap), cuda, sizeof cuda);
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(clock, sizeof clock, "%H:%M:%S", &tm);
+	put(0, 0, COLS, A_BOLD, "gpuctl top  %s  driver %s  CUDA %s  %s%s%s", t->host, drv[0] ? drv : "?", cuda, clock,
+	    t->readonly ? "  [read-only]" : "", t->v.filter[0] ? "  [filter]" : "");
+	int footer = LINES - 1;
+	/* full mode when every GPU gets two lines and the process table still gets 4 */
+	bool full = 1 + 2 * (int)t->d.ngpus + 1 + 4 + 1 <= LINES && COLS >= 100;
+	int y = 1;
+	for (size_t g = 0; g < t->d.ngpus && y < footer; g++)
+		y += draw_gpu(t, g, y, full);
+	int wait_lines = t->d.nwaiters ? (int)(t->d.nwaiters < 3 ? t->d.nwaiters : 3) + 1 : 0;
+	int procs_end = footer - wait_lines;
+	y = draw_procs(t, y, procs_end);
+	draw_waiters(t, procs_end, footer);
+	/* the footer: a prompt, a message, or the keys */
+	if (t->editing)
+		put(footer, 0, COLS, A_BOLD, "filter: %s_", t->edit);
+	else if (t->dialog == 1)
+		put(footer, 0, COLS, A_BOLD, "signal to pid %u: [t] SIGTERM  [i] SIGINT  [9] SIGKILL  (Esc: cancel)",
+		    t->dialog_pid);
+	else if (t->dialog == 2)
+		put(footer, 0, COLS, pair(t, PAIR_BAD, A_BOLD), "send SIG%s to pid %u? [y/N]", sigabbrev_np(t->dialog_sig),
+		    t->dialog_pid);
+	else if (t->msg[0])
+		put(footer, 0, COLS, A_BOLD, "%s", t->msg);
+	else
+		put(footer, 0, COLS, pair(t, PAIR_DIM, A_NORMAL), "q quit  h help  <> sort  r reverse  / filter  t tree%s",
+		    t->readonly ? "" : "  k signal");
+	refresh();
+}
+
+/* ---- keys -------------------------------------------------------------- */
+
+static void rebuild(struct top *t)
+{
+	if (t->d.nprocs > t->rows_cap) {
+		size_t *r = realloc(t->rows, t->d.nprocs * sizeof *r);
+		if (!r)
+			return;
+		t->rows = r;
+		t->rows_cap = t->d.nprocs;
+	}
+	t->nrows = top_rows(&t->d, &t->v, t->rows);
+	/* keep the selection on the same process */
+	for (size_t r = 0; r < t->nrows; r++)
+		if (t->d.procs[t->rows[r]].pid == t->sel_pid) {
+			t->sel = r;
+			return;
+		}
+	if (t->sel >= t->nrows)
+		t->sel = t->nrows ? t->nrows - 1 : 0;
+}
+
+static void select_row(struct top *t, long to)
+{
+	if (t->nrows == 0)
+		return;
+	if (to < 0)
+		to = 0;
+	if ((size_t)to >= t->nrows)
+		to = (long)t->nrows - 1;
+	t->sel = (size_t)to;
+	t->sel_pid = t->d.procs[t->rows[t->sel]].pid;
+}
+
+static void ask_signal(struct top *t)
+{
+	if (t->readonly) {
+		snprintf(t->msg, sizeof t->msg, "read-only (--readonly): no signals are sent");
+		return;
+	}
+	if (t->nrows == 0) {
+		snprintf(t->msg, sizeof t->msg, "no process selected");
+		return;
+	}
+	const struct top_proc *p = &t->d.procs[t->rows[t->sel]];
+	if (!p->visible) {
+		snprintf(t->msg, sizeof t->msg, "pid %u is not in this PID namespace: it cannot be signalled from here", p->pid);
+		return;
+	}
+	if (geteuid() != 0 && p->uid != geteuid()) {
+		snprintf(t->msg, sizeof t->msg, "pid %u is %s's: only your own processes can be signalled (or as root)",
+			 p->pid, p->user);
+		return;
+	}
+	t->dialog = 1;
+	t->dialog_pid = p->pid;
+}
+
+static void send_signal(struct top *t)
+{
+	/* the process must still be the one chosen: listed with the same pid, still ours */
+	bool still = false;
+	for (size_t i = 0; i < t->d.nprocs; i++)
+		still = still || (t->d.procs[i].pid == t->dialog_pid && t->d.procs[i].visible &&
+				  (geteuid() == 0 || t->d.procs[i].uid == geteuid()));
+	if (!still)
+		snprintf(t->msg, sizeof t->msg, "pid %u is no longer on a GPU: nothing sent", t->dialog_pid);
+	else if (kill((pid_t)t->dialog_pid, t->dialog_sig) < 0)
+		snprintf(t->msg, sizeof t->msg, "cannot send SIG%s to pid %u: %s", sigabbrev_np(t->dialog_sig), t->dialog_pid,
+			 strerror(errno));
+	else
+		snprintf(t->msg, sizeof t->msg, "sent SIG%s to pid %u", sigabbrev_np(t->dialog_sig), t->dialog_pid);
+	t->dialog = 0;
+}
+
+/* one key: false to quit */
+static bool key(struct top *t, int c)
+{
+	if (t->help) {
+		t->help = false;
+		return c != 'q';
+	}
+	if (t->editing) {
+		size_t n = strlen(t->edit);
+		if (c == '\n' || c == KEY_ENTER || c == '\r') {
+			snprintf(t->v.filter, sizeof t->v.filter, "%s", t->edit);
+			t->editing = false;
+		} else if (c == 27) {
+			t->v.filter[0] = t->edit[0] = '\0';
+			t->editing = false;
+		} else if ((c == KEY_BACKSPACE || c == 127 || c == 8) && n) {
+			t->edit[n - 1] = '\0';
+		} else if (c >= 32 && c < 127 && n + 1 < sizeof t->edit) {
+			t->edit[n] = (char)c;
+			t->edit[n + 1] = '\0';
+		}
+		snprintf(t->v.filter, sizeof t->v.filter, "%s", t->edit); /* as typed */
+		rebuild(t);
+		return true;
+	}
+	if (t->dialog == 1) {
+		t->dialog = c == 't' || c == 'T' ? (t->dialog_sig = SIGTERM, 2)
+			  : c == 'i' || c == 'I' ? (t->dialog_sig = SIGINT, 2)
+			  : c == '9' || c == 'K' ? (t->dialog_sig = SIGKILL, 2) : 0;
+		return true;
+	}
+	if (t->dialog == 2) {
+		if (c == 'y' || c == 'Y')
+			send_signal(t);
+		else
+			snprintf(t->msg, sizeof t->msg, "nothing sent");
+		t->dialog = 0;
+		return true;
+	}
+	t->msg[0] = '\0';
+	switch (c) {
+	case 'q': case 'Q': case KEY_F(10): return false;
+	case 'h': case '?': case KEY_F(1): t->help = true; break;
+	case KEY_UP: select_row(t, (long)t->sel - 1); break;
+	case KEY_DOWN: select_row(t, (long)t->sel + 1); break;
+	case KEY_PPAGE: select_row(t, (long)t->sel - 10); break;
+	case KEY_NPAGE: select_row(t, (long)t->sel + 10); break;
+	case KEY_HOME: select_row(t, 0); break;
+	case KEY_END: select_row(t, (long)t->nrows - 1); break;
+	case '<': case ',':
+		t->v.sort = t->v.sort == 0 ? TOP__NCOL - 1 : t->v.sort - 1;
+		rebuild(t);
+		conf_save(t);
+		break;
+	case '>': case '.':
+		t->v.sort = (t->v.sort + 1) % TOP__NCOL;
+		rebuild(t);
+		conf_save(t);
+		break;
+	case 'r': t->v.reverse = !t->v.reverse; rebuild(t); conf_save(t); break;
+	case 't': t->v.tree = !t->v.tree; rebuild(t); conf_save(t); break;
+	case '/':
+		t->editing = true;
+		snprintf(t->edit, sizeof t->edit, "%s", t->v.filter);
+		break;
+	case 'k': case KEY_DC: ask_signal(t); break;
+	default: break;
+	}
+	return true;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpuctl top [-d SECONDS] [--readonly] [--color=WHEN]\n\n"
+		   "An interactive monitor: every GPU (load, memory, temperature, power, clocks,\n"
+		   "throttling, MIG, history), their processes (GPU memory, SM%%, host CPU and\n"
+		   "memory, command), who holds each GPU's lease and who waits in line.\n"
+		   "  -d, --delay=SECONDS    refresh interval (default 1; 0.1 to 86400)\n"
+		   "      --readonly         send no signals\n"
+		   "      --color=WHEN       auto (default: on; NO_COLOR turns it off), always or never\n"
+		   "                         (also --colour)\n"
+		   "  -h, --help             this help; in top, h shows the keys\n");
+}
+
+int cmd_top(const struct cli_global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"delay", required_argument, NULL, 'd'},
+		{"readonly", no_argument, NULL, 'R'},
+		{"color", required_argument, NULL, 'C'},
+		{"colour", required_argument, NULL, 'C'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct top t;
+	memset(&t, 0, sizeof t);
+	t.delay = 1.0;
+	t.v.sort = TOP_GMEM;
+	enum cli_color color = COLOR_AUTO;
+	int c, rc;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if ((rc = cli_parse_interval("--delay", optarg, &t.delay)))
+				return rc;
+			if (t.delay < 0.1) {
+				cli_err("invalid --delay '%s': at least 0.1 seconds", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'R': t.readonly = true; break;
+		case 'C':
+			if ((rc = cli_parse_color(optarg, &color)))
+				return rc;
+			break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: return cli_bad_option("top", c, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_extra_arg("top", argv[optind]);
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		cli_err("top needs a terminal (standard input and output); for a stream of samples use gpuctl ls --loop 1");
+		return EXIT_USAGE;
+	}
+	gc_ctx *ctx = NULL;
+	if ((rc = cli_open(g, &ctx)))
+		return rc;
+	if (top_data_init(&t.d, ctx, NULL) != GC_OK) {
+		cli_err("out of memory");
+		gc_ctx_free(ctx);
+		return EXIT_FAIL;
+	}
+	if (gethostname(t.host, sizeof t.host - 1) != 0)
+		snprintf(t.host, sizeof t.host, "localhost");
+	char safe[64];
+	snprintf(t.host, sizeof t.host, "%s", cli_safe(safe, sizeof safe, t.host));
+	conf_path(&t);
+	conf_load(&t);
+	int first = top_data_sample(&t.d);
+	if (first != GC_OK) {
+		cli_err("%s", t.d.err);
+		top_data_free(&t.d);
+		gc_ctx_free(ctx);
+		return cli_exit_code(first);
+	}
+	setlocale(LC_ALL, "");
+	const char *cs = nl_langinfo(CODESET);
+	t.utf8 = cs && strcmp(cs, "UTF-8") == 0;
+	catch_signals();
+	if (!initscr()) {
+		cli_err("cannot set up the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+		top_data_free(&t.d);
+		gc_ctx_free(ctx);
+		return EXIT_FAIL;
+	}
+	cbreak();
+	noecho();
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	set_escdelay(25);
+	const char *nc = getenv("NO_COLOR");
+	t.color = has_colors() && color != COLOR_NEVER && (color == COLOR_ALWAYS || !nc || !*nc);
+	if (t.color) {
+		start_color();
+		use_default_colors();
+		init_pair(PAIR_OK, COLOR_GREEN, -1);
+		init_pair(PAIR_WARN, COLOR_YELLOW, -1);
+		init_pair(PAIR_BAD, COLOR_RED, -1);
+		init_pair(PAIR_DIM, COLOR_CYAN, -1);
+		init_pair(PAIR_HEAD, COLOR_MAGENTA, -1);
+	}
+	rebuild(&t);
+	if (t.nrows)
+		select_row(&t, 0);
+	int64_t next = clock_mono_ms() + (int64_t)(t.delay * 1000);
+	bool go = true;
+	while (go && !quit_sig) {
+		draw(&t);
+		int64_t left = next - clock_mono_ms();
+		timeout(left > 0 ? (int)left : 0);
+		int k = getch();
+		if (k == KEY_RESIZE) {
+			clear();
+		} else if (k != ERR) {
+			go = key(&t, k);
+		}
+		if (clock_mono_ms() >= next) {
+			if (top_data_sample(&t.d) != GC_OK && !t.msg[0])
+				snprintf(t.msg, sizeof t.msg, "cannot sample: %.400s", t.d.err);
+			rebuild(&t);
+			next = clock_mono_ms() + (int64_t)(t.delay * 1000);
+		}
+	}
+	endwin();
+	top_data_free(&t.d);
+	free(t.rows);
+	gc_ctx_free(ctx);
+	return quit_sig ? 128 + quit_sig : EXIT_OK;
+}

@@ -1,0 +1,397 @@
+/*
+ * top-data.c — the model of `gpuctl top` (top.h): a sample of the GPUs,
+ * their processes with /proc's view of them, the leases and the waiters,
+ * and the process table's rows.
+ */
+#include "top.h"
+
+#include "device/proc.h"
+#include "util/clock.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define TOP_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_USED) | \
+	GC_BIT(GC_V_UTIL_GPU) | GC_BIT(GC_V_UTIL_MEM) | GC_BIT(GC_V_TEMP) | GC_BIT(GC_V_POWER_DRAW) | \
+	GC_BIT(GC_V_POWER_LIMIT) | GC_BIT(GC_V_CLK_SM) | GC_BIT(GC_V_CLK_MEM) | GC_BIT(GC_V_REASONS) | \
+	GC_BIT(GC_V_MIG_CURRENT) | GC_BIT(GC_V_FAN) | GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS) | \
+	GC_BIT(GC_V_PROC_UTIL))
+
+int top_data_init(struct top_data *d, gc_ctx *ctx, const char *state_dir)
+{
+	memset(d, 0, sizeof *d);
+	d->ctx = ctx;
+	d->state_dir = state_dir;
+	d->ngpus = gc_ctx_count(ctx);
+	d->snap = gc_snapshot_new();
+	d->hist = calloc(d->ngpus ? d->ngpus : 1, sizeof *d->hist);
+	d->holder = calloc(d->ngpus ? d->ngpus : 1, sizeof *d->holder);
+	if (!d->snap || !d->hist || !d->holder) {
+		top_data_free(d);
+		return GC_ENOMEM;
+	}
+	return GC_OK;
+}
+
+void top_data_free(struct top_data *d)
+{
+	gc_snapshot_free(d->snap);
+	free(d->hist);
+	free(d->holder);
+	free(d->waiters);
+	free(d->procs);
+	free(d->seen);
+	free(d->seen_next);
+	memset(d, 0, sizeof *d);
+}
+
+static void push(struct top_gpu *h, float util, float mem)
+{
+	if (h->nhist == TOP_HIST) {
+		memmove(h->util, h->util + 1, (TOP_HIST - 1) * sizeof *h->util);
+		memmove(h->mem, h->mem + 1, (TOP_HIST - 1) * sizeof *h->mem);
+		h->nhist--;
+	}
+	h->util[h->nhist] = util;
+	h->mem[h->nhist++] = mem;
+}
+
+/* utime + stime, ppid and resident bytes of pid from /proc: 0, or -1 when it cannot be read */
+static int proc_cpu(uint32_t pid, unsigned long long *ticks, pid_t *ppid, uint64_t *rss)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%u/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+	if (!p)
+		return -1;
+	char state;
+	int pp;
+	unsigned long long ut, st;
+	long long rsspages;
+	/* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+	 * cutime cstime priority nice threads itrealvalue starttime vsize rss */
+	if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %*u %lld",
+		   &state, &pp, &ut, &st, &rsspages) != 5)
+		return -1;
+	*ticks = ut + st;
+	*ppid = pp;
+	long page = sysconf(_SC_PAGESIZE);
+	*rss = rsspages > 0 && page > 0 ? (uint64_t)rsspages * (uint64_t)page : 0;
+	return 0;
+}
+
+static unsigned long long seen_ticks(const struct top_data *d, uint32_t pid, bool *found)
+{
+	for (size_t i = 0; i < d->nseen; i++)
+		if (d->seen[i].pid == pid) {
+			*found = true;
+			return d->seen[i].ticks;
+		}
+	*found = false;
+	return 0;
+}
+
+static void leases(struct top_data *d)
+{
+	for (size_t i = 0; i < d->ngpus; i++)
+		d->holder[i].held = false;
+	free(d->waiters);
+	d->waiters = NULL;
+	d->nwaiters = 0;
+	struct lease_dir *dir = NULL;
+	char err[256];
+	int rc = lease_dir_open(&dir, d->state_dir, false, err, sizeof err);
+	if (rc == GC_ENOTFOUND)
+		return; /* nothing was ever leased here */
+	if (rc != GC_OK) {
+		snprintf(d->err, sizeof d->err, "leases: %.200s", err);
+		return;
+	}
+	struct lease_entry *e = NULL;
+	size_t n = 0;
+	if (lease_list(dir, &e, &n) == GC_OK) {
+		for (size_t k = 0; k < n; k++) {
+			for (size_t i = 0; i < d->ngpus; i++) {
+				const char *uuid = NULL;
+				if (gc_value_str(d->snap, i, GC_V_UUID, &uuid) == GC_ST_OK && strcmp(uuid, e[k].uuid) == 0) {
+					d->holder[i].held = true;
+					d->holder[i].info = e[k].info;
+					lease_info_sanitize(&d->holder[i].info);
+				}
+			}
+		}
+		free(e);
+	}
+	if (lease_queue_list(dir, &d->waiters, &d->nwaiters) == GC_OK) {
+		for (size_t k = 0; k < d->nwaiters; k++)
+			lease_info_sanitize(&d->waiters[k].info);
+	} else {
+		d->waiters = NULL;
+		d->nwaiters = 0;
+	}
+	lease_dir_close(dir);
+}
+
+static int add_proc(struct top_data *d, struct top_proc *p)
+{
+	if (d->nprocs == d->proc_cap) {
+		size_t cap = d->proc_cap ? d->proc_cap * 2 : 32;
+		struct top_proc *v = realloc(d->procs, cap * sizeof *v);
+		if (!v)
+			return GC_ENOMEM;
+		d->procs = v;
+		d->proc_cap = cap;
+	}
+	d->procs[d->nprocs++] = *p;
+	return GC_OK;
+}
+
+static int remember(struct top_data *d, uint32_t pid, unsigned long long ticks, size_t *n)
+{
+	if (*n == d->seen_cap) {
+		size_t cap = d->seen_cap ? d->seen_cap * 2 : 32;
+		struct top_cpu_seen *a = realloc(d->seen, cap * sizeof *a), *b;
+		if (!a)
+			return GC_ENOMEM;
+		d->seen = a;
+		if (!(b = realloc(d->seen_next, cap * sizeof *b)))
+			return GC_ENOMEM;
+		d->seen_next = b;
+		d->seen_cap = cap;
+	}
+	d->seen_next[(*n)++] = (struct top_cpu_seen){pid, ticks};
+	return GC_OK;
+}
+
+int top_data_sample(struct top_data *d)
+{
+	d->err[0] = '\0';
+	int rc = gc_ctx_sample(d->ctx, d->snap, TOP_MASK, NULL, false);
+	if (rc != GC_OK) {
+		snprintf(d->err, sizeof d->err, "%s", gc_ctx_errmsg(d->ctx));
+		return rc;
+	}
+	int64_t now = clock_mono_ms();
+	double dt = d->last_ms ? (double)(now - d->last_ms) / 1000.0 : 0;
+	d->last_ms = now;
+	long hz = sysconf(_SC_CLK_TCK);
+	for (size_t i = 0; i < d->ngpus; i++) {
+		uint64_t u = 0, used = 0, total = 0;
+		bool uok = gc_value_u64(d->snap, i, GC_V_UTIL_GPU, &u) == GC_ST_OK;
+		bool mok = gc_value_u64(d->snap, i, GC_V_MEM_USED, &used) == GC_ST_OK &&
+			   gc_value_u64(d->snap, i, GC_V_MEM_TOTAL, &total) == GC_ST_OK && total;
+		push(&d->hist[i], uok ? (float)u : -1.0f, mok ? (float)((double)used * 100.0 / (double)total) : -1.0f);
+	}
+	leases(d);
+	bool any_lease = d->nwaiters > 0;
+	for (size_t i = 0; i < d->ngpus; i++)
+		any_lease = any_lease || d->holder[i].held;
+	d->nprocs = 0;
+	size_t nseen = 0;
+	for (size_t i = 0; i < d->ngpus; i++) {
+		size_t np = gc_proc_count(d->snap, i);
+		for (size_t k = 0; k < np; k++) {
+			gc_proc g;
+			if (gc_proc_get(d->snap, i, k, &g, sizeof g) != GC_OK)
+				continue;
+			struct top_proc p = {.gpu = (unsigned)i, .pid = g.pid, .visible = g.visible, .uid = g.uid,
+					     .mem_known = g.mem_known, .gpu_mem = g.used_memory, .sm_util = g.sm_util,
+					     .cpu = -1};
+			proc_sanitize(p.user, sizeof p.user, g.user, strlen(g.user));
+			proc_sanitize(p.command, sizeof p.command, g.command, strlen(g.command));
+			unsigned long long ticks;
+			if (g.visible && proc_cpu(g.pid, &ticks, &p.ppid, &p.rss) == 0) {
+				bool found;
+				unsigned long long before = seen_ticks(d, g.pid, &found);
+				if (found && dt > 0 && ticks >= before && hz > 0)
+					p.cpu = (double)(ticks - before) / (double)hz / dt * 100.0;
+				if (remember(d, g.pid, ticks, &nseen) != GC_OK)
+					return GC_ENOMEM;
+			}
+			/* someone who holds no lease on a GPU that others share through leases */
+			if (any_lease && (g.visible || g.simulated))
+				p.unleased = !d->holder[i].held || (g.visible && d->holder[i].info.uid != g.uid) ||
+					     (!g.visible && strcmp(d->holder[i].info.user, p.user) != 0);
+			if (add_proc(d, &p) != GC_OK)
+				return GC_ENOMEM;
+		}
+	}
+	struct top_cpu_seen *t = d->seen;
+	d->seen = d->seen_next;
+	d->seen_next = t;
+	d->nseen = nseen;
+	return GC_OK;
+}
+
+static const char *const col_names[TOP__NCOL] = {"PID", "USER", "GPU", "GPU-MEM", "SM%", "CPU%", "RSS", "COMMAND"};
+
+const char *top_col_name(enum top_col c)
+{
+	return c < TOP__NCOL ? col_names[c] : "?";
+}
+
+int top_col_parse(const char *s)
+{
+	for (int c = 0; c < TOP__NCOL; c++)
+		if (strcasecmp(s, col_names[c]) == 0)
+			return c;
+	return -1;
+}
+
+/* qsort has no argument: the view of the sort in progress */
+static const struct top_view *cur_view;
+static const struct top_data *cur_data;
+
+static int cmp_num(double a, double b)
+{
+	return a < b ? -1 : a > b;
+}
+
+/* ascending order of column c */
+static int cmp_col(const struct top_proc *a, const struct top_proc *b, enum top_col c)
+{
+	switch (c) {
+	case TOP_PID: return cmp_num(a->pid, b->pid);
+	case TOP_USER: return strcmp(a->user, b->user);
+	case TOP_GPU: return cmp_num(a->gpu, b->gpu);
+	case TOP_GMEM: return cmp_num(a->mem_known ? (double)a->gpu_mem : -1, b->mem_known ? (double)b->gpu_mem : -1);
+	case TOP_SM: return cmp_num(a->sm_util, b->sm_util);
+	case TOP_CPU: return cmp_num(a->cpu, b->cpu);
+	case TOP_RSS: return cmp_num((double)a->rss, (double)b->rss);
+	case TOP_CMD: return strcmp(a->command, b->command);
+	default: return 0;
+	}
+}
+
+static bool text_col(enum top_col c)
+{
+	return c == TOP_USER || c == TOP_CMD || c == TOP_PID || c == TOP_GPU;
+}
+
+static int by_view(const void *x, const void *y)
+{
+	const struct top_proc *a = &cur_data->procs[*(const size_t *)x], *b = &cur_data->procs[*(const size_t *)y];
+	int r = cmp_col(a, b, cur_view->sort);
+	/* numbers largest first, names and ids in order, unless reversed */
+	if (!text_col(cur_view->sort))
+		r = -r;
+	if (cur_view->reverse)
+		r = -r;
+	if (r == 0)
+		r = cmp_num(a->gpu, b->gpu) ?: cmp_num(a->pid, b->pid);
+	return r;
+}
+
+static bool matches(const struct top_proc *p, const char *f)
+{
+	if (!*f)
+		return true;
+	return strcasestr(p->user, f) || strcasestr(p->command, f);
+}
+
+static bool listed(const struct top_data *d, const size_t *rows, size_t n, pid_t pid, size_t *at)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((pid_t)d->procs[rows[i]].pid == pid) {
+			*at = i;
+			return true;
+		}
+	return false;
+}
+
+size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < d->nprocs; i++)
+		if (matches(&d->procs[i], v->filter))
+			rows[n++] = i;
+	cur_view = v;
+	cur_data = d;
+	qsort(rows, n, sizeof *rows, by_view);
+	for (size_t i = 0; i < n; i++)
+		d->procs[rows[i]].depth = 0;
+	if (!v->tree || n < 2)
+		return n;
+	/* the tree: a process whose parent is listed goes right after it (and its other
+	 * children), one level deeper; the roots keep the sorted order */
+	size_t *out = malloc(n * sizeof *out);
+	bool *placed = calloc(n, sizeof *placed);
+	if (!out || !placed) {
+		free(out);
+		free(placed);
+		return n;
+	}
+	size_t k = 0;
+	for (size_t r = 0; r < n; r++) {
+		size_t at;
+		const struct top_proc *p = &d->procs[rows[r]];
+		if (p->ppid > 0 && listed(d, rows, n, p->ppid, &at) && at != r)
+			continue; /* not a root */
+		/* the root, then its descendants depth first */
+		size_t stack[64], depth[64];
+		size_t sp = 0;
+		stack[sp] = r;
+		depth[sp++] = 0;
+		while (sp && k < n) {
+			sp--;
+			size_t cur = stack[sp], dep = depth[sp];
+			if (placed[cur])
+				continue;
+			placed[cur] = true;
+			d->procs[rows[cur]].depth = (int)dep;
+			out[k++] = rows[cur];
+			for (size_t c = n; c-- > 0;)
+				if (!placed[c] && d->procs[rows[c]].ppid == (pid_t)d->procs[rows[cur]].pid && sp < 64) {
+					stack[sp] = c;
+					depth[sp++] = dep + 1;
+				}
+		}
+	}
+	for (size_t r = 0; r < n; r++) /* in a cycle or too deep: at the end, as they are */
+		if (!placed[r])
+			out[k++] = rows[r];
+	memcpy(rows, out, n * sizeof *rows);
+	free(out);
+	free(placed);
+	return n;
+}
+
+void top_short_name(const char *name, char *buf, size_t len, size_t max)
+{
+	static const char *const drop[] = {"NVIDIA ", "Tesla ", "GeForce ", "Quadro ", NULL};
+	const char *s = name ? name : "";
+	for (bool again = true; again;) {
+		again = false;
+		for (size_t i = 0; drop[i]; i++)
+			if (strncmp(s, drop[i], strlen(drop[i])) == 0) {
+				s += strlen(drop[i]);
+				again = true;
+			}
+	}
+	if (max >= len)
+		max = len - 1;
+	size_t n = strlen(s);
+	if (n > max) {
+		/* the model first: "H100 80GB HBM3" -> "H100 80GB" -> "H100" */
+		n = max;
+		while (n > 0 && s[n] != ' ' && s[n] != '\0')
+			n--;
+		if (n == 0)
+			n = max;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+}

@@ -1,0 +1,99 @@
+/*
+ * top.h — what `gpuctl top` shows, apart from how (top-data.c): one sample
+ * of the GPUs with a few minutes of history, their processes with host CPU
+ * and memory from /proc, who holds each GPU's lease and who waits in line,
+ * and the rows of the process table sorted, filtered or as a tree. No
+ * curses here: cmd-top.c draws it, tests/unit/test-top.c checks it.
+ */
+#ifndef GPUCTL_TOP_H
+#define GPUCTL_TOP_H
+
+#include "device/gpu.h"
+#include "jobs/lease.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TOP_HIST 120 /* samples of history kept per GPU (2 minutes at 1 s) */
+
+/* the process table's columns, in the order shown */
+enum top_col { TOP_PID, TOP_USER, TOP_GPU, TOP_GMEM, TOP_SM, TOP_CPU, TOP_RSS, TOP_CMD, TOP__NCOL };
+
+struct top_proc {
+	unsigned gpu;               /* NVML index */
+	uint32_t pid;
+	pid_t ppid;                 /* 0 when not visible here */
+	bool visible;               /* /proc/<pid> is in this PID namespace */
+	uid_t uid;
+	char user[33];              /* sanitized */
+	char command[256];          /* sanitized */
+	bool mem_known;
+	uint64_t gpu_mem;           /* bytes */
+	int sm_util;                /* %, -1 unknown */
+	double cpu;                 /* % of one core since the previous sample; < 0 unknown */
+	uint64_t rss;               /* bytes; 0 unknown */
+	bool unleased;              /* a user who holds no lease on this GPU while others use leases */
+	int depth;                  /* in the tree view: 0 a job's first process, 1 its children */
+};
+
+struct top_holder {
+	bool held;
+	struct lease_info info;     /* sanitized */
+};
+
+struct top_gpu {
+	float util[TOP_HIST], mem[TOP_HIST]; /* %, oldest first; < 0: no sample */
+	size_t nhist;
+};
+
+struct top_cpu_seen {
+	uint32_t pid;
+	unsigned long long ticks;   /* utime + stime */
+};
+
+struct top_data {
+	gc_ctx *ctx;                /* borrowed */
+	gc_snapshot *snap;
+	size_t ngpus;
+	struct top_gpu *hist;       /* [ngpus] */
+	struct top_holder *holder;  /* [ngpus] */
+	struct lease_waiter *waiters;
+	size_t nwaiters;
+	struct top_proc *procs;
+	size_t nprocs, proc_cap;
+	struct top_cpu_seen *seen, *seen_next;
+	size_t nseen, seen_cap;
+	int64_t last_ms;            /* monotonic time of the previous sample */
+	const char *state_dir;      /* NULL: as gpuctl run finds it */
+	char err[256];              /* what the last sample could not do ("" when all went well) */
+};
+
+int top_data_init(struct top_data *d, gc_ctx *ctx, const char *state_dir);
+void top_data_free(struct top_data *d);
+/* One sample: GPUs, processes, /proc, leases. GC_OK, or a sampling error (GPUs) with d->err. */
+int top_data_sample(struct top_data *d);
+
+/* How the process table is shown. */
+struct top_view {
+	enum top_col sort;
+	bool reverse;               /* largest first for the numeric columns when false */
+	bool tree;                  /* a job's processes under its first one */
+	char filter[64];            /* text in the user or command; "" none */
+};
+
+/*
+ * The rows to show, as indices into d->procs (rows[n], the caller's, at
+ * least d->nprocs): filtered, then sorted, or in the tree (depth set).
+ * Returns how many.
+ */
+size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows);
+/* the column's name in the header and in top.conf ("PID", "GPU-MEM", ...) */
+const char *top_col_name(enum top_col c);
+/* a column by its name (case-insensitive); -1 when none */
+int top_col_parse(const char *s);
+
+/* 80-column abbreviation of a GPU's name: "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" */
+void top_short_name(const char *name, char *buf, size_t len, size_t max);
+
+#endif

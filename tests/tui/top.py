@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""gpuctl top driven in tmux (issue 20): send-keys, capture-pane.
+
+On the simulated 8xH100 node, with this test's own state directory,
+simulator run directory and HOME:
+  screen:   the 8 GPUs, the node's processes with users and SM%, the
+            throttled GPU, a lease holder (a gpuctl run --name holdjob), a
+            waiter behind it, a process of nobody's lease marked U;
+  keys:     sorting (> and r; remembered in HOME/.config/gpuctl/top.conf and
+            used by the next top), the filter, the tree (a child under its
+            parent), the help screen;
+  signals:  k on a test process of the same user kills it; refused for
+            another user's (top run by a second real user) and with
+            --readonly;
+  layout:   a resize from 200x60 to 80x24 (one line per GPU) and back; 16
+            GPUs in 80x24; a GPU that falls off the bus mid-run is shown
+            lost while the other keeps updating;
+  restore:  after q and after SIGTERM the shell works again: a command runs,
+            and the terminal is back in canonical mode with echo.
+Usage: top.py GPUCTL SRCDIR
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
+SIMLIB = os.environ.get("GPUCTL_SIM_LIBDIR", os.path.join(os.path.dirname(os.path.dirname(GPUCTL)), "sim"))
+HOLD = os.path.join(SIMLIB, "gpuctl-sim-hold")
+H100 = os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")
+
+up = subprocess.run(["sh", os.path.join(SRC, "tests", "tui", "tmux-up.sh")], capture_output=True, text=True)
+if up.returncode != 0:
+    print("SKIP: " + (up.stderr.strip().splitlines() or ["tmux-up.sh exit %d" % up.returncode])[-1])
+    sys.exit(77 if up.returncode == 77 else 1)
+
+work = tempfile.mkdtemp(prefix="gpuctl-top-")
+os.chmod(work, 0o755)
+STATE, RUNDIR, HOME = (os.path.join(work, d) for d in ("state", "rundir", "home"))
+for d in (STATE, RUNDIR, HOME):
+    os.makedirs(d)
+os.chmod(RUNDIR, 0o1777)
+SOCK = os.path.join(work, "tmux.sock")
+env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX")) and k != "CUDA_VISIBLE_DEVICES"}
+env.update(GPUCTL_SIM_LIBDIR=SIMLIB, GPUCTL_SIM_RUNDIR=RUNDIR, GPUCTL_STATE_DIR=STATE, HOME=HOME,
+           LANG="C.UTF-8", TERM="xterm-256color")
+errors = []
+procs = []
+
+
+def check(what, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        errors.append("%s: %s" % (what, detail))
+    return cond
+
+
+def tmux(*args, check=True):
+    r = subprocess.run(["tmux", "-S", SOCK] + list(args), capture_output=True, text=True, env=env, timeout=30)
+    if check and r.returncode != 0:
+        raise RuntimeError("tmux %s: %s" % (" ".join(args), r.stderr))
+    return r.stdout
+
+
+class Term:
+    """a shell in a tmux session of its own"""
+
+    def __init__(self, name, w, h):
+        self.name = name
+        tmux("new-session", "-d", "-s", name, "-x", str(w), "-y", str(h), "env PS1='PROMPT$ ' bash --norc --noprofile")
+        tmux("set-option", "-t", name, "status", "off")
+        self.wait(r"PROMPT\$")
+
+    def keys(self, *k, literal=False):
+        tmux("send-keys", "-t", self.name, *(("-l",) if literal else ()), *k)
+
+    def line(self, text):
+        self.keys(text, literal=True)
+        self.keys("Enter")
+
+    def screen(self):
+        return tmux("capture-pane", "-p", "-t", self.name)
+
+    def wait(self, pattern, timeout=10.0, gone=False):
+        end = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            found = re.search(pattern, s, re.M) is not None
+            if found != gone:
+                return s
+            if time.monotonic() > end:
+                return None
+            time.sleep(0.1)
+
+    def resize(self, w, h):
+        tmux("resize-window", "-t", self.name, "-x", str(w), "-y", str(h))
+
+    def close(self):
+        tmux("kill-session", "-t", self.name, check=False)
+
+
+def top_cmd(node=H100, extra=""):
+    return "%s --sim %s top -d 0.3 %s" % (GPUCTL, node, extra)
+
+
+def start(argv, **kw):
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    procs.append(p)
+    return p
+
+
+try:
+    # a lease holder, a waiter behind it, a process on GPU 6 under no lease, a parent and its child
+    holder = start([GPUCTL, "--sim", H100, "run", "--gpus", "1", "--name", "holdjob", "--", "sleep", "120"])
+    time.sleep(0.5)
+    waiter = start([GPUCTL, "--sim", H100, "run", "--gpus", "1", "--wait", "--name", "waitjob", "--", "true"])
+    stray = start([HOLD, "--gpu", "6", "--mem", "1G", "--", "sleep", "120"])
+    tree = start([HOLD, "--gpu", "0", "--mem", "1G", "--", "sh", "-c",
+                  "%s --gpu 0 --mem 512M -- sleep 120; true" % HOLD])
+
+    t = Term("main", 200, 60)
+    t.line(top_cmd())
+    s = t.wait(r"PID USER")
+    check("top starts in a 200x60 terminal", s is not None, t.screen())
+    s = t.wait(r"sleep 120") or t.screen()
+    gpus = re.findall(r"^ ?(\d) +H100 80GB HBM3", s, re.M)
+    check("the 8 GPUs are shown, two lines each", gpus == [str(i) for i in range(8)] and s.count("util ") >= 8, s)
+    check("the node's processes, with users and SM%",
+          re.search(r"4000003 alice +4 +74\.0G +99 ", s) is not None and "bob" in s and "carol" in s, s)
+    check("the throttled GPU says why", re.search(r"^ 4 .*THROTTLED: sw_power_cap", s, re.M) is not None, s)
+    check("the lease holder is named under its GPU", re.search(r"leased: root 'holdjob' since \d\d:\d\d", s) is not None, s)
+    check("the waiter is listed", re.search(r"#1 root wants GPU 1: waitjob", s) is not None, s)
+    stray_row = [l for l in s.splitlines() if "sleep 120" in l and re.search(r"^ +%d " % stray.pid, l)]
+    check("a process under no lease is marked U", bool(stray_row) and stray_row[0].rstrip().endswith(" U"), s)
+
+    # sorting, remembered
+    t.keys(">")
+    s = t.wait(r"SM%v")
+    rows = [l for l in (s or "").splitlines() if re.match(r"^ +\d+ \w", l)]
+    sms = [int(m.group(1)) for l in rows for m in [re.match(r"^ +\d+ +\S+ +\d+ +\S+ +(\d+) ", l)] if m]
+    check("> sorts by SM%, largest first", s is not None and sms == sorted(sms, reverse=True) and len(sms) >= 6, s)
+    t.keys("r")
+    s = t.wait(r"SM%\^")
+    sms = [int(m.group(1)) for l in (s or "").splitlines() for m in [re.match(r"^ +\d+ +\S+ +\d+ +\S+ +(\d+) ", l)] if m]
+    check("r reverses it", s is not None and sms == sorted(sms), s)
+    conf = os.path.join(HOME, ".config", "gpuctl", "top.conf")
+    text = open(conf).read() if os.path.exists(conf) else ""
+    check("the sort is saved in ~/.config/gpuctl/top.conf", "sort=SM%" in text and "reverse=1" in text, text)
+
+    # the filter
+    t.keys("/")
+    t.keys("bob", literal=True)
+    t.keys("Enter")
+    s = t.wait(r"^ +4000004 bob")
+    users = {m.group(1) for l in (s or "").splitlines() for m in [re.match(r"^ +\d+ (\S+) ", l)] if m}
+    check("/bob shows only bob's processes", s is not None and users == {"bob"}, s)
+    t.keys("/")
+    t.keys("Escape")
+    s = t.wait(r"alice")
+    check("Esc clears the filter", s is not None, t.screen())
+
+    # the tree: the inner hold's sleep under the outer one's shell
+    t.keys("t")
+    s = t.wait(r"`- ")
+    lines = (s or "").splitlines()
+    child = [i for i, l in enumerate(lines) if "`- " in l]
+    ok = bool(child) and "sh -c" in lines[child[0] - 1]
+    check("t shows a child under its parent", ok, s)
+    t.keys("t")
+
+    # help
+    t.keys("h")
+    s = t.wait(r"gpuctl top - keys")
+    check("h shows the keys", s is not None and "sort by the column" in s, t.screen())
+    t.keys("x")
+    check("any key closes the help", t.wait(r"PID USER") is not None, t.screen())
+
+    # a signal to our own process: the stray sleep
+    t.keys("/")
+    t.keys("sleep 120", literal=True)
+    t.keys("Enter")
+    t.keys("Home")
+    t.keys("k")
+    s = t.wait(r"signal to pid \d+")
+    check("k asks which signal", s is not None, t.screen())
+    t.keys("t")
+    check("then asks to confirm", t.wait(r"send SIGTERM to pid \d+\? \[y/N\]") is not None, t.screen())
+    target = int(re.search(r"send SIGTERM to pid (\d+)", t.screen()).group(1))
+    t.keys("y")
+    s = t.wait(r"sent SIGTERM to pid %d" % target)
+    gone = False
+    for _ in range(30):  # a child of this test stays a zombie until reaped: that is dead too
+        try:
+            with open("/proc/%d/stat" % target) as f:
+                gone = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            gone = True
+        if gone:
+            break
+        time.sleep(0.1)
+    check("y sends it, and the process of the same user dies", s is not None and gone, t.screen())
+    t.keys("/")
+    t.keys("Escape")
+
+    # resize to 80x24: one line per GPU, all 8 shown, and back
+    t.resize(80, 24)
+    s = t.wait(r"^ 7 +H100 ")
+    lines = (s or "").splitlines()
+    compact = [l for l in lines if re.match(r"^ \d +H100 ", l)]
+    check("in 80x24 each GPU gets one line, all 8 shown", len(compact) == 8 and "util " not in (s or ""), s)
+    check("the lease holder fits the compact line", s is not None and "root 'holdjob'" in s, s)
+    t.resize(200, 60)
+    s = t.wait(r"util ")
+    check("back in 200x60 the history lines return", s is not None, t.screen())
+
+    # q, then the shell is itself again
+    t.keys("q")
+    s = t.wait(r"PROMPT\$\s*$")
+    t.line("echo restored-$((40+2)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo")
+    s = t.wait(r"^restored-42\n2$")
+    check("after q the shell runs commands, in canonical mode with echo", s is not None, t.screen())
+
+    # SIGTERM, then the same
+    t.line(top_cmd())
+    t.wait(r"PID USER")
+    pid = subprocess.run(["pgrep", "-n", "-f", "gpuctl --sim %s top" % re.escape(H100)], capture_output=True,
+                         text=True).stdout.strip()
+    if pid:
+        os.kill(int(pid), signal.SIGTERM)
+    t.wait(r"PROMPT\$\s*$")
+    t.line("echo again-$((40+3)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo")
+    s = t.wait(r"^again-43\n2$")
+    check("after SIGTERM too", bool(pid) and s is not None, t.screen())
+
+    # --readonly: no signal
+    t.line(top_cmd(extra="--readonly"))
+    t.wait(r"PID USER")
+    t.keys("k")
+    s = t.wait(r"read-only \(--readonly\): no signals are sent")
+    check("--readonly refuses k", s is not None, t.screen())
+    t.keys("q")
+    t.close()
+
+    # another user's process: top run by a second real user refuses to signal root's
+    sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+    import testusers  # noqa: E402
+    if os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser"):
+        testusers.create("gpuctl top's signal refusal")
+        try:
+            u = testusers.USERS[0]
+            t = Term("other", 200, 60)
+            t.line("runuser -u %s -- env HOME=%s GPUCTL_SIM_LIBDIR=%s GPUCTL_SIM_RUNDIR=%s GPUCTL_STATE_DIR=%s %s"
+                   % (u, "/tmp", SIMLIB, RUNDIR, STATE, top_cmd()))
+            t.wait(r"PID USER")
+            t.keys("/")
+            t.keys("holdjob", literal=True)  # no such command: filter by what root's job runs
+            t.keys("Escape")
+            t.keys("/")
+            t.keys("sleep 120", literal=True)
+            t.keys("Enter")
+            t.keys("Home")
+            t.keys("k")
+            s = t.wait(r"is root's: only your own processes can be signalled")
+            check("another user's process is refused", s is not None, t.screen())
+            t.keys("q")
+            t.close()
+        finally:
+            testusers.cleanup()
+    else:
+        check("another user's process is refused", False, "needs root, useradd and runuser")
+
+    # 16 GPUs in 80x24
+    node16 = os.path.join(work, "node16.json")
+    with open(node16, "w") as f:
+        subprocess.run([sys.executable, os.path.join(SRC, "bench", "gen-node.py"), "16"], stdout=f, check=True)
+    t = Term("sixteen", 80, 24)
+    t.line(top_cmd(node16))
+    s = t.wait(r"^15 ")
+    idx = re.findall(r"^ ?(\d+) +H100", s or "", re.M)
+    check("16 GPUs fit 80x24, one line each", idx == [str(i) for i in range(16)], s)
+    t.keys("q")
+    t.close()
+
+    # a GPU lost mid-run: GPU 1 of lost.json falls off after its second temperature read
+    t = Term("lost", 120, 30)
+    t.line(top_cmd(os.path.join(SRC, "tests", "cli", "nodes", "lost.json")))
+    s = t.wait(r"GPU LOST", timeout=10)
+    ok = s is not None and re.search(r"^ 0 +L4 ", s, re.M) is not None
+    first = t.screen()
+    time.sleep(1.2)
+    check("a lost GPU is shown as such, the other still shown and the clock still moving",
+          ok and t.screen() != first and "GPU LOST" in t.screen(), s or first)
+    t.keys("q")
+    t.close()
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    subprocess.run(["tmux", "-S", SOCK, "kill-server"], capture_output=True)
+    subprocess.run(["pkill", "-f", RUNDIR], capture_output=True)
+
+shutil.rmtree(work, ignore_errors=True)
+if errors:
+    print("\n%d failed:\n%s" % (len(errors), "\n\n".join(errors)))
+    sys.exit(1)
+print("PASS")
