@@ -513,7 +513,7 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 		"temperature", "fan", "power", "clocks", "throttle_reasons",
 		"supported_throttle_reasons", "ecc", "persistence_mode", "compute_mode", "pstate",
 		"mig", "pcie", "energy_mj", "compute_capability", "topology", "processes", "faults",
-		"retired_pages", "remapped_rows", NULL
+		"retired_pages", "remapped_rows", "vary", NULL
 	};
 	static const char *const pci_keys[] = { "domain", "bus", "device", "device_id",
 						"subsystem_id", NULL };
@@ -598,6 +598,20 @@ static int parse_gpu(struct ld *ld, json_t *o, unsigned int index, struct nvmlDe
 	if (get_uint(ld, sub, s, "gpu", V(0), 100, &g->util_gpu) < 0 ||
 	    get_uint(ld, sub, s, "memory", V(0), 100, &g->util_mem) < 0)
 		return -1;
+
+	/* vary: load, power and temperature follow a wave, for demos and sparklines */
+	static const char *const vary_keys[] = {"period_s", "amplitude", NULL};
+	struct sim_val per, amp;
+	if (get_section(ld, path, o, "vary", vary_keys, &s) < 0)
+		return -1;
+	subpath(sub, sizeof(sub), path, "vary");
+	if (get_uint(ld, sub, s, "period_s", V(60), 86400, &per) < 0 ||
+	    get_uint(ld, sub, s, "amplitude", V(30), 100, &amp) < 0)
+		return -1;
+	if (json_object_get(o, "vary") && s && per.ok && per.v > 0) {
+		g->vary_period_s = (unsigned int)per.v;
+		g->vary_amplitude = amp.ok ? (unsigned int)amp.v : 0;
+	}
 
 	if (get_uint(ld, path, o, "temperature", V(30), 200, &g->temperature) < 0 ||
 	    get_uint(ld, path, o, "fan", NA, 100, &g->fan) < 0)

@@ -16,6 +16,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,6 +401,45 @@ static struct sim_val field(nvmlDevice_t dev, size_t off)
 	struct sim_val v;
 
 	memcpy(&v, (const char *)dev + off, sizeof(v));
+	return v;
+}
+
+/*
+ * A GPU with "vary": how far its load is from the file's now, in percent
+ * points (-amplitude..amplitude), on a sine of the wall clock, so that every
+ * process sees the same; each GPU a little out of phase with the others.
+ */
+static double vary_delta(const struct nvmlDevice_st *d)
+{
+	if (!d->vary_period_s)
+		return 0;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	double t = (double)(now.tv_sec % 86400) + (double)now.tv_nsec / 1e9;
+	return (double)d->vary_amplitude * sin(2 * M_PI * t / d->vary_period_s + 0.9 * d->index);
+}
+
+static unsigned int clamp_pct(double v)
+{
+	return v < 0 ? 0 : v > 100 ? 100 : (unsigned int)(v + 0.5);
+}
+
+/* a varying GPU's load, power draw (its share of the limit moves with the load) and temperature */
+static struct sim_val varied(const struct nvmlDevice_st *d, struct sim_val v, int what)
+{
+	if (!v.ok || !d->vary_period_s)
+		return v;
+	double x = vary_delta(d);
+	switch (what) {
+	case 0: v.v = clamp_pct((double)v.v + x); break; /* utilization, % */
+	case 1: { /* power: the load's change, as a share of the limit */
+		double lim = d->power_limit.ok ? (double)d->power_limit.v : (double)v.v * 2;
+		double p = (double)v.v + x / 100.0 * lim * 0.8, floor = (double)v.v * 0.4;
+		v.v = (uint64_t)(p < floor ? floor : p);
+		break;
+	}
+	case 2: { double t = (double)v.v + x / 5.0; v.v = t < 0 ? 0 : (uint64_t)t; break; } /* temperature, C */
+	}
 	return v;
 }
 
@@ -1114,8 +1154,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *
 		else if (!dev->util_gpu.ok || !dev->util_mem.ok)
 			r = NVML_ERROR_NOT_SUPPORTED;
 		else {
-			u->gpu = (unsigned int)dev->util_gpu.v;
-			u->memory = (unsigned int)dev->util_mem.v;
+			u->gpu = (unsigned int)varied(dev, dev->util_gpu, 0).v;
+			u->memory = (unsigned int)varied(dev, dev->util_mem, 0).v;
 		}
 	}
 	return dev_leave(dev, r);
@@ -1127,7 +1167,7 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned int
 
 	if (r == NVML_SUCCESS)
 		r = sensor != NVML_TEMPERATURE_GPU ? NVML_ERROR_INVALID_ARGUMENT
-						   : put_uint(dev->temperature, t);
+						   : put_uint(varied(dev, dev->temperature, 2), t);
 	return dev_leave(dev, r);
 }
 
@@ -1138,7 +1178,11 @@ nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t dev, unsigned int *speed)
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw)
 {
-	return dev_uint(dev, __func__, OFF(power_draw), mw);
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS)
+		r = put_uint(varied(dev, dev->power_draw, 1), mw);
+	return dev_leave(dev, r);
 }
 
 nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev, unsigned int *mw)

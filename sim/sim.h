@@ -78,6 +78,8 @@ struct nvmlDevice_st {
 	bool mem_ok;
 	uint64_t mem_total, mem_reserved, mem_used;
 	struct sim_val util_gpu, util_mem;
+	unsigned int vary_period_s;  /* > 0: load, power and temperature move over this period */
+	unsigned int vary_amplitude; /* by up to this many percent of load around the file's values */
 	struct sim_val temperature, fan;
 	struct sim_val power_draw, power_limit, power_enforced, power_default;
 	struct sim_val power_min, power_max;

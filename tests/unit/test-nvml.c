@@ -296,6 +296,23 @@ static void test_process_utilization(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* "vary": a busy GPU's load moves within its amplitude around the file's value; an idle one stays */
+static void test_vary(void **state)
+{
+	(void)state;
+	gc_ctx *ctx = open_node("examples/nodes", "h100-8x-live.json");
+	gc_snapshot s = {0};
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(gc_ctx_sample(ctx, &s, GC_BIT(GC_V_UTIL_GPU) | GC_BIT(GC_V_POWER_DRAW), NULL, false), GC_OK);
+		assert_true(s.gpus[2].util_gpu >= 98 - 25 && s.gpus[2].util_gpu <= 100);
+		assert_int_equal(s.gpus[0].util_gpu, 0);
+		assert_true(s.gpus[2].power_draw > 0);
+		usleep(20000);
+	}
+	gpu_snapshot_release(&s);
+	gc_ctx_free(ctx);
+}
+
 static void test_gpu_lost_mid_run(void **state)
 {
 	(void)state;
@@ -505,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_many_processes),
 		cmocka_unit_test(test_registered_process),
 		cmocka_unit_test(test_process_utilization),
+		cmocka_unit_test(test_vary),
 		cmocka_unit_test(test_gpu_lost_mid_run),
 		cmocka_unit_test(test_error_statuses),
 		cmocka_unit_test(test_selection_skips_gpus),
