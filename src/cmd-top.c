@@ -206,10 +206,15 @@ static void sparkline(const struct top *t, int y, int x, int w, const float *v, 
 		}
 		int k = (int)(v[i] * 7.0f / 100.0f + 0.5f);
 		k = k < 0 ? 0 : k > 7 ? 7 : k;
-		if (t->utf8)
-			put(y, col, 1, pair(t, PAIR_OK, A_NORMAL), "%s", utf[k]);
-		else
+		if (t->utf8) {
+			/* one cell, several bytes: addnstr's count is in bytes */
+			attr_t a = pair(t, PAIR_OK, A_NORMAL);
+			attron(a);
+			mvaddstr(y, col, utf[k]);
+			attroff(a);
+		} else {
 			put(y, col, 1, A_NORMAL, "%c", ascii[k]);
+		}
 	}
 }
 
@@ -265,7 +270,7 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 	fmt_gib(a, sizeof a, used);
 	fmt_gib(b, sizeof b, total);
 	snprintf(mem, sizeof mem, mk ? "%s/%sG" : "N/A", a, b);
-	int bw = full ? (w - x - 62) / 2 : 0;
+	int bw = full ? (w - x - 72) / 2 : 0; /* room left for the throttle reasons */
 	if (bw > 30)
 		bw = 30;
 	if (full && bw >= 6) {
@@ -316,7 +321,7 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 	}
 	/* the second line: history, and who holds it */
 	const struct top_gpu *h = &t->d.hist[g];
-	int sw = (w - 44) / 2;
+	int sw = (w - 60) / 2; /* room left for the holder */
 	if (sw > 40)
 		sw = 40;
 	if (sw >= 8) {
@@ -398,8 +403,6 @@ static int draw_procs(struct top *t, int y, int last)
 		snprintf(line, sizeof line, "%8u %-9.9s %3u %8s %4s %6s %7s %*s%s%s", p->pid, user, p->gpu, gm, sm, cpu,
 			 rss, p->depth * 2, "", p->depth ? "`- " : "", cmd);
 		attr_t a = r == t->sel ? A_REVERSE : A_NORMAL;
-		if (p->unleased && r != t->sel)
-			a |= pair(t, PAIR_WARN, A_BOLD);
 		move(y, 0);
 		if (r == t->sel) {
 			attron(A_REVERSE);
