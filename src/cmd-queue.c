@@ -5,6 +5,7 @@
  * so nothing here can claim to be someone else.
  */
 #include "cli.h"
+#include "queue-client.h"
 #include "runjob.h"
 #include "spot/spot.h"
 
@@ -21,91 +22,14 @@
 
 extern char **environ;
 
-#define ANSWER_MAX (16u << 20)
-
-static const char *socket_path(void)
-{
-	const char *p = getenv("GPUCTL_QUEUE_SOCKET");
-	return p && *p ? p : "/run/gpuctl/gpuctld.sock";
-}
-
 /* Send req, read the answer. NULL after printing why (not reachable, bad answer). */
 static json_t *ask(json_t *req)
 {
-	const char *path = socket_path();
-	char *text = json_dumps(req, JSON_COMPACT);
-	if (!text) {
-		cli_err("cannot encode the request (an argument or variable that is not UTF-8?)");
-		return NULL;
-	}
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (strlen(path) >= sizeof a.sun_path || fd < 0) {
-		cli_err("invalid queue socket '%s'", path);
-		free(text);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	strcpy(a.sun_path, path);
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-		cli_err("cannot reach gpuctld at '%s': %s (is gpuctld running with its queue? "
-			"GPUCTL_QUEUE_SOCKET names another socket)", path, strerror(errno));
-		free(text);
-		close(fd);
-		return NULL;
-	}
-	/* a job carries its environment: tell it to gpuctld (root's), or to one of our own, never
-	 * to a socket another user put where gpuctld's goes, in a directory everyone may write */
-	struct ucred peer;
-	socklen_t plen = sizeof peer;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || (peer.uid != 0 && peer.uid != getuid())) {
-		cli_err("refusing the queue socket '%s': it is served by uid %d, not by root or you (another user's "
-			"program, not gpuctld?)", path, plen == sizeof peer ? (int)peer.uid : -1);
-		free(text);
-		close(fd);
-		return NULL;
-	}
-	size_t len = strlen(text), off = 0;
-	bool ok = true;
-	while (ok && off < len) {
-		ssize_t w = send(fd, text + off, len - off, MSG_NOSIGNAL);
-		ok = w > 0;
-		off += w > 0 ? (size_t)w : 0;
-	}
-	ok = ok && send(fd, "\n", 1, MSG_NOSIGNAL) == 1;
-	free(text);
-	char *buf = NULL;
-	size_t n = 0;
-	while (ok) {
-		char tmp[65536];
-		ssize_t r = read(fd, tmp, sizeof tmp);
-		if (r <= 0)
-			break;
-		char *b = n + (size_t)r <= ANSWER_MAX ? realloc(buf, n + (size_t)r + 1) : NULL;
-		if (!b) {
-			ok = false;
-			break;
-		}
-		buf = b;
-		memcpy(buf + n, tmp, (size_t)r);
-		n += (size_t)r;
-		buf[n] = '\0';
-	}
-	close(fd);
-	json_t *ans = ok && buf ? json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-	free(buf);
-	if (!ans) {
-		cli_err("gpuctld at '%s' gave no answer (it may have stopped)", path);
-		return NULL;
-	}
-	if (!json_is_true(json_object_get(ans, "ok"))) {
-		const char *e = json_string_value(json_object_get(ans, "error"));
-		char safe[1024];
-		cli_err("%s", e ? cli_safe(safe, sizeof safe, e) : "gpuctld refused the request");
-		json_decref(ans);
-		return NULL;
-	}
+	char err[1400];
+	int reached;
+	json_t *ans = queue_ask(req, 0, &reached, err, sizeof err);
+	if (!ans)
+		cli_err("%s", err);
 	return ans;
 }
 

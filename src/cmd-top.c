@@ -420,16 +420,42 @@ static int draw_procs(struct top *t, int y, int last)
 	return y;
 }
 
-static void draw_waiters(struct top *t, int y, int last)
+#define PANEL_ROWS 3 /* waiters and queued jobs shown, each */
+
+/* the lines the bottom panel takes: waiters in line, then gpuctld's jobs */
+static int bottom_lines(const struct top *t)
 {
-	if (y >= last || t->d.nwaiters == 0)
-		return;
-	put(y, 0, COLS, A_BOLD, "waiting for GPUs, first come first served: %zu", t->d.nwaiters);
-	y++;
-	for (size_t i = 0; i < t->d.nwaiters && y < last; i++, y++) {
-		const struct lease_info *in = &t->d.waiters[i].info;
-		put(y, 2, COLS - 2, A_NORMAL, "#%zu %s wants %s: %s", i + 1, in->user, in->request[0] ? in->request : "?",
-		    in->name[0] ? in->name : in->command);
+	int n = 0;
+	if (t->d.nwaiters)
+		n += 1 + (int)(t->d.nwaiters < PANEL_ROWS ? t->d.nwaiters : PANEL_ROWS);
+	if (t->d.queue_up)
+		n += 1 + (int)(t->d.njobs < PANEL_ROWS ? t->d.njobs : PANEL_ROWS);
+	return n;
+}
+
+static void draw_bottom(struct top *t, int y, int last)
+{
+	if (t->d.nwaiters && y < last) {
+		put(y++, 0, COLS, A_BOLD, "waiting for GPUs, first come first served: %zu", t->d.nwaiters);
+		for (size_t i = 0; i < t->d.nwaiters && i < PANEL_ROWS && y < last; i++, y++) {
+			const struct lease_info *in = &t->d.waiters[i].info;
+			put(y, 2, COLS - 2, A_NORMAL, "#%zu %s wants %s: %s", i + 1, in->user,
+			    in->request[0] ? in->request : "?", in->name[0] ? in->name : in->command);
+		}
+	}
+	if (t->d.queue_up && y < last) {
+		size_t run = 0;
+		for (size_t i = 0; i < t->d.njobs; i++)
+			run += strcmp(t->d.jobs[i].state, "running") == 0;
+		put(y++, 0, COLS, A_BOLD, "gpuctld queue: %zu running, %zu waiting", run, t->d.njobs - run);
+		for (size_t i = 0; i < t->d.njobs && i < PANEL_ROWS && y < last; i++, y++) {
+			const struct top_job *j = &t->d.jobs[i];
+			char name[80] = "";
+			if (j->name[0])
+				snprintf(name, sizeof name, " '%s'", j->name);
+			put(y, 2, COLS - 2, A_NORMAL, "job %lld%s %s %s, %lld GPU%s%s%s%s", j->id, name, j->user, j->state,
+			    j->gpus, j->gpus == 1 ? "" : "s", j->where[0] ? ": " : "", j->where, "");
+		}
 	}
 }
 
@@ -475,10 +501,9 @@ static void draw(struct top *t)
 	int y = 1;
 	for (size_t g = 0; g < t->d.ngpus && y < footer; g++)
 		y += draw_gpu(t, g, y, full);
-	int wait_lines = t->d.nwaiters ? (int)(t->d.nwaiters < 3 ? t->d.nwaiters : 3) + 1 : 0;
-	int procs_end = footer - wait_lines;
+	int procs_end = footer - bottom_lines(t);
 	y = draw_procs(t, y, procs_end);
-	draw_waiters(t, procs_end, footer);
+	draw_bottom(t, procs_end, footer);
 	/* the footer: a prompt, a message, or the keys */
 	if (t->editing)
 		put(footer, 0, COLS, A_BOLD, "filter: %s_", t->edit);

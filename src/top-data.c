@@ -6,6 +6,7 @@
 #include "top.h"
 
 #include "device/proc.h"
+#include "queue-client.h"
 #include "util/clock.h"
 
 #include <ctype.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TOP_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_USED) | \
@@ -45,6 +47,7 @@ void top_data_free(struct top_data *d)
 	free(d->holder);
 	free(d->waiters);
 	free(d->procs);
+	free(d->jobs);
 	free(d->seen);
 	free(d->seen_next);
 	memset(d, 0, sizeof *d);
@@ -143,6 +146,58 @@ static void leases(struct top_data *d)
 	lease_dir_close(dir);
 }
 
+static void copy_safe(char *dst, size_t len, const char *s)
+{
+	proc_sanitize(dst, len, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* gpuctld's jobs that have not ended, when it runs (its socket is there and answers) */
+static void queue(struct top_data *d)
+{
+	free(d->jobs);
+	d->jobs = NULL;
+	d->njobs = 0;
+	struct stat st;
+	d->queue_up = false;
+	if (stat(queue_socket_path(), &st) != 0 || !S_ISSOCK(st.st_mode))
+		return;
+	char err[1400];
+	int reached;
+	json_t *req = json_pack("{s:s, s:b}", "op", "list", "all", 0);
+	json_t *ans = req ? queue_ask(req, 300, &reached, err, sizeof err) : NULL;
+	json_decref(req);
+	if (!ans)
+		return;
+	json_t *jobs = json_object_get(ans, "jobs");
+	size_t n = json_array_size(jobs), i;
+	d->jobs = n ? calloc(n, sizeof *d->jobs) : NULL;
+	d->queue_up = true;
+	json_t *j;
+	json_array_foreach(jobs, i, j) {
+		if (!d->jobs)
+			break;
+		struct top_job *t = &d->jobs[d->njobs++];
+		t->id = (long long)json_integer_value(json_object_get(j, "id"));
+		t->gpus = (long long)json_integer_value(json_object_get(j, "gpus_requested"));
+		copy_safe(t->user, sizeof t->user, json_string_value(json_object_get(j, "user")));
+		copy_safe(t->state, sizeof t->state, json_string_value(json_object_get(j, "state")));
+		copy_safe(t->name, sizeof t->name, json_string_value(json_object_get(j, "name")));
+		const char *pending = json_string_value(json_object_get(j, "pending"));
+		if (pending) {
+			copy_safe(t->where, sizeof t->where, pending);
+		} else {
+			size_t o = 0, k;
+			json_t *g;
+			json_array_foreach(json_object_get(j, "gpus"), k, g) {
+				if (o < sizeof t->where)
+					o += (size_t)snprintf(t->where + o, sizeof t->where - o, "%s%lld", k ? "," : "",
+							      (long long)json_integer_value(g));
+			}
+		}
+	}
+	json_decref(ans);
+}
+
 static int add_proc(struct top_data *d, struct top_proc *p)
 {
 	if (d->nprocs == d->proc_cap) {
@@ -194,6 +249,7 @@ int top_data_sample(struct top_data *d)
 		push(&d->hist[i], uok ? (float)u : -1.0f, mok ? (float)((double)used * 100.0 / (double)total) : -1.0f);
 	}
 	leases(d);
+	queue(d);
 	bool any_lease = d->nwaiters > 0;
 	for (size_t i = 0; i < d->ngpus; i++)
 		any_lease = any_lease || d->holder[i].held;

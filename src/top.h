@@ -47,6 +47,16 @@ struct top_gpu {
 	size_t nhist;
 };
 
+/* a job of gpuctld's queue that has not ended */
+struct top_job {
+	long long id;
+	char user[33];
+	char state[16];             /* "queued", "running", ... */
+	long long gpus;             /* asked for */
+	char where[96];             /* its GPUs ("0,1") or why it waits, sanitized */
+	char name[64];              /* sanitized; "" none */
+};
+
 struct top_cpu_seen {
 	uint32_t pid;
 	unsigned long long ticks;   /* utime + stime */
@@ -66,12 +76,15 @@ struct top_data {
 	size_t nseen, seen_cap;
 	int64_t last_ms;            /* monotonic time of the previous sample */
 	const char *state_dir;      /* NULL: as gpuctl run finds it */
+	bool queue_up;              /* gpuctld answered on its queue socket */
+	struct top_job *jobs;
+	size_t njobs;
 	char err[256];              /* what the last sample could not do ("" when all went well) */
 };
 
 int top_data_init(struct top_data *d, gc_ctx *ctx, const char *state_dir);
 void top_data_free(struct top_data *d);
-/* One sample: GPUs, processes, /proc, leases. GC_OK, or a sampling error (GPUs) with d->err. */
+/* One sample: GPUs, processes, /proc, leases, gpuctld's queue. GC_OK, or a sampling error (GPUs) with d->err. */
 int top_data_sample(struct top_data *d);
 
 /* How the process table is shown. */

@@ -5,7 +5,8 @@ On the simulated 8xH100 node, with this test's own state directory,
 simulator run directory and HOME:
   screen:   the 8 GPUs, the node's processes with users and SM%, the
             throttled GPU, a lease holder (a gpuctl run --name holdjob), a
-            waiter behind it, a process of nobody's lease marked U;
+            waiter behind it, a process of nobody's lease marked U, and
+            gpuctld's queue: a running job and a waiting one with its reason;
   keys:     sorting (> and r; remembered in HOME/.config/gpuctl/top.conf and
             used by the next top), the filter, the tree (a child under its
             parent), the help screen;
@@ -122,6 +123,22 @@ try:
     tree = start([HOLD, "--gpu", "0", "--mem", "1G", "--", "sh", "-c",
                   "%s --gpu 0 --mem 512M -- sleep 120; true" % HOLD])
 
+    # gpuctld with its queue: a job that runs, and one that waits for every GPU
+    GPUCTLD = os.path.join(os.path.dirname(os.path.dirname(GPUCTL)), "daemon", "gpuctld")
+    QSOCK = os.path.join(work, "q.sock")
+    env["GPUCTL_QUEUE_SOCKET"] = QSOCK
+    daemon = start([GPUCTLD, "--sim", H100, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
+                    "--queue-socket", QSOCK, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL])
+    for _ in range(100):
+        if os.path.exists(QSOCK):
+            break
+        time.sleep(0.1)
+    sub = [subprocess.run([GPUCTL, "submit", "--name", "qrun", "-n", "1", "--", "sleep", "120"], env=env,
+                          capture_output=True, text=True, timeout=30),
+           subprocess.run([GPUCTL, "submit", "--name", "qwait", "-n", "8", "--", "true"], env=env,
+                          capture_output=True, text=True, timeout=30)]
+    check("two jobs submitted to gpuctld", all(r.returncode == 0 for r in sub), [r.stderr for r in sub])
+
     t = Term("main", 200, 60)
     t.line(top_cmd())
     s = t.wait(r"PID USER")
@@ -134,6 +151,10 @@ try:
     check("the throttled GPU says why", re.search(r"^ 4 .*THROTTLED: sw_power_cap", s, re.M) is not None, s)
     check("the lease holder is named under its GPU", re.search(r"leased: root 'holdjob' since \d\d:\d\d", s) is not None, s)
     check("the waiter is listed", re.search(r"#1 root wants GPU 1: waitjob", s) is not None, s)
+    s = t.wait(r"gpuctld queue: 1 running, 1 waiting") or t.screen()
+    check("gpuctld's queue: the running job and the waiting one with its reason",
+          re.search(r"job \d+ 'qrun' root running, 1 GPU: \d", s) is not None and
+          re.search(r"job \d+ 'qwait' root queued, 8 GPUs: \S", s) is not None, s)
     stray_row = [l for l in s.splitlines() if "sleep 120" in l and re.search(r"^ +%d " % stray.pid, l)]
     check("a process under no lease is marked U", bool(stray_row) and stray_row[0].rstrip().endswith(" U"), s)
 
