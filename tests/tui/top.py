@@ -257,6 +257,29 @@ try:
     s = t.wait(r"^again-43\n2$")
     check("after SIGTERM too", bool(pid) and s is not None, t.screen())
 
+    # a crash (SIGSEGV, as a fault in the NVML layer would be): the terminal still comes back
+    t.line(top_cmd())
+    t.wait(r"PID USER")
+    pid = subprocess.run(["pgrep", "-n", "-f", "gpuctl --sim %s top" % re.escape(H100)], capture_output=True,
+                         text=True).stdout.strip()
+    if pid:
+        os.kill(int(pid), signal.SIGSEGV)
+    t.wait(r"PROMPT\$\s*$")
+    t.line("echo crashed-$((40+4)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo")
+    s = t.wait(r"^crashed-44\n2$")
+    check("after a crash too", bool(pid) and s is not None, t.screen())
+
+    # monochrome and a plain ASCII locale: no colour escapes, ASCII sparklines
+    t.line("LANG=C LC_ALL=C " + top_cmd(extra="--color=never"))
+    t.wait(r"PID USER")
+    time.sleep(1)
+    raw = tmux("capture-pane", "-e", "-p", "-t", t.name)
+    colours = re.findall(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|4[0-8]|9[0-7])(?:;[0-9;]*)?m", raw)
+    check("--color=never in the C locale: no colours, and the sparklines are ASCII",
+          not colours and "\u2581" not in raw and re.search(r"util +[ .:\-=+*#]+", raw) is not None,
+          "%d colour escapes; %r" % (len(colours), raw[:600]))
+    t.keys("q")
+
     # --readonly: no signal
     t.line(top_cmd(extra="--readonly"))
     t.wait(r"PID USER")
