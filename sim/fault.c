@@ -118,6 +118,11 @@ static const char *const functions[] = {
 	"nvmlDeviceGetConfComputeMemSizeInfo",
 	"nvmlDeviceGetRunningProcessDetailList",
 	"nvmlDeviceGetProcessUtilization",
+	"nvmlEventSetCreate",
+	"nvmlDeviceGetSupportedEventTypes",
+	"nvmlDeviceRegisterEvents",
+	"nvmlEventSetWait",
+	"nvmlEventSetWait_v2",
 };
 
 int sim_error_from_name(const char *name)

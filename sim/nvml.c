@@ -51,6 +51,11 @@ SIM_ABI(nvmlDeviceGetUtilizationRates, nvml_fn_util);
 SIM_ABI(nvmlDeviceGetTotalEccErrors, nvml_fn_ecc);
 SIM_ABI(nvmlDeviceGetComputeRunningProcesses_v3, nvml_fn_procs);
 SIM_ABI(nvmlDeviceGetProcessUtilization, nvml_fn_proc_util);
+SIM_ABI(nvmlEventSetCreate, nvml_fn_evset_create);
+SIM_ABI(nvmlEventSetFree, nvml_fn_evset_free);
+SIM_ABI(nvmlDeviceRegisterEvents, nvml_fn_register_events);
+SIM_ABI(nvmlEventSetWait_v2, nvml_fn_evset_wait);
+SIM_ABI(nvmlEventSetWait, nvml_fn_evset_wait);
 SIM_ABI(nvmlDeviceGetTopologyCommonAncestor, nvml_fn_topo);
 SIM_ABI(nvmlDeviceGetRetiredPagesPendingStatus, nvml_fn_devint);
 SIM_ABI(nvmlDeviceGetRemappedRows, nvml_fn_remap);
@@ -1520,4 +1525,122 @@ nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b,
 			*level = NVML_TOPOLOGY_SYSTEM;
 	}
 	return dev_leave(a, r);
+}
+
+/* ---- events: Xid errors ---------------------------------------------------- */
+
+/*
+ * An event set: the GPUs registered for Xid errors and the time of the
+ * newest event it reported (its creation at first). Events come from the
+ * run directory (gpuctl-sim-hold --xid), so any process can inject one
+ * into a running gpuctl.
+ */
+#define SIM_MAX_GPUS 4096 /* node.c's NODE_MAX_GPUS */
+struct nvmlEventSet_st {
+	bool gpus[SIM_MAX_GPUS];
+	long long after_ns;
+};
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+	nvmlReturn_t r = sys_enter(__func__);
+
+	if (r == NVML_SUCCESS && !set)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	if (r == NVML_SUCCESS) {
+		*set = calloc(1, sizeof(**set));
+		if (!*set)
+			r = NVML_ERROR_MEMORY;
+		else
+			(*set)->after_ns = now_ns();
+	}
+	return leave(r);
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+	free(set);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t dev, unsigned long long *types)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!types)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else
+			*types = NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
+	}
+	return dev_leave(dev, r);
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t dev, unsigned long long types, nvmlEventSet_t set)
+{
+	nvmlReturn_t r = dev_enter(dev, __func__);
+
+	if (r == NVML_SUCCESS) {
+		if (!set)
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		else if (types & ~NVML_EVENT_TYPE_XID_CRITICAL_ERROR)
+			r = NVML_ERROR_NOT_SUPPORTED; /* only Xid errors are simulated */
+		else if (dev->index < SIM_MAX_GPUS)
+			set->gpus[dev->index] = true;
+	}
+	return dev_leave(dev, r);
+}
+
+/* the next event, waiting up to timeout_ms; rec: bytes of nvmlEventData_t the version writes */
+static nvmlReturn_t event_wait(const char *fn, nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms,
+			       size_t rec)
+{
+	long long deadline = now_ns() + (long long)timeout_ms * 1000000LL;
+
+	for (;;) {
+		nvmlReturn_t r = sys_enter(fn);
+		unsigned int gpu;
+		long long ns;
+		unsigned long long xid;
+
+		if (r == NVML_SUCCESS && (!set || !data))
+			r = NVML_ERROR_INVALID_ARGUMENT;
+		if (r != NVML_SUCCESS)
+			return leave(r);
+		if (sim_rundir_next_xid(node->rundir, set->gpus, node->ngpus < SIM_MAX_GPUS ? node->ngpus : SIM_MAX_GPUS,
+					set->after_ns, &gpu, &ns, &xid)) {
+			nvmlEventData_t x;
+
+			memset(&x, 0, sizeof(x));
+			x.device = &node->gpus[gpu];
+			x.eventType = NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
+			x.eventData = xid;
+			x.gpuInstanceId = x.computeInstanceId = 0xFFFFFFFFu;
+			memcpy(data, &x, rec);
+			set->after_ns = ns;
+			return leave(NVML_SUCCESS);
+		}
+		leave(NVML_SUCCESS);
+		if (now_ns() >= deadline)
+			return NVML_ERROR_TIMEOUT;
+		nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL); /* the driver blocks; we look every 10 ms */
+	}
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms)
+{
+	return event_wait(__func__, set, data, timeout_ms, sizeof(nvmlEventData_t));
+}
+
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms)
+{
+	return event_wait(__func__, set, data, timeout_ms, 24);
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -209,4 +210,58 @@ fail:
 	unlink(tmp);
 	errno = saved;
 	return -1;
+}
+
+/*
+ * An Xid event: the empty file xid-<gpu>-<ns>-<xid> in dir (ns: CLOCK_REALTIME
+ * when it happened), made by gpuctl-sim-hold --xid. An event set reports each
+ * one made after it was created, once.
+ */
+int sim_rundir_xid(const char *dir, unsigned int gpu, unsigned long long xid)
+{
+	char path[PATH_MAX];
+	struct timespec now;
+	int fd;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (snprintf(path, sizeof(path), "%s/xid-%u-%lld-%llu", dir, gpu,
+		     (long long)now.tv_sec * 1000000000LL + now.tv_nsec, xid) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	return close(fd);
+}
+
+int sim_rundir_next_xid(const char *dir, const bool *gpus, unsigned int ngpus, long long after_ns,
+			unsigned int *gpu, long long *ns, unsigned long long *xid)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t seen = 0;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while (seen < SIM_REG_MAX_ENTRIES && (de = readdir(d)) != NULL) {
+		unsigned int g;
+		long long t;
+		unsigned long long x;
+		int end = 0;
+
+		seen++;
+		if (sscanf(de->d_name, "xid-%u-%lld-%llu%n", &g, &t, &x, &end) != 3 || de->d_name[end] != '\0' ||
+		    g >= ngpus || !gpus[g] || t <= after_ns)
+			continue;
+		if (!found || t < *ns) {
+			found = 1;
+			*gpu = g;
+			*ns = t;
+			*xid = x;
+		}
+	}
+	closedir(d);
+	return found;
 }

@@ -156,6 +156,15 @@ int sim_rundir_scan(const char *dir, unsigned int gpu, struct sim_proc **procs, 
  * or -1 with errno set.
  */
 int sim_rundir_register(const char *dir, long pid, unsigned int gpu, unsigned long long used);
+/* Record Xid event xid on gpu now (gpuctl-sim-hold --xid). 0, or -1 with errno. */
+int sim_rundir_xid(const char *dir, unsigned int gpu, unsigned long long xid);
+/*
+ * The earliest Xid event of dir on a GPU marked in gpus[ngpus] that
+ * happened after after_ns (CLOCK_REALTIME ns): 1 with *gpu, *ns and *xid;
+ * 0 when none.
+ */
+int sim_rundir_next_xid(const char *dir, const bool *gpus, unsigned int ngpus, long long after_ns,
+			unsigned int *gpu, long long *ns, unsigned long long *xid);
 
 /* nvml.c: the exported entry points (prototypes for -Wmissing-prototypes) */
 nvmlReturn_t nvmlInit_v2(void);
@@ -232,6 +241,12 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, uns
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count, void *infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
 						     void *infos);
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set);
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t dev, unsigned long long *types);
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t dev, unsigned long long types, nvmlEventSet_t set);
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms);
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms);
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *samples,
 					     unsigned int *count, unsigned long long last_seen);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,

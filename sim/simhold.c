@@ -10,8 +10,14 @@
  * CMD lives (a dead pid's registration is dropped by the simulator). This is
  * how tests and demos put "busy" GPUs in front of gpuctl without hardware.
  *
- * Exit status: CMD's own once exec succeeds; 2 for bad usage; 1 if the
- * registration cannot be written; 127 if CMD cannot be run.
+ *   gpuctl-sim-hold [--rundir DIR] --gpu N[,N...] --xid XID
+ *
+ * The second form raises Xid error XID on each GPU named, now, and exits:
+ * the simulated driver reports it to every event set registered for Xid
+ * errors on that GPU (nvmlEventSetWait_v2), as the real one does.
+ *
+ * Exit status: CMD's own once exec succeeds (0 for --xid); 2 for bad usage;
+ * 1 if the registration cannot be written; 127 if CMD cannot be run.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,7 +37,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--rundir DIR] --gpu N[,N...] --mem SIZE -- CMD [ARGS...]\n");
+	fprintf(f, "usage: " PROG " [--rundir DIR] --gpu N[,N...] --mem SIZE -- CMD [ARGS...]\n"
+		   "       " PROG " [--rundir DIR] --gpu N[,N...] --xid XID\n");
 }
 
 /* bytes, or a binary multiple: 512K, 512KiB, 20G, 20GiB, 1T ... */
@@ -137,7 +144,8 @@ static int check_private(const char *dir)
 
 int main(int argc, char **argv)
 {
-	const char *rundir_opt = NULL, *gpu_opt = NULL, *mem_opt = NULL;
+	const char *rundir_opt = NULL, *gpu_opt = NULL, *mem_opt = NULL, *xid_opt = NULL;
+	unsigned long long xid = 0;
 	unsigned int gpus[MAX_GPUS];
 	unsigned long long mem = 0;
 	char dir[PATH_MAX];
@@ -166,6 +174,9 @@ int main(int argc, char **argv)
 		} else if (strncmp(a, "--mem", 5) == 0) {
 			slot = &mem_opt;
 			name = "--mem";
+		} else if (strncmp(a, "--xid", 5) == 0) {
+			slot = &xid_opt;
+			name = "--xid";
 		}
 		if (slot && a[strlen(name)] == '=') {
 			*slot = a + strlen(name) + 1;
@@ -181,9 +192,18 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!gpu_opt || !mem_opt || i >= argc) {
+	if (!gpu_opt || (xid_opt ? mem_opt || i < argc : !mem_opt || i >= argc)) {
 		usage(stderr);
 		return 2;
+	}
+	if (xid_opt) {
+		char *end;
+		errno = 0;
+		xid = strtoull(xid_opt, &end, 10);
+		if (!isdigit((unsigned char)xid_opt[0]) || *end || errno || xid == 0 || xid > 1000000) {
+			fprintf(stderr, PROG ": invalid --xid '%s' (expected an Xid number such as 79)\n", xid_opt);
+			return 2;
+		}
 	}
 	ngpus = parse_gpus(gpu_opt, gpus);
 	if (ngpus < 0) {
@@ -191,7 +211,7 @@ int main(int argc, char **argv)
 			gpu_opt);
 		return 2;
 	}
-	if (!parse_size(mem_opt, &mem)) {
+	if (mem_opt && !parse_size(mem_opt, &mem)) {
 		fprintf(stderr, PROG ": invalid --mem '%s' (expected a size such as 512MiB or 20G)\n",
 			mem_opt);
 		return 2;
@@ -217,6 +237,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot use runtime directory '%s': %s\n", dir,
 			strerror(errno));
 		return 1;
+	}
+	if (xid_opt) {
+		for (int g = 0; g < ngpus; g++) {
+			if (sim_rundir_xid(dir, gpus[g], xid) < 0) {
+				fprintf(stderr, PROG ": cannot record Xid %llu in '%s': %s\n", xid, dir, strerror(errno));
+				return 1;
+			}
+		}
+		return 0;
 	}
 	for (int g = 0; g < ngpus; g++) {
 		if (sim_rundir_register(dir, (long)getpid(), gpus[g], mem) < 0) {

@@ -330,6 +330,18 @@ const char *gc_compute_mode_name(unsigned mode);
 /* "12.4" in buf for NVML's CUDA driver version 12040; false, buf untouched, when v <= 0 (unknown) */
 bool gc_cuda_version_str(int v, char *buf, size_t len);
 
+/*
+ * Xid errors, the driver's reports of GPU faults (NVML's critical error
+ * events). gc_xid_watch starts listening on every GPU of ctx: GC_OK;
+ * GC_ENOTFOUND when the driver has no event API or no GPU reports Xid
+ * errors as events; another GC_E*; the message in gc_ctx_errmsg. Then
+ * gc_xid_next waits at most timeout_ms (0: only looks) for the next one:
+ * 1 with *gpu (NVML index) and *xid (999: one the driver could not name),
+ * 0 when none came, a GC_E*. The watch ends with gc_ctx_free.
+ */
+int gc_xid_watch(gc_ctx *ctx);
+int gc_xid_next(gc_ctx *ctx, int timeout_ms, unsigned *gpu, uint64_t *xid);
+
 /* A value's name as the JSON "errors" object spells it ("power.draw_mw"), or NULL. */
 const char *gc_value_name(unsigned v);
 

@@ -518,3 +518,17 @@ int gpu_snapshot_copy(gc_snapshot *dst, const gc_snapshot *src)
 	}
 	return GC_OK;
 }
+
+int gc_xid_watch(gc_ctx *ctx)
+{
+	if (!ctx || !ctx->nvml)
+		return GC_EINVAL;
+	return nvml_xid_watch(ctx->nvml, ctx->err, sizeof ctx->err);
+}
+
+int gc_xid_next(gc_ctx *ctx, int timeout_ms, unsigned *gpu, uint64_t *xid)
+{
+	if (!ctx || !ctx->nvml || !gpu || !xid)
+		return GC_EINVAL;
+	return nvml_xid_next(ctx->nvml, timeout_ms, gpu, xid, ctx->err, sizeof ctx->err);
+}

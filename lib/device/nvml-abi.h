@@ -171,6 +171,18 @@ typedef struct {
 } nvmlProcessUtilizationSample_t;
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "process utilization sample is 32 bytes");
 
+#define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x0000000000000008ULL
+#define NVML_XID_UNKNOWN 999ULL /* eventData of an Xid the driver could not name */
+
+typedef struct {
+	nvmlDevice_t device;
+	unsigned long long eventType;
+	unsigned long long eventData;  /* the Xid, for NVML_EVENT_TYPE_XID_CRITICAL_ERROR */
+	unsigned int gpuInstanceId;    /* R450+ (_v2): MIG instance, or 0xFFFFFFFF */
+	unsigned int computeInstanceId;
+} nvmlEventData_t;
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t (v2) is 32 bytes");
+
 /* reason bits (clocks "throttle" / "event" reasons) */
 #define NVML_REASON_GPU_IDLE 0x1ULL
 #define NVML_REASON_APPLICATIONS_CLOCKS_SETTING 0x2ULL
@@ -204,6 +216,17 @@ typedef nvmlReturn_t (*nvml_fn_mem)(nvmlDevice_t, void *);
 typedef nvmlReturn_t (*nvml_fn_util)(nvmlDevice_t, nvmlUtilization_t *);
 typedef nvmlReturn_t (*nvml_fn_ecc)(nvmlDevice_t, int, int, unsigned long long *);
 typedef nvmlReturn_t (*nvml_fn_procs)(nvmlDevice_t, unsigned int *, void *);
+/*
+ * Events (the Xid path): nvmlEventSetCreate(&set); nvmlDeviceRegisterEvents(dev, types, set)
+ * (NOT_SUPPORTED for a type the GPU cannot report); nvmlEventSetWait_v2(set, &data, timeout_ms)
+ * (R450+, the 32-byte nvmlEventData_t; nvmlEventSetWait before it wrote the first 24 bytes):
+ * NVML_ERROR_TIMEOUT when nothing came; nvmlEventSetFree(set).
+ */
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef nvmlReturn_t (*nvml_fn_evset_create)(nvmlEventSet_t *);
+typedef nvmlReturn_t (*nvml_fn_evset_free)(nvmlEventSet_t);
+typedef nvmlReturn_t (*nvml_fn_register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
+typedef nvmlReturn_t (*nvml_fn_evset_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);
 typedef nvmlReturn_t (*nvml_fn_proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
 					  unsigned long long);
 /* nvmlDeviceGetRemappedRows(dev, corrRows, uncRows, isPending, failureOccurred), first in 450.51 */

@@ -86,6 +86,11 @@ struct nvml {
 	nvml_fn_devint persistence, compute_mode, pstate, retired_pending;
 	nvml_fn_remap remap;
 	nvml_fn_proc_util proc_util;
+	nvml_fn_evset_create evset_create;
+	nvml_fn_evset_free evset_free;
+	nvml_fn_register_events register_events;
+	nvml_fn_evset_wait evset_wait;  /* _v2, else the first version (it writes 24 of the 32 bytes) */
+	nvmlEventSet_t evset;           /* Xid events of every GPU, once nvml_xid_watch made it */
 	nvml_fn_procs cprocs, gprocs;
 	size_t proc_stride;
 	const char *proc_api;
@@ -216,6 +221,10 @@ static void resolve(struct nvml *n)
 	n->retired_pending = SYM(n, nvml_fn_devint, "nvmlDeviceGetRetiredPagesPendingStatus");
 	n->remap = SYM(n, nvml_fn_remap, "nvmlDeviceGetRemappedRows");
 	n->proc_util = SYM(n, nvml_fn_proc_util, "nvmlDeviceGetProcessUtilization");
+	n->evset_create = SYM(n, nvml_fn_evset_create, "nvmlEventSetCreate");
+	n->evset_free = SYM(n, nvml_fn_evset_free, "nvmlEventSetFree");
+	n->register_events = SYM(n, nvml_fn_register_events, "nvmlDeviceRegisterEvents");
+	n->evset_wait = SYM(n, nvml_fn_evset_wait, "nvmlEventSetWait_v2", "nvmlEventSetWait");
 	/* MIG enumeration, R450+; absent on older drivers (the GPU then has no MIG devices to show) */
 	n->mig_max = SYM(n, nvml_fn_devuint, "nvmlDeviceGetMaxMigDeviceCount");
 	n->mig_handle = SYM(n, nvml_fn_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
@@ -355,6 +364,8 @@ void nvml_close(struct nvml *n)
 {
 	if (!n)
 		return;
+	if (n->evset && n->evset_free)
+		n->evset_free(n->evset);
 	if (n->shutdown)
 		n->shutdown();
 	if (n->dl)
@@ -362,6 +373,60 @@ void nvml_close(struct nvml *n)
 	free(n->devs);
 	free(n->scratch);
 	free(n);
+}
+
+int nvml_xid_watch(struct nvml *n, char *err, size_t errlen)
+{
+	if (n->evset)
+		return GC_OK;
+	if (!n->evset_create || !n->register_events || !n->evset_wait) {
+		errbuf_set(err, errlen, "this driver has no event API (nvmlEventSetCreate): Xid errors cannot be watched");
+		return GC_ENOTFOUND;
+	}
+	nvmlReturn_t rc = n->evset_create(&n->evset);
+	if (rc != NVML_SUCCESS) {
+		errbuf_set(err, errlen, "nvmlEventSetCreate: %s", errstr(n, rc));
+		n->evset = NULL;
+		return rc == NVML_ERROR_NO_PERMISSION ? GC_ENOPERM : GC_ENVML;
+	}
+	unsigned watched = 0;
+	for (unsigned i = 0; i < n->ndev; i++)
+		if (n->devs[i].h &&
+		    n->register_events(n->devs[i].h, NVML_EVENT_TYPE_XID_CRITICAL_ERROR, n->evset) == NVML_SUCCESS)
+			watched++;
+	if (watched == 0) {
+		errbuf_set(err, errlen, "no GPU reports Xid errors as events (nvmlDeviceRegisterEvents)");
+		if (n->evset_free)
+			n->evset_free(n->evset);
+		n->evset = NULL;
+		return GC_ENOTFOUND;
+	}
+	return GC_OK;
+}
+
+int nvml_xid_next(struct nvml *n, int timeout_ms, unsigned *gpu, uint64_t *xid, char *err, size_t errlen)
+{
+	if (!n->evset) {
+		errbuf_set(err, errlen, "Xid errors are not watched (gc_xid_watch first)");
+		return GC_EINVAL;
+	}
+	nvmlEventData_t d;
+	memset(&d, 0, sizeof d);
+	nvmlReturn_t rc = n->evset_wait(n->evset, &d, timeout_ms < 0 ? 0 : (unsigned)timeout_ms);
+	if (rc == NVML_ERROR_TIMEOUT)
+		return 0;
+	if (rc != NVML_SUCCESS) {
+		errbuf_set(err, errlen, "nvmlEventSetWait: %s", errstr(n, rc));
+		return rc == NVML_ERROR_GPU_IS_LOST ? GC_EGPULOST : GC_ENVML;
+	}
+	if (!(d.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR))
+		return 0; /* nothing else was registered; ignore what else comes */
+	*gpu = UINT_MAX;
+	for (unsigned i = 0; i < n->ndev; i++)
+		if (n->devs[i].h == d.device)
+			*gpu = i;
+	*xid = d.eventData;
+	return 1;
 }
 
 size_t nvml_count(const struct nvml *n)

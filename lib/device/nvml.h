@@ -31,6 +31,16 @@ void nvml_system_info(struct nvml *n, gc_snapshot *s);
  */
 int nvml_sample_gpu(struct nvml *n, unsigned idx, uint64_t mask, gc_gpu *g, size_t *proc_cap);
 
+/*
+ * Xid errors (nvmlEventTypeXidCriticalError) of every GPU: watch registers
+ * them once (GC_ENOTFOUND when the driver has no event API or no GPU takes
+ * the registration); next waits up to timeout_ms for one: 1 with *gpu (an
+ * index; UINT_MAX for a device not enumerated) and *xid (999: the driver
+ * could not name it), 0 when none came, a GC_E* with err.
+ */
+int nvml_xid_watch(struct nvml *n, char *err, size_t errlen);
+int nvml_xid_next(struct nvml *n, int timeout_ms, unsigned *gpu, uint64_t *xid, char *err, size_t errlen);
+
 /* an extra symbol of the loaded library (the simulator's), or NULL */
 void *nvml_symbol(struct nvml *n, const char *name);
 

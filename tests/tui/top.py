@@ -47,8 +47,10 @@ for d in (STATE, RUNDIR, HOME):
 os.chmod(RUNDIR, 0o1777)
 SOCK = os.path.join(work, "tmux.sock")
 env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX")) and k != "CUDA_VISIBLE_DEVICES"}
+# all set before the tmux server starts: its sessions get the server's environment
+QSOCK = os.path.join(work, "q.sock")
 env.update(GPUCTL_SIM_LIBDIR=SIMLIB, GPUCTL_SIM_RUNDIR=RUNDIR, GPUCTL_STATE_DIR=STATE, HOME=HOME,
-           LANG="C.UTF-8", TERM="xterm-256color")
+           LANG="C.UTF-8", TERM="xterm-256color", GPUCTL_QUEUE_SOCKET=QSOCK)
 errors = []
 procs = []
 
@@ -104,6 +106,11 @@ class Term:
         tmux("kill-session", "-t", self.name, check=False)
 
 
+# a session that lives as long as the test: closing the last session ends the tmux server,
+# and a new-session racing that exit fails ("server exited unexpectedly")
+tmux("new-session", "-d", "-s", "keep", "-x", "80", "-y", "24", "sleep 3600")
+
+
 def top_cmd(node=H100, extra=""):
     return "%s --sim %s top -d 0.3 %s" % (GPUCTL, node, extra)
 
@@ -125,8 +132,6 @@ try:
 
     # gpuctld with its queue: a job that runs, and one that waits for every GPU
     GPUCTLD = os.path.join(os.path.dirname(os.path.dirname(GPUCTL)), "daemon", "gpuctld")
-    QSOCK = os.path.join(work, "q.sock")
-    env["GPUCTL_QUEUE_SOCKET"] = QSOCK
     daemon = start([GPUCTLD, "--sim", H100, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
                     "--queue-socket", QSOCK, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL])
     for _ in range(100):

@@ -313,6 +313,48 @@ static void test_vary(void **state)
 	gc_ctx_free(ctx);
 }
 
+/* gpuctl-sim-hold --xid: an Xid error reaches a watcher once, on its GPU; none before; r410 (no _v2) too */
+static void run_hold_xid(const char *dir, const char *gpu, const char *xid)
+{
+	const char *libdir = getenv("GPUCTL_SIM_LIBDIR");
+	char hold[PATH_MAX];
+	snprintf(hold, sizeof hold, "%s/gpuctl-sim-hold", libdir ? libdir : ".");
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		execl(hold, hold, "--rundir", dir, "--gpu", gpu, "--xid", xid, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void test_xid_events(void **state)
+{
+	(void)state;
+	static const char *const nodes[] = {"l4-2x.json", "r410.json"};
+	for (size_t k = 0; k < 2; k++) {
+		char dir[64];
+		assert_int_equal(tmpdir_make(dir, sizeof dir, "xid"), 0);
+		setenv("GPUCTL_SIM_RUNDIR", dir, 1);
+		gc_ctx *ctx = open_node(k ? "tests/cli/nodes" : "examples/nodes", nodes[k]);
+		unsigned gpu = 0;
+		uint64_t xid = 0;
+		assert_int_equal(gc_xid_next(ctx, 0, &gpu, &xid), GC_EINVAL); /* not watching yet */
+		assert_int_equal(gc_xid_watch(ctx), GC_OK);
+		assert_int_equal(gc_xid_next(ctx, 50, &gpu, &xid), 0);
+		run_hold_xid(dir, k ? "0" : "1", "79");
+		assert_int_equal(gc_xid_next(ctx, 2000, &gpu, &xid), 1);
+		assert_int_equal(gpu, k ? 0 : 1);
+		assert_int_equal(xid, 79);
+		assert_int_equal(gc_xid_next(ctx, 50, &gpu, &xid), 0); /* once */
+		gc_ctx_free(ctx);
+		unsetenv("GPUCTL_SIM_RUNDIR");
+		assert_int_equal(tmpdir_remove(dir), 0);
+	}
+}
+
 static void test_gpu_lost_mid_run(void **state)
 {
 	(void)state;
@@ -523,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_registered_process),
 		cmocka_unit_test(test_process_utilization),
 		cmocka_unit_test(test_vary),
+		cmocka_unit_test(test_xid_events),
 		cmocka_unit_test(test_gpu_lost_mid_run),
 		cmocka_unit_test(test_error_statuses),
 		cmocka_unit_test(test_selection_skips_gpus),
