@@ -246,6 +246,15 @@ static void holder_text(const struct top_holder *h, char *buf, size_t len)
 		snprintf(buf, len, "%s since %s", h->info.user, since);
 }
 
+/* a process on GPU g of a user who holds no lease on it, while others use leases */
+static bool gpu_unleased(const struct top *t, size_t g)
+{
+	for (size_t i = 0; i < t->d.nprocs; i++)
+		if (t->d.procs[i].gpu == g && t->d.procs[i].unleased)
+			return true;
+	return false;
+}
+
 /* one GPU: its line (and, in the full mode, a second one with history and holder); returns lines used */
 static int draw_gpu(struct top *t, size_t g, int y, bool full)
 {
@@ -313,10 +322,12 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 		put(y, x, 4, A_BOLD, " MIG");
 		x += 4;
 	}
+	if (gpu_unleased(t, g))
+		put(y, w - 2, 2, pair(t, PAIR_WARN, A_BOLD), " U");
 	holder_text(&t->d.holder[g], holder, sizeof holder);
 	if (!full) {
 		if (holder[0] && x + 4 < w)
-			put(y, x + 1, w - x - 1, pair(t, PAIR_HEAD, A_NORMAL), "%s", holder);
+			put(y, x + 1, w - x - 3, pair(t, PAIR_HEAD, A_NORMAL), "%s", holder);
 		return 1;
 	}
 	/* the second line: history, and who holds it */
@@ -471,8 +482,8 @@ static const char *const help_lines[] = {
 	"  /             filter by user or command text (Enter keeps it, Esc clears it)",
 	"  k             send a signal to the selected process (TERM, INT or KILL; asks first)",
 	"",
-	"A 'U' at the end of a process row: its user holds no lease on that GPU",
-	"while others use leases on this machine (someone bypassing gpuctl run).",
+	"A 'U' at the end of a process row (and of its GPU's): its user holds no lease",
+	"on that GPU while others use leases on this machine (someone bypassing gpuctl run).",
 	"The sort is remembered in ~/.config/gpuctl/top.conf.",
 	NULL,
 };

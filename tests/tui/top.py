@@ -162,6 +162,10 @@ try:
           re.search(r"job \d+ 'qwait' root queued, 8 GPUs: \S", s) is not None, s)
     stray_row = [l for l in s.splitlines() if "sleep 120" in l and re.search(r"^ +%d " % stray.pid, l)]
     check("a process under no lease is marked U", bool(stray_row) and stray_row[0].rstrip().endswith(" U"), s)
+    gpu6 = [l for l in s.splitlines() if re.match(r"^ 6 +H100", l)]
+    gpu1 = [l for l in s.splitlines() if re.match(r"^ 1 +H100", l)]
+    check("and so is its GPU, not one whose users lease it", bool(gpu6) and gpu6[0].rstrip().endswith(" U") and
+          bool(gpu1) and not gpu1[0].rstrip().endswith(" U"), s)
 
     # sorting, remembered
     t.keys(">")
