@@ -147,5 +147,6 @@ int cmd_show(const struct cli_global *g, int argc, char **argv);
 int cmd_cancel(const struct cli_global *g, int argc, char **argv);
 int cmd_logs(const struct cli_global *g, int argc, char **argv);
 int cmd_wait(const struct cli_global *g, int argc, char **argv);
+int cmd_wait_free(const struct cli_global *g, int argc, char **argv);
 
 #endif

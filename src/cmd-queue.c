@@ -498,11 +498,15 @@ static void nap(void)
 
 int cmd_wait(const struct cli_global *g, int argc, char **argv)
 {
-	(void)g;
+	for (int i = 1; i < argc; i++) /* waiting for free GPUs, not for jobs */
+		if (strncmp(argv[i], "--free", 6) == 0 && (argv[i][6] == '\0' || argv[i][6] == '='))
+			return cmd_wait_free(g, argc, argv);
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		FILE *f = argc < 2 ? stderr : stdout;
-		fprintf(f, "usage: gpuctl wait JOB [JOB...]\n\nWait until the jobs have ended; print \"ID STATE "
-			   "EXIT\" for each; exit with the last one's exit code (1 when it was cancelled or lost).\n");
+		fprintf(f, "usage: gpuctl wait JOB [JOB...]\n       gpuctl wait --free N [filters] [--timeout DUR]\n\n"
+			   "Wait until the jobs have ended; print \"ID STATE EXIT\" for each; exit with the last one's "
+			   "exit code (1 when it was cancelled or lost).\n"
+			   "With --free: wait until N GPUs that fit are free, print them (gpuctl wait --free N --help).\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
 	long long id;

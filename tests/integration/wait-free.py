@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""gpuctl wait --free (issue 21): a release wakes it at once and it does not
+busy-poll. Every GPU of an idle 8-GPU node is leased by a `gpuctl run -n 8`
+whose job ends after HOLD seconds; `gpuctl wait --free 2` started meanwhile
+must exit 0, printing two GPUs, within 0.5 s of the holder's end, having used
+little CPU while it waited (a waiter woken by inotify, with a 1 s look at the
+load, not a loop).
+Usage: wait-free.py GPUCTL SRCDIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUCTL, SRC = sys.argv[1], sys.argv[2]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+HOLD = 3.0
+work = tempfile.mkdtemp(prefix="gpuctl-waitfree-")
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env.update(GPUCTL_STATE_DIR=os.path.join(work, "state"), GPUCTL_SIM_RUNDIR=os.path.join(work, "rd"))
+env.pop("CUDA_VISIBLE_DEVICES", None)
+errors = []
+
+holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "sleep", str(HOLD)], env=env)
+time.sleep(0.5)
+t0 = time.monotonic()
+waiter = subprocess.Popen([GPUCTL, "--sim", NODE, "wait", "--free", "2", "--timeout", "60"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+holder.wait()
+released = time.monotonic()
+out, err = waiter.communicate(timeout=30)
+done = time.monotonic()
+lag = done - released
+print("wait --free 2: exit %d, printed %r, %.3f s after the release (waited %.2f s in all)"
+      % (waiter.returncode, out.strip(), lag, done - t0))
+if waiter.returncode != 0 or len(out.strip().split(",")) != 2:
+    errors.append("exit %d, stdout %r, stderr %r" % (waiter.returncode, out, err))
+if lag > 0.5:
+    errors.append("it took %.3f s after the release to notice" % lag)
+# its CPU over ~2.5 s of waiting: a loop would burn a core; the waiter sleeps
+usage = os.times()
+child_cpu = usage.children_user + usage.children_system
+print("CPU of the children (the holder and the waiter): %.3f s" % child_cpu)
+if child_cpu > 0.5:
+    errors.append("the waiter used %.3f s of CPU while waiting: it polls" % child_cpu)
+if errors:
+    print("FAIL: " + "; ".join(errors))
+    sys.exit(1)
+print("PASS")
