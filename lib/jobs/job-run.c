@@ -13,7 +13,6 @@
 #include "util/errbuf.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,23 +98,11 @@ int job_env_gpus(struct job_env *e, const struct job_request *r, const unsigned 
 	return rc;
 }
 
-static void say(const struct job_run *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct job_run *j, const char *fmt, ...)
-{
-	if (!j->log)
-		return;
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	j->log(j->arg, line);
-}
-
 /* the supervisor's callbacks */
 static void run_log(void *arg, const char *line)
 {
-	say(arg, "%s", line);
+	const struct job_run *j = arg;
+	errbuf_log(j->log, j->arg, "%s", line);
 }
 
 static void run_started(void *arg, pid_t pid)
@@ -235,17 +222,17 @@ int job_run(struct job_run *j, struct job_run_result *res, char *err, size_t err
 	} else {
 		res->ran = s->end != SUPERVISE_END_EXEC_FAILED;
 		if (s->end == SUPERVISE_END_EXEC_FAILED)
-			say(j, "cannot run '%s': %s", sv->argv[0], strerror(s->exec_errno));
+			errbuf_log(j->log, j->arg, "cannot run '%s': %s", sv->argv[0], strerror(s->exec_errno));
 		/* Azure: the job has stopped, let the VM go now rather than at NotBefore */
 		if (j->jo->ack && s->noticed && watcher) {
 			char aerr[512];
 			if (spot_watch_ack(watcher, &s->notice, aerr, sizeof aerr) != GC_OK)
-				say(j, "cannot acknowledge the %s event: %s", spot_cloud_name(s->notice.cloud), aerr);
+				errbuf_log(j->log, j->arg, "cannot acknowledge the %s event: %s", spot_cloud_name(s->notice.cloud), aerr);
 		}
 		/* a plain exit or signal speaks through the status, as in a shell */
 		if (s->end == SUPERVISE_END_PREEMPTED || s->end == SUPERVISE_END_HUNG || s->end == SUPERVISE_END_OOM ||
 		    (s->end != SUPERVISE_END_EXEC_FAILED && s->attempts > 1))
-			say(j, "run %s ended: %s (status %d) after %u attempt%s", sv->run_id, supervise_end_name(s->end),
+			errbuf_log(j->log, j->arg, "run %s ended: %s (status %d) after %u attempt%s", sv->run_id, supervise_end_name(s->end),
 			    s->status, s->attempts, s->attempts == 1 ? "" : "s");
 	}
 	spot_watch_stop(watcher);

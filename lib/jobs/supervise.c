@@ -10,6 +10,7 @@
  */
 #include "util/clock.h"
 #include "jobs/supervise.h"
+#include "util/errbuf.h"
 #include "jobs/ckpt.h"
 #include "util/env.h"
 #include "spot/spot.h"
@@ -23,7 +24,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,19 +63,6 @@ int supervise_parse_restart(const char *s, enum supervise_restart *out)
 			return 0;
 		}
 	return -1;
-}
-
-static void logf_(struct supervise_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct supervise_opts *o, const char *fmt, ...)
-{
-	if (!o->log)
-		return;
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	o->log(o->arg, line);
 }
 
 static void clock_text(int64_t ms, char *buf, size_t len)
@@ -284,7 +271,7 @@ static void stop_job(struct supervise_opts *o, struct attempt *a, enum supervise
 	a->reason = why;
 	a->kill_at = clock_mono_ms() + grace;
 	kill(-a->pid, SIGTERM);
-	logf_(o, "sent SIGTERM to the job (process group %d); SIGKILL in %.1f s if it is still running",
+	errbuf_log(o->log, o->arg, "sent SIGTERM to the job (process group %d); SIGKILL in %.1f s if it is still running",
 	      (int)a->pid, grace / 1000.0);
 }
 
@@ -296,16 +283,16 @@ static void on_notice(struct supervise_opts *o, struct attempt *a, const struct 
 	if (ev->deadline_ms > 0)
 		clock_text(ev->deadline_ms, dl, sizeof dl);
 	if (ev->kind != SPOT_PREEMPT) {
-		logf_(o, "%s %s from %s at %s: %s%s%s", spot_cloud_name(ev->cloud), spot_kind_name(ev->kind),
+		errbuf_log(o->log, o->arg, "%s %s from %s at %s: %s%s%s", spot_cloud_name(ev->cloud), spot_kind_name(ev->kind),
 		      spot_cloud_name(ev->cloud), when, ev->action, ev->detail[0] ? " " : "", ev->detail);
 		return;
 	}
-	logf_(o, "preemption notice from %s at %s (action %s, deadline %s): stopping the job",
+	errbuf_log(o->log, o->arg, "preemption notice from %s at %s (action %s, deadline %s): stopping the job",
 	      spot_cloud_name(ev->cloud), when, ev->action[0] ? ev->action : "?", dl);
 	r->noticed = true;
 	r->notice = *ev;
 	if (o->on_notice && run_hook(o->on_notice, orig, a->env) < 0)
-		logf_(o, "cannot run --on-notice: %s", strerror(errno));
+		errbuf_log(o->log, o->arg, "cannot run --on-notice: %s", strerror(errno));
 	stop_job(o, a, SUPERVISE_END_PREEMPTED, ev->deadline_ms);
 }
 
@@ -362,7 +349,7 @@ static void check_hang(struct supervise_opts *o, struct attempt *a, int64_t now)
 		a->last_cpu = cpu;
 		a->last_progress = now;
 	} else if (now - a->last_progress >= window && !a->stopping) {
-		logf_(o, "the job looks hung: its GPUs at 0 %% and no CPU time for %.1f s; stopping it",
+		errbuf_log(o->log, o->arg, "the job looks hung: its GPUs at 0 %% and no CPU time for %.1f s; stopping it",
 		      (now - a->last_progress) / 1000.0);
 		stop_job(o, a, SUPERVISE_END_HUNG, 0);
 	}
@@ -471,7 +458,7 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		}
 		now = clock_mono_ms();
 		if (!done && a.stopping && !a.killed && now >= a.kill_at) {
-			logf_(o, "the job did not stop within the grace time: SIGKILL");
+			errbuf_log(o->log, o->arg, "the job did not stop within the grace time: SIGKILL");
 			kill(-pid, SIGKILL);
 			a.killed = true;
 		}
@@ -546,7 +533,7 @@ int supervise_run(struct supervise_opts *o, struct supervise_result *r)
 			break;
 		bool again = wants_restart(o, r);
 		if (again && attempt >= o->max_restarts) {
-			logf_(o, "the job %s (status %d); not restarting: --max-restarts %u reached",
+			errbuf_log(o->log, o->arg, "the job %s (status %d); not restarting: --max-restarts %u reached",
 			      supervise_end_name(r->end), r->status, o->max_restarts);
 			break;
 		}
@@ -558,7 +545,7 @@ int supervise_run(struct supervise_opts *o, struct supervise_result *r)
 			wait *= 2;
 		if (wait > o->backoff_max_ms)
 			wait = o->backoff_max_ms;
-		logf_(o, "the job %s (status %d); restarting in %.1f s (restart %u of at most %u)",
+		errbuf_log(o->log, o->arg, "the job %s (status %d); restarting in %.1f s (restart %u of at most %u)",
 		      supervise_end_name(r->end), r->status, wait / 1000.0, attempt + 1, o->max_restarts);
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		int64_t until = clock_mono_ms() + wait;

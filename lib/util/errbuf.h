@@ -9,5 +9,8 @@
 #include <stddef.h>
 
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, one line through a caller's log callback (as the supervisor's and job_run's take); NULL: none. */
+void errbuf_log(void (*log)(void *arg, const char *line), void *arg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif
