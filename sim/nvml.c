@@ -1025,6 +1025,15 @@ static size_t v3_record(void)
 						   : sizeof(nvmlProcessInfo_v2_t);
 }
 
+/* the wall clock in ns: NVML's timestamps (process samples, events) are of it */
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 /*
  * One sample, taken now, per process of the node file with "sm_util" (or
  * "mem_util") above 0, as the driver keeps one for each process that ran
@@ -1035,12 +1044,9 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtiliz
 					     unsigned int *count, unsigned long long last_seen)
 {
 	nvmlReturn_t r = dev_enter(dev, __func__);
-	struct timespec now;
-	unsigned long long now_us;
+	unsigned long long now_us = (unsigned long long)now_ns() / 1000;
 	size_t n = 0;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	now_us = (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000;
 	if (r == NVML_SUCCESS && !count)
 		r = NVML_ERROR_INVALID_ARGUMENT;
 	else if (r == NVML_SUCCESS && !dev->procs_ok)
@@ -1540,14 +1546,6 @@ struct nvmlEventSet_st {
 	bool gpus[SIM_MAX_GPUS];
 	long long after_ns;
 };
-
-static long long now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 {

@@ -5,7 +5,7 @@
  */
 #include "top.h"
 
-#include "device/proc.h"
+#include "cli.h"
 #include "queue-client.h"
 #include "util/clock.h"
 
@@ -146,11 +146,6 @@ static void leases(struct top_data *d)
 	lease_dir_close(dir);
 }
 
-static void copy_safe(char *dst, size_t len, const char *s)
-{
-	proc_sanitize(dst, len, s ? s : "", s ? strlen(s) : 0);
-}
-
 /* gpuctld's jobs that have not ended, when it runs (its socket is there and answers) */
 static void queue(struct top_data *d)
 {
@@ -179,12 +174,12 @@ static void queue(struct top_data *d)
 		struct top_job *t = &d->jobs[d->njobs++];
 		t->id = (long long)json_integer_value(json_object_get(j, "id"));
 		t->gpus = (long long)json_integer_value(json_object_get(j, "gpus_requested"));
-		copy_safe(t->user, sizeof t->user, json_string_value(json_object_get(j, "user")));
-		copy_safe(t->state, sizeof t->state, json_string_value(json_object_get(j, "state")));
-		copy_safe(t->name, sizeof t->name, json_string_value(json_object_get(j, "name")));
+		cli_safe(t->user, sizeof t->user, json_string_value(json_object_get(j, "user")));
+		cli_safe(t->state, sizeof t->state, json_string_value(json_object_get(j, "state")));
+		cli_safe(t->name, sizeof t->name, json_string_value(json_object_get(j, "name")));
 		const char *pending = json_string_value(json_object_get(j, "pending"));
 		if (pending) {
-			copy_safe(t->where, sizeof t->where, pending);
+			cli_safe(t->where, sizeof t->where, pending);
 		} else {
 			size_t o = 0, k;
 			json_t *g;
@@ -264,8 +259,8 @@ int top_data_sample(struct top_data *d)
 			struct top_proc p = {.gpu = (unsigned)i, .pid = g.pid, .visible = g.visible, .uid = g.uid,
 					     .mem_known = g.mem_known, .gpu_mem = g.used_memory, .sm_util = g.sm_util,
 					     .cpu = -1};
-			proc_sanitize(p.user, sizeof p.user, g.user, strlen(g.user));
-			proc_sanitize(p.command, sizeof p.command, g.command, strlen(g.command));
+			cli_safe(p.user, sizeof p.user, g.user);
+			cli_safe(p.command, sizeof p.command, g.command);
 			unsigned long long ticks;
 			if (g.visible && proc_cpu(g.pid, &ticks, &p.ppid, &p.rss) == 0) {
 				bool found;

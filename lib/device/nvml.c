@@ -27,6 +27,7 @@
  * per device and cached; handles are kept for the life of the context.
  */
 #include "config.h"
+#include "util/clock.h"
 #include "util/errbuf.h"
 #include "device/nvml.h"
 #include "device/nvml-abi.h"
@@ -38,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_NVML_LIBRARY "libnvidia-ml.so.1"
 #define PROC_RETRIES 5
@@ -695,9 +695,7 @@ static nvmlReturn_t sample_proc_util(struct nvml *n, struct dev *d, gc_gpu *g)
 {
 	if (!n->proc_util)
 		return NVML_ERROR_FUNCTION_NOT_FOUND;
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	unsigned long long now_us = (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000;
+	unsigned long long now_us = (unsigned long long)clock_real_ms() * 1000ULL;
 	unsigned long long since = d->util_seen && d->util_seen < now_us ? d->util_seen : now_us - 1000000ULL;
 	unsigned cnt = 0;
 	nvmlReturn_t rc = n->proc_util(d->h, NULL, &cnt, since);
