@@ -247,36 +247,27 @@ try:
     s = t.wait(r"util ")
     check("back in 200x60 the history lines return", s is not None, t.screen())
 
-    # q, then the shell is itself again
+    # q, SIGTERM, a crash (SIGSEGV, as a fault in the NVML layer would be): each time the shell is
+    # itself again, a command runs, in canonical mode with echo
+    def restored(word, n):
+        t.wait(r"PROMPT\$\s*$")
+        t.line("echo %s-$((40+%d)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo" % (word, n))
+        return t.wait(r"^%s-%d\n2$" % (word, 40 + n))
+
+    def top_pid():
+        return subprocess.run(["pgrep", "-n", "-f", "gpuctl --sim %s top" % re.escape(H100)], capture_output=True,
+                              text=True).stdout.strip()
+
     t.keys("q")
-    s = t.wait(r"PROMPT\$\s*$")
-    t.line("echo restored-$((40+2)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo")
-    s = t.wait(r"^restored-42\n2$")
-    check("after q the shell runs commands, in canonical mode with echo", s is not None, t.screen())
-
-    # SIGTERM, then the same
-    t.line(top_cmd())
-    t.wait(r"PID USER")
-    pid = subprocess.run(["pgrep", "-n", "-f", "gpuctl --sim %s top" % re.escape(H100)], capture_output=True,
-                         text=True).stdout.strip()
-    if pid:
-        os.kill(int(pid), signal.SIGTERM)
-    t.wait(r"PROMPT\$\s*$")
-    t.line("echo again-$((40+3)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo")
-    s = t.wait(r"^again-43\n2$")
-    check("after SIGTERM too", bool(pid) and s is not None, t.screen())
-
-    # a crash (SIGSEGV, as a fault in the NVML layer would be): the terminal still comes back
-    t.line(top_cmd())
-    t.wait(r"PID USER")
-    pid = subprocess.run(["pgrep", "-n", "-f", "gpuctl --sim %s top" % re.escape(H100)], capture_output=True,
-                         text=True).stdout.strip()
-    if pid:
-        os.kill(int(pid), signal.SIGSEGV)
-    t.wait(r"PROMPT\$\s*$")
-    t.line("echo crashed-$((40+4)); stty -a | tr ' ;' '\\n\\n' | grep -cx -e icanon -e echo")
-    s = t.wait(r"^crashed-44\n2$")
-    check("after a crash too", bool(pid) and s is not None, t.screen())
+    check("after q the shell runs commands, in canonical mode with echo", restored("restored", 2) is not None,
+          t.screen())
+    for sig, word, n, what in ((signal.SIGTERM, "again", 3, "SIGTERM"), (signal.SIGSEGV, "crashed", 4, "a crash")):
+        t.line(top_cmd())
+        t.wait(r"PID USER")
+        pid = top_pid()
+        if pid:
+            os.kill(int(pid), sig)
+        check("after %s too" % what, bool(pid) and restored(word, n) is not None, t.screen())
 
     # monochrome and a plain ASCII locale: no colour escapes, ASCII sparklines
     t.line("LANG=C LC_ALL=C " + top_cmd(extra="--color=never"))
