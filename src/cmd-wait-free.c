@@ -46,6 +46,7 @@ int cmd_wait_free(const struct cli_global *g, int argc, char **argv)
 	};
 	struct job_request r;
 	job_request_init(&r);
+	r.jg.n_name = "--free"; /* its count, in the messages */
 	long long timeout_ms = -1;
 	bool n_given = false;
 	int c, rc = EXIT_OK;

@@ -33,6 +33,7 @@ int job_gpu_option(struct job_gpus *g, int c, const char *arg, char *err, size_t
 	char why[160];
 	long n;
 	int rc;
+	const char *nn = g->n_name ? g->n_name : "-n";
 	switch (c) {
 	case 'n':
 		if (g->allow_auto && strcmp(arg, "auto") == 0) {
@@ -42,13 +43,13 @@ int job_gpu_option(struct job_gpus *g, int c, const char *arg, char *err, size_t
 		}
 		g->n_auto = false;
 		if (g->allow_auto && (strtol(arg, NULL, 10) < 1 || strspn(arg, "0123456789") != strlen(arg))) {
-			errbuf_set(err, errlen, "invalid -n value '%s' (expected a positive whole number or auto)", arg);
+			errbuf_set(err, errlen, "invalid %s value '%s' (expected a positive whole number or auto)", nn, arg);
 			return GC_EINVAL;
 		}
-		if ((rc = units_parse_count("-n", arg, &n, err, errlen)))
+		if ((rc = units_parse_count(nn, arg, &n, err, errlen)))
 			return rc;
 		if (n > 4096) {
-			errbuf_set(err, errlen, "invalid -n value '%s' (at most 4096 GPUs)", arg);
+			errbuf_set(err, errlen, "invalid %s value '%s' (at most 4096 GPUs)", nn, arg);
 			return GC_EINVAL;
 		}
 		g->sel.n = (unsigned)n;

@@ -36,6 +36,7 @@ struct job_gpus {
 	bool ids_uuid;               /* --ids uuid */
 	bool n_given;
 	bool allow_auto;             /* -n auto is accepted (launch) */
+	const char *n_name;          /* how the count is spelled in messages: "-n" (NULL), "--free" */
 	bool n_auto;                 /* -n auto: every GPU that is free now (a power of two), at least 1 */
 	bool choice_given;           /* -n, --gpus, --exclude or a filter was given */
 };
