@@ -43,9 +43,11 @@
  * in front of it; and a ticket ahead that lets the GPUs it could take sit free
  * for LEASE_IDLE_MS loses its place (with every other ticket of its user's
  * ahead), so a planted ticket stalls the queue for that long at most; one that
- * is that old already and finds GPUs for it free when a waiter first looks is
- * passed at once (a waiter that joins in the very millisecond a GPU frees may
- * thus race the head for it).
+ * is that old already and finds GPUs for it free when a waiter joins is passed
+ * after LEASE_JOIN_GRACE_MS (a head that takes longer than that to claim a GPU
+ * freed as a waiter joins loses its place to it). The one that becomes first
+ * while a waiter waits is given the whole LEASE_IDLE_MS whatever its age: it
+ * is woken by the same release as the waiter.
  *
  * Everything is opened relative to the directory with O_NOFOLLOW (a planted
  * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
@@ -127,6 +129,7 @@ struct lease_ticket {
 	char name[32];
 	struct ahead *ahead;
 	size_t nahead;
+	bool looked;            /* lease_queue_is_head has been called */
 };
 
 /* what probe() found */
@@ -1065,6 +1068,8 @@ static void drop_ahead(struct lease_ticket *t, size_t i)
 
 int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char *const *uuids, size_t n)
 {
+	bool joining = !t->looked;
+	t->looked = true;
 	/* who of those ahead is still in line (the same file, still locked) */
 	for (size_t i = 0; i < t->nahead;) {
 		struct seen s;
@@ -1101,13 +1106,17 @@ int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char 
 			a->idle_since = 0;
 			return 0;
 		}
-		/* first in line for LEASE_IDLE_MS already, with GPUs for it free when we first look: it has
-		 * let them be (a head takes free GPUs within milliseconds), so it is not waited for at all */
-		struct timespec rt;
-		clock_gettime(CLOCK_REALTIME, &rt);
-		int64_t age_ms = ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - a->key.ctime_ns) / 1000000;
-		if (!a->idle_since)
-			a->idle_since = fresh && age_ms >= LEASE_IDLE_MS ? now - LEASE_IDLE_MS : now;
+		/* in line for LEASE_IDLE_MS already, with GPUs for it free as we join: how long it has been
+		 * first, and they free, we cannot know, so it gets LEASE_JOIN_GRACE_MS to take them (a head
+		 * does within milliseconds). One that has just become first (the one before it left while
+		 * we looked) gets the whole LEASE_IDLE_MS, however old: it was woken with us. */
+		if (!a->idle_since) {
+			struct timespec rt;
+			clock_gettime(CLOCK_REALTIME, &rt);
+			int64_t age_ms = ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - a->key.ctime_ns) / 1000000;
+			a->idle_since = joining && fresh && age_ms >= LEASE_IDLE_MS ?
+				now - (LEASE_IDLE_MS - LEASE_JOIN_GRACE_MS) : now;
+		}
 		if (now - a->idle_since < LEASE_IDLE_MS)
 			return 0;
 		/* it passed up its turn: it, and the rest of its user's tickets, lose their place */

@@ -110,9 +110,15 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 /*
  * A ticket ahead of ours that lets the GPUs it could take sit free this long
  * loses its place: a waiter that never takes its turn (a planted ticket) holds
- * the queue up for no longer (and not at all a waiter that comes later).
+ * the queue up for no longer (and a waiter that comes later for
+ * LEASE_JOIN_GRACE_MS).
  */
 #define LEASE_IDLE_MS 2000
+/*
+ * One in line that long already, with GPUs for it free when a waiter joins,
+ * is passed after this (how long it has had them free, nobody can tell).
+ */
+#define LEASE_JOIN_GRACE_MS 500
 
 /*
  * 1 when t is at the head of the queue: no ticket that was live when t joined

@@ -380,10 +380,13 @@ static void test_idle_ticket_loses_its_place(void **state)
 	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
 	usleep((LEASE_IDLE_MS / 2 + 300) * 1000);
 	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 1);
-	/* a waiter that comes now, with GPUs free and t1 idle that long already, passes it at once */
+	/* a waiter that comes now, with GPUs free and t1 in line that long already, passes it after
+	 * LEASE_JOIN_GRACE_MS, not LEASE_IDLE_MS */
 	struct lease_ticket *t3;
 	assert_int_equal(lease_queue_join(d, &info, &t3, err, sizeof err), GC_OK);
 	lease_queue_leave(t2);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	usleep((LEASE_JOIN_GRACE_MS + 300) * 1000);
 	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 1);
 	/* but not one still young: t4 waits for t3 while it could go (t1 gone: passing it would pass
 	 * every ticket of its user, t3's too, and here they are all ours) */
@@ -393,6 +396,49 @@ static void test_idle_ticket_loses_its_place(void **state)
 	assert_int_equal(lease_queue_is_head(d, t4, gpus, 2), 0);
 	lease_queue_leave(t3);
 	lease_queue_leave(t4);
+	lease_dir_close(d);
+}
+
+/*
+ * An old ticket that becomes first while we wait, with a GPU free (the one
+ * before it took one of two freed at once), has just been woken with us: we
+ * wait the whole LEASE_IDLE_MS for it, its age notwithstanding. (We passed it
+ * at once, and under load jumped the whole queue of its user, ours included.)
+ */
+static void test_new_head_is_waited_for(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	char err[256];
+	struct lease_info info = me("q");
+	info.want = 1;
+	const char *gpus[2] = {A, B};
+	struct lease *l = NULL;
+	size_t busy;
+	assert_int_equal(lease_try(d, gpus, 2, &info, &l, &busy, err, sizeof err), GC_OK);
+	struct lease_ticket *t1, *t2, *t3;
+	assert_int_equal(lease_queue_join(d, &info, &t1, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_join(d, &info, &t2, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_join(d, &info, &t3, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS + 300) * 1000);
+	/* both GPUs free; t1 takes one and leaves the line: t2, old now, is first, the other GPU free */
+	lease_release(l);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	l = NULL;
+	assert_int_equal(lease_try(d, gpus, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	lease_queue_leave(t1);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	usleep((LEASE_JOIN_GRACE_MS + 300) * 1000);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	/* t2 takes it: t3 is first */
+	struct lease *l2 = NULL;
+	assert_int_equal(lease_try(d, gpus + 1, 1, &info, &l2, &busy, err, sizeof err), GC_OK);
+	lease_queue_leave(t2);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 1);
+	lease_release(l2);
+	lease_release(l);
+	lease_queue_leave(t3);
 	lease_dir_close(d);
 }
 
@@ -516,6 +562,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unsafe_places_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_lock_neither_holds_nor_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_ticket_loses_its_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_head_is_waited_for, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_never_both, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rewritten_holder_still_holds, setup, teardown),
 	};
