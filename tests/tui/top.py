@@ -99,6 +99,18 @@ class Term:
                 return None
             time.sleep(0.1)
 
+    def until(self, cond, timeout=10.0):
+        """(True, screen) once cond(screen) holds, (False, last screen) after timeout: a screen
+        captured while top redraws may be half old, half new"""
+        end = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if cond(s):
+                return True, s
+            if time.monotonic() > end:
+                return False, s
+            time.sleep(0.1)
+
     def resize(self, w, h):
         tmux("resize-window", "-t", self.name, "-x", str(w), "-y", str(h))
 
@@ -168,15 +180,16 @@ try:
           bool(gpu1) and not gpu1[0].rstrip().endswith(" U"), s)
 
     # sorting, remembered
+    def sm_column(s):
+        return [int(m.group(1)) for l in s.splitlines() for m in [re.match(r"^ +\d+ +\S+ +\d+ +\S+ +(\d+) ", l)] if m]
+
     t.keys(">")
-    s = t.wait(r"SM%v")
-    rows = [l for l in (s or "").splitlines() if re.match(r"^ +\d+ \w", l)]
-    sms = [int(m.group(1)) for l in rows for m in [re.match(r"^ +\d+ +\S+ +\d+ +\S+ +(\d+) ", l)] if m]
-    check("> sorts by SM%, largest first", s is not None and sms == sorted(sms, reverse=True) and len(sms) >= 6, s)
+    ok, s = t.until(lambda s: "SM%v" in s and sm_column(s) == sorted(sm_column(s), reverse=True) and
+                    len(sm_column(s)) >= 6)
+    check("> sorts by SM%, largest first", ok, s)
     t.keys("r")
-    s = t.wait(r"SM%\^")
-    sms = [int(m.group(1)) for l in (s or "").splitlines() for m in [re.match(r"^ +\d+ +\S+ +\d+ +\S+ +(\d+) ", l)] if m]
-    check("r reverses it", s is not None and sms == sorted(sms), s)
+    ok, s = t.until(lambda s: "SM%^" in s and sm_column(s) == sorted(sm_column(s)) and len(sm_column(s)) >= 6)
+    check("r reverses it", ok, s)
     conf = os.path.join(HOME, ".config", "gpuctl", "top.conf")
     text = open(conf).read() if os.path.exists(conf) else ""
     check("the sort is saved in ~/.config/gpuctl/top.conf", "sort=SM%" in text and "reverse=1" in text, text)
@@ -185,9 +198,11 @@ try:
     t.keys("/")
     t.keys("bob", literal=True)
     t.keys("Enter")
-    s = t.wait(r"^ +4000004 bob")
-    users = {m.group(1) for l in (s or "").splitlines() for m in [re.match(r"^ +\d+ (\S+) ", l)] if m}
-    check("/bob shows only bob's processes", s is not None and users == {"bob"}, s)
+    def users(s):
+        return {m.group(1) for l in s.splitlines() for m in [re.match(r"^ +\d+ (\S+) ", l)] if m}
+
+    ok, s = t.until(lambda s: re.search(r"^ +4000004 bob", s, re.M) is not None and users(s) == {"bob"})
+    check("/bob shows only bob's processes", ok, s)
     t.keys("/")
     t.keys("Escape")
     s = t.wait(r"alice")
@@ -195,10 +210,12 @@ try:
 
     # the tree: the inner hold's sleep under the outer one's shell
     t.keys("t")
-    s = t.wait(r"`- ")
-    lines = (s or "").splitlines()
-    child = [i for i, l in enumerate(lines) if "`- " in l]
-    ok = bool(child) and "sh -c" in lines[child[0] - 1]
+    def child_under_parent(s):
+        lines = s.splitlines()
+        child = [i for i, l in enumerate(lines) if "`- " in l]
+        return bool(child) and "sh -c" in lines[child[0] - 1]
+
+    ok, s = t.until(child_under_parent)
     check("t shows a child under its parent", ok, s)
     t.keys("t")
 
