@@ -44,10 +44,11 @@
  * for LEASE_IDLE_MS loses its place (with every other ticket of its user's
  * ahead), so a planted ticket stalls the queue for that long at most; one that
  * is that old already and finds GPUs for it free when a waiter joins is passed
- * after LEASE_JOIN_GRACE_MS (a head that takes longer than that to claim a GPU
- * freed as a waiter joins loses its place to it). The one that becomes first
- * while a waiter waits is given the whole LEASE_IDLE_MS whatever its age: it
- * is woken by the same release as the waiter.
+ * at once when its process sleeps (a release wakes every waiter, so a head
+ * asleep with GPUs free has let them be), after LEASE_JOIN_GRACE_MS when it
+ * is at work (it may be taking them). The one that becomes first while a
+ * waiter waits is given the whole LEASE_IDLE_MS whatever its age: it is woken
+ * by the same release as the waiter.
  *
  * Everything is opened relative to the directory with O_NOFOLLOW (a planted
  * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
@@ -116,6 +117,7 @@ struct ahead {
 	ino_t ino;
 	uid_t uid;
 	unsigned want;
+	pid_t pid;              /* the waiting process its record names (0: none of its owner's) */
 	struct key key;
 	long long idle_since;   /* monotonic ms: since when it could have taken GPUs and did not */
 	bool seen;              /* it has been looked at as the first in line */
@@ -257,6 +259,11 @@ void lease_dir_close(struct lease_dir *d)
 const char *lease_dir_path(const struct lease_dir *d)
 {
 	return d->path;
+}
+
+int lease_dir_fd(const struct lease_dir *d)
+{
+	return d->dfd;
 }
 
 static bool valid_uuid(const char *u)
@@ -981,6 +988,7 @@ static int note_ahead(struct lease_dir *d, const char *name, void *arg)
 	a->ino = s.ino;
 	a->uid = s.uid;
 	a->want = s.info.want;
+	a->pid = s.info.pid;
 	a->key = s.key;
 	return 0;
 }
@@ -1066,6 +1074,39 @@ static void drop_ahead(struct lease_ticket *t, size_t i)
 	t->ahead[i] = t->ahead[--t->nahead];
 }
 
+/*
+ * Is the process at work: one of its threads running or runnable (R), or in an
+ * uninterruptible wait (D)? 1 yes, 0 all asleep or stopped (or gone), -1 cannot
+ * tell (its /proc hidden from us).
+ */
+static int process_active(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? 0 : -1;
+	int active = 0;
+	for (struct dirent *e; active != 1 && (e = readdir(dir));) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char st[96], buf[512];
+		snprintf(st, sizeof st, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
+		int fd = open(st, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+		if (fd >= 0)
+			close(fd);
+		if (len <= 0)
+			continue; /* a thread that has just ended */
+		buf[len] = '\0';
+		const char *p = strrchr(buf, ')'); /* after the command, which may hold ')' itself */
+		if (p && p[1] == ' ' && (p[2] == 'R' || p[2] == 'D'))
+			active = 1;
+	}
+	closedir(dir);
+	return active;
+}
+
 int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char *const *uuids, size_t n)
 {
 	bool joining = !t->looked;
@@ -1107,15 +1148,21 @@ int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char 
 			return 0;
 		}
 		/* in line for LEASE_IDLE_MS already, with GPUs for it free as we join: how long it has been
-		 * first, and they free, we cannot know, so it gets LEASE_JOIN_GRACE_MS to take them (a head
-		 * does within milliseconds). One that has just become first (the one before it left while
-		 * we looked) gets the whole LEASE_IDLE_MS, however old: it was woken with us. */
+		 * first, and they free, we cannot know. A release wakes the waiters (runnable at once):
+		 * one whose process sleeps now has let the GPUs be, and is passed at once; one that is
+		 * running may be taking them, and gets LEASE_JOIN_GRACE_MS. One that has just become
+		 * first (the one before it left while we looked) gets the whole LEASE_IDLE_MS, however
+		 * old: it was woken with us. */
 		if (!a->idle_since) {
 			struct timespec rt;
 			clock_gettime(CLOCK_REALTIME, &rt);
 			int64_t age_ms = ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - a->key.ctime_ns) / 1000000;
-			a->idle_since = joining && fresh && age_ms >= LEASE_IDLE_MS ?
-				now - (LEASE_IDLE_MS - LEASE_JOIN_GRACE_MS) : now;
+			if (!joining || !fresh || age_ms < LEASE_IDLE_MS)
+				a->idle_since = now;
+			else if (a->pid <= 0 || process_active(a->pid) == 0)
+				a->idle_since = now - LEASE_IDLE_MS; /* asleep with GPUs free: it has let them be */
+			else
+				a->idle_since = now - (LEASE_IDLE_MS - LEASE_JOIN_GRACE_MS);
 		}
 		if (now - a->idle_since < LEASE_IDLE_MS)
 			return 0;

@@ -57,6 +57,8 @@ void lease_info_self(struct lease_info *i, const char *name, char *const *argv, 
 int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *err, size_t errlen);
 void lease_dir_close(struct lease_dir *d);
 const char *lease_dir_path(const struct lease_dir *d);
+/* its descriptor (quarantine.c opens marks relative to it); owned by d */
+int lease_dir_fd(const struct lease_dir *d);
 
 /* Is the GPU leased? 1 held (info filled if non-NULL), 0 free, <0 GC_E*. */
 int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info);
@@ -110,13 +112,14 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 /*
  * A ticket ahead of ours that lets the GPUs it could take sit free this long
  * loses its place: a waiter that never takes its turn (a planted ticket) holds
- * the queue up for no longer (and a waiter that comes later for
- * LEASE_JOIN_GRACE_MS).
+ * the queue up for no longer (and a waiter that comes later not at all, or
+ * for LEASE_JOIN_GRACE_MS while its process keeps busy).
  */
 #define LEASE_IDLE_MS 2000
 /*
  * One in line that long already, with GPUs for it free when a waiter joins,
- * is passed after this (how long it has had them free, nobody can tell).
+ * is passed at once when its process sleeps, after this when it is at work
+ * (how long it has had them free, nobody can tell; it may be taking them).
  */
 #define LEASE_JOIN_GRACE_MS 500
 

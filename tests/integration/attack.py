@@ -226,6 +226,13 @@ open(os.path.join(state, "attacking"), "w").close()
 # lock the late ticket now that A is about, and list the whole queue over and over
 fcntl.lockf(late, fcntl.LOCK_EX)
 # (raw pages, answers read and dropped: what costs gpuctld, not what costs B's own CPU to parse)
+def put(name, n):
+    # whole or not at all: the test reads it while we go on (a truncated file read as 0 failed it)
+    with open(os.path.join(state, name + ".tmp"), "w") as f:
+        f.write(str(n))
+    os.rename(os.path.join(state, name + ".tmp"), os.path.join(state, name))
+
+
 listed = pages = 0
 while True:
     frm = 0
@@ -238,15 +245,13 @@ while True:
         s.close()
         if line:
             pages += 1
-            with open(os.path.join(state, "pages"), "w") as f:
-                f.write(str(pages))
+            put("pages", pages)
         m = re.search(rb'"next": *([0-9]+)', line[-200:])
         if not m:
             break
         frm = int(m.group(1))
     listed += 1
-    with open(os.path.join(state, "listed"), "w") as f:
-        f.write(str(listed))
+    put("listed", listed)
 """
 
 TRICKLE = r"""

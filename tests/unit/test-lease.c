@@ -442,6 +442,44 @@ static void test_new_head_is_waited_for(void **state)
 	lease_dir_close(d);
 }
 
+/*
+ * A ticket in line for LEASE_IDLE_MS already, whose process sleeps while GPUs
+ * for it are free, is passed at once by a waiter that joins: a release would
+ * have woken it. (One whose process is at work gets LEASE_JOIN_GRACE_MS:
+ * test_idle_ticket_loses_its_place.)
+ */
+static void test_sleeping_old_ticket_passed_at_once(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	char err[256];
+	pid_t sleeper = fork();
+	assert_true(sleeper >= 0);
+	if (sleeper == 0) {
+		pause();
+		_exit(0);
+	}
+	struct lease_info info = me("q");
+	info.want = 1;
+	info.pid = sleeper;
+	const char *gpus[2] = {A, B};
+	struct lease *l = NULL;
+	size_t busy;
+	assert_int_equal(lease_try(d, gpus, 2, &info, &l, &busy, err, sizeof err), GC_OK);
+	struct lease_ticket *t1, *t2;
+	assert_int_equal(lease_queue_join(d, &info, &t1, err, sizeof err), GC_OK);
+	usleep((LEASE_IDLE_MS + 300) * 1000);
+	lease_release(l);
+	info.pid = getpid();
+	assert_int_equal(lease_queue_join(d, &info, &t2, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 1);
+	kill(sleeper, SIGKILL);
+	waitpid(sleeper, NULL, 0);
+	lease_queue_leave(t1);
+	lease_queue_leave(t2);
+	lease_dir_close(d);
+}
+
 /* two processes try for one GPU at once, again and again: never both get it */
 static void test_race_never_both(void **state)
 {
@@ -563,6 +601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_lock_neither_holds_nor_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_ticket_loses_its_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_head_is_waited_for, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sleeping_old_ticket_passed_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_never_both, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rewritten_holder_still_holds, setup, teardown),
 	};
