@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "health.h"
 #include "http.h"
 #include "queue/queue.h"
 #include "util/units.h"
@@ -30,7 +31,8 @@ static void usage(FILE *f)
 		"               [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
 		"               --log-dir DIR --log-keep DUR --job-keep DUR --gpuctl PATH --admin-group GROUP\n"
-		"               --max-queued N --max-job-bytes SIZE]\n"
+		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
+		"               [--quarantine-xids LIST] [--config FILE] [--check-config]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -63,7 +65,15 @@ static void usage(FILE *f)
 		"  --max-queued N        queued jobs one user may have (default 10000; 0: no limit; not root or\n"
 		"                        the admin group)\n"
 		"  --max-job-bytes SIZE  a job's command line and environment, as kept (default 256KiB; 0: no\n"
-		"                        limit; a request is at most 1MiB in any case)\n");
+		"                        limit; a request is at most 1MiB in any case)\n"
+		"  --quarantine LIST     faults that take a GPU out of service until 'gpuctl quarantine clear':\n"
+		"                        xid,ecc,remap,lost (default: all), or off (docs/policy.md)\n"
+		"  --quarantine-xids LIST  the Xids that quarantine: reset (default: those that need a GPU\n"
+		"                        reset, 48,61,62,64,74,79,95,119,154), all, or numbers (48,79)\n"
+		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
+		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
+		"  --check-config        read the configuration and the command line, say whether they are\n"
+		"                        good (exit 0, or 2 with the error), and start nothing\n");
 }
 
 #define DEFAULT_DB_DIR "/var/lib/gpuctl"
@@ -108,174 +118,345 @@ static void on_stop(int sig)
 	stop_sig = sig;
 }
 
-int main(int argc, char **argv)
+static const struct option opts[] = {
+	{"sim", required_argument, NULL, 's'},
+	{"listen", required_argument, NULL, 'l'},
+	{"allow-remote", no_argument, NULL, 'r'},
+	{"interval", required_argument, NULL, 'i'},
+	{"history", required_argument, NULL, 'H'},
+	{"max-connections", required_argument, NULL, 'c'},
+	{"timeout", required_argument, NULL, 't'},
+	{"max-per-client", required_argument, NULL, 'm'},
+	{"threads", required_argument, NULL, 'T'},
+	{"labels", required_argument, NULL, 'L'},
+	{"no-queue", no_argument, NULL, 'Q'},
+	{"queue-db", required_argument, NULL, 'D'},
+	{"queue-socket", required_argument, NULL, 'S'},
+	{"log-dir", required_argument, NULL, 'O'},
+	{"log-keep", required_argument, NULL, 'K'},
+	{"gpuctl", required_argument, NULL, 'g'},
+	{"admin-group", required_argument, NULL, 'a'},
+	{"max-queued", required_argument, NULL, 'M'},
+	{"job-keep", required_argument, NULL, 'J'},
+	{"max-job-bytes", required_argument, NULL, 'B'},
+	{"quarantine", required_argument, NULL, 'q'},
+	{"quarantine-xids", required_argument, NULL, 'x'},
+	{"config", required_argument, NULL, 'C'},
+	{"check-config", no_argument, NULL, 'k'},
+	{"version", no_argument, NULL, 'V'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* everything the options set */
+struct settings {
+	struct sampler_opts so;
+	struct http_opts ho;
+	struct queue_opts qo;
+	struct health_opts hlo;
+	bool queue_on;
+};
+
+/* One option, from the command line or the configuration file: EXIT_OK, or a message and an exit code. */
+static int apply(struct settings *st, int c, const char *arg)
 {
-	static const struct option opts[] = {
-		{"sim", required_argument, NULL, 's'},
-		{"listen", required_argument, NULL, 'l'},
-		{"allow-remote", no_argument, NULL, 'r'},
-		{"interval", required_argument, NULL, 'i'},
-		{"history", required_argument, NULL, 'H'},
-		{"max-connections", required_argument, NULL, 'c'},
-		{"timeout", required_argument, NULL, 't'},
-		{"max-per-client", required_argument, NULL, 'm'},
-		{"threads", required_argument, NULL, 'T'},
-		{"labels", required_argument, NULL, 'L'},
-		{"no-queue", no_argument, NULL, 'Q'},
-		{"queue-db", required_argument, NULL, 'D'},
-		{"queue-socket", required_argument, NULL, 'S'},
-		{"log-dir", required_argument, NULL, 'O'},
-		{"log-keep", required_argument, NULL, 'K'},
-		{"gpuctl", required_argument, NULL, 'g'},
-		{"admin-group", required_argument, NULL, 'a'},
-		{"max-queued", required_argument, NULL, 'M'},
-		{"job-keep", required_argument, NULL, 'J'},
-		{"max-job-bytes", required_argument, NULL, 'B'},
-		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cli_prog = "gpuctld";
-	const char *env = getenv("GPUCTL_SIM");
-	struct sampler_opts so = {.sim = env && *env ? env : NULL, .interval_ms = 1000, .history_ms = 3600000};
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	struct http_opts ho = {
-		.listen = "127.0.0.1:9400", .max_connections = 256, .per_client = 32, .timeout_s = 10,
-		.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
-	};
-	struct queue_opts qo = {
-		.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
-		.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
-		.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
-	};
-	bool queue_on = true;
 	long long ms;
 	long n;
-	int c, rc;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': so.sim = optarg; break;
-		case 'l': ho.listen = optarg; break;
-		case 'r': ho.allow_remote = true; break;
-		case 'i':
-			if ((rc = cli_parse_duration("--interval", optarg, &ms)))
-				return rc;
-			if (ms < 100 || ms > 3600000) {
-				cli_err("invalid --interval '%s' (between 0.1s and 1h)", optarg);
-				return EXIT_USAGE;
-			}
-			so.interval_ms = (int)ms;
-			break;
-		case 'H':
-			if ((rc = cli_parse_duration("--history", optarg, &ms)))
-				return rc;
-			so.history_ms = ms;
-			break;
-		case 'c':
-			if ((rc = cli_parse_count("--max-connections", optarg, &n)))
-				return rc;
-			if (n > 65536) {
-				cli_err("invalid --max-connections '%s' (at most 65536)", optarg);
-				return EXIT_USAGE;
-			}
-			ho.max_connections = (unsigned)n;
-			break;
-		case 'm':
-			if ((rc = cli_parse_count("--max-per-client", optarg, &n)))
-				return rc;
-			if (n > 65536) {
-				cli_err("invalid --max-per-client '%s' (at most 65536)", optarg);
-				return EXIT_USAGE;
-			}
-			ho.per_client = (unsigned)n;
-			break;
-		case 't':
-			if ((rc = cli_parse_duration("--timeout", optarg, &ms)))
-				return rc;
-			if (ms < 1000 || ms > 3600000) {
-				cli_err("invalid --timeout '%s' (between 1s and 1h)", optarg);
-				return EXIT_USAGE;
-			}
-			ho.timeout_s = (unsigned)(ms / 1000);
-			break;
-		case 'T':
-			if ((rc = cli_parse_count("--threads", optarg, &n)))
-				return rc;
-			if (n > 64) {
-				cli_err("invalid --threads '%s' (at most 64)", optarg);
-				return EXIT_USAGE;
-			}
-			ho.threads = (unsigned)n;
-			break;
-		case 'L':
-			if (strcmp(optarg, "dcgm") == 0)
-				so.snake_labels = false;
-			else if (strcmp(optarg, "snake") == 0)
-				so.snake_labels = true;
-			else {
-				cli_err("invalid --labels '%s' (expected dcgm or snake)", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'Q': queue_on = false; break;
-		case 'D': qo.db = optarg; break;
-		case 'S': qo.socket = optarg; break;
-		case 'O': qo.log_dir = optarg; break;
-		case 'K':
-			if (strcmp(optarg, "0") == 0)
-				qo.log_keep_ms = 0;
-			else if ((rc = cli_parse_duration("--log-keep", optarg, &qo.log_keep_ms)))
-				return rc;
-			break;
-		case 'J':
-			if (strcmp(optarg, "0") == 0)
-				qo.job_keep_ms = 0;
-			else if ((rc = cli_parse_duration("--job-keep", optarg, &qo.job_keep_ms)))
-				return rc;
-			break;
-		case 'B': {
-			uint64_t bytes;
-			char err[200];
-			if (strcmp(optarg, "0") == 0) {
-				qo.max_job_bytes = 0;
-			} else if (units_parse_size(optarg, &bytes, err, sizeof err) != 0 || bytes < 4096 ||
-				   bytes > (1u << 20)) {
-				cli_err("invalid --max-job-bytes '%s' (a size from 4KiB to 1MiB, e.g. 256KiB, or 0)", optarg);
-				return EXIT_USAGE;
-			} else {
-				qo.max_job_bytes = (size_t)bytes;
-			}
+	int rc;
+	char herr[256];
+	switch (c) {
+	case 's': st->so.sim = arg; break;
+	case 'l': st->ho.listen = arg; break;
+	case 'r': st->ho.allow_remote = true; break;
+	case 'i':
+		if ((rc = cli_parse_duration("--interval", arg, &ms)))
+			return rc;
+		if (ms < 100 || ms > 3600000) {
+			cli_err("invalid --interval '%s' (between 0.1s and 1h)", arg);
+			return EXIT_USAGE;
+		}
+		st->so.interval_ms = (int)ms;
+		break;
+	case 'H':
+		if ((rc = cli_parse_duration("--history", arg, &ms)))
+			return rc;
+		st->so.history_ms = ms;
+		break;
+	case 'c':
+		if ((rc = cli_parse_count("--max-connections", arg, &n)))
+			return rc;
+		if (n > 65536) {
+			cli_err("invalid --max-connections '%s' (at most 65536)", arg);
+			return EXIT_USAGE;
+		}
+		st->ho.max_connections = (unsigned)n;
+		break;
+	case 'm':
+		if ((rc = cli_parse_count("--max-per-client", arg, &n)))
+			return rc;
+		if (n > 65536) {
+			cli_err("invalid --max-per-client '%s' (at most 65536)", arg);
+			return EXIT_USAGE;
+		}
+		st->ho.per_client = (unsigned)n;
+		break;
+	case 't':
+		if ((rc = cli_parse_duration("--timeout", arg, &ms)))
+			return rc;
+		if (ms < 1000 || ms > 3600000) {
+			cli_err("invalid --timeout '%s' (between 1s and 1h)", arg);
+			return EXIT_USAGE;
+		}
+		st->ho.timeout_s = (unsigned)(ms / 1000);
+		break;
+	case 'T':
+		if ((rc = cli_parse_count("--threads", arg, &n)))
+			return rc;
+		if (n > 64) {
+			cli_err("invalid --threads '%s' (at most 64)", arg);
+			return EXIT_USAGE;
+		}
+		st->ho.threads = (unsigned)n;
+		break;
+	case 'L':
+		if (strcmp(arg, "dcgm") == 0)
+			st->so.snake_labels = false;
+		else if (strcmp(arg, "snake") == 0)
+			st->so.snake_labels = true;
+		else {
+			cli_err("invalid --labels '%s' (expected dcgm or snake)", arg);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'Q': st->queue_on = false; break;
+	case 'D': st->qo.db = arg; break;
+	case 'S': st->qo.socket = arg; break;
+	case 'O': st->qo.log_dir = arg; break;
+	case 'K':
+		if (strcmp(arg, "0") == 0)
+			st->qo.log_keep_ms = 0;
+		else if ((rc = cli_parse_duration("--log-keep", arg, &st->qo.log_keep_ms)))
+			return rc;
+		break;
+	case 'J':
+		if (strcmp(arg, "0") == 0)
+			st->qo.job_keep_ms = 0;
+		else if ((rc = cli_parse_duration("--job-keep", arg, &st->qo.job_keep_ms)))
+			return rc;
+		break;
+	case 'B': {
+		uint64_t bytes;
+		char err[200];
+		if (strcmp(arg, "0") == 0) {
+			st->qo.max_job_bytes = 0;
+		} else if (units_parse_size(arg, &bytes, err, sizeof err) != 0 || bytes < 4096 ||
+			   bytes > (1u << 20)) {
+			cli_err("invalid --max-job-bytes '%s' (a size from 4KiB to 1MiB, e.g. 256KiB, or 0)", arg);
+			return EXIT_USAGE;
+		} else {
+			st->qo.max_job_bytes = (size_t)bytes;
+		}
+		break;
+	}
+	case 'g': st->qo.gpuctl = arg; break;
+	case 'M':
+		if (strcmp(arg, "0") == 0)
+			st->qo.max_queued = 0;
+		else if ((rc = cli_parse_count("--max-queued", arg, &st->qo.max_queued)))
+			return rc;
+		break;
+	case 'a': {
+		struct group gr, *res = NULL;
+		char buf[4096];
+		if (getgrnam_r(arg, &gr, buf, sizeof buf, &res) != 0 || !res) {
+			cli_err("invalid --admin-group '%s' (no such group)", arg);
+			return EXIT_USAGE;
+		}
+		st->qo.admin_gid = gr.gr_gid;
+		break;
+	}
+	case 'q':
+		if (health_parse_faults(arg, &st->hlo, herr, sizeof herr) < 0) {
+			cli_err("%s", herr);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'x':
+		if (health_parse_xids(arg, &st->hlo, herr, sizeof herr) < 0) {
+			cli_err("%s", herr);
+			return EXIT_USAGE;
+		}
+		break;
+	}
+	return EXIT_OK;
+}
+
+#define DEFAULT_CONFIG "/etc/gpuctl/gpuctld.conf"
+
+/* the configuration file's text: the values applied point into it for as long as gpuctld runs */
+static char *config_text;
+
+/*
+ * Apply the configuration file: a line "key = value" is the option --key
+ * value (a flag: key = yes or no), blank lines and lines starting with # are
+ * skipped. The command line comes after it, so its options win. A missing
+ * default file is no error.
+ */
+static int read_config(const char *path, bool named, struct settings *st)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (!named && errno == ENOENT)
+			return EXIT_OK;
+		cli_err("cannot read the configuration file '%s': %s", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	size_t len = 0;
+	FILE *mem = open_memstream(&config_text, &len);
+	char chunk[4096];
+	size_t got;
+	while (mem && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+		fwrite(chunk, 1, got, mem);
+	bool bad = ferror(f);
+	fclose(f);
+	if (!mem || fclose(mem) != 0 || bad) {
+		cli_err("cannot read the configuration file '%s'", path);
+		return EXIT_USAGE;
+	}
+	if (strlen(config_text) != len) {
+		cli_err("invalid configuration file '%s': it holds a NUL byte (expected text)", path);
+		return EXIT_USAGE;
+	}
+	char where[PATH_MAX + 32];
+	int rc = EXIT_OK;
+	unsigned lineno = 0;
+	for (char *line = config_text, *next; rc == EXIT_OK && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		snprintf(where, sizeof where, "%s:%u", path, lineno);
+		cli_where = where;
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		char *e = p + strlen(p);
+		while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+			*--e = '\0';
+		if (!*p || *p == '#')
+			continue;
+		char *eq = strchr(p, '=');
+		if (!eq) {
+			cli_err("expected 'key = value', got '%.60s'", p);
+			rc = EXIT_USAGE;
 			break;
 		}
-		case 'g': qo.gpuctl = optarg; break;
-		case 'M':
-			if (strcmp(optarg, "0") == 0)
-				qo.max_queued = 0;
-			else if ((rc = cli_parse_count("--max-queued", optarg, &qo.max_queued)))
-				return rc;
-			break;
-		case 'a': {
-			struct group gr, *res = NULL;
-			char buf[4096];
-			if (getgrnam_r(optarg, &gr, buf, sizeof buf, &res) != 0 || !res) {
-				cli_err("invalid --admin-group '%s' (no such group)", optarg);
-				return EXIT_USAGE;
-			}
-			qo.admin_gid = gr.gr_gid;
+		char *k = eq;
+		while (k > p && (k[-1] == ' ' || k[-1] == '\t'))
+			k--;
+		*k = '\0';
+		char *v = eq + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		size_t vl = strlen(v);
+		if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
+			v[vl - 1] = '\0';
+			v++;
+		}
+		const struct option *o = NULL;
+		for (size_t i = 0; opts[i].name && !o; i++)
+			if (strcmp(opts[i].name, p) == 0)
+				o = &opts[i];
+		if (!o || o->val == 'C' || o->val == 'k' || o->val == 'V' || o->val == 'h') {
+			cli_err("unknown key '%.60s' (keys are gpuctld's long options without the dashes; see "
+				"gpuctld(8))", p);
+			rc = EXIT_USAGE;
 			break;
 		}
-		case 'V': printf("gpuctld %s\n", GPUCTL_VERSION); return EXIT_OK;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: return cli_bad_option("gpuctld", c, argv);
+		if (o->has_arg == no_argument) {
+			bool yes = !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1");
+			bool no = !strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0");
+			if (!yes && !no) {
+				cli_err("invalid %s '%.60s' (expected yes or no)", p, v);
+				rc = EXIT_USAGE;
+				break;
+			}
+			if (yes)
+				rc = apply(st, o->val, NULL);
+		} else {
+			rc = apply(st, o->val, v);
 		}
 	}
+	cli_where = NULL;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	cli_prog = "gpuctld";
+	const char *env = getenv("GPUCTL_SIM");
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct settings st = {
+		.so = {.sim = env && *env ? env : NULL, .interval_ms = 1000, .history_ms = 3600000},
+		.ho = {
+			.listen = "127.0.0.1:9400", .max_connections = 256, .per_client = 32, .timeout_s = 10,
+			.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
+		},
+		.qo = {
+			.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
+			.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
+			.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
+		},
+		.hlo = {.faults = HEALTH_ALL},
+		.queue_on = true,
+	};
+	char herr[256];
+	(void)health_parse_xids("reset", &st.hlo, herr, sizeof herr);
+	int c, rc;
+	/* the configuration file first (--config, else the default one), then the command line */
+	const char *config = DEFAULT_CONFIG;
+	bool named = false, check_only = false;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'C') {
+			config = optarg;
+			named = true;
+		} else if (c == 'h' || c == 'V' || c == '?' || c == ':') {
+			break;
+		}
+	}
+	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, &st)))
+		return rc;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'C': break;
+		case 'k': check_only = true; break;
+		case 'V': printf("gpuctld %s\n", GPUCTL_VERSION); return EXIT_OK;
+		case 'h': usage(stdout); return EXIT_OK;
+		case '?':
+		case ':': return cli_bad_option("gpuctld", c, argv);
+		default:
+			if ((rc = apply(&st, c, optarg)))
+				return rc;
+		}
+	}
+	struct sampler_opts so = st.so;
+	struct http_opts ho = st.ho;
+	struct queue_opts qo = st.qo;
+	bool queue_on = st.queue_on;
 	if (optind < argc)
 		return cli_extra_arg("gpuctld", argv[optind]);
 	if (so.history_ms / so.interval_ms > 100000) {
 		cli_err("--history holds at most 100000 samples (%lld at this --interval); shorten it or sample less often",
 			(long long)(so.history_ms / so.interval_ms));
 		return EXIT_USAGE;
+	}
+	if (check_only) {
+		/* the file and the command line parsed: say what was read, start nothing */
+		printf("gpuctld: configuration OK (%s%s)\n", named || access(config, F_OK) == 0 ? config : "no file, ",
+		       named || access(config, F_OK) == 0 ? "" : "defaults and the command line");
+		return EXIT_OK;
 	}
 	char gpuctl_path[PATH_MAX];
 	if (queue_on && !qo.gpuctl) {
@@ -314,9 +495,16 @@ int main(int argc, char **argv)
 	char err[512], url[128] = "";
 	struct sampler *s = NULL;
 	struct http *h = NULL;
-	int gr = sampler_start(&s, &so, err, sizeof err);
+	struct health *hl = NULL;
+	st.hlo.sim = so.sim;
+	int gr = health_start(&hl, &st.hlo, err, sizeof err);
+	if (gr == GC_OK) {
+		so.health = hl;
+		gr = sampler_start(&s, &so, err, sizeof err);
+	}
 	if (gr != GC_OK) {
 		cli_err("%s", err);
+		health_stop(hl);
 		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
 	}
 	struct queue *q = NULL;
@@ -330,11 +518,13 @@ int main(int argc, char **argv)
 		if ((rc = parent_dir_exists("--queue-db", qo.db)) || (rc = parent_dir_exists("--queue-socket", qo.socket)) ||
 		    (rc = parent_dir_exists("--log-dir", qo.log_dir))) {
 			sampler_stop(s);
+			health_stop(hl);
 			return rc;
 		}
 		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
 			cli_err("%s", err);
 			sampler_stop(s);
+			health_stop(hl);
 			return EXIT_FAIL;
 		}
 	}
@@ -344,6 +534,7 @@ int main(int argc, char **argv)
 		cli_err("%s", err);
 		queue_stop(q);
 		sampler_stop(s);
+		health_stop(hl);
 		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
 	}
 	struct sigaction sa;
@@ -363,5 +554,6 @@ int main(int argc, char **argv)
 	http_stop(h);
 	queue_stop(q);
 	sampler_stop(s);
+	health_stop(hl);
 	return EXIT_OK;
 }

@@ -68,7 +68,7 @@ enum {
 	M_SM_CLOCK, M_MEM_CLOCK, M_TEMP, M_POWER, M_ENERGY, M_UTIL, M_COPY_UTIL, M_FB_FREE, M_FB_USED,
 	M_FB_RESERVED, M_FB_TOTAL, M_POWER_LIMIT, M_ECC_SBE_VOL, M_ECC_DBE_VOL, M_ECC_SBE_AGG, M_ECC_DBE_AGG,
 	M_REMAP_CORR, M_REMAP_UNCORR, M_REMAP_FAIL, M_PCIE_GEN, M_PCIE_WIDTH,
-	M_PROCS, M_LOST, M_THROTTLED, M_LEASED,
+	M_PROCS, M_LOST, M_THROTTLED, M_LEASED, M_XID, M_QUARANTINED,
 };
 
 struct family {
@@ -111,6 +111,9 @@ static const struct family families[] = {
 	{M_THROTTLED, "gpuctl_gpu_throttled", "gauge",
 	 "1 when a clock event reason that slows the GPU down (power cap, thermal, slowdown, power brake) is active."},
 	{M_LEASED, "gpuctl_gpu_leased", "gauge", "1 when a gpuctl lease holds the GPU."},
+	{M_XID, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."},
+	{M_QUARANTINED, "gpuctl_gpu_quarantined", "gauge",
+	 "1 while the GPU is quarantined (gpuctl quarantine): pick, run and the queue give it to nobody."},
 };
 
 /* the value of family id for GPU g, when it has one */
@@ -144,6 +147,8 @@ static bool value(const struct metrics_input *in, size_t i, int id, double *v)
 	case M_LOST: *v = g->lost; return true;
 	case M_THROTTLED: *v = (g->reasons & GC_REASONS_THROTTLING) != 0; return OK(GC_V_REASONS);
 	case M_LEASED: *v = in->leases && in->leases[i]; return in->leases != NULL;
+	case M_XID: *v = in->last_xid ? (double)in->last_xid[i] : 0; return in->last_xid != NULL;
+	case M_QUARANTINED: *v = in->marks && in->marks[i].uuid[0]; return in->marks != NULL;
 	}
 #undef OK
 	return false;
@@ -237,9 +242,17 @@ static size_t free_gpus(const struct metrics_input *in)
 		return 0;
 	for (size_t i = 0; in->leases && i < n; i++)
 		leased[i] = in->leases[i] != NULL;
-	struct select_request r = {.n = 1, .max_util = -1, .uid = (uid_t)-1};
+	bool *marked = calloc(n ? n : 1, sizeof *marked);
+	if (!marked) {
+		free(leased);
+		return 0;
+	}
+	for (size_t i = 0; in->marks && i < n; i++)
+		marked[i] = in->marks[i].uuid[0] != '\0';
+	struct select_request r = {.n = 1, .max_util = -1, .uid = (uid_t)-1, .quarantined = marked};
 	size_t free_n = select_eligible(in->snap, &r, leased, NULL);
 	free(leased);
+	free(marked);
 	return free_n;
 }
 
@@ -251,10 +264,16 @@ static void node(FILE *f, const struct metrics_input *in)
 	esc(f, in->hostname ? in->hostname : "");
 	fprintf(f, "\"} %zu\n", in->snap->ngpus);
 	family_head(f, "gpuctl_gpus_free", "gauge",
-		    "GPUs gpuctl pick could hand out now: no gpuctl lease, no compute process, not lost, not in MIG mode.");
+		    "GPUs gpuctl pick could hand out now: no gpuctl lease, no compute process, not lost, not quarantined, "
+		    "not in MIG mode.");
 	fprintf(f, "gpuctl_gpus_free{Hostname=\"");
 	esc(f, in->hostname ? in->hostname : "");
 	fprintf(f, "\"} %zu\n", free_n);
+	if (in->marks) {
+		family_head(f, "gpuctl_quarantines_total", "counter",
+			    "GPUs gpuctld has quarantined since it started (Xid, ECC, row remap, lost).");
+		fprintf(f, "gpuctl_quarantines_total %llu\n", (unsigned long long)in->quarantines);
+	}
 	family_head(f, "gpuctl_sampler_samples_total", "counter", "Samples taken since gpuctld started.");
 	fprintf(f, "gpuctl_sampler_samples_total %llu\n", (unsigned long long)in->samples);
 	family_head(f, "gpuctl_sampler_failures_total", "counter",

@@ -13,6 +13,7 @@
 
 #include "device/gpu.h"
 #include "jobs/lease.h"
+#include "jobs/quarantine.h"
 
 /* NVML errors seen by the sampler, by function and status, since start */
 struct metrics_errors {
@@ -27,6 +28,9 @@ struct metrics_input {
 	uint64_t samples, failures;             /* samples taken, samples that failed outright */
 	double last_duration;                   /* seconds the last sample took */
 	bool snake_labels;                      /* model_name, not dcgm-exporter's modelName */
+	const struct quarantine_info *marks;    /* [ngpus] (uuid "": none), or NULL: no health checks */
+	const uint64_t *last_xid;               /* [ngpus], 0 none; NULL with marks */
+	uint64_t quarantines;                   /* made by gpuctld since it started */
 };
 
 /* The text, NUL-terminated (caller frees), its length in *len; NULL when out of memory. */

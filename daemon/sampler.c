@@ -9,6 +9,7 @@
 #include "util/clock.h"
 #include "sampler.h"
 #include "metrics.h"
+#include "health.h"
 #include "device/snapjson.h"
 
 #include <errno.h>
@@ -46,6 +47,8 @@ struct sampler {
 	struct lease_dir *leases;          /* NULL until a state directory exists */
 	struct lease_info *held;           /* [ngpus], this sample's holders */
 	const struct lease_info **holder;  /* [ngpus]: &held[i] or NULL */
+	struct quarantine_info *marks;     /* [ngpus], this sample's quarantine marks (uuid "": none) */
+	uint64_t *last_xid;                /* [ngpus], the last Xid since start (0: none) */
 	struct metrics_errors errors;
 	uint64_t samples, failures, seq;
 	double last_duration;
@@ -132,9 +135,34 @@ static void iso_time(int64_t ms, char *buf, size_t len)
 	snprintf(buf + n, len - n, ".%03dZ", (int)(ms % 1000));
 }
 
+/* the GPU's quarantine mark (null: none) and last Xid since gpuctld started (null: none) */
+static void json_health(struct jw *w, struct sampler *s, const gc_gpu *g)
+{
+	const struct quarantine_info *q = s->o.health && g->index < s->ngpus ? &s->marks[g->index] : NULL;
+	if (q && q->uuid[0]) {
+		char since[40];
+		iso_time(q->since * 1000, since, sizeof since);
+		jsonw_object(w, "quarantine");
+		jsonw_string(w, "reason", q->reason);
+		if (q->xid)
+			jsonw_uint(w, "xid", q->xid);
+		jsonw_string(w, "detail", q->detail);
+		jsonw_plain(w, "since", since);
+		jsonw_string(w, "by", q->by);
+		jsonw_end(w, '}');
+	} else {
+		jsonw_null(w, "quarantine");
+	}
+	if (s->o.health && g->index < s->ngpus && s->last_xid[g->index])
+		jsonw_uint(w, "last_xid", s->last_xid[g->index]);
+	else
+		jsonw_null(w, "last_xid");
+}
+
 static void json_lease(struct jw *w, const gc_gpu *g, void *arg)
 {
 	struct sampler *s = arg;
+	json_health(w, s, g);
 	const struct lease_info *l = g->index < s->ngpus ? s->holder[g->index] : NULL;
 	if (!l) {
 		jsonw_null(w, "lease");
@@ -219,6 +247,8 @@ static void sample_once(struct sampler *s)
 	s->seq++;
 	metrics_count_errors(&s->errors, &s->snap);
 	read_leases(s);
+	if (s->o.health)
+		health_sample(s->o.health, &s->snap, s->marks, s->last_xid);
 	struct frame *f = calloc(1, sizeof *f);
 	if (!f)
 		return;
@@ -230,6 +260,8 @@ static void sample_once(struct sampler *s)
 		.snap = &s->snap, .hostname = s->hostname, .leases = s->holder, .errors = &s->errors,
 		.samples = s->samples, .failures = s->failures, .last_duration = s->last_duration,
 		.snake_labels = s->o.snake_labels,
+		.marks = s->o.health ? s->marks : NULL, .last_xid = s->o.health ? s->last_xid : NULL,
+		.quarantines = health_quarantines(s->o.health),
 	};
 	struct snapjson_extra x = {.gpu = json_lease, .top = json_sample, .arg = s};
 	f->metrics = metrics_render(&in, &f->metrics_len);
@@ -306,10 +338,12 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 	size_t n = s->ngpus ? s->ngpus : 1;
 	s->held = calloc(n, sizeof *s->held);
 	s->holder = calloc(n, sizeof *s->holder);
+	s->marks = calloc(n, sizeof *s->marks);
+	s->last_xid = calloc(n, sizeof *s->last_xid);
 	s->times = calloc(s->cap, sizeof *s->times);
 	s->pts = calloc(s->cap * n, sizeof *s->pts);
 	s->gpu = calloc(n, sizeof *s->gpu);
-	if (!s->held || !s->holder || !s->times || !s->pts || !s->gpu) {
+	if (!s->held || !s->holder || !s->marks || !s->last_xid || !s->times || !s->pts || !s->gpu) {
 		errbuf_set(err, errlen, "out of memory for %zu samples of history", s->cap);
 		sampler_stop(s);
 		return GC_ENOMEM;
@@ -350,6 +384,8 @@ void sampler_stop(struct sampler *s)
 	lease_dir_close(s->leases);
 	free(s->held);
 	free(s->holder);
+	free(s->marks);
+	free(s->last_xid);
 	free(s->times);
 	free(s->pts);
 	free(s->gpu);

@@ -33,6 +33,7 @@ struct sampler_opts {
 	int64_t history_ms;
 	const char *hostname;    /* borrowed */
 	bool snake_labels;       /* --labels snake */
+	struct health *health;   /* borrowed: quarantine checks after each sample, or NULL */
 };
 
 struct sampler;

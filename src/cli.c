@@ -21,12 +21,15 @@
 #include <unistd.h>
 
 const char *cli_prog = "gpuctl";
+const char *cli_where;
 
 void cli_err(const char *fmt, ...)
 {
 	va_list ap;
 	fflush(stdout);
 	fprintf(stderr, "%s: ", cli_prog);
+	if (cli_where)
+		fprintf(stderr, "%s: ", cli_where);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

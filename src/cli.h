@@ -36,6 +36,8 @@ int cli_export_sim(const struct cli_global *g);
 
 /* the name error lines start with: "gpuctl", or "gpuctld" in the daemon */
 extern const char *cli_prog;
+/* when set, cli_err names it after the program: "gpuctld: /etc/gpuctl/gpuctld.conf:3: ..." */
+extern const char *cli_where;
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open the backend; on failure print one line and return the exit code. */
 int cli_open(const struct cli_global *g, gc_ctx **ctx);
@@ -132,6 +134,7 @@ int cmd_top(const struct cli_global *g, int argc, char **argv);
 int cmd_query(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 int cmd_leases(const struct cli_global *g, int argc, char **argv);
+int cmd_quarantine(const struct cli_global *g, int argc, char **argv);
 int cmd_pick(const struct cli_global *g, int argc, char **argv);
 int cmd_spot(const struct cli_global *g, int argc, char **argv);
 int cmd_explain(const struct cli_global *g, int argc, char **argv);

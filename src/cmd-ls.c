@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "jobs/lease.h"
+#include "jobs/quarantine.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -189,6 +190,13 @@ static void print_view(struct ls *l)
 			printf(" | %sMIG%s", col(l, C_BOLD), col(l, C_RESET));
 		if (g->lost)
 			printf(" | %s%sGPU is lost%s", col(l, C_BOLD), col(l, C_RED), col(l, C_RESET));
+		struct quarantine_info q;
+		if (l->leases && g->st[GC_V_UUID] == GC_ST_OK && quarantine_get(l->leases, g->uuid, &q) == 1) {
+			char xid[32] = "";
+			if (q.xid)
+				snprintf(xid, sizeof xid, " %llu", (unsigned long long)q.xid);
+			printf(" | %s%sQUARANTINED%s (%s%s)", col(l, C_BOLD), col(l, C_RED), col(l, C_RESET), q.reason, xid);
+		}
 		struct lease_info holder;
 		if (l->leases && g->st[GC_V_UUID] == GC_ST_OK && lease_peek(l->leases, g->uuid, &holder) == 1) {
 			lease_info_sanitize(&holder);

@@ -182,6 +182,17 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	/* without --lease nothing is taken, but GPUs leased or quarantined are still not free: the
+	 * state directory is read when it exists */
+	if (!lease) {
+		int orc = lease_dir_open(&d, NULL, false, err, sizeof err);
+		if (orc != GC_OK && orc != GC_ENOTFOUND) {
+			cli_err("%s", err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		r.peek_only = true;
+	}
 	unsigned *chosen = calloc(r.jg.sel.n ? r.jg.sel.n : 1, sizeof *chosen);
 	if (!chosen) {
 		cli_err("out of memory");

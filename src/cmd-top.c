@@ -322,6 +322,18 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 		put(y, x, 4, A_BOLD, " MIG");
 		x += 4;
 	}
+	const struct top_holder *th = &t->d.holder[g];
+	if (th->quarantined) {
+		char q[64];
+		if (!full)
+			snprintf(q, sizeof q, " QUAR");
+		else if (th->qxid)
+			snprintf(q, sizeof q, " QUARANTINED: %s %llu", th->qreason, (unsigned long long)th->qxid);
+		else
+			snprintf(q, sizeof q, " QUARANTINED: %s", th->qreason);
+		put(y, x, w - x, pair(t, PAIR_BAD, A_BOLD), "%s", q);
+		x += (int)strlen(q);
+	}
 	if (gpu_unleased(t, g))
 		put(y, w - 2, 2, pair(t, PAIR_WARN, A_BOLD), " U");
 	holder_text(&t->d.holder[g], holder, sizeof holder);

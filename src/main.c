@@ -32,6 +32,7 @@ static const struct command commands[] = {
 	{"logs", cmd_logs, "a queued job's output (-f: follow it)"},
 	{"wait", cmd_wait, "wait for queued jobs to end, exit with their status"},
 	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
+	{"quarantine", cmd_quarantine, "GPUs out of service after hardware faults: list, add, clear"},
 	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},
 	{"explain", cmd_explain, "name the known failures in a training log, with the fix"},
@@ -45,7 +46,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: gpuctl [--sim FILE] <command> [options]\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nglobal options:\n"
 		   "  --sim FILE   run against a simulated node described by FILE (also $GPUCTL_SIM)\n"
 		   "  --version    print the version and exit\n"

@@ -6,6 +6,7 @@
 #include "top.h"
 
 #include "cli.h"
+#include "jobs/quarantine.h"
 #include "queue-client.h"
 #include "util/clock.h"
 
@@ -108,7 +109,7 @@ static unsigned long long seen_ticks(const struct top_data *d, uint32_t pid, boo
 static void leases(struct top_data *d)
 {
 	for (size_t i = 0; i < d->ngpus; i++)
-		d->holder[i].held = false;
+		d->holder[i].held = d->holder[i].quarantined = false;
 	free(d->waiters);
 	d->waiters = NULL;
 	d->nwaiters = 0;
@@ -120,6 +121,15 @@ static void leases(struct top_data *d)
 	if (rc != GC_OK) {
 		snprintf(d->err, sizeof d->err, "leases: %.200s", err);
 		return;
+	}
+	for (size_t i = 0; i < d->ngpus; i++) {
+		const char *uuid = NULL;
+		struct quarantine_info q;
+		if (gc_value_str(d->snap, i, GC_V_UUID, &uuid) == GC_ST_OK && quarantine_get(dir, uuid, &q) == 1) {
+			d->holder[i].quarantined = true;
+			snprintf(d->holder[i].qreason, sizeof d->holder[i].qreason, "%s", q.reason);
+			d->holder[i].qxid = q.xid;
+		}
 	}
 	struct lease_entry *e = NULL;
 	size_t n = 0;

@@ -40,6 +40,9 @@ struct top_proc {
 struct top_holder {
 	bool held;
 	struct lease_info info;     /* sanitized */
+	bool quarantined;           /* out of service (gpuctl quarantine) */
+	char qreason[16];           /* its reason: "xid", "ecc", ... (sanitized) */
+	uint64_t qxid;              /* with "xid" */
 };
 
 struct top_gpu {

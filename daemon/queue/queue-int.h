@@ -164,6 +164,8 @@ struct gpus_now {
 	gc_snapshot view;      /* snap, cut to MAX_GPUS GPUs (shares its memory) */
 	size_t n;
 	bool is_free[MAX_GPUS];
+	bool quarantined[MAX_GPUS];  /* out of service (quarantine.h): never free, never eligible */
+	size_t nquarantined;
 };
 
 struct queue;

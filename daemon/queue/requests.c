@@ -125,8 +125,8 @@ static void add_pending_reason(struct queue *q, const struct gpus_now *now, cons
 				 j->ngpus, s, ever, now->n);
 		} else if (fit < j->ngpus) {
 			word = "Resources";
-			snprintf(why, sizeof why, "%u GPU%s requested, %zu free now that it may use (%zu could match)",
-				 j->ngpus, s, fit, ever);
+			snprintf(why, sizeof why, "%u GPU%s requested, %zu free now that it may use (%zu could match%s)",
+				 j->ngpus, s, fit, ever, now->nquarantined ? "; quarantined GPUs are not used: gpuctl quarantine" : "");
 		} else {
 			word = "Priority";
 			snprintf(why, sizeof why, "behind earlier or higher-priority jobs (first come, first served)");

@@ -18,6 +18,7 @@
 #include "util/clock.h"
 #include "dispatch.h"
 #include "jobs/jobstatus.h"
+#include "jobs/quarantine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +57,10 @@ void round_gpus_now(struct queue *q, struct gpus_now *g)
 	round_gpus_sample(q, g);
 	for (size_t i = 0; i < g->n; i++) {
 		const char *uuid = uuid_of(&g->view, i);
-		g->is_free[i] = uuid && q->round.leases && lease_peek(q->round.leases, uuid, NULL) == 0;
+		g->quarantined[i] = uuid && q->round.leases && quarantine_get(q->round.leases, uuid, NULL) == 1;
+		g->nquarantined += g->quarantined[i];
+		g->is_free[i] = uuid && !g->quarantined[i] && q->round.leases &&
+				lease_peek(q->round.leases, uuid, NULL) == 0;
 	}
 	for (size_t r = 0; r < q->round.nrun; r++)
 		for (size_t i = 0; i < g->n; i++)
@@ -89,7 +93,9 @@ void round_job_request(const struct job *j, const json_t *rq, struct select_requ
 void round_job_eligible(const struct gpus_now *now, const struct select_request *r, bool *e)
 {
 	enum select_why why[MAX_GPUS];
-	select_eligible(&now->view, r, NULL, why);
+	struct select_request rq = *r;
+	rq.quarantined = now->quarantined;
+	select_eligible(&now->view, &rq, NULL, why);
 	for (size_t g = 0; g < now->n; g++)
 		e[g] = why[g] == SELECT_OK && uuid_of(&now->view, g);
 }

@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -204,6 +205,14 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 	return GC_OK;
 }
 
+static const struct xid_entry *xid_entry(const struct explain_db *db, int code)
+{
+	for (size_t i = 0; db && i < db->nxid; i++)
+		if (db->xid[i].code == code)
+			return &db->xid[i];
+	return NULL;
+}
+
 static int load_file(struct explain_db *db, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
@@ -367,6 +376,18 @@ void explain_db_free(struct explain_db *db)
 size_t explain_db_count(const struct explain_db *db)
 {
 	return db->n;
+}
+
+const char *explain_xid_meaning(const struct explain_db *db, int code)
+{
+	const struct xid_entry *x = xid_entry(db, code);
+	return x && x->meaning[0] ? x->meaning : NULL;
+}
+
+const char *explain_xid_reset(const struct explain_db *db, int code)
+{
+	const struct xid_entry *x = xid_entry(db, code);
+	return x && x->reset[0] ? x->reset : NULL;
 }
 
 /* ---- lines -------------------------------------------------------------- */
@@ -680,10 +701,7 @@ static void analyze_xid(const struct explain_db *db, struct explain_result *r, c
 		return;
 	put_num(f, "code", (double)code);
 	put_str(f, "pci", pci);
-	const struct xid_entry *x = NULL;
-	for (size_t i = 0; i < db->nxid; i++)
-		if (db->xid[i].code == code)
-			x = &db->xid[i];
+	const struct xid_entry *x = code >= 0 && code <= INT_MAX ? xid_entry(db, (int)code) : NULL;
 	snprintf(f->title, sizeof f->title, "the NVIDIA driver reported Xid %ld on GPU %s", code, pci);
 	if (x) {
 		put_str(f, "reset", x->reset);

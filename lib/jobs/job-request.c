@@ -9,6 +9,7 @@
  * buffers, "not now" reasons name who holds what.
  */
 #include "jobs/job.h"
+#include "jobs/quarantine.h"
 
 #include "util/clock.h"
 #include "util/errbuf.h"
@@ -145,9 +146,11 @@ int job_request_prepare(struct job_request *r, gc_ctx *ctx, char *err, size_t er
 	r->exclude = calloc(n, sizeof *r->exclude);
 	r->wanted = calloc(n, sizeof *r->wanted);
 	r->leased = calloc(n, sizeof *r->leased);
+	r->quarantined = calloc(n, sizeof *r->quarantined);
 	r->own = calloc(n, sizeof *r->own);
 	r->why = calloc(n, sizeof *r->why);
-	if (!r->uuids || !r->allowed || !r->exclude || !r->wanted || !r->leased || !r->own || !r->why) {
+	if (!r->uuids || !r->allowed || !r->exclude || !r->wanted || !r->leased || !r->quarantined || !r->own ||
+	    !r->why) {
 		errbuf_set(err, errlen, "out of memory");
 		return GC_ENOMEM;
 	}
@@ -228,10 +231,14 @@ static void reasons(struct job_request *r, struct lease_dir *d, char *buf, size_
 			continue;
 		char one[400];
 		struct lease_info info;
+		struct quarantine_info q;
 		if (r->why[i] == SELECT_LEASED && d && r->uuids[i] && lease_peek(d, r->uuids[i], &info) == 1) {
 			char who[300];
 			lease_holder_text(&info, who, sizeof who);
 			snprintf(one, sizeof one, "GPU %zu is leased by %s", i, who);
+		} else if (r->why[i] == SELECT_QUARANTINED && d && r->uuids[i] && quarantine_get(d, r->uuids[i], &q) == 1) {
+			snprintf(one, sizeof one, "GPU %zu is quarantined: %s (until 'gpuctl quarantine clear %zu')", i,
+				 q.detail[0] ? q.detail : q.reason, i);
 		} else {
 			char what[160];
 			snprintf(one, sizeof one, "GPU %zu: %s", i,
@@ -299,6 +306,10 @@ int job_request_try(struct job_request *r, struct lease_dir *d, const struct lea
 	if (!d || lease_held(d, look, r->ngpus, r->leased) < 0)
 		for (size_t i = 0; i < r->ngpus; i++)
 			r->leased[i] = false;
+	if (!d || quarantine_marked(d, look, r->ngpus, r->quarantined) < 0)
+		for (size_t i = 0; i < r->ngpus; i++)
+			r->quarantined[i] = false;
+	r->jg.sel.quarantined = r->quarantined;
 	free(look);
 	if (d && !r->placed_spec && (rc = inside_own_lease(r, d, why, whylen)))
 		return rc;
@@ -311,6 +322,9 @@ int job_request_try(struct job_request *r, struct lease_dir *d, const struct lea
 			if (r->wanted[i] && r->leased[i]) {
 				ok = false;
 				r->why[i] = SELECT_LEASED;
+			} else if (r->wanted[i] && r->quarantined[i]) {
+				ok = false; /* since gpuctld chose it */
+				r->why[i] = SELECT_QUARANTINED;
 			}
 			if (r->wanted[i])
 				chosen[k++] = (unsigned)i;
@@ -490,6 +504,7 @@ void job_request_release(struct job_request *r)
 	free(r->exclude);
 	free(r->wanted);
 	free(r->leased);
+	free(r->quarantined);
 	free(r->own);
 	free(r->why);
 }

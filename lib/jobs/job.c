@@ -5,6 +5,7 @@
 #include "jobs/job.h"
 
 #include "util/errbuf.h"
+#include "jobs/quarantine.h"
 #include "jobs/visible.h"
 
 #include <stdio.h>
@@ -22,8 +23,10 @@ int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lea
 	const char **uuids = calloc(n ? n : 1, sizeof *uuids);
 	const char **take = calloc(r->n ? r->n : 1, sizeof *take);
 	bool *leased = calloc(n ? n : 1, sizeof *leased);
+	bool *marked = calloc(n ? n : 1, sizeof *marked);
+	struct select_request rq = *r;
 	int rc = GC_ENOMEM;
-	if (!uuids || !take || !leased) {
+	if (!uuids || !take || !leased || !marked) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
@@ -36,7 +39,13 @@ int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lea
 			errbuf_set(err, errlen, "cannot read the leases in %s", lease_dir_path(d));
 			goto done;
 		}
-		rc = select_pick(s, r, leased, chosen);
+		/* a quarantined GPU goes to nobody (quarantine.h) */
+		if (d && (rc = quarantine_marked(d, uuids, n, marked)) < 0) {
+			errbuf_set(err, errlen, "cannot read the quarantine marks in %s", lease_dir_path(d));
+			goto done;
+		}
+		rq.quarantined = d ? marked : r->quarantined;
+		rc = select_pick(s, &rq, leased, chosen);
 		if (rc == GC_ENOTNOW)
 			errbuf_set(err, errlen, "fewer than %u GPU%s fit the request now", r->n, r->n > 1 ? "s" : "");
 		else if (rc != GC_OK)
@@ -59,6 +68,7 @@ done:
 	free(uuids);
 	free(take);
 	free(leased);
+	free(marked);
 	return rc;
 }
 

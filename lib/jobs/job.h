@@ -81,6 +81,7 @@ struct job_request {
 	size_t ngpus;
 	const char **uuids;          /* [ngpus], into snap */
 	bool *allowed, *exclude, *wanted, *leased;
+	bool *quarantined;           /* out of service (quarantine.h), as of the last job_request_try */
 	bool *own;                   /* leased by an ancestor of ours (lease_ours): used, never leased */
 	size_t nown;                 /* how many, as of the last job_request_try */
 	bool wanted_known;           /* --gpus is parsed into wanted: later samples take only those */

@@ -58,6 +58,7 @@ const char *select_why_text(enum select_why w)
 	case SELECT_MODEL: return "another model";
 	case SELECT_LEASED: return "leased";
 	case SELECT_LOST: return "lost";
+	case SELECT_QUARANTINED: return "quarantined";
 	case SELECT_MEMORY: return "not enough free memory";
 	case SELECT_UTIL: return "too busy";
 	case SELECT_OTHER_USER: return "in use by another user";
@@ -183,6 +184,8 @@ static enum select_why why_of(const gc_snapshot *s, size_t i, const struct selec
 		return SELECT_EXCLUDED;
 	if (select_gpu_lost(g))
 		return SELECT_LOST;
+	if (r->quarantined && r->quarantined[i])
+		return SELECT_QUARANTINED;
 	if (!model_matches(r->model, g))
 		return SELECT_MODEL;
 	if (select_gpu_mig(g))

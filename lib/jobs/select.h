@@ -29,15 +29,16 @@ struct select_request {
 				     "NVIDIA A100 80GB PCIe"); NULL or "" = any */
 	const bool *exclude;      /* borrowed; [ngpus] or NULL */
 	const bool *allowed;      /* borrowed; [ngpus] (from CUDA_VISIBLE_DEVICES) or NULL = all */
+	const bool *quarantined;  /* borrowed; [ngpus] (quarantine.h) or NULL = none */
 	bool shared;              /* processes of other users do not make a GPU busy */
 	uid_t uid;                /* the requesting user */
 };
 
 /*
  * Why a GPU is not eligible now. A GPU gets the first reason that applies,
- * checked in this order: not visible, excluded, lost, model, MIG, leased,
- * memory, utilization, other user (a lost GPU says so even when its name is
- * unknown).
+ * checked in this order: not visible, excluded, lost, quarantined, model,
+ * MIG, leased, memory, utilization, other user (a lost GPU says so even when
+ * its name is unknown).
  */
 enum select_why {
 	SELECT_OK,
@@ -52,6 +53,7 @@ enum select_why {
 				 cannot be seen (another PID namespace), or an unknown
 				 process list; never when r->shared */
 	SELECT_MIG,           /* in MIG mode: CUDA cannot use it by index (select_gpu_mig) */
+	SELECT_QUARANTINED,   /* quarantined[]: out of service until an administrator clears it */
 };
 
 /* Is this GPU lost: a call returned GPU_IS_LOST in the sample, or a value says it is lost or

@@ -154,6 +154,18 @@ for cmd in commands:
         if not re.search(rf"\\-\\-{re.escape(name).replace(chr(92) + '-', chr(92) + chr(92) + '-')}\b", man):
             errors.append(f"gpuctl-{cmd}.1 does not document --{name} (gpuctl {cmd} --help prints it)")
 
+# 5b. gpuctld: every option of its table is in gpuctld(8), and, but for those that are no
+# settings, in contrib/gpuctld.conf with its default (the keys of its configuration file)
+gpuctld_opts = table_names(read("daemon/gpuctld.c")) - {"help", "version"}
+man8, conf = read("docs/man/gpuctld.8"), read("contrib/gpuctld.conf")
+if not {"listen", "quarantine", "config"} <= gpuctld_opts:
+    errors.append(f"gpuctld's option table was not read: {sorted(gpuctld_opts)}")
+for name in sorted(gpuctld_opts):
+    if "\\-\\-" + name.replace("-", "\\-") not in man8:
+        errors.append(f"gpuctld.8 does not document --{name}")
+    if name not in ("config", "check-config") and not re.search(rf"^# {re.escape(name)} =", conf, re.M):
+        errors.append(f"contrib/gpuctld.conf does not list the key {name!r}")
+
 # 6. environment variables the code reads
 code = "".join(read(os.path.relpath(os.path.join(r, f), src)) for d in ("src", "lib", "daemon")
                for r, _, fs in os.walk(os.path.join(src, d)) for f in fs if f.endswith((".c", ".h")))

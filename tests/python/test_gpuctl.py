@@ -150,6 +150,18 @@ class Pick(unittest.TestCase):
         with self.assertRaises(gpuctl.Busy):
             CTX.select(1, min_free_mem="30G")
 
+    def test_a_quarantined_gpu_is_given_to_nobody(self):
+        # root's mark (or, in a state directory of our own, ours): select and lease leave GPU 0 out
+        cli("quarantine", "add", "0", "--reason", "test")
+        try:
+            with self.assertRaises(gpuctl.Busy):
+                CTX.select(1)
+            with self.assertRaises(gpuctl.Busy):
+                CTX.lease(1)
+        finally:
+            cli("quarantine", "clear", "0")
+        self.assertEqual([d.index for d in CTX.select(1)], [0])
+
     def test_several_gpus_best_connected_as_pick(self):
         h100 = os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")
         want = subprocess.run([GPUCTL, "--sim", h100, "pick", "-n", "2", "--min-free-mem", "40G"],

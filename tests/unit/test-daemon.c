@@ -18,10 +18,15 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include "health.h"
 #include "metrics.h"
 #include "route.h"
 #include "sampler.h"
 #include "jobs/select.h"
+#include "jobs/quarantine.h"
+#include "tmpdir.h"
+
+#include <jansson.h>
 
 static void fill(gc_gpu *g, unsigned idx)
 {
@@ -223,6 +228,165 @@ static void test_sampler_lost(void **state)
 	sampler_stop(s);
 }
 
+/* --quarantine and --quarantine-xids: what they take, and what they refuse in one line */
+static void test_health_parse(void **state)
+{
+	(void)state;
+	struct health_opts o = {0};
+	char err[256];
+	assert_int_equal(health_parse_faults("xid,lost", &o, err, sizeof err), 0);
+	assert_int_equal(o.faults, HEALTH_XID | HEALTH_LOST);
+	assert_int_equal(health_parse_faults("all", &o, err, sizeof err), 0);
+	assert_int_equal(o.faults, HEALTH_ALL);
+	assert_int_equal(health_parse_faults("off", &o, err, sizeof err), 0);
+	assert_int_equal(o.faults, 0);
+	assert_int_equal(health_parse_faults("xid,bogus", &o, err, sizeof err), -1);
+	assert_non_null(strstr(err, "invalid --quarantine 'xid,bogus'"));
+	assert_int_equal(health_parse_faults("", &o, err, sizeof err), -1);
+	assert_int_equal(health_parse_xids("48,79", &o, err, sizeof err), 0);
+	assert_int_equal(o.nxids, 2);
+	assert_int_equal(o.xids[1], 79);
+	assert_int_equal(health_parse_xids("all", &o, err, sizeof err), 0);
+	assert_true(o.xid_all);
+	static const char *const bad[] = {"", "48,", "-1", "0", "x", "48;79", "1000000", "+5"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (health_parse_xids(bad[i], &o, err, sizeof err) != -1)
+			fail_msg("--quarantine-xids '%s' was taken", bad[i]);
+		assert_non_null(strstr(err, "invalid --quarantine-xids"));
+	}
+}
+
+/* the default Xids are exactly those data/signatures/xid.json says need a GPU reset ("yes...") */
+static void test_health_default_xids_match_catalogue(void **state)
+{
+	(void)state;
+	const char *src = getenv("GPUCTL_SRCDIR");
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/data/signatures/xid.json", src ? src : ".");
+	json_t *root = json_load_file(path, 0, NULL);
+	assert_non_null(root);
+	struct health_opts o = {0};
+	char err[256];
+	assert_int_equal(health_parse_xids("reset", &o, err, sizeof err), 0);
+	size_t yes = 0;
+	const char *code;
+	json_t *e;
+	json_object_foreach(json_object_get(root, "xid"), code, e) {
+		bool needs = strncmp(json_string_value(json_array_get(e, 1)), "yes", 3) == 0;
+		bool listed = false;
+		for (size_t k = 0; k < o.nxids; k++)
+			listed |= o.xids[k] == strtoull(code, NULL, 10);
+		if (needs != listed)
+			fail_msg("Xid %s: xid.json says reset %s, the default list %s it", code, needs ? "yes" : "no",
+				 listed ? "has" : "lacks");
+		yes += needs;
+	}
+	assert_int_equal(yes, o.nxids);
+	json_decref(root);
+}
+
+/* a sample of tests/cli/nodes/idle-8x.json, its values then set by hand */
+static gc_ctx *sim_ctx(void)
+{
+	char node[PATH_MAX];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/tests/cli/nodes/idle-8x.json", src ? src : ".");
+	gc_open_opts oo = {.sim_node = strdup(node)};
+	gc_ctx *ctx = NULL;
+	if (gc_ctx_open(&ctx, &oo) != GC_OK)
+		fail_msg("gc_ctx_open: %s", ctx ? gc_ctx_errmsg(ctx) : "?");
+	free((char *)oo.sim_node);
+	return ctx;
+}
+
+/* ECC, remap and lost quarantine on a new fault, not again after a clear for the same one,
+ * again for a new one; a remap quarantine lifts itself; marks show in the sample's marks */
+static void test_health_transitions(void **state)
+{
+	(void)state;
+	char dir[64];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "health"), 0);
+	setenv("GPUCTL_STATE_DIR", dir, 1);
+	char node[PATH_MAX];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(node, sizeof node, "%s/tests/cli/nodes/idle-8x.json", src ? src : ".");
+	struct health_opts o = {.faults = HEALTH_ALL, .sim = node};
+	char err[256];
+	assert_int_equal(health_parse_xids("reset", &o, err, sizeof err), 0);
+	struct health *h = NULL;
+	assert_int_equal(health_start(&h, &o, err, sizeof err), GC_OK);
+	gc_ctx *ctx = sim_ctx();
+	gc_snapshot snap = {0};
+	assert_int_equal(gc_ctx_sample(ctx, &snap, GC_ALL_VALUES, NULL, false), GC_OK);
+	assert_int_equal(snap.ngpus, 8);
+	struct quarantine_info marks[8];
+	uint64_t xid[8];
+	gc_gpu *g = snap.gpus;
+	for (int i = 0; i < 8; i++) {
+		g[i].st[GC_V_ECC_UNCORR_VOL] = GC_ST_OK;
+		g[i].ecc_uncorr_vol = 2; /* old errors: a baseline, not a fault */
+		g[i].st[GC_V_REMAPPED_ROWS] = GC_ST_OK;
+		g[i].remap_pending = false;
+	}
+	health_sample(h, &snap, marks, xid);
+	for (int i = 0; i < 8; i++)
+		assert_string_equal(marks[i].uuid, "");
+	/* GPU 1: new uncorrectable errors; GPU 2: rows wait for a reset; GPU 5: lost */
+	g[1].ecc_uncorr_vol = 3;
+	g[2].remap_pending = true;
+	g[5].lost = true;
+	health_sample(h, &snap, marks, xid);
+	assert_string_equal(marks[1].reason, "ecc");
+	assert_non_null(strstr(marks[1].detail, "1 new uncorrectable ECC error"));
+	assert_string_equal(marks[2].reason, "remap");
+	assert_string_equal(marks[5].reason, "lost");
+	assert_string_equal(marks[0].uuid, "");
+	assert_int_equal(health_quarantines(h), 3);
+	/* cleared by an administrator: the same faults do not mark them again */
+	struct lease_dir *d = NULL;
+	assert_int_equal(lease_dir_open(&d, dir, false, err, sizeof err), GC_OK);
+	static const int cleared[] = {1, 2, 5};
+	for (size_t k = 0; k < 3; k++)
+		assert_int_equal(quarantine_clear(d, g[cleared[k]].uuid, err, sizeof err), 1);
+	health_sample(h, &snap, marks, xid);
+	assert_string_equal(marks[1].uuid, "");
+	assert_string_equal(marks[2].uuid, "");
+	assert_string_equal(marks[5].uuid, "");
+	/* a new error does */
+	g[1].ecc_uncorr_vol = 5;
+	health_sample(h, &snap, marks, xid);
+	assert_non_null(strstr(marks[1].detail, "2 new uncorrectable ECC errors"));
+	/* GPU 2 is reset: nothing waits; then rows wait again, and once they no longer do the
+	 * quarantine lifts itself, while an administrator's mark stays */
+	g[2].remap_pending = false;
+	health_sample(h, &snap, marks, xid);
+	g[2].remap_pending = true;
+	health_sample(h, &snap, marks, xid);
+	assert_string_equal(marks[2].reason, "remap");
+	struct quarantine_info admin = {.gpu = 3};
+	snprintf(admin.uuid, sizeof admin.uuid, "%s", g[3].uuid);
+	snprintf(admin.reason, sizeof admin.reason, "admin");
+	assert_int_equal(quarantine_set(d, &admin, err, sizeof err), GC_OK);
+	g[2].remap_pending = false;
+	health_sample(h, &snap, marks, xid);
+	assert_string_equal(marks[2].uuid, "");
+	assert_string_equal(marks[3].reason, "admin");
+	/* with the faults off, nothing is marked, and marks are still shown */
+	health_stop(h);
+	o.faults = 0;
+	assert_int_equal(health_start(&h, &o, err, sizeof err), GC_OK);
+	g[6].lost = true;
+	health_sample(h, &snap, marks, xid);
+	assert_string_equal(marks[6].uuid, "");
+	assert_string_equal(marks[3].reason, "admin");
+	health_stop(h);
+	lease_dir_close(d);
+	gpu_snapshot_release(&snap);
+	gc_ctx_free(ctx);
+	unsetenv("GPUCTL_STATE_DIR");
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +395,9 @@ int main(void)
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_sampler_mig),
 		cmocka_unit_test(test_sampler_lost),
+		cmocka_unit_test(test_health_parse),
+		cmocka_unit_test(test_health_default_xids_match_catalogue),
+		cmocka_unit_test(test_health_transitions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
