@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "enforce.h"
 #include "health.h"
 #include "http.h"
 #include "queue/queue.h"
@@ -32,7 +33,8 @@ static void usage(FILE *f)
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
 		"               --log-dir DIR --log-keep DUR --job-keep DUR --gpuctl PATH --admin-group GROUP\n"
 		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
-		"               [--quarantine-xids LIST] [--config FILE] [--check-config]\n"
+		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
+		"               [--enforce-root] [--enforce-unleased] [--config FILE] [--check-config]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -70,6 +72,11 @@ static void usage(FILE *f)
 		"                        xid,ecc,remap,lost (default: all), or off (docs/policy.md)\n"
 		"  --quarantine-xids LIST  the Xids that quarantine: reset (default: those that need a GPU\n"
 		"                        reset, 48,61,62,64,74,79,95,119,154), all, or numbers (48,79)\n"
+		"  --enforce MODE        a process on a GPU another user leased: off (default), warn (log and\n"
+		"                        count it), kill (SIGTERM, SIGKILL after --enforce-grace) (docs/policy.md)\n"
+		"  --enforce-grace DUR   from SIGTERM to SIGKILL (default 10s)\n"
+		"  --enforce-root        root's processes too (default: reported, never signalled)\n"
+		"  --enforce-unleased    all GPU work must be leased: a process on a GPU nobody leased is one too\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
 		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
@@ -141,6 +148,10 @@ static const struct option opts[] = {
 	{"max-job-bytes", required_argument, NULL, 'B'},
 	{"quarantine", required_argument, NULL, 'q'},
 	{"quarantine-xids", required_argument, NULL, 'x'},
+	{"enforce", required_argument, NULL, 'e'},
+	{"enforce-grace", required_argument, NULL, 'G'},
+	{"enforce-root", no_argument, NULL, 'R'},
+	{"enforce-unleased", no_argument, NULL, 'U'},
 	{"config", required_argument, NULL, 'C'},
 	{"check-config", no_argument, NULL, 'k'},
 	{"version", no_argument, NULL, 'V'},
@@ -154,6 +165,7 @@ struct settings {
 	struct http_opts ho;
 	struct queue_opts qo;
 	struct health_opts hlo;
+	struct enforce_opts eo;
 	bool queue_on;
 };
 
@@ -287,6 +299,18 @@ static int apply(struct settings *st, int c, const char *arg)
 			return EXIT_USAGE;
 		}
 		break;
+	case 'e':
+		if (enforce_parse_mode(arg, &st->eo.mode, herr, sizeof herr) < 0) {
+			cli_err("%s", herr);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'G':
+		if ((rc = cli_parse_duration("--enforce-grace", arg, &st->eo.grace_ms)))
+			return rc;
+		break;
+	case 'R': st->eo.root = true; break;
+	case 'U': st->eo.unleased = true; break;
 	}
 	return EXIT_OK;
 }
@@ -408,6 +432,7 @@ int main(int argc, char **argv)
 			.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
 		},
 		.hlo = {.faults = HEALTH_ALL},
+		.eo = {.mode = ENFORCE_OFF, .grace_ms = 10000},
 		.queue_on = true,
 	};
 	char herr[256];
@@ -497,14 +522,19 @@ int main(int argc, char **argv)
 	struct http *h = NULL;
 	struct health *hl = NULL;
 	st.hlo.sim = so.sim;
-	int gr = health_start(&hl, &st.hlo, err, sizeof err);
+	struct enforce *ef = enforce_new(&st.eo);
+	int gr = ef ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
+	if (!ef)
+		snprintf(err, sizeof err, "out of memory");
 	if (gr == GC_OK) {
 		so.health = hl;
+		so.enforce = ef;
 		gr = sampler_start(&s, &so, err, sizeof err);
 	}
 	if (gr != GC_OK) {
 		cli_err("%s", err);
 		health_stop(hl);
+		enforce_free(ef);
 		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
 	}
 	struct queue *q = NULL;
@@ -519,12 +549,14 @@ int main(int argc, char **argv)
 		    (rc = parent_dir_exists("--log-dir", qo.log_dir))) {
 			sampler_stop(s);
 			health_stop(hl);
+			enforce_free(ef);
 			return rc;
 		}
 		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
 			cli_err("%s", err);
 			sampler_stop(s);
 			health_stop(hl);
+			enforce_free(ef);
 			return EXIT_FAIL;
 		}
 	}
@@ -535,6 +567,7 @@ int main(int argc, char **argv)
 		queue_stop(q);
 		sampler_stop(s);
 		health_stop(hl);
+		enforce_free(ef);
 		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
 	}
 	struct sigaction sa;
@@ -555,5 +588,6 @@ int main(int argc, char **argv)
 	queue_stop(q);
 	sampler_stop(s);
 	health_stop(hl);
+	enforce_free(ef);
 	return EXIT_OK;
 }

@@ -6,6 +6,7 @@
  * and a family no GPU reports is left out whole.
  */
 #include "metrics.h"
+#include "enforce.h"
 
 #include "jobs/select.h"
 
@@ -273,6 +274,17 @@ static void node(FILE *f, const struct metrics_input *in)
 		family_head(f, "gpuctl_quarantines_total", "counter",
 			    "GPUs gpuctld has quarantined since it started (Xid, ECC, row remap, lost).");
 		fprintf(f, "gpuctl_quarantines_total %llu\n", (unsigned long long)in->quarantines);
+	}
+	const char *user;
+	uint64_t count;
+	for (size_t i = 0; enforce_count(in->enforce, i, &user, &count); i++) {
+		if (i == 0)
+			family_head(f, "gpuctl_policy_violations_total", "counter",
+				    "Compute processes seen on a GPU another user leased (or, with --enforce-unleased, "
+				    "that nobody leased), by the process's user, since gpuctld started.");
+		fputs("gpuctl_policy_violations_total{user=\"", f);
+		esc(f, user);
+		fprintf(f, "\"} %llu\n", (unsigned long long)count);
 	}
 	family_head(f, "gpuctl_sampler_samples_total", "counter", "Samples taken since gpuctld started.");
 	fprintf(f, "gpuctl_sampler_samples_total %llu\n", (unsigned long long)in->samples);

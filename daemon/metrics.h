@@ -31,6 +31,7 @@ struct metrics_input {
 	const struct quarantine_info *marks;    /* [ngpus] (uuid "": none), or NULL: no health checks */
 	const uint64_t *last_xid;               /* [ngpus], 0 none; NULL with marks */
 	uint64_t quarantines;                   /* made by gpuctld since it started */
+	const struct enforce *enforce;          /* violations by user, or NULL */
 };
 
 /* The text, NUL-terminated (caller frees), its length in *len; NULL when out of memory. */

@@ -9,6 +9,7 @@
 #include "util/clock.h"
 #include "sampler.h"
 #include "metrics.h"
+#include "enforce.h"
 #include "health.h"
 #include "device/snapjson.h"
 
@@ -249,6 +250,7 @@ static void sample_once(struct sampler *s)
 	read_leases(s);
 	if (s->o.health)
 		health_sample(s->o.health, &s->snap, s->marks, s->last_xid);
+	enforce_sample(s->o.enforce, &s->snap, s->holder, clock_mono_ms());
 	struct frame *f = calloc(1, sizeof *f);
 	if (!f)
 		return;
@@ -261,7 +263,7 @@ static void sample_once(struct sampler *s)
 		.samples = s->samples, .failures = s->failures, .last_duration = s->last_duration,
 		.snake_labels = s->o.snake_labels,
 		.marks = s->o.health ? s->marks : NULL, .last_xid = s->o.health ? s->last_xid : NULL,
-		.quarantines = health_quarantines(s->o.health),
+		.quarantines = health_quarantines(s->o.health), .enforce = s->o.enforce,
 	};
 	struct snapjson_extra x = {.gpu = json_lease, .top = json_sample, .arg = s};
 	f->metrics = metrics_render(&in, &f->metrics_len);

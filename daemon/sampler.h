@@ -34,6 +34,7 @@ struct sampler_opts {
 	const char *hostname;    /* borrowed */
 	bool snake_labels;       /* --labels snake */
 	struct health *health;   /* borrowed: quarantine checks after each sample, or NULL */
+	struct enforce *enforce; /* borrowed: lease enforcement after each sample, or NULL */
 };
 
 struct sampler;

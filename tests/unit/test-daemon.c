@@ -11,13 +11,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <limits.h>
 #include <unistd.h>
 
+#include "enforce.h"
 #include "health.h"
 #include "metrics.h"
 #include "route.h"
@@ -387,6 +390,72 @@ static void test_health_transitions(void **state)
 	tmpdir_remove(dir);
 }
 
+/* enforcement's rules on a crafted sample: root's process is counted, signalled only with
+ * --enforce-root; one gpuctld cannot map to a user is counted as "unknown", never signalled;
+ * the holder's own is no violation; each is counted once however many samples show it */
+static void test_enforce_rules(void **state)
+{
+	(void)state;
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	gc_gpu g;
+	memset(&g, 0, sizeof g);
+	g.index = 2;
+	gc_proc procs[3];
+	memset(procs, 0, sizeof procs);
+	procs[0] = (gc_proc){.pid = (uint32_t)child, .type = GC_PROC_COMPUTE, .visible = true, .uid = 0};
+	snprintf(procs[0].user, sizeof procs[0].user, "root");
+	procs[1] = (gc_proc){.pid = 999999, .type = GC_PROC_COMPUTE, .visible = false};
+	procs[2] = (gc_proc){.pid = (uint32_t)getpid(), .type = GC_PROC_COMPUTE, .visible = true, .uid = 1000};
+	g.procs = procs;
+	g.nprocs = 3;
+	gc_snapshot snap;
+	memset(&snap, 0, sizeof snap);
+	snap.gpus = &g;
+	snap.ngpus = 1;
+	struct lease_info holder = {.uid = 1000};
+	snprintf(holder.user, sizeof holder.user, "alice");
+	const struct lease_info *h[1] = {&holder};
+	struct enforce_opts o = {.mode = ENFORCE_KILL, .grace_ms = 60000};
+	struct enforce *e = enforce_new(&o);
+	for (int k = 0; k < 3; k++)
+		enforce_sample(e, &snap, h, 1000 + k);
+	const char *user;
+	uint64_t n;
+	size_t users = 0;
+	for (size_t i = 0; enforce_count(e, i, &user, &n); i++, users++) {
+		assert_int_equal(n, 1);
+		assert_true(strcmp(user, "root") == 0 || strcmp(user, "unknown") == 0);
+	}
+	assert_int_equal(users, 2);
+	int st;
+	assert_int_equal(waitpid(child, &st, WNOHANG), 0); /* root's: not signalled */
+	enforce_free(e);
+	/* with --enforce-root it is */
+	o.root = true;
+	e = enforce_new(&o);
+	enforce_sample(e, &snap, h, 5000);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	enforce_free(e);
+	/* off: nothing at all */
+	o.mode = ENFORCE_OFF;
+	e = enforce_new(&o);
+	enforce_sample(e, &snap, h, 6000);
+	assert_false(enforce_count(e, 0, &user, &n));
+	enforce_free(e);
+	char err[128];
+	enum enforce_mode m;
+	assert_int_equal(enforce_parse_mode("kill", &m, err, sizeof err), 0);
+	assert_int_equal(m, ENFORCE_KILL);
+	assert_int_equal(enforce_parse_mode("Kill", &m, err, sizeof err), -1);
+	assert_non_null(strstr(err, "invalid --enforce 'Kill'"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_health_parse),
 		cmocka_unit_test(test_health_default_xids_match_catalogue),
 		cmocka_unit_test(test_health_transitions),
+		cmocka_unit_test(test_enforce_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,197 @@
+/*
+ * enforce.c — gpuctld's lease enforcement (enforce.h).
+ *
+ * A violation is (pid, its start time, GPU): seen in a sample, logged and
+ * counted once, kept while the samples show it, forgotten when they stop.
+ */
+#include "enforce.h"
+
+#include "device/proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct seen {
+	pid_t pid;
+	unsigned long long start;  /* /proc/PID/stat's start time: the process, not just its pid */
+	unsigned gpu;
+	uid_t uid;
+	int64_t since_ms;
+	bool termed, killed, present;
+};
+
+struct tally {
+	char user[33];
+	uint64_t n;
+};
+
+struct enforce {
+	struct enforce_opts o;
+	struct seen *v;
+	size_t n, cap;
+	struct tally *t;
+	size_t nt;
+};
+
+int enforce_parse_mode(const char *arg, enum enforce_mode *out, char *err, size_t errlen)
+{
+	if (strcmp(arg, "off") == 0)
+		*out = ENFORCE_OFF;
+	else if (strcmp(arg, "warn") == 0)
+		*out = ENFORCE_WARN;
+	else if (strcmp(arg, "kill") == 0)
+		*out = ENFORCE_KILL;
+	else {
+		snprintf(err, errlen, "invalid --enforce '%s' (expected off, warn or kill)", arg);
+		return -1;
+	}
+	return 0;
+}
+
+struct enforce *enforce_new(const struct enforce_opts *o)
+{
+	struct enforce *e = calloc(1, sizeof *e);
+	if (e)
+		e->o = *o;
+	return e;
+}
+
+void enforce_free(struct enforce *e)
+{
+	if (!e)
+		return;
+	free(e->v);
+	free(e->t);
+	free(e);
+}
+
+bool enforce_count(const struct enforce *e, size_t i, const char **user, uint64_t *count)
+{
+	if (!e || i >= e->nt)
+		return false;
+	*user = e->t[i].user;
+	*count = e->t[i].n;
+	return true;
+}
+
+static void tally(struct enforce *e, const char *user)
+{
+	for (size_t i = 0; i < e->nt; i++)
+		if (strcmp(e->t[i].user, user) == 0) {
+			e->t[i].n++;
+			return;
+		}
+	if (e->nt >= 4096)
+		return; /* as many users as a machine has: more cannot be */
+	struct tally *p = realloc(e->t, (e->nt + 1) * sizeof *p);
+	if (!p)
+		return;
+	e->t = p;
+	snprintf(e->t[e->nt].user, sizeof e->t[e->nt].user, "%s", user);
+	e->t[e->nt++].n = 1;
+}
+
+/*
+ * sig to the process that was pid (started at start, owned by uid) when it was
+ * seen: through a pidfd opened now and checked against both, so a pid that
+ * ended and was reused in between is never hit. 0, or -1 (it is gone).
+ */
+static int signal_process(pid_t pid, unsigned long long start, uid_t uid, int sig)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -1;
+	char path[32];
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	unsigned long long now_start = 0;
+	struct stat st;
+	int rc = -1;
+	if (proc_stat(pid, NULL, NULL, &now_start) == 0 && now_start == start && stat(path, &st) == 0 && st.st_uid == uid)
+		rc = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+	close(fd);
+	return rc;
+}
+
+static struct seen *find(struct enforce *e, pid_t pid, unsigned long long start, unsigned gpu)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (e->v[i].pid == pid && e->v[i].start == start && e->v[i].gpu == gpu)
+			return &e->v[i];
+	return NULL;
+}
+
+static void one(struct enforce *e, const gc_gpu *g, const gc_proc *p, const struct lease_info *h, int64_t now)
+{
+	if (!(p->type & GC_PROC_COMPUTE) || p->simulated)
+		return;
+	if (p->visible && h && p->uid == h->uid)
+		return; /* the holder's own */
+	unsigned long long start = 0;
+	if (p->visible && proc_stat((pid_t)p->pid, NULL, NULL, &start) < 0)
+		return; /* gone since the sample */
+	struct seen *s = find(e, (pid_t)p->pid, start, g->index);
+	char holder[64], who[33], cmd[96];
+	if (h)
+		snprintf(holder, sizeof holder, "leased by %s", h->user);
+	else
+		snprintf(holder, sizeof holder, "not leased");
+	snprintf(who, sizeof who, "%s", p->visible ? p->user : "unknown");
+	proc_sanitize(cmd, sizeof cmd, p->command, strlen(p->command));
+	bool may_kill = e->o.mode == ENFORCE_KILL && p->visible && (p->uid != 0 || e->o.root);
+	if (!s) {
+		if (e->n == e->cap) {
+			size_t cap = e->cap ? e->cap * 2 : 16;
+			struct seen *nv = realloc(e->v, cap * sizeof *nv);
+			if (!nv)
+				return;
+			e->v = nv;
+			e->cap = cap;
+		}
+		s = &e->v[e->n++];
+		*s = (struct seen){.pid = (pid_t)p->pid, .start = start, .gpu = g->index, .uid = p->uid, .since_ms = now};
+		tally(e, who);
+		const char *what = !p->visible ? "reported only: its user cannot be seen (another PID namespace)"
+				   : !may_kill && e->o.mode == ENFORCE_KILL ? "reported only: root's (--enforce-root)"
+				   : may_kill ? "SIGTERM" : "warned";
+		fprintf(stderr, "gpuctld: policy: GPU %u is %s; pid %u of %s (%s) uses it: %s\n", g->index, holder,
+			p->pid, who, cmd[0] ? cmd : "?", what);
+		if (may_kill && signal_process(s->pid, start, s->uid, SIGTERM) == 0)
+			s->termed = true;
+	} else if (may_kill && s->termed && !s->killed && now - s->since_ms >= e->o.grace_ms) {
+		if (signal_process(s->pid, start, s->uid, SIGKILL) == 0) {
+			fprintf(stderr, "gpuctld: policy: pid %u of %s on GPU %u: SIGKILL, %lld s after SIGTERM\n", p->pid,
+				who, g->index, (long long)((now - s->since_ms) / 1000));
+			s->killed = true;
+		}
+	}
+	s->present = true;
+}
+
+void enforce_sample(struct enforce *e, const gc_snapshot *snap, const struct lease_info *const *holder,
+		    int64_t now_ms)
+{
+	if (!e || e->o.mode == ENFORCE_OFF)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		e->v[i].present = false;
+	for (size_t i = 0; i < snap->ngpus; i++) {
+		const gc_gpu *g = &snap->gpus[i];
+		const struct lease_info *h = holder ? holder[i] : NULL;
+		if (!h && !e->o.unleased)
+			continue;
+		for (size_t k = 0; k < g->nprocs; k++)
+			one(e, g, &g->procs[k], h, now_ms);
+	}
+	/* what the samples no longer show has ended: forgotten */
+	size_t w = 0;
+	for (size_t i = 0; i < e->n; i++)
+		if (e->v[i].present)
+			e->v[w++] = e->v[i];
+	e->n = w;
+}
