@@ -12,7 +12,10 @@
 #   2. the sampler's CPU cost: gpuctld at --interval 1s, nothing scraping it,
 #      on both nodes (node-exporter idle beside them as a reference): CPU
 #      time (utime + stime from /proc/PID/stat) over wall time, as % of one
-#      core. Target: < 0.5 % of a core.
+#      core. Target: < 0.5 % of a core. The same with the policies of
+#      docs/policy.md on (quarantine of every fault, --enforce warn
+#      --enforce-unleased) beside them: < 0.5 % at 8 GPUs, < 1 % at 64; and
+#      what the policies alone cost (on minus off, every thread's schedstat).
 # A MISS is reported, not an error; the exit status is non-zero only when
 # something is broken (build, a server that does not start or answer).
 #
@@ -64,6 +67,7 @@ NODE_EXPORTER_ARGS=${NODE_EXPORTER_ARGS:---collector.disable-defaults --collecto
 PIN=${PIN:-auto}
 TARGET_RPS=5000
 TARGET_IDLE=0.5
+TARGET_POLICY64=1
 NODE8=$ROOT/examples/nodes/h100-8x-sxm.json
 
 TMP=$(mktemp -d)
@@ -135,26 +139,28 @@ with o.open(sys.argv[1], timeout=5) as r:
         sys.exit(1)
     open(sys.argv[2], "wb").write(r.read())' "$1" "$2" 2>/dev/null
 }
-start_gpuctld() { # NAME NODE: sets PID and PORT
+start_gpuctld() { # NAME NODE [OPTION...]: sets PID and PORT
+	name=$1 node=$2
+	shift 2
 	# shellcheck disable=SC2086 # PIN_SERVER is a command prefix or nothing
-	$PIN_SERVER "$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --interval 1s --no-queue \
-		--threads "$GPUCTLD_THREADS" 2>"$TMP/$1.err" &
+	$PIN_SERVER "$GPUCTLD" --sim "$node" --listen 127.0.0.1:0 --interval 1s --no-queue \
+		--threads "$GPUCTLD_THREADS" --config /dev/null "$@" 2>"$TMP/$name.err" &
 	PID=$!
 	PIDS="$PIDS $PID"
 	PORT=""
 	i=0
 	while [ $i -lt 100 ]; do
-		PORT=$(sed -n 's#^gpuctld: listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/.*#\1#p' "$TMP/$1.err")
+		PORT=$(sed -n 's#^gpuctld: listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/.*#\1#p' "$TMP/$name.err")
 		[ -n "$PORT" ] && break
-		kill -0 "$PID" 2>/dev/null || die "gpuctld ($1) exited: $(cat "$TMP/$1.err")"
+		kill -0 "$PID" 2>/dev/null || die "gpuctld ($name) exited: $(cat "$TMP/$name.err")"
 		sleep 0.1
 		i=$((i + 1))
 	done
-	[ -n "$PORT" ] || die "gpuctld ($1) did not say where it listens within 10 s: $(cat "$TMP/$1.err")"
+	[ -n "$PORT" ] || die "gpuctld ($name) did not say where it listens within 10 s: $(cat "$TMP/$name.err")"
 	# the first sample may come just after the listening line (503 until then)
 	i=0
-	until fetch "http://127.0.0.1:$PORT/metrics" "$TMP/$1.metrics"; do
-		[ $i -lt 50 ] || die "gpuctld ($1) does not answer /metrics: $(cat "$TMP/$1.err")"
+	until fetch "http://127.0.0.1:$PORT/metrics" "$TMP/$name.metrics"; do
+		[ $i -lt 50 ] || die "gpuctld ($name) does not answer /metrics: $(cat "$TMP/$name.err")"
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -272,16 +278,29 @@ echo
 # ---- 2. sampler CPU, idle -----------------------------------------------------
 # all three start together, settle 2 s (start-up excluded), then IDLE seconds
 # with nothing scraping them
-start_gpuctld i8 "$NODE8"
+# the policies of docs/policy.md off, and on (quarantine of every fault, enforcement in warn
+# mode on every GPU: the sample's processes checked against its leases each second)
+OFF="--quarantine off --enforce off"
+ON="--quarantine all --enforce warn --enforce-unleased"
+# shellcheck disable=SC2086 # OFF and ON are option lists
+start_gpuctld i8 "$NODE8" $OFF
 I8_PID=$PID I8_PORT=$PORT
-start_gpuctld i64 "$NODE64"
+# shellcheck disable=SC2086
+start_gpuctld i64 "$NODE64" $OFF
 I64_PID=$PID I64_PORT=$PORT
+# shellcheck disable=SC2086
+start_gpuctld p8 "$NODE8" $ON
+P8_PID=$PID
+# shellcheck disable=SC2086
+start_gpuctld p64 "$NODE64" $ON
+P64_PID=$PID
 start_node_exporter ine
 INE_PID=$PID
 sleep 2
 t0=$(date +%s.%N)
 a8=$(cpu_ticks "$I8_PID") a64=$(cpu_ticks "$I64_PID") ane=$(cpu_ticks "$INE_PID")
 n8=$(cpu_ns "$I8_PID") n64=$(cpu_ns "$I64_PID") nne=$(cpu_ns "$INE_PID")
+ap8=$(cpu_ticks "$P8_PID") ap64=$(cpu_ticks "$P64_PID") np8=$(cpu_ns "$P8_PID") np64=$(cpu_ns "$P64_PID")
 fetch "http://127.0.0.1:$I8_PORT/metrics" "$TMP/i8.before" || die "gpuctld (8 GPUs) stopped answering"
 sleep "$IDLE" &
 spid=$!
@@ -290,11 +309,14 @@ wait "$spid"
 forget "$spid"
 b8=$(cpu_ticks "$I8_PID") b64=$(cpu_ticks "$I64_PID") bne=$(cpu_ticks "$INE_PID")
 m8=$(cpu_ns "$I8_PID") m64=$(cpu_ns "$I64_PID") mne=$(cpu_ns "$INE_PID")
+bp8=$(cpu_ticks "$P8_PID") bp64=$(cpu_ticks "$P64_PID") mp8=$(cpu_ns "$P8_PID") mp64=$(cpu_ns "$P64_PID")
 t1=$(date +%s.%N)
 fetch "http://127.0.0.1:$I8_PORT/metrics" "$TMP/i8.after" || die "gpuctld (8 GPUs) stopped answering"
 fetch "http://127.0.0.1:$I64_PORT/metrics" "$TMP/i64.after" || die "gpuctld (64 GPUs) stopped answering"
 stop "$I8_PID"
 stop "$I64_PID"
+stop "$P8_PID"
+stop "$P64_PID"
 stop "$INE_PID"
 samples() { sed -n 's/^gpuctl_sampler_samples_total \([0-9]*\)$/\1/p' "$1"; }
 took=$(($(samples "$TMP/i8.after") - $(samples "$TMP/i8.before")))
@@ -312,9 +334,16 @@ idle_row() { # LABEL TICKS_BEFORE TICKS_AFTER NS_BEFORE NS_AFTER TARGET
 }
 idle_row "gpuctld, 8 GPUs" "$a8" "$b8" "$n8" "$m8" "$TARGET_IDLE"
 idle_row "gpuctld, 64 GPUs" "$a64" "$b64" "$n64" "$m64" "$TARGET_IDLE"
+idle_row "  policies on, 8 GPUs" "$ap8" "$bp8" "$np8" "$mp8" "$TARGET_IDLE"
+idle_row "  policies on, 64 GPUs" "$ap64" "$bp64" "$np64" "$mp64" "$TARGET_POLICY64"
 idle_row "node-exporter (idle, ref.)" "$ane" "$bne" "$nne" "$mne" ""
 P8=$(awk -v a="$a8" -v b="$b8" -v hz="$HZ" -v w="$wall" 'BEGIN { printf "%.3f", (b - a) / hz / w * 100 }')
 P64=$(awk -v a="$a64" -v b="$b64" -v hz="$HZ" -v w="$wall" 'BEGIN { printf "%.3f", (b - a) / hz / w * 100 }')
+# the policies' own cost: schedstat (ns, every thread) on minus off, same node, same window
+PD8=$(awk -v a="$np8" -v b="$mp8" -v c="$n8" -v d="$m8" -v w="$wall" 'BEGIN { printf "%.3f", ((b - a) - (d - c)) / 1e9 / w * 100 }')
+PD64=$(awk -v a="$np64" -v b="$mp64" -v c="$n64" -v d="$m64" -v w="$wall" 'BEGIN { printf "%.3f", ((b - a) - (d - c)) / 1e9 / w * 100 }')
+PON8=$(awk -v a="$np8" -v b="$mp8" -v w="$wall" 'BEGIN { printf "%.3f", (b - a) / 1e9 / w * 100 }')
+PON64=$(awk -v a="$np64" -v b="$mp64" -v w="$wall" 'BEGIN { printf "%.3f", (b - a) / 1e9 / w * 100 }')
 echo "   ($took samples taken in the window at 8 GPUs; last sample took $(dur "$TMP/i8.after") s at 8 GPUs," \
 	"$(dur "$TMP/i64.after") s at 64)"
 echo
@@ -328,6 +357,10 @@ printf '  %-44s %14s  %s\n' ">= $TARGET_RPS scrapes/s, 8 GPUs, 2 cores" "$RPS8/s
 printf '  %-44s %14s  %s\n' "  (64 GPUs, for reference)" "$RPS64/s" "$(verdict "$RPS64" $TARGET_RPS '>=')"
 printf '  %-44s %14s  %s\n' "sampler < $TARGET_IDLE % of a core, 8 GPUs" "$P8 %" "$(verdict "$P8" $TARGET_IDLE '<')"
 printf '  %-44s %14s  %s\n' "sampler < $TARGET_IDLE % of a core, 64 GPUs" "$P64 %" "$(verdict "$P64" $TARGET_IDLE '<')"
+printf '  %-44s %14s  %s\n' "policies on < $TARGET_IDLE % of a core, 8 GPUs" "$PON8 %" "$(verdict "$PON8" $TARGET_IDLE '<')"
+printf '  %-44s %14s  %s\n' "policies on < $TARGET_POLICY64 % of a core, 64 GPUs" "$PON64 %" "$(verdict "$PON64" $TARGET_POLICY64 '<')"
+printf '  %-44s %14s\n' "  the policies alone (on - off), 8 GPUs" "$PD8 %"
+printf '  %-44s %14s\n' "  the policies alone (on - off), 64 GPUs" "$PD64 %"
 echo
 cat <<EOF
 1. wrk's requests/s over each run (median of $ROUNDS round(s)), the three servers

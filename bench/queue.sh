@@ -22,7 +22,9 @@
 #      node file; tsp: -S 1; Slurm: -c8, so one job fills the node), queued
 #      behind a blocker the same way, so they run strictly one after the
 #      other; latency(i) = start(i+1) - end(i); median and p90. For gpuctld
-#      the median is also split at its own records (started_ms, ended_ms).
+#      the median is also split at its own records (started_ms, ended_ms),
+#      and measured again beside a webhook receiver that never answers
+#      (--webhook; docs/policy.md): notifications must not slow dispatch.
 #      Target: gpuctld's median <= 10 ms.
 # Every job is the same small C program (built here with cc) that appends
 # "START_NS END_NS ID" (CLOCK_REALTIME, taken at its start and just before
@@ -70,6 +72,7 @@ TSP=$(command -v tsp) || die "tsp not found"
 JOBS=${JOBS:-2000}
 JOBS_SLURM=${JOBS_SLURM:-$JOBS}
 LAT_JOBS=${LAT_JOBS:-200}
+GPUCTLD_EXTRA=""
 LAT_JOBS_SLURM=${LAT_JOBS_SLURM:-$LAT_JOBS}
 SLURM=${SLURM:-1}
 TSP_QUEUED=${TSP_QUEUED:-900}
@@ -198,10 +201,10 @@ wait_file() { # FILE WHAT
 gpuctld_part() {
 	d=$TMP/$1
 	mkdir -p "$d/state" "$d/rd" "$d/logs"
-	# shellcheck disable=SC2153 # GPUCTL comes from common.sh
+	# shellcheck disable=SC2153,SC2086 # GPUCTL comes from common.sh; GPUCTLD_EXTRA is a list of options
 	GPUCTL_SIM_LIBDIR=$BUILD/sim GPUCTL_STATE_DIR=$d/state GPUCTL_SIM_RUNDIR=$d/rd \
 		"$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --queue-db "$d/q.db" --queue-socket "$d/q.sock" \
-		--log-dir "$d/logs" --gpuctl "$GPUCTL" 2>"$d/err" &
+		--log-dir "$d/logs" --gpuctl "$GPUCTL" --config /dev/null $GPUCTLD_EXTRA 2>"$d/err" &
 	gpid=$!
 	PIDS="$PIDS $gpid"
 	$Q ready "$d/q.sock" 10 || die "gpuctld ($1) did not open its queue socket: $(cat "$d/err")"
@@ -308,6 +311,16 @@ python3 bench/queue.py node1 "$NODE8" "$TMP/node1.json"
 gpuctld_part g8 "$NODE8" 8 "$JOBS"
 G_QUEUED=$QUEUED_S G_CPU=$CPU_MS
 gpuctld_part g1 "$TMP/node1.json" 1 "$LAT_JOBS"
+# the same beside a webhook receiver that never answers (docs/policy.md): each event's POST
+# waits out --webhook-timeout, twice, in gpuctld's notification thread
+HANG_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4096); time.sleep(86400)' "$HANG_PORT" &
+PIDS="$PIDS $!"
+GPUCTLD_EXTRA="--webhook http://127.0.0.1:$HANG_PORT/ --webhook-timeout 5s"
+gpuctld_part g1h "$TMP/node1.json" 1 "$LAT_JOBS"
+GPUCTLD_EXTRA=""
 tsp_part t8 "$SLOTS" "$JOBS"
 T_QUEUED=$QUEUED_S T_CPU=$CPU_MS
 for how in spawn fork; do
@@ -384,6 +397,8 @@ lrow() { # LABEL RESULT
 		"$(awk -v a="$3" -v b="$MED_T" 'BEGIN { printf "%.1fx", a / b }')"
 }
 lrow "gpuctld (1-GPU node)" "$G1"
+G1H=$($Q latency "$TMP/g1h/stamps" "$LAT_JOBS") || die "gpuctld (hanging webhook): bad stamps"
+lrow "  beside a webhook that hangs" "$G1H"
 lrow "task-spooler (-S 1, baseline)" "$T1"
 if [ -z "$SLURM_WHY" ]; then
 	S1=$($Q latency "$TMP/s1/stamps" "$LAT_JOBS_SLURM") || die "Slurm: bad stamps"
@@ -396,6 +411,9 @@ SPLIT=$($Q split "$TMP/g1/q.db" "$TMP/g1/stamps") || die "gpuctld: cannot split 
 set -- $SPLIT
 echo "   gpuctld's median, split at its records: job end -> ended_ms $1 ms;" \
 	"ended_ms -> next started_ms $2 ms; started_ms -> next job's start $3 ms"
+echo "   beside a webhook receiver that never answers: median $(echo "$G1H" | cut -d' ' -f2) ms," \
+	"$(awk -v a="$(echo "$G1H" | cut -d' ' -f2)" -v b="$(echo "$G1" | cut -d' ' -f2)" 'BEGIN { printf "%.2fx", a / b }')" \
+	"of gpuctld's without one"
 echo
 
 # ---- summary ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
  * counted once, kept while the samples show it, forgotten when they stop.
  */
 #include "enforce.h"
+#include "notify.h"
 
 #include "device/proc.h"
 
@@ -161,6 +162,14 @@ static void one(struct enforce *e, const gc_gpu *g, const gc_proc *p, const stru
 				   : may_kill ? "SIGTERM" : "warned";
 		fprintf(stderr, "gpuctld: policy: GPU %u is %s; pid %u of %s (%s) uses it: %s\n", g->index, holder,
 			p->pid, who, cmd[0] ? cmd : "?", what);
+		char text[400];
+		snprintf(text, sizeof text, "GPU %u is %s; pid %u of %s (%s) uses it: %s", g->index, holder, p->pid, who,
+			 cmd[0] ? cmd : "?", what);
+		json_t *o = json_pack("{s:{s:I, s:s}, s:o, s:{s:I, s:s, s:s}, s:s}", "gpu", "index", (json_int_t)g->index,
+				      "uuid", g->uuid, "holder", h ? json_string(h->user) : json_null(), "process", "pid",
+				      (json_int_t)p->pid, "user", who, "command", cmd, "action",
+				      may_kill ? "SIGTERM" : p->visible && e->o.mode == ENFORCE_WARN ? "warned" : "reported");
+		notify_event(e->o.notify, "policy.violation", text, o);
 		if (may_kill && signal_process(s->pid, start, s->uid, SIGTERM) == 0)
 			s->termed = true;
 	} else if (may_kill && s->termed && !s->killed && now - s->since_ms >= e->o.grace_ms) {

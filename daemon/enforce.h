@@ -26,6 +26,7 @@ struct enforce_opts {
 	long long grace_ms;     /* SIGTERM to SIGKILL */
 	bool root;              /* root's processes too */
 	bool unleased;          /* all GPU work must be leased: a process on a GPU nobody leased violates */
+	struct notify *notify;  /* borrowed: policy.violation events, or NULL */
 };
 
 /* --enforce's value: off, warn, kill. 0, or -1 with a message in err. */

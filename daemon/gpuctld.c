@@ -9,6 +9,7 @@
 #include "enforce.h"
 #include "health.h"
 #include "http.h"
+#include "notify.h"
 #include "queue/queue.h"
 #include "util/units.h"
 #include "sampler.h"
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 		"               --log-dir DIR --log-keep DUR --job-keep DUR --gpuctl PATH --admin-group GROUP\n"
 		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
 		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
-		"               [--enforce-root] [--enforce-unleased] [--config FILE] [--check-config]\n"
+		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
+		"               [--webhook-timeout DUR] [--notify-command PATH] [--config FILE] [--check-config]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -77,6 +79,11 @@ static void usage(FILE *f)
 		"  --enforce-grace DUR   from SIGTERM to SIGKILL (default 10s)\n"
 		"  --enforce-root        root's processes too (default: reported, never signalled)\n"
 		"  --enforce-unleased    all GPU work must be leased: a process on a GPU nobody leased is one too\n"
+		"  --webhook URL         POST each event (job started, ended, failed; GPU quarantined, freed;\n"
+		"                        policy violation) as JSON to URL (docs/policy.md)\n"
+		"  --webhook-format F    json (default) or slack ({\"text\": ...})\n"
+		"  --webhook-timeout DUR each POST's limit (default 5s; one retry); also --notify-command's\n"
+		"  --notify-command PATH run PATH for each event, the JSON on its stdin, GPUCTL_EVENT its name\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
 		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
@@ -152,6 +159,10 @@ static const struct option opts[] = {
 	{"enforce-grace", required_argument, NULL, 'G'},
 	{"enforce-root", no_argument, NULL, 'R'},
 	{"enforce-unleased", no_argument, NULL, 'U'},
+	{"webhook", required_argument, NULL, 'W'},
+	{"webhook-format", required_argument, NULL, 'F'},
+	{"webhook-timeout", required_argument, NULL, 'Y'},
+	{"notify-command", required_argument, NULL, 'N'},
 	{"config", required_argument, NULL, 'C'},
 	{"check-config", no_argument, NULL, 'k'},
 	{"version", no_argument, NULL, 'V'},
@@ -166,6 +177,7 @@ struct settings {
 	struct queue_opts qo;
 	struct health_opts hlo;
 	struct enforce_opts eo;
+	struct notify_opts no;
 	bool queue_on;
 };
 
@@ -311,6 +323,35 @@ static int apply(struct settings *st, int c, const char *arg)
 		break;
 	case 'R': st->eo.root = true; break;
 	case 'U': st->eo.unleased = true; break;
+	case 'W':
+		if (notify_check_url(arg, herr, sizeof herr) < 0) {
+			cli_err("%s", herr);
+			return EXIT_USAGE;
+		}
+		st->no.webhook = arg;
+		break;
+	case 'F':
+		if (notify_parse_format(arg, &st->no.slack, herr, sizeof herr) < 0) {
+			cli_err("%s", herr);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'Y':
+		if ((rc = cli_parse_duration("--webhook-timeout", arg, &ms)))
+			return rc;
+		if (ms < 100 || ms > 600000) {
+			cli_err("invalid --webhook-timeout '%s' (between 0.1s and 10m)", arg);
+			return EXIT_USAGE;
+		}
+		st->no.timeout_ms = ms;
+		break;
+	case 'N':
+		if (arg[0] != '/' || access(arg, X_OK) != 0) {
+			cli_err("invalid --notify-command '%s' (expected the absolute path of an executable)", arg);
+			return EXIT_USAGE;
+		}
+		st->no.command = arg;
+		break;
 	}
 	return EXIT_OK;
 }
@@ -433,6 +474,7 @@ int main(int argc, char **argv)
 		},
 		.hlo = {.faults = HEALTH_ALL},
 		.eo = {.mode = ENFORCE_OFF, .grace_ms = 10000},
+		.no = {.timeout_ms = 5000},
 		.queue_on = true,
 	};
 	char herr[256];
@@ -521,7 +563,14 @@ int main(int argc, char **argv)
 	struct sampler *s = NULL;
 	struct http *h = NULL;
 	struct health *hl = NULL;
+	struct notify *nt = NULL;
+	st.no.hostname = host;
+	if (notify_start(&nt, &st.no, err, sizeof err) < 0) {
+		cli_err("%s", err);
+		return EXIT_FAIL;
+	}
 	st.hlo.sim = so.sim;
+	st.hlo.notify = st.eo.notify = so.notify = qo.notify = nt;
 	struct enforce *ef = enforce_new(&st.eo);
 	int gr = ef ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
 	if (!ef)
@@ -535,6 +584,7 @@ int main(int argc, char **argv)
 		cli_err("%s", err);
 		health_stop(hl);
 		enforce_free(ef);
+		notify_stop(nt);
 		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
 	}
 	struct queue *q = NULL;
@@ -550,6 +600,7 @@ int main(int argc, char **argv)
 			sampler_stop(s);
 			health_stop(hl);
 			enforce_free(ef);
+			notify_stop(nt);
 			return rc;
 		}
 		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
@@ -557,6 +608,7 @@ int main(int argc, char **argv)
 			sampler_stop(s);
 			health_stop(hl);
 			enforce_free(ef);
+			notify_stop(nt);
 			return EXIT_FAIL;
 		}
 	}
@@ -568,6 +620,7 @@ int main(int argc, char **argv)
 		sampler_stop(s);
 		health_stop(hl);
 		enforce_free(ef);
+		notify_stop(nt);
 		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
 	}
 	struct sigaction sa;
@@ -589,5 +642,6 @@ int main(int argc, char **argv)
 	sampler_stop(s);
 	health_stop(hl);
 	enforce_free(ef);
+	notify_stop(nt);
 	return EXIT_OK;
 }

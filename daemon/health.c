@@ -6,6 +6,7 @@
  * in the event wait). h->lock keeps their baselines and marks in step.
  */
 #include "health.h"
+#include "notify.h"
 
 #include "diagnose/explain.h"
 #include "jobs/lease.h"
@@ -153,6 +154,13 @@ static void quarantine(struct health *h, size_t i, const char *reason, uint64_t 
 	h->made++;
 	fprintf(stderr, "gpuctld: GPU %zu (%s) quarantined: %s; 'gpuctl quarantine clear %zu' returns it\n", i,
 		g->uuid, detail, i);
+	char text[300];
+	snprintf(text, sizeof text, "GPU %zu quarantined: %s", i, detail);
+	json_t *o = json_pack("{s:{s:I, s:s}, s:s, s:s}", "gpu", "index", (json_int_t)i, "uuid", g->uuid, "reason",
+			      reason, "detail", detail);
+	if (o && xid)
+		json_object_set_new(o, "xid", json_integer((json_int_t)xid));
+	notify_event(h->o.notify, "gpu.quarantined", text, o);
 }
 
 static bool xid_counts(const struct health *h, uint64_t xid)

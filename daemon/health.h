@@ -40,6 +40,7 @@ struct health_opts {
 	size_t nxids;
 	const char *sim;                   /* borrowed: the simulated node, or NULL */
 	const char *signatures;            /* borrowed: the directory of xid.json, or NULL */
+	struct notify *notify;             /* borrowed: gpu.quarantined events, or NULL */
 };
 
 /* The default Xids: those data/signatures/xid.json says need a GPU reset. */

@@ -286,6 +286,15 @@ static void node(FILE *f, const struct metrics_input *in)
 		esc(f, user);
 		fprintf(f, "\"} %llu\n", (unsigned long long)count);
 	}
+	if (in->notifying) {
+		family_head(f, "gpuctl_notifications_total", "counter",
+			    "Events given to --webhook and --notify-command since gpuctld started: sent, failed (after "
+			    "the retry), dropped (the queue of 1024 was full).");
+		static const char *const result[] = {"sent", "failed", "dropped"};
+		for (int i = 0; i < 3; i++)
+			fprintf(f, "gpuctl_notifications_total{result=\"%s\"} %llu\n", result[i],
+				(unsigned long long)in->notified[i]);
+	}
 	family_head(f, "gpuctl_sampler_samples_total", "counter", "Samples taken since gpuctld started.");
 	fprintf(f, "gpuctl_sampler_samples_total %llu\n", (unsigned long long)in->samples);
 	family_head(f, "gpuctl_sampler_failures_total", "counter",

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "enforce.h"
 #include "health.h"
+#include "notify.h"
 #include "device/snapjson.h"
 
 #include <errno.h>
@@ -48,6 +49,8 @@ struct sampler {
 	struct lease_dir *leases;          /* NULL until a state directory exists */
 	struct lease_info *held;           /* [ngpus], this sample's holders */
 	const struct lease_info **holder;  /* [ngpus]: &held[i] or NULL */
+	struct lease_info *was;            /* [ngpus], the last sample's holders, */
+	bool *had;                         /* [ngpus] where it had one: a lease released is gpu.freed */
 	struct quarantine_info *marks;     /* [ngpus], this sample's quarantine marks (uuid "": none) */
 	uint64_t *last_xid;                /* [ngpus], the last Xid since start (0: none) */
 	struct metrics_errors errors;
@@ -125,6 +128,27 @@ static void read_leases(struct sampler *s)
 			}
 		}
 	free(e);
+}
+
+/* leases released since the last sample: gpu.freed events */
+static void note_freed(struct sampler *s)
+{
+	for (size_t i = 0; i < s->ngpus; i++) {
+		const gc_gpu *g = &s->snap.gpus[i];
+		if (s->had[i] && !s->holder[i] && s->o.notify) {
+			struct lease_info l = s->was[i];
+			lease_info_sanitize(&l);
+			char text[200];
+			snprintf(text, sizeof text, "GPU %zu is free: %s's lease%s%s ended", i, l.user, l.name[0] ? " " : "",
+				 l.name);
+			notify_event(s->o.notify, "gpu.freed", text,
+				     json_pack("{s:{s:I, s:s}, s:s, s:s}", "gpu", "index", (json_int_t)i, "uuid",
+					       g->st[GC_V_UUID] == GC_ST_OK ? g->uuid : "", "holder", l.user, "job", l.name));
+		}
+		s->had[i] = s->holder[i] != NULL;
+		if (s->holder[i])
+			s->was[i] = *s->holder[i];
+	}
 }
 
 static void iso_time(int64_t ms, char *buf, size_t len)
@@ -248,6 +272,7 @@ static void sample_once(struct sampler *s)
 	s->seq++;
 	metrics_count_errors(&s->errors, &s->snap);
 	read_leases(s);
+	note_freed(s);
 	if (s->o.health)
 		health_sample(s->o.health, &s->snap, s->marks, s->last_xid);
 	enforce_sample(s->o.enforce, &s->snap, s->holder, clock_mono_ms());
@@ -265,6 +290,12 @@ static void sample_once(struct sampler *s)
 		.marks = s->o.health ? s->marks : NULL, .last_xid = s->o.health ? s->last_xid : NULL,
 		.quarantines = health_quarantines(s->o.health), .enforce = s->o.enforce,
 	};
+	struct notify_stats ns;
+	notify_stats(s->o.notify, &ns);
+	in.notifying = s->o.notify != NULL;
+	in.notified[0] = ns.sent;
+	in.notified[1] = ns.failed;
+	in.notified[2] = ns.dropped;
 	struct snapjson_extra x = {.gpu = json_lease, .top = json_sample, .arg = s};
 	f->metrics = metrics_render(&in, &f->metrics_len);
 	f->gpus = snapjson_render(&s->snap, NULL, s->hostname, false, &x);
@@ -340,12 +371,14 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 	size_t n = s->ngpus ? s->ngpus : 1;
 	s->held = calloc(n, sizeof *s->held);
 	s->holder = calloc(n, sizeof *s->holder);
+	s->was = calloc(n, sizeof *s->was);
+	s->had = calloc(n, sizeof *s->had);
 	s->marks = calloc(n, sizeof *s->marks);
 	s->last_xid = calloc(n, sizeof *s->last_xid);
 	s->times = calloc(s->cap, sizeof *s->times);
 	s->pts = calloc(s->cap * n, sizeof *s->pts);
 	s->gpu = calloc(n, sizeof *s->gpu);
-	if (!s->held || !s->holder || !s->marks || !s->last_xid || !s->times || !s->pts || !s->gpu) {
+	if (!s->held || !s->holder || !s->was || !s->had || !s->marks || !s->last_xid || !s->times || !s->pts || !s->gpu) {
 		errbuf_set(err, errlen, "out of memory for %zu samples of history", s->cap);
 		sampler_stop(s);
 		return GC_ENOMEM;
@@ -388,6 +421,8 @@ void sampler_stop(struct sampler *s)
 	free(s->holder);
 	free(s->marks);
 	free(s->last_xid);
+	free(s->was);
+	free(s->had);
 	free(s->times);
 	free(s->pts);
 	free(s->gpu);

@@ -35,6 +35,7 @@ struct sampler_opts {
 	bool snake_labels;       /* --labels snake */
 	struct health *health;   /* borrowed: quarantine checks after each sample, or NULL */
 	struct enforce *enforce; /* borrowed: lease enforcement after each sample, or NULL */
+	struct notify *notify;   /* borrowed: gpu.freed events (a lease released), or NULL */
 };
 
 struct sampler;

@@ -26,6 +26,7 @@ struct queue_opts {
 	long max_queued;         /* queued jobs one user (not root, not the admin group) may have; 0: no limit */
 	size_t max_job_bytes;    /* a job's argv and environment as stored (JSON); 0: no limit */
 	long long job_keep_ms;   /* an ended job's record is deleted this long after it ended; 0: kept */
+	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL */
 };
 
 struct queue;

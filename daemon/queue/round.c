@@ -19,6 +19,7 @@
 #include "dispatch.h"
 #include "jobs/jobstatus.h"
 #include "jobs/quarantine.h"
+#include "notify.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -139,6 +140,33 @@ int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, i
  * killed too, or the machine restarted): it may have run part way. Queued
  * again when submitted with --requeue (at most 5 starts in all), else lost.
  */
+/* job id's new state as an event (notify.h): job.started, job.ended (done, cancelled) or job.failed */
+static void job_event(struct queue *q, int64_t id)
+{
+	struct job j;
+	if (!q->o.notify || store_get(q->st, id, &j) != 1)
+		return;
+	const char *ev = j.state == JOB_RUNNING ? "job.started"
+			 : j.state == JOB_DONE || j.state == JOB_CANCELLED ? "job.ended" : "job.failed";
+	char text[400], name[80] = "";
+	if (j.name[0])
+		snprintf(name, sizeof name, " '%s'", j.name);
+	if (j.state == JOB_RUNNING)
+		snprintf(text, sizeof text, "job %lld%s of %s started on GPU%s %s", (long long)j.id, name, j.user,
+			 strchr(j.gpus, ',') ? "s" : "", j.gpus);
+	else
+		snprintf(text, sizeof text, "job %lld%s of %s %s%s%s", (long long)j.id, name, j.user,
+			 j.state == JOB_DONE ? "ended" : job_state_name(j.state), j.reason[0] ? ": " : "", j.reason);
+	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:s, s:s}", "id", (json_int_t)j.id, "user", j.user, "uid",
+			      (json_int_t)j.uid, "name", j.name, "state", job_state_name(j.state), "gpus", j.gpus);
+	if (o && j.state != JOB_RUNNING) {
+		json_object_set_new(o, "exit_code", json_integer(j.exit_code));
+		json_object_set_new(o, "reason", json_string(j.reason));
+	}
+	notify_event(q->o.notify, ev, text, o ? json_pack("{s:o}", "job", o) : NULL);
+	job_release(&j);
+}
+
 void round_lost(struct queue *q, int64_t id, const char *when)
 {
 	struct job j;
@@ -159,6 +187,7 @@ void round_lost(struct queue *q, int64_t id, const char *when)
 	}
 	store_finish(q->st, id, JOB_LOST, 1, why, clock_real_ms());
 	queue_log("job %lld %s", (long long)id, why);
+	job_event(q, id);
 	q->round.deps_dirty = true;
 }
 
@@ -204,6 +233,8 @@ static void record_end(struct queue *q, struct fin *f)
 		snprintf(why, sizeof why, "exit status %d", code);
 	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
 		queue_log("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
+	else
+		job_event(q, id);
 	q->round.deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
 
@@ -213,6 +244,7 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 	store_start(q->st, id, 0, 0, gpus, clock_real_ms());
 	store_finish(q->st, id, JOB_FAILED, 1, why, clock_real_ms());
 	queue_log("job %lld failed to start: %s", (long long)id, why);
+	job_event(q, id);
 	q->round.deps_dirty = true;
 	return -1;
 }
@@ -328,6 +360,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 		close(go[1]); /* it leaves without running anything; the runner reaps it */
 		return -1;
 	}
+	job_event(q, j->id);
 	struct running *r = &q->round.run[q->round.nrun++];
 	memset(r, 0, sizeof *r);
 	r->id = j->id;

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Notifications (issue 21): a webhook receiver on 127.0.0.1 and a command
+hook get each event once, with the documented JSON (docs/policy.md); two
+real users on a simulated node.
+
+Events: user A's queued job starts and ends (job.started, job.ended), one
+fails (job.failed), an injected Xid quarantines a GPU (gpu.quarantined),
+user B's process on A's leased GPU (policy.violation, --enforce warn), A's
+lease ends (gpu.freed). --webhook-format slack posts {"text": ...} only. A
+receiver that hangs, or is down, holds nothing up: with one that never
+answers (each POST waits out --webhook-timeout, twice), jobs still start and
+end at once.
+Usage: notify.py GPUCTLD GPUCTL SRCDIR SIMHOLD
+"""
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpuctld_proc  # noqa: E402
+import testusers  # noqa: E402
+
+GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
+SIMHOLD = os.path.realpath(sys.argv[4])
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+errors = []
+A, B = testusers.create("the notification test creates two users")
+
+work = tempfile.mkdtemp(prefix="gpuctl-notify-")
+os.chmod(work, 0o755)
+sock = os.path.join(work, "q.sock")
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
+            "GPUCTL_QUEUE_SOCKET": sock})
+for d in ("state", "rd", "logs"):
+    os.makedirs(os.path.join(work, d))
+    os.chmod(os.path.join(work, d), 0o1777)
+procs = []
+posted = []  # (path, headers' content type, body)
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name)
+    if not cond:
+        errors.append(f"{name}: {detail}")
+    return cond
+
+
+def until(cond, secs=10):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.1)
+    return cond()
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        posted.append((self.path, self.headers.get("Content-Type"), body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+HOOK = f"http://127.0.0.1:{server.server_address[1]}/hook"
+# the command hook: appends its stdin and $GPUCTL_EVENT to a file
+cmdlog = os.path.join(work, "cmd.log")
+hook = os.path.join(work, "hook.sh")
+with open(hook, "w") as f:
+    f.write(f"#!/bin/sh\n{{ printf '%s ' \"$GPUCTL_EVENT\"; cat; }} >> {cmdlog}\n")
+os.chmod(hook, 0o755)
+
+log = []
+
+
+def start(*args):
+    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
+                          "--queue-db", os.path.join(work, "q.db"), "--queue-socket", sock,
+                          "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL, *args],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    log.clear()
+    global url
+    for _ in range(50):
+        line = d.stderr.readline()
+        log.append(line)
+        m = re.search(r"listening on (http://\S+)/", line)
+        if m:
+            url = m.group(1)
+        if "queue on" in line:
+            threading.Thread(target=lambda: log.extend(iter(d.stderr.readline, "")), daemon=True).start()
+            return d
+    d.kill()
+    raise SystemExit(f"FAIL: gpuctld did not start: {log!r}")
+
+
+def gpuctl(*args, user=None):
+    cmd = testusers.as_user_cmd(user, GPUCTL, "--sim", NODE, *args) if user else [GPUCTL, "--sim", NODE, *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, cwd=work)
+
+
+def events():
+    return [json.loads(b) for p, t, b in posted]
+
+
+def bg(user, *cmd):
+    argv = testusers.as_user_cmd(user, *cmd) if user else list(cmd)
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, cwd=work)
+    procs.append(p)
+    return p
+
+
+daemon = None
+try:
+    daemon = start("--webhook", HOOK, "--notify-command", hook, "--enforce", "warn")
+    ok = gpuctl("submit", "-n", "2", "--name", "good", "--", "true", user=A).stdout.strip()
+    bad = gpuctl("submit", "--name", "bad", "--", "sh", "-c", "exit 3", user=A).stdout.strip()
+    check("A submits two jobs", ok.isdigit() and bad.isdigit(), (ok, bad))
+    gpuctl("wait", ok, bad, user=A)
+    subprocess.run([SIMHOLD, "--gpu", "6", "--xid", "79"], env=env, check=True)
+    lease = bg(A, GPUCTL, "--sim", NODE, "run", "--gpus", "3", "--name", "mine", "--", "sleep", "2")
+    until(lambda: re.search(r"^3 ", gpuctl("leases").stdout, re.M))
+    intruder = bg(B, SIMHOLD, "--gpu", "3", "--mem", "1G", "--", "sleep", "30")
+    lease.wait(timeout=30)
+
+    want = {"job.started": 1, "job.ended": 1, "job.failed": 1, "gpu.quarantined": 1, "policy.violation": 1}
+    got = until(lambda: (lambda ev: ev if all(sum(1 for e in ev if e["event"] == k) >= n for k, n in want.items())
+                         and any(e["event"] == "gpu.freed" and e["gpu"]["index"] == 3 for e in ev) else None)(events()))
+    time.sleep(1.0)  # nothing more may come of these
+    ev = events()
+    names = [e["event"] for e in ev]
+    check("every event came", got is not None, names)
+    started = [e for e in ev if e["event"] == "job.started"]
+    check("job.started: once per job, with the job", len(started) == 2 and
+          {e["job"]["name"] for e in started} == {"good", "bad"} and
+          all(e["job"]["user"] == A and e["job"]["state"] == "running" for e in started), started)
+    ended = [e for e in ev if e["event"] == "job.ended"]
+    check("job.ended: once, done, exit code 0, its GPUs", len(ended) == 1 and ended[0]["job"]["id"] == int(ok) and
+          ended[0]["job"]["state"] == "done" and ended[0]["job"]["exit_code"] == 0 and
+          len(ended[0]["job"]["gpus"].split(",")) == 2, ended)
+    failed = [e for e in ev if e["event"] == "job.failed"]
+    check("job.failed: once, with the exit status", len(failed) == 1 and failed[0]["job"]["id"] == int(bad) and
+          failed[0]["job"]["exit_code"] == 3 and "exit status 3" in failed[0]["text"], failed)
+    q = [e for e in ev if e["event"] == "gpu.quarantined"]
+    check("gpu.quarantined: once, GPU 6, Xid 79", len(q) == 1 and q[0]["gpu"]["index"] == 6 and q[0]["xid"] == 79 and
+          q[0]["reason"] == "xid" and q[0]["gpu"]["uuid"].startswith("GPU-"), q)
+    v = [e for e in ev if e["event"] == "policy.violation"]
+    check("policy.violation: once, B's process on A's GPU 3", len(v) == 1 and v[0]["gpu"]["index"] == 3 and
+          v[0]["holder"] == A and v[0]["process"]["user"] == B and v[0]["process"]["pid"] == intruder.pid and
+          v[0]["action"] == "warned", v)
+    freed = [e for e in ev if e["event"] == "gpu.freed" and e["gpu"]["index"] == 3]
+    check("gpu.freed: once, when A's lease of GPU 3 ended", len(freed) == 1 and freed[0]["holder"] == A and
+          freed[0]["job"] == "mine", freed)
+    check("every document: schema, time, host, text",
+          all(e["schema"] == "gpuctl.event/1" and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", e["time"]) and
+              e["host"] and e["text"] for e in ev), ev)
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    sent = re.search(r'^gpuctl_notifications_total\{result="sent"\} (\d+)$', text, re.M)
+    check("/metrics counts them", sent and int(sent.group(1)) == len(ev), (sent and sent.group(0), len(ev)))
+    check("POSTed as application/json to the URL's path", all(p == "/hook" and t == "application/json"
+                                                               for p, t, b in posted), posted[:3])
+    with open(cmdlog) as f:
+        lines = f.read().splitlines()
+    cmd_events = [l.split(" ", 1) for l in lines]
+    check("the command got each event too, GPUCTL_EVENT its name and the JSON on stdin",
+          sorted(n for n, _ in cmd_events) == sorted(names) and
+          all(json.loads(j)["event"] == n for n, j in cmd_events), lines[:4])
+    gpuctld_proc.stop(daemon)
+
+    # slack: {"text": ...} only
+    posted.clear()
+    daemon = start("--webhook", HOOK, "--webhook-format", "slack")
+    j = gpuctl("submit", "--name", "slack", "--", "true", user=A).stdout.strip()
+    gpuctl("wait", j, user=A)
+    sl = until(lambda: (lambda d: d if len(d) >= 2 else None)([json.loads(b) for p, t, b in posted]))
+    check("slack: {\"text\": ...} and nothing else", sl and all(set(d) == {"text"} for d in sl) and
+          any(f"job {j} 'slack' of {A} started" in d["text"] for d in sl) and
+          any(f"job {j} 'slack' of {A} ended" in d["text"] for d in sl), sl)
+    gpuctld_proc.stop(daemon)
+
+    # a receiver that never answers, then none at all: nothing waits for it
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(1024)  # connections complete in the kernel, and nobody ever reads them
+    for url, what in ((f"http://127.0.0.1:{hang.getsockname()[1]}/", "hangs"),
+                      (f"http://127.0.0.1:{server.server_address[1] + 1}/", "is down")):
+        daemon = start("--webhook", url, "--webhook-timeout", "5s")
+        t0 = time.monotonic()
+        ids = [gpuctl("submit", "--", "true", user=A).stdout.strip() for _ in range(6)]
+        r = gpuctl("wait", *ids, user=A)
+        took = time.monotonic() - t0
+        # each of the 12+ events waits 5 s twice on a receiver that hangs: delivered in line, 2 min
+        check(f"a receiver that {what}: six jobs run and end in {took:.1f} s, not held up", r.returncode == 0 and
+              took < 30, (r, took))
+        t0 = time.monotonic()
+        gpuctld_proc.stop(daemon)
+        check(f"a receiver that {what}: gpuctld still stops at once ({time.monotonic() - t0:.1f} s)",
+              time.monotonic() - t0 < 3)
+    hang.close()
+    for args, said in ((["--webhook", "ftp://x/"], "expected an http:// or https:// URL"),
+                       (["--webhook-format", "xml"], "expected json or slack"),
+                       (["--notify-command", "hook.sh"], "expected the absolute path of an executable"),
+                       (["--webhook-timeout", "1h"], "between 0.1s and 10m")):
+        r = subprocess.run([GPUCTLD, *args, "--check-config"], capture_output=True, text=True)
+        check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
+              r.stderr.count("\n") == 1, r)
+finally:
+    gpuctld_proc.stop(daemon)
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    server.shutdown()
+    shutil.rmtree(work, ignore_errors=True)
+
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
