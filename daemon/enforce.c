@@ -14,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 struct seen {
@@ -98,27 +96,6 @@ static void tally(struct enforce *e, const char *user)
 	e->t[e->nt++].n = 1;
 }
 
-/*
- * sig to the process that was pid (started at start, owned by uid) when it was
- * seen: through a pidfd opened now and checked against both, so a pid that
- * ended and was reused in between is never hit. 0, or -1 (it is gone).
- */
-static int signal_process(pid_t pid, unsigned long long start, uid_t uid, int sig)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0)
-		return -1;
-	char path[32];
-	snprintf(path, sizeof path, "/proc/%d", (int)pid);
-	unsigned long long now_start = 0;
-	struct stat st;
-	int rc = -1;
-	if (proc_stat(pid, NULL, NULL, &now_start) == 0 && now_start == start && stat(path, &st) == 0 && st.st_uid == uid)
-		rc = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
-	close(fd);
-	return rc;
-}
-
 static struct seen *find(struct enforce *e, pid_t pid, unsigned long long start, unsigned gpu)
 {
 	for (size_t i = 0; i < e->n; i++)
@@ -170,10 +147,10 @@ static void one(struct enforce *e, const gc_gpu *g, const gc_proc *p, const stru
 				      (json_int_t)p->pid, "user", who, "command", cmd, "action",
 				      may_kill ? "SIGTERM" : p->visible && e->o.mode == ENFORCE_WARN ? "warned" : "reported");
 		notify_event(e->o.notify, "policy.violation", text, o);
-		if (may_kill && signal_process(s->pid, start, s->uid, SIGTERM) == 0)
+		if (may_kill && proc_signal(s->pid, start, s->uid, SIGTERM) == 0)
 			s->termed = true;
 	} else if (may_kill && s->termed && !s->killed && now - s->since_ms >= e->o.grace_ms) {
-		if (signal_process(s->pid, start, s->uid, SIGKILL) == 0) {
+		if (proc_signal(s->pid, start, s->uid, SIGKILL) == 0) {
 			fprintf(stderr, "gpuctld: policy: pid %u of %s on GPU %u: SIGKILL, %lld s after SIGTERM\n", p->pid,
 				who, g->index, (long long)((now - s->since_ms) / 1000));
 			s->killed = true;

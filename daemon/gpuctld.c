@@ -10,6 +10,7 @@
 #include "health.h"
 #include "http.h"
 #include "notify.h"
+#include "reclaim.h"
 #include "queue/queue.h"
 #include "util/units.h"
 #include "sampler.h"
@@ -36,7 +37,9 @@ static void usage(FILE *f)
 		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
 		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
 		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
-		"               [--webhook-timeout DUR] [--notify-command PATH] [--config FILE] [--check-config]\n"
+		"               [--webhook-timeout DUR] [--notify-command PATH] [--reclaim-after DUR]\n"
+		"               [--reclaim-grace DUR] [--reclaim-signal SIG] [--reclaim-util PCT]\n"
+		"               [--reclaim-exempt USERS] [--config FILE] [--check-config]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -84,6 +87,12 @@ static void usage(FILE *f)
 		"  --webhook-format F    json (default) or slack ({\"text\": ...})\n"
 		"  --webhook-timeout DUR each POST's limit (default 5s; one retry); also --notify-command's\n"
 		"  --notify-command PATH run PATH for each event, the JSON on its stdin, GPUCTL_EVENT its name\n"
+		"  --reclaim-after DUR   a lease whose GPUs stay idle this long is reclaimed: notified, then a\n"
+		"                        --reclaim-grace apart the checkpoint signal, SIGTERM, SIGKILL (default off)\n"
+		"  --reclaim-grace DUR   between those steps (default 5m)\n"
+		"  --reclaim-signal SIG  the checkpoint signal to the job (default USR1)\n"
+		"  --reclaim-util PCT    idle: utilization and memory activity at most PCT %% (default 5)\n"
+		"  --reclaim-exempt USERS  users whose leases are never reclaimed (alice,bob)\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
 		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
@@ -163,6 +172,11 @@ static const struct option opts[] = {
 	{"webhook-format", required_argument, NULL, 'F'},
 	{"webhook-timeout", required_argument, NULL, 'Y'},
 	{"notify-command", required_argument, NULL, 'N'},
+	{"reclaim-after", required_argument, NULL, 'A'},
+	{"reclaim-grace", required_argument, NULL, 'E'},
+	{"reclaim-signal", required_argument, NULL, 'Z'},
+	{"reclaim-util", required_argument, NULL, 'P'},
+	{"reclaim-exempt", required_argument, NULL, 'X'},
 	{"config", required_argument, NULL, 'C'},
 	{"check-config", no_argument, NULL, 'k'},
 	{"version", no_argument, NULL, 'V'},
@@ -178,6 +192,7 @@ struct settings {
 	struct health_opts hlo;
 	struct enforce_opts eo;
 	struct notify_opts no;
+	struct reclaim_opts ro;
 	bool queue_on;
 };
 
@@ -345,6 +360,34 @@ static int apply(struct settings *st, int c, const char *arg)
 		}
 		st->no.timeout_ms = ms;
 		break;
+	case 'A':
+		if (strcmp(arg, "0") == 0 || strcmp(arg, "off") == 0)
+			st->ro.after_ms = 0;
+		else if ((rc = cli_parse_duration("--reclaim-after", arg, &st->ro.after_ms)))
+			return rc;
+		break;
+	case 'E':
+		if ((rc = cli_parse_duration("--reclaim-grace", arg, &st->ro.grace_ms)))
+			return rc;
+		break;
+	case 'Z':
+		if (reclaim_parse_signal(arg, &st->ro.signal, herr, sizeof herr) < 0) {
+			cli_err("%s", herr);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'P':
+		if ((rc = cli_parse_count("--reclaim-util", arg, &n)))
+			return rc;
+		if (n > 100) {
+			cli_err("invalid --reclaim-util '%s' (a percentage, 0 to 100)", arg);
+			return EXIT_USAGE;
+		}
+		st->ro.util = (unsigned)n;
+		break;
+	case 'X':
+		st->ro.exempt = arg;
+		break;
 	case 'N':
 		if (arg[0] != '/' || access(arg, X_OK) != 0) {
 			cli_err("invalid --notify-command '%s' (expected the absolute path of an executable)", arg);
@@ -475,6 +518,7 @@ int main(int argc, char **argv)
 		.hlo = {.faults = HEALTH_ALL},
 		.eo = {.mode = ENFORCE_OFF, .grace_ms = 10000},
 		.no = {.timeout_ms = 5000},
+		.ro = {.after_ms = 0, .grace_ms = 300000, .signal = SIGUSR1, .util = 5},
 		.queue_on = true,
 	};
 	char herr[256];
@@ -570,10 +614,12 @@ int main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	st.hlo.sim = so.sim;
-	st.hlo.notify = st.eo.notify = so.notify = qo.notify = nt;
+	st.hlo.notify = st.eo.notify = st.ro.notify = so.notify = qo.notify = nt;
 	struct enforce *ef = enforce_new(&st.eo);
-	int gr = ef ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
-	if (!ef)
+	struct reclaim *rc_ = st.ro.after_ms > 0 ? reclaim_new(&st.ro) : NULL;
+	so.reclaim = rc_;
+	int gr = ef && (rc_ || !st.ro.after_ms) ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
+	if (gr == GC_ENOMEM)
 		snprintf(err, sizeof err, "out of memory");
 	if (gr == GC_OK) {
 		so.health = hl;
@@ -584,6 +630,7 @@ int main(int argc, char **argv)
 		cli_err("%s", err);
 		health_stop(hl);
 		enforce_free(ef);
+		reclaim_free(rc_);
 		notify_stop(nt);
 		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
 	}
@@ -600,7 +647,8 @@ int main(int argc, char **argv)
 			sampler_stop(s);
 			health_stop(hl);
 			enforce_free(ef);
-			notify_stop(nt);
+			reclaim_free(rc_);
+		notify_stop(nt);
 			return rc;
 		}
 		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
@@ -608,7 +656,8 @@ int main(int argc, char **argv)
 			sampler_stop(s);
 			health_stop(hl);
 			enforce_free(ef);
-			notify_stop(nt);
+			reclaim_free(rc_);
+		notify_stop(nt);
 			return EXIT_FAIL;
 		}
 	}
@@ -620,6 +669,7 @@ int main(int argc, char **argv)
 		sampler_stop(s);
 		health_stop(hl);
 		enforce_free(ef);
+		reclaim_free(rc_);
 		notify_stop(nt);
 		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
 	}
@@ -642,6 +692,7 @@ int main(int argc, char **argv)
 	sampler_stop(s);
 	health_stop(hl);
 	enforce_free(ef);
-	notify_stop(nt);
+	reclaim_free(rc_);
+		notify_stop(nt);
 	return EXIT_OK;
 }

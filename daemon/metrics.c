@@ -286,6 +286,11 @@ static void node(FILE *f, const struct metrics_input *in)
 		esc(f, user);
 		fprintf(f, "\"} %llu\n", (unsigned long long)count);
 	}
+	if (in->reclaiming) {
+		family_head(f, "gpuctl_leases_reclaimed_total", "counter",
+			    "Leases let go after idle reclaim (--reclaim-after) since gpuctld started.");
+		fprintf(f, "gpuctl_leases_reclaimed_total %llu\n", (unsigned long long)in->reclaimed);
+	}
 	if (in->notifying) {
 		family_head(f, "gpuctl_notifications_total", "counter",
 			    "Events given to --webhook and --notify-command since gpuctld started: sent, failed (after "

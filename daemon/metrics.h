@@ -32,6 +32,8 @@ struct metrics_input {
 	const uint64_t *last_xid;               /* [ngpus], 0 none; NULL with marks */
 	uint64_t quarantines;                   /* made by gpuctld since it started */
 	const struct enforce *enforce;          /* violations by user, or NULL */
+	bool reclaiming;                        /* --reclaim-after: reclaimed is meant */
+	uint64_t reclaimed;                     /* leases let go after idle reclaim */
 	bool notifying;                         /* --webhook or --notify-command: notified is meant */
 	uint64_t notified[3];                   /* events sent, failed, dropped */
 };

@@ -12,6 +12,7 @@
 #include "enforce.h"
 #include "health.h"
 #include "notify.h"
+#include "reclaim.h"
 #include "device/snapjson.h"
 
 #include <errno.h>
@@ -276,6 +277,7 @@ static void sample_once(struct sampler *s)
 	if (s->o.health)
 		health_sample(s->o.health, &s->snap, s->marks, s->last_xid);
 	enforce_sample(s->o.enforce, &s->snap, s->holder, clock_mono_ms());
+	reclaim_sample(s->o.reclaim, &s->snap, s->holder, clock_mono_ms());
 	struct frame *f = calloc(1, sizeof *f);
 	if (!f)
 		return;
@@ -289,6 +291,7 @@ static void sample_once(struct sampler *s)
 		.snake_labels = s->o.snake_labels,
 		.marks = s->o.health ? s->marks : NULL, .last_xid = s->o.health ? s->last_xid : NULL,
 		.quarantines = health_quarantines(s->o.health), .enforce = s->o.enforce,
+		.reclaiming = s->o.reclaim != NULL, .reclaimed = reclaim_count(s->o.reclaim),
 	};
 	struct notify_stats ns;
 	notify_stats(s->o.notify, &ns);

@@ -36,6 +36,7 @@ struct sampler_opts {
 	struct health *health;   /* borrowed: quarantine checks after each sample, or NULL */
 	struct enforce *enforce; /* borrowed: lease enforcement after each sample, or NULL */
 	struct notify *notify;   /* borrowed: gpu.freed events (a lease released), or NULL */
+	struct reclaim *reclaim; /* borrowed: idle reclaim after each sample, or NULL */
 };
 
 struct sampler;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* the length of the valid UTF-8 sequence at s (n bytes left), 0 if it is not one */
@@ -95,6 +96,22 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 	if (start)
 		*start = v;
 	return 0;
+}
+
+int proc_signal(pid_t pid, unsigned long long start, uid_t uid, int sig)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -1;
+	char path[32];
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	unsigned long long now_start = 0;
+	struct stat st;
+	int rc = -1;
+	if (proc_stat(pid, NULL, NULL, &now_start) == 0 && now_start == start && stat(path, &st) == 0 && st.st_uid == uid)
+		rc = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0 ? 0 : -1;
+	close(fd);
+	return rc;
 }
 
 void proc_user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache)

@@ -33,6 +33,14 @@ void proc_user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache
 int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 
 /*
+ * sig to the process that was pid when it was seen, started at `start` (as
+ * proc_stat says) and owned by uid: through a pidfd opened now and checked
+ * against both, so a pid that ended and was reused meanwhile is never hit.
+ * 0, or -1 (it is gone, or is another process now).
+ */
+int proc_signal(pid_t pid, unsigned long long start, uid_t uid, int sig);
+
+/*
  * Copy at most dstlen-1 bytes of text that came from another user or process,
  * safe for a terminal: control characters (C0, DEL, the C1 range U+0080-U+009F)
  * and bytes that are not valid UTF-8 become '?'; valid UTF-8 is kept whole.

@@ -22,6 +22,7 @@
 
 #include "enforce.h"
 #include "health.h"
+#include "reclaim.h"
 #include "metrics.h"
 #include "route.h"
 #include "sampler.h"
@@ -456,6 +457,66 @@ static void test_enforce_rules(void **state)
 	assert_non_null(strstr(err, "invalid --enforce 'Kill'"));
 }
 
+/* idle reclaim on a crafted sample: notified after --reclaim-after idle; busy again in the grace
+ * calls it off; idle again, the checkpoint signal reaches the job a grace after the notice;
+ * unknown utilization is never idle; an exempt user is left alone */
+static void test_reclaim_rules(void **state)
+{
+	(void)state;
+	pid_t job = fork();
+	assert_true(job >= 0);
+	if (job == 0) {
+		pause();
+		_exit(0);
+	}
+	gc_gpu g;
+	memset(&g, 0, sizeof g);
+	g.st[GC_V_UTIL_GPU] = g.st[GC_V_UTIL_MEM] = GC_ST_OK;
+	gc_snapshot snap;
+	memset(&snap, 0, sizeof snap);
+	snap.gpus = &g;
+	snap.ngpus = 1;
+	struct lease_info holder = {.pid = job, .supervisor = 0, .uid = getuid(), .since = 1};
+	snprintf(holder.user, sizeof holder.user, "root");
+	const struct lease_info *h[1] = {&holder};
+	struct reclaim_opts o = {.after_ms = 100, .grace_ms = 100, .signal = SIGUSR1, .util = 5};
+	struct reclaim *r = reclaim_new(&o);
+	int st;
+	reclaim_sample(r, &snap, h, 1000);        /* idle from now */
+	reclaim_sample(r, &snap, h, 1150);        /* notified */
+	g.util_gpu = 60;
+	reclaim_sample(r, &snap, h, 1200);        /* busy: called off */
+	g.util_gpu = 3;
+	reclaim_sample(r, &snap, h, 1260);        /* idle from now, again */
+	reclaim_sample(r, &snap, h, 1300);        /* the old notice would have fired its signal by now */
+	assert_int_equal(waitpid(job, &st, WNOHANG), 0);
+	g.st[GC_V_UTIL_MEM] = GC_ST_NOT_SUPPORTED; /* unknown: never idle */
+	reclaim_sample(r, &snap, h, 1500);
+	reclaim_sample(r, &snap, h, 1700);
+	assert_int_equal(waitpid(job, &st, WNOHANG), 0);
+	g.st[GC_V_UTIL_MEM] = GC_ST_OK;
+	reclaim_sample(r, &snap, h, 2000);        /* idle from now */
+	reclaim_sample(r, &snap, h, 2150);        /* notified */
+	assert_int_equal(waitpid(job, &st, WNOHANG), 0);
+	reclaim_sample(r, &snap, h, 2300);        /* the checkpoint signal */
+	assert_int_equal(waitpid(job, &st, 0), job);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR1);
+	reclaim_free(r);
+	/* exempt */
+	o.exempt = "alice,root";
+	r = reclaim_new(&o);
+	for (int64_t t = 0; t < 1000; t += 50)
+		reclaim_sample(r, &snap, h, 5000 + t);
+	assert_int_equal(reclaim_count(r), 0);
+	reclaim_free(r);
+	int sig;
+	char err[128];
+	assert_int_equal(reclaim_parse_signal("SIGUSR2", &sig, err, sizeof err), 0);
+	assert_int_equal(sig, SIGUSR2);
+	assert_int_equal(reclaim_parse_signal("10", &sig, err, sizeof err), 0);
+	assert_int_equal(reclaim_parse_signal("9", &sig, err, sizeof err), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_health_default_xids_match_catalogue),
 		cmocka_unit_test(test_health_transitions),
 		cmocka_unit_test(test_enforce_rules),
+		cmocka_unit_test(test_reclaim_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Idle reclaim (issue 21) with two real users on a simulated node.
+
+User A's job holds GPU 0 and leaves it idle; user B waits for GPU 0
+(gpuctl run --wait). gpuctld --reclaim-after 1s --reclaim-grace 1s:
+lease.idle, then SIGUSR1 to A's job (which commits a checkpoint with
+gpuctl ckpt commit), then SIGTERM (A's job ends), and B's job starts on the
+GPU; each step an event (--notify-command), in that order, and
+gpuctl_leases_reclaimed_total counts it. With --reclaim-exempt A, A's idle
+lease is left alone.
+Usage: reclaim.py GPUCTLD GPUCTL SRCDIR
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpuctld_proc  # noqa: E402
+import testusers  # noqa: E402
+
+GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+errors = []
+A, B = testusers.create("the reclaim test creates two users")
+
+work = tempfile.mkdtemp(prefix="gpuctl-reclaim-")
+os.chmod(work, 0o777)
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
+            "PATH": os.path.dirname(GPUCTL) + ":" + os.environ.get("PATH", "/usr/bin:/bin")})
+for d in ("state", "rd"):
+    os.makedirs(os.path.join(work, d))
+    os.chmod(os.path.join(work, d), 0o1777)
+trace = os.path.join(work, "trace")
+with open(trace, "w"):
+    pass
+os.chmod(trace, 0o666)  # A's job and B's both write to it
+ck = os.path.join(work, "ck")
+events = os.path.join(work, "events")
+hook = os.path.join(work, "hook.sh")
+with open(hook, "w") as f:
+    f.write(f"#!/bin/sh\n{{ printf '%s ' \"$GPUCTL_EVENT\"; cat; }} >> {events}\n")
+os.chmod(hook, 0o755)
+# A's job: checkpoints on SIGUSR1, ends on SIGTERM; idle otherwise
+JOB = f"""
+trap 'mkdir -p {ck}/step-1 && echo w > {ck}/step-1/weights && gpuctl ckpt commit {ck} {ck}/step-1 && echo usr1 >> {trace}' USR1
+trap 'echo term >> {trace}; exit 143' TERM
+echo started >> {trace}
+while :; do sleep 0.1; done
+"""
+procs = []
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name)
+    if not cond:
+        errors.append(f"{name}: {detail}")
+    return cond
+
+
+def until(cond, secs=15):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.1)
+    return cond()
+
+
+def bg(user, *cmd):
+    p = subprocess.Popen(testusers.as_user_cmd(user, *cmd), env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=work)
+    procs.append(p)
+    return p
+
+
+def lines(path):
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+log = []
+
+
+def start(*args):
+    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--no-queue", "--interval", "0.2s",
+                          "--notify-command", hook, *args], env=env, stderr=subprocess.PIPE, text=True)
+    log.clear()
+    for _ in range(50):
+        line = d.stderr.readline()
+        log.append(line)
+        m = re.search(r"listening on (http://\S+)/", line)
+        if m:
+            threading.Thread(target=lambda: log.extend(iter(d.stderr.readline, "")), daemon=True).start()
+            return d, m.group(1)
+    d.kill()
+    raise SystemExit(f"FAIL: gpuctld did not start: {log!r}")
+
+
+daemon = None
+try:
+    job = bg(A, GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--name", "idle-one", "--", "sh", "-c", JOB)
+    check("A's job runs on GPU 0", until(lambda: "started" in lines(trace)), lines(trace))
+    waiter = bg(B, GPUCTL, "--sim", NODE, "run", "--wait", "--gpus", "0", "--", "sh", "-c", f"echo b-started >> {trace}")
+    time.sleep(0.5)
+    check("B waits for it", waiter.poll() is None and "b-started" not in lines(trace), lines(trace))
+
+    # exempt: left alone
+    daemon, url = start("--reclaim-after", "1s", "--reclaim-grace", "1s", "--reclaim-exempt", f"nobody,{A}")
+    time.sleep(3)
+    check("--reclaim-exempt: A's idle lease is left alone", job.poll() is None and lines(trace) == ["started"] and
+          not any("reclaim" in l for l in log), (lines(trace), log))
+    gpuctld_proc.stop(daemon)
+
+    t0 = time.monotonic()
+    daemon, url = start("--reclaim-after", "1s", "--reclaim-grace", "1s")
+    check("B's job starts once A's lease is reclaimed", until(lambda: "b-started" in lines(trace)), lines(trace))
+    took = time.monotonic() - t0
+    check("in order: checkpoint signal, SIGTERM, then B", lines(trace) == ["started", "usr1", "term", "b-started"],
+          lines(trace))
+    check(f"after the steps, not before (idle 1 s + 2 graces of 1 s: {took:.1f} s)", took >= 2.8, took)
+    r = subprocess.run([GPUCTL, "ckpt", "latest", ck], env=env, capture_output=True, text=True)
+    check("A's gpuctl ckpt commit landed", r.returncode == 0 and r.stdout.strip().endswith("step-1"), r)
+    check("A's gpuctl run ended with its job (143: SIGTERM)", until(lambda: job.poll() is not None) and
+          job.returncode == 143, job.returncode)
+    check("B's job ended well", until(lambda: waiter.poll() is not None) and waiter.returncode == 0, waiter.returncode)
+    ev = until(lambda: (lambda e: e if any(n == "lease.reclaimed" for n, _ in e) else None)(
+        [l.split(" ", 1) for l in lines(events)]))
+    ev = [(n, j) for n, j in ev or [] if n.startswith("lease.")]
+    names = [n for n, _ in ev]
+    check("events: lease.idle, lease.reclaiming (checkpoint), lease.reclaiming (SIGTERM), lease.reclaimed",
+          names == ["lease.idle", "lease.reclaiming", "lease.reclaiming", "lease.reclaimed"], names)
+    docs = [json.loads(j) for _, j in ev]
+    check("each names the GPUs, the holder and the job", docs and all(
+        d["gpus"] == "0" and d["holder"] == A and d["job"] == "idle-one" for d in docs[:4]), docs[:4])
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    check("gpuctl_leases_reclaimed_total counts it", re.search(r"^gpuctl_leases_reclaimed_total 1$", text, re.M),
+          [l for l in text.splitlines() if "reclaimed" in l])
+    for args, said in ((["--reclaim-after", "soon"], "invalid --reclaim-after"),
+                       (["--reclaim-signal", "KILL"], "invalid --reclaim-signal 'KILL'"),
+                       (["--reclaim-util", "150"], "a percentage, 0 to 100")):
+        r = subprocess.run([GPUCTLD, *args, "--check-config"], capture_output=True, text=True)
+        check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
+              r.stderr.count("\n") == 1, r)
+finally:
+    gpuctld_proc.stop(daemon)
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    shutil.rmtree(work, ignore_errors=True)
+
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
