@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
 		"               [--webhook-timeout DUR] [--notify-command PATH] [--reclaim-after DUR]\n"
 		"               [--reclaim-grace DUR] [--reclaim-signal SIG] [--reclaim-util PCT]\n"
-		"               [--reclaim-exempt USERS] [--config FILE] [--check-config]\n"
+		"               [--reclaim-exempt USERS] [--gpu-hour-price USD] [--config FILE] [--check-config]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -93,6 +93,7 @@ static void usage(FILE *f)
 		"  --reclaim-signal SIG  the checkpoint signal to the job (default USR1)\n"
 		"  --reclaim-util PCT    idle: utilization and memory activity at most PCT %% (default 5)\n"
 		"  --reclaim-exempt USERS  users whose leases are never reclaimed (alice,bob)\n"
+		"  --gpu-hour-price USD  what a GPU-hour costs, for gpuctl usage (default 0: no cost shown)\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
 		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
@@ -177,6 +178,7 @@ static const struct option opts[] = {
 	{"reclaim-signal", required_argument, NULL, 'Z'},
 	{"reclaim-util", required_argument, NULL, 'P'},
 	{"reclaim-exempt", required_argument, NULL, 'X'},
+	{"gpu-hour-price", required_argument, NULL, '$'},
 	{"config", required_argument, NULL, 'C'},
 	{"check-config", no_argument, NULL, 'k'},
 	{"version", no_argument, NULL, 'V'},
@@ -388,6 +390,17 @@ static int apply(struct settings *st, int c, const char *arg)
 	case 'X':
 		st->ro.exempt = arg;
 		break;
+	case '$': {
+		char *end;
+		errno = 0;
+		double v = strtod(arg, &end);
+		if (end == arg || *end || errno || !(v >= 0) || v > 1e6) {
+			cli_err("invalid --gpu-hour-price '%s' (expected a price in dollars, e.g. 2.5, or 0)", arg);
+			return EXIT_USAGE;
+		}
+		st->qo.gpu_hour_price = v;
+		break;
+	}
 	case 'N':
 		if (arg[0] != '/' || access(arg, X_OK) != 0) {
 			cli_err("invalid --notify-command '%s' (expected the absolute path of an executable)", arg);

@@ -135,6 +135,7 @@ int cmd_query(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 int cmd_leases(const struct cli_global *g, int argc, char **argv);
 int cmd_quarantine(const struct cli_global *g, int argc, char **argv);
+int cmd_usage(const struct cli_global *g, int argc, char **argv);
 int cmd_pick(const struct cli_global *g, int argc, char **argv);
 int cmd_spot(const struct cli_global *g, int argc, char **argv);
 int cmd_explain(const struct cli_global *g, int argc, char **argv);

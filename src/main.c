@@ -32,6 +32,7 @@ static const struct command commands[] = {
 	{"logs", cmd_logs, "a queued job's output (-f: follow it)"},
 	{"wait", cmd_wait, "wait for queued jobs to end, exit with their status"},
 	{"leases", cmd_leases, "list leased GPUs and the queue of waiting jobs"},
+	{"usage", cmd_usage, "GPU-hours per user, GPU or day, idle hours held, cost (gpuctld's records)"},
 	{"quarantine", cmd_quarantine, "GPUs out of service after hardware faults: list, add, clear"},
 	{"spot", cmd_spot, "watch for spot preemption and maintenance notices"},
 	{"ckpt", cmd_ckpt, "commit, find and prune checkpoints safely"},

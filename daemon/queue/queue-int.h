@@ -236,6 +236,21 @@ void retention_recover(struct queue *q);
 
 /* ---- queue.c ---- */
 
+/* GPU time: the leases held now (usage.c) */
+struct usage_open;
+struct usage {
+	struct usage_open *v;
+	size_t n, cap;
+	int64_t checked_ms;          /* monotonic: the last look that added idle time */
+	bool started;
+};
+/* After the lease directory changed (or once a second): leases seen start, leases gone are recorded. */
+void usage_observe(struct queue *q, bool changed);
+/* gpuctld stops: the leases held now are recorded as ending now. */
+void usage_stop(struct queue *q);
+/* gpuctl usage: GPU-hours since since_ms by "user", "gpu" or "day"; cost at price a GPU-hour (0: none). */
+json_t *usage_report(struct queue *q, int64_t since_ms, const char *by, double price);
+
 struct queue {
 	struct queue_opts o;
 	struct sampler *s;
@@ -248,6 +263,7 @@ struct queue {
 	struct round round;
 	struct view view;
 	struct retention ret;
+	struct usage usage;
 	pthread_t thread;
 	bool started;
 };

@@ -112,10 +112,12 @@ static void *loop(void *arg)
 			break;
 		if (p[1].revents & POLLIN)
 			clients_accept(&q->clients);
-		if (wfd >= 0 && (p[2].revents & POLLIN)) {
+		bool changed = wfd >= 0 && (p[2].revents & POLLIN);
+		if (changed) {
 			lease_watch_drain(q->round.leases);
 			q->round.dirty = true;
 		}
+		usage_observe(q, changed);
 		/* clients and jobs, from the end so removal does not skip one */
 		size_t base = 4, ncl = q->clients.ncl;
 		for (size_t i = ncl; i-- > 0;)
@@ -137,6 +139,7 @@ static void *loop(void *arg)
 		if (q->ret.prune_at && clock_mono_ms() >= q->ret.prune_at)
 			retention_prune(q);
 	}
+	usage_stop(q);
 	return NULL;
 }
 

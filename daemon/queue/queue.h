@@ -27,6 +27,7 @@ struct queue_opts {
 	size_t max_job_bytes;    /* a job's argv and environment as stored (JSON); 0: no limit */
 	long long job_keep_ms;   /* an ended job's record is deleted this long after it ended; 0: kept */
 	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL */
+	double gpu_hour_price;   /* gpuctl usage's cost of a GPU-hour; 0: none */
 };
 
 struct queue;

@@ -383,6 +383,21 @@ static json_t *op_cancel(struct queue *q, const struct client *c, json_t *req)
 	return ans;
 }
 
+/* gpuctl usage: everyone's GPU time (as Slurm's sreport shows it to everyone) */
+static json_t *op_usage(struct queue *q, json_t *req)
+{
+	json_t *since = json_object_get(req, "since_ms");
+	const char *by = json_string_value(json_object_get(req, "by"));
+	if (!by)
+		by = "user";
+	if (strcmp(by, "user") && strcmp(by, "gpu") && strcmp(by, "day"))
+		return requests_fail("invalid by '%.40s' (expected user, gpu or day)", by);
+	if (since && (!json_is_integer(since) || json_integer_value(since) < 0))
+		return requests_fail("invalid since_ms (expected ms since the epoch)");
+	json_t *ans = usage_report(q, since ? json_integer_value(since) : 0, by, q->o.gpu_hour_price);
+	return ans ? ans : requests_fail("cannot read the usage records: %s", store_errmsg(q->st));
+}
+
 json_t *requests_answer(void *arg, const struct client *c, const char *line)
 {
 	struct queue *q = arg;
@@ -404,8 +419,10 @@ json_t *requests_answer(void *arg, const struct client *c, const char *line)
 		ans = op_show(q, c, req);
 	else if (strcmp(op, "cancel") == 0)
 		ans = op_cancel(q, c, req);
+	else if (strcmp(op, "usage") == 0)
+		ans = op_usage(q, req);
 	else
-		ans = requests_fail("unknown op '%s' (expected submit, list, show or cancel)", op);
+		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel or usage)", op);
 	json_decref(req);
 	return ans;
 }

@@ -21,7 +21,7 @@
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
-	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, NSTMT
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE, NSTMT
 };
 
 struct store {
@@ -102,6 +102,12 @@ static const char *const migrations[] = {
 	"ALTER TABLE jobs_new RENAME TO jobs;"
 	"CREATE INDEX jobs_order ON jobs(state, priority DESC, id);"
 	"CREATE INDEX jobs_waiting ON jobs(id) WHERE state = 'queued' AND after IS NOT NULL;",
+	/* 4: GPU time, one row per lease of one GPU once it ended (gpuctl usage, docs/policy.md) */
+	"CREATE TABLE usage ("
+	" id INTEGER PRIMARY KEY, uid INTEGER NOT NULL, user TEXT NOT NULL, gpu TEXT NOT NULL,"
+	" gpu_index INTEGER NOT NULL, name TEXT NOT NULL DEFAULT '',"
+	" start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, idle_ms INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX usage_end ON usage(end_ms);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -588,6 +594,48 @@ int store_ended(struct store *s, int64_t from_ms, int64_t to_ms, void (*fn)(void
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn(arg, sqlite3_column_int64(st, 0));
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_usage_add(struct store *s, const struct usage_row *r)
+{
+	static const char sql[] = "INSERT INTO usage (uid, user, gpu, gpu_index, name, start_ms, end_ms, idle_ms)"
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+	sqlite3_stmt *st = stmt(s, ST_USAGE_ADD, sql);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, r->uid);
+	sqlite3_bind_text(st, 2, r->user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, r->gpu, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, r->gpu_index);
+	sqlite3_bind_text(st, 5, r->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, r->start_ms);
+	sqlite3_bind_int64(st, 7, r->end_ms);
+	sqlite3_bind_int64(st, 8, r->idle_ms);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, const struct usage_row *r), void *arg)
+{
+	static const char sql[] = "SELECT uid, user, gpu, gpu_index, name, start_ms, end_ms, idle_ms FROM usage"
+		" WHERE end_ms > ? ORDER BY id";
+	sqlite3_stmt *st = stmt(s, ST_USAGE_SINCE, sql);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, since_ms);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct usage_row r = {.uid = (uid_t)sqlite3_column_int64(st, 0), .gpu_index = sqlite3_column_int(st, 3),
+				      .start_ms = sqlite3_column_int64(st, 5), .end_ms = sqlite3_column_int64(st, 6),
+				      .idle_ms = sqlite3_column_int64(st, 7)};
+		snprintf(r.user, sizeof r.user, "%s", (const char *)sqlite3_column_text(st, 1));
+		snprintf(r.gpu, sizeof r.gpu, "%s", (const char *)sqlite3_column_text(st, 2));
+		snprintf(r.name, sizeof r.name, "%s", (const char *)sqlite3_column_text(st, 4));
+		fn(arg, &r);
+	}
 	done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }

@@ -54,6 +54,20 @@ struct job {
 
 struct store;
 
+/* one GPU's lease, ended (migration 4's usage table) */
+struct usage_row {
+	uid_t uid;
+	char user[33];
+	char gpu[96];            /* its UUID */
+	int gpu_index;           /* -1: unknown */
+	char name[64];           /* the lease's --name ("" none) */
+	int64_t start_ms, end_ms, idle_ms;
+};
+/* Record one. 0, or -1 (store_errmsg). */
+int store_usage_add(struct store *s, const struct usage_row *r);
+/* fn for each row that ended after since_ms, oldest first. 0, or -1. */
+int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, const struct usage_row *r), void *arg);
+
 /* Open (creating, migrating) the database at path. 0, or -1 with err. */
 int store_open(struct store **out, const char *path, char *err, size_t errlen);
 void store_close(struct store *s);

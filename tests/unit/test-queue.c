@@ -50,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 3);
+	assert_int_equal(store_schema_version(s), 4);
 	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -241,6 +241,18 @@ static void test_store_sigkill(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+struct seen_rows {
+	size_t n;
+	struct usage_row last;
+};
+
+static void count_rows(void *arg, const struct usage_row *r)
+{
+	struct seen_rows *s = arg;
+	s->n++;
+	s->last = *r;
+}
+
 /* a database at schema 1 (as gpuctld 1 left it) is migrated, its jobs kept */
 static void test_store_migrates_v1(void **state)
 {
@@ -271,7 +283,7 @@ static void test_store_migrates_v1(void **state)
 	sqlite3_close(db);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 3);
+	assert_int_equal(store_schema_version(s), 4);
 	struct job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
@@ -291,6 +303,20 @@ static void test_store_migrates_v1(void **state)
 	snprintf(j.user, sizeof j.user, "alice");
 	assert_int_equal(store_submit(s, &j, err, sizeof err), 0);
 	assert_int_equal(j.id, 42);
+	/* migration 4: the usage records, kept and read back by when they ended */
+	struct usage_row r = {.uid = 1000, .gpu_index = 3, .start_ms = 1000, .end_ms = 5000, .idle_ms = 250};
+	snprintf(r.user, sizeof r.user, "alice");
+	snprintf(r.gpu, sizeof r.gpu, "GPU-x");
+	assert_int_equal(store_usage_add(s, &r), 0);
+	r.start_ms = 6000;
+	r.end_ms = 9000;
+	assert_int_equal(store_usage_add(s, &r), 0);
+	struct seen_rows seen = {0};
+	assert_int_equal(store_usage_since(s, 5000, count_rows, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.last.end_ms, 9000);
+	assert_int_equal(seen.last.idle_ms, 250);
+	assert_string_equal(seen.last.user, "alice");
 	assert_int_equal(store_integrity(s), 1);
 	store_close(s);
 	assert_int_equal(tmpdir_remove(dir), 0);

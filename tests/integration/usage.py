@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Accounting (issue 21): gpuctl usage's GPU-hours match the jobs' known
+durations within 1 %, two real users on a simulated node.
+
+User A runs an interactive `gpuctl run -n 2` job, user B a queued
+`gpuctl submit -n 1` job; each job stamps its own start and end. gpuctld
+(which sees every lease through the lease directory) then reports, per user,
+per GPU and in total, GPU-hours that match 2 x A's duration and 1 x B's within
+1 %, the idle hours (the simulated GPUs idle: all of it), and the cost at
+--gpu-hour-price; the records outlive a gpuctld restart. Bad input exits 2;
+no gpuctld, 1.
+Usage: usage.py GPUCTLD GPUCTL SRCDIR
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpuctld_proc  # noqa: E402
+import testusers  # noqa: E402
+
+GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+errors = []
+A, B = testusers.create("the usage test creates two users")
+
+work = tempfile.mkdtemp(prefix="gpuctl-usage-")
+os.chmod(work, 0o777)
+sock = os.path.join(work, "q.sock")
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
+            "GPUCTL_QUEUE_SOCKET": sock})
+for d in ("state", "rd", "logs"):
+    os.makedirs(os.path.join(work, d))
+    os.chmod(os.path.join(work, d), 0o1777)
+STAMP = "date +%s.%N > {0}.start; sleep {1}; date +%s.%N > {0}.end"
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name)
+    if not cond:
+        errors.append(f"{name}: {detail}")
+    return cond
+
+
+def start():
+    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
+                          "--queue-db", os.path.join(work, "q.db"), "--queue-socket", sock,
+                          "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL, "--gpu-hour-price", "2.5"],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    for _ in range(50):
+        line = d.stderr.readline()
+        if "queue on" in line:
+            threading.Thread(target=lambda: [None for _ in iter(d.stderr.readline, "")], daemon=True).start()
+            return d
+    d.kill()
+    raise SystemExit(f"FAIL: gpuctld did not start: {line!r}")
+
+
+def as_user(user, *args):
+    return subprocess.run(testusers.as_user_cmd(user, GPUCTL, *args), env=env, capture_output=True, text=True,
+                          timeout=60, cwd=work)
+
+
+def usage(*args, user=A):
+    r = as_user(user, "usage", "--json", *args)
+    return json.loads(r.stdout) if r.returncode == 0 else r
+
+
+def took(path):
+    return float(open(path + ".end").read()) - float(open(path + ".start").read())
+
+
+daemon = start()
+try:
+    a = os.path.join(work, "a")
+    r = as_user(A, "--sim", NODE, "run", "-n", "2", "--name", "interactive", "--", "sh", "-c", STAMP.format(a, 2))
+    check("A's interactive job ran on 2 GPUs", r.returncode == 0, r)
+    b = os.path.join(work, "b")
+    job = as_user(B, "submit", "-n", "1", "--name", "queued", "--", "sh", "-c", STAMP.format(b, 1.5)).stdout.strip()
+    w = as_user(B, "wait", job)
+    check("B's queued job ran", w.returncode == 0, w)
+    time.sleep(0.3)  # the lease's end is seen within milliseconds; the record is then written
+    da, db = took(a), took(b)
+    u = usage()
+    rows = {x["key"]: x for x in u["rows"]} if isinstance(u, dict) else {}
+
+    def within(got_h, want_s):
+        return abs(got_h * 3600 - want_s) <= 0.01 * want_s
+
+    def off(got_h, want_s):
+        return f"{got_h * 3600:.3f} s, {(got_h * 3600 - want_s) / want_s * 100:+.2f} %"
+
+    check(f"A's GPU-hours are 2 x {da:.3f} s within 1 % ({off(rows[A]['gpu_hours'], 2 * da) if A in rows else '-'})",
+          A in rows and within(rows[A]["gpu_hours"], 2 * da), (rows.get(A), 2 * da))
+    check(f"B's GPU-hours are {db:.3f} s within 1 % ({off(rows[B]['gpu_hours'], db) if B in rows else '-'})",
+          B in rows and within(rows[B]["gpu_hours"], db), (rows.get(B), db))
+    check("the total too", isinstance(u, dict) and within(u["total"]["gpu_hours"], 2 * da + db), u)
+    check("idle GPU-hours held: the simulated GPUs stay at 0 %, so about all of it",
+          isinstance(u, dict) and u["total"]["idle_gpu_hours"] >= 0.5 * u["total"]["gpu_hours"] and
+          u["total"]["idle_gpu_hours"] <= u["total"]["gpu_hours"] + 1e-9, u)
+    check("cost at --gpu-hour-price", isinstance(u, dict) and abs(u["total"]["cost"] - 2.5 * u["total"]["gpu_hours"])
+          < 1e-9 and u["price_per_gpu_hour"] == 2.5 and u["schema"] == "gpuctl.usage/1", u)
+    g = usage("--by", "gpu")
+    check("--by gpu: three GPUs, the same total", isinstance(g, dict) and len(g["rows"]) == 3 and
+          within(sum(x["gpu_hours"] for x in g["rows"]), 2 * da + db), g)
+    day = usage("--by", "day")
+    check("--by day: today (UTC)", isinstance(day, dict) and [x["key"] for x in day["rows"]] ==
+          [time.strftime("%Y-%m-%d", time.gmtime())], day)
+    r = as_user(B, "usage")
+    check("the table, for anyone", r.returncode == 0 and re.search(rf"^{A} +\d+\.\d{{3}} +\d+\.\d{{3}} +\d+\.\d\d$",
+                                                                   r.stdout, re.M) and "total" in r.stdout, r)
+    gpuctld_proc.stop(daemon)
+    daemon = start()
+    u2 = usage()
+    check("the records outlive a gpuctld restart", isinstance(u2, dict) and isinstance(u, dict) and
+          abs(u2["total"]["gpu_hours"] - u["total"]["gpu_hours"]) < 1e-6, (u2, u))
+    r = as_user(A, "usage", "--since", "1s")
+    check("--since 1s: nothing that old", r.returncode == 0 and re.search(r"^total +0\.000", r.stdout, re.M), r)
+    for args, said in ((["--by", "week"], "expected user, gpu or day"), (["--since", "soon"], "--since")):
+        r = as_user(A, "usage", *args)
+        check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
+              r.stderr.count("\n") == 1, r)
+    gpuctld_proc.stop(daemon)
+    daemon = None
+    r = as_user(A, "usage")
+    check("no gpuctld: exit 1, one line", r.returncode == 1 and r.stderr.count("\n") == 1, r)
+finally:
+    gpuctld_proc.stop(daemon)
+    shutil.rmtree(work, ignore_errors=True)
+
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
