@@ -39,7 +39,8 @@ static void usage(FILE *f)
 		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
 		"               [--webhook-timeout DUR] [--notify-command PATH] [--reclaim-after DUR]\n"
 		"               [--reclaim-grace DUR] [--reclaim-signal SIG] [--reclaim-util PCT]\n"
-		"               [--reclaim-exempt USERS] [--gpu-hour-price USD] [--config FILE] [--check-config]\n"
+		"               [--reclaim-exempt USERS] [--gpu-hour-price USD] [--fair-share-half-life DUR]\n"
+		"               [--config FILE] [--check-config]\n"
 		"\n"
 		"Sample every GPU and serve, over HTTP:\n"
 		"  /                 a live dashboard\n"
@@ -94,6 +95,9 @@ static void usage(FILE *f)
 		"  --reclaim-util PCT    idle: utilization and memory activity at most PCT %% (default 5)\n"
 		"  --reclaim-exempt USERS  users whose leases are never reclaimed (alice,bob)\n"
 		"  --gpu-hour-price USD  what a GPU-hour costs, for gpuctl usage (default 0: no cost shown)\n"
+		"  --fair-share-half-life DUR  among jobs of equal priority, users with less GPU time first,\n"
+		"                        that time decaying by half each DUR (default 0: off, first come first\n"
+		"                        served)\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
 		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
@@ -179,6 +183,7 @@ static const struct option opts[] = {
 	{"reclaim-util", required_argument, NULL, 'P'},
 	{"reclaim-exempt", required_argument, NULL, 'X'},
 	{"gpu-hour-price", required_argument, NULL, '$'},
+	{"fair-share-half-life", required_argument, NULL, '~'},
 	{"config", required_argument, NULL, 'C'},
 	{"check-config", no_argument, NULL, 'k'},
 	{"version", no_argument, NULL, 'V'},
@@ -389,6 +394,12 @@ static int apply(struct settings *st, int c, const char *arg)
 		break;
 	case 'X':
 		st->ro.exempt = arg;
+		break;
+	case '~':
+		if (strcmp(arg, "0") == 0 || strcmp(arg, "off") == 0)
+			st->qo.fair_half_life_ms = 0;
+		else if ((rc = cli_parse_duration("--fair-share-half-life", arg, &st->qo.fair_half_life_ms)))
+			return rc;
 		break;
 	case '$': {
 		char *end;

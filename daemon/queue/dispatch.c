@@ -11,6 +11,8 @@ static int order(const void *a, const void *b)
 	const struct dispatch_job *x = *(const struct dispatch_job *const *)a, *y = *(const struct dispatch_job *const *)b;
 	if (x->priority != y->priority)
 		return x->priority > y->priority ? -1 : 1;
+	if (x->share != y->share)
+		return x->share < y->share ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 

@@ -1,6 +1,7 @@
 /*
  * dispatch.h — which queued jobs start now, on which GPUs: priorities first,
- * then submission order, and a job that cannot start yet is never starved.
+ * then (with fair share) users with less recent GPU time, then submission
+ * order, and a job that cannot start yet is never starved.
  *
  * A job that does not fit holds (reserves) the free GPUs it could use, and
  * every GPU that frees later goes to it before any job behind it: a stream
@@ -18,7 +19,8 @@
 
 struct dispatch_job {
 	int64_t id;
-	int priority;             /* higher first; ties by id (submission order) */
+	int priority;             /* higher first; ties by share, then by id (submission order) */
+	double share;             /* fair share: its user's recent GPU time (lower first); 0 for all: FIFO */
 	unsigned ngpus;           /* >= 1 */
 	const bool *eligible;     /* borrowed: [ngpu] GPUs its filters allow; NULL: all */
 };

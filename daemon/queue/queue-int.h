@@ -243,7 +243,17 @@ struct usage {
 	size_t n, cap;
 	int64_t checked_ms;          /* monotonic: the last look that added idle time */
 	bool started;
+	struct usage_share *share;   /* fair share: each user's decayed GPU time, */
+	size_t nshare;
+	int64_t share_at_ms;         /* as of this (monotonic) */
+	bool share_dirty;            /* a lease has ended since: compute again */
 };
+struct usage_share {
+	uid_t uid;
+	double gpu_s;
+};
+/* Fair share: uid's GPU-seconds, each weighted 2^-(age / --fair-share-half-life) (0 when off). */
+double usage_share(struct queue *q, uid_t uid);
 /* After the lease directory changed (or once a second): leases seen start, leases gone are recorded. */
 void usage_observe(struct queue *q, bool changed);
 /* gpuctld stops: the leases held now are recorded as ending now. */

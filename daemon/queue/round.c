@@ -587,7 +587,7 @@ static void dispatch(struct queue *q)
 			round_job_eligible(&now, &r, e);
 			json_decref(rq);
 			sj[ns++] = (struct dispatch_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
-						      .eligible = e};
+						      .eligible = e, .share = usage_share(q, v[i].uid)};
 		}
 		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
 		if (left == 0 || n < limit)

@@ -9,6 +9,7 @@
  */
 #include "queue-int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,7 @@ static void record(struct queue *q, const struct usage_open *o, int64_t end)
 	snprintf(r.name, sizeof r.name, "%s", o->name);
 	if (store_usage_add(q->st, &r) < 0)
 		queue_log("the GPU time of %s on GPU %d could not be recorded: %s", o->user, o->gpu, store_errmsg(q->st));
+	q->usage.share_dirty = true; /* fair share: to compute again */
 }
 
 void usage_observe(struct queue *q, bool changed)
@@ -135,7 +137,67 @@ void usage_stop(struct queue *q)
 	for (size_t k = 0; k < q->usage.n; k++)
 		record(q, &q->usage.v[k], now);
 	free(q->usage.v);
+	free(q->usage.share);
 	memset(&q->usage, 0, sizeof q->usage);
+}
+
+/* ---- fair share ------------------------------------------------------------------- */
+
+struct decay {
+	struct queue *q;
+	int64_t now;
+	double hl;
+	bool oom;
+};
+
+static void weigh(struct decay *d, uid_t uid, int64_t start, int64_t end)
+{
+	struct usage *u = &d->q->usage;
+	/* each second of GPU time weighs 2^-(its age / half-life): the integral over [start, end] */
+	double a = (double)(d->now - end) / d->hl, b = (double)(d->now - start) / d->hl;
+	double w = d->hl / 1000.0 / 0.6931471805599453 * (exp2(-a) - exp2(-b));
+	for (size_t i = 0; i < u->nshare; i++)
+		if (u->share[i].uid == uid) {
+			u->share[i].gpu_s += w;
+			return;
+		}
+	struct usage_share *p = realloc(u->share, (u->nshare + 1) * sizeof *p);
+	if (!p) {
+		d->oom = true;
+		return;
+	}
+	u->share = p;
+	u->share[u->nshare++] = (struct usage_share){.uid = uid, .gpu_s = w};
+}
+
+static void weigh_row(void *arg, const struct usage_row *r)
+{
+	weigh(arg, r->uid, r->start_ms, r->end_ms);
+}
+
+double usage_share(struct queue *q, uid_t uid)
+{
+	struct usage *u = &q->usage;
+	if (q->o.fair_half_life_ms <= 0)
+		return 0;
+	int64_t mono = clock_mono_ms();
+	/* again after a lease ended (its record; at most once a second), and every 10 s for the
+	 * leases held and the decay */
+	if ((u->share_dirty && mono - u->share_at_ms >= 1000) || mono - u->share_at_ms >= 10000) {
+		u->share_dirty = false;
+		u->nshare = 0;
+		struct decay d = {.q = q, .now = now_ms(), .hl = (double)q->o.fair_half_life_ms};
+		/* older than 20 half-lives weighs less than a millionth */
+		int64_t from = d.now - 20 * q->o.fair_half_life_ms;
+		(void)store_usage_since(q->st, from > 0 ? from : 0, weigh_row, &d);
+		for (size_t k = 0; k < u->n; k++)
+			weigh(&d, u->v[k].uid, u->v[k].start_ms, d.now);
+		u->share_at_ms = mono;
+	}
+	for (size_t i = 0; i < u->nshare; i++)
+		if (u->share[i].uid == uid)
+			return u->share[i].gpu_s;
+	return 0;
 }
 
 /* ---- gpuctl usage ---------------------------------------------------------------- */

@@ -381,6 +381,31 @@ static void test_store_head_and_rounds(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* fair share: among equal priorities, less recent GPU time first, then FIFO; priority still first */
+static void test_sched_fair_share(void **state)
+{
+	(void)state;
+	bool free[2] = {true, true};
+	struct dispatch_job jobs[] = {
+		{.id = 1, .ngpus = 1, .share = 500.0},  /* a heavy user, first in line */
+		{.id = 2, .ngpus = 1, .share = 500.0},
+		{.id = 3, .ngpus = 1, .share = 0.0},    /* a user with none */
+		{.id = 4, .ngpus = 1, .share = 20.0, .priority = 1},
+	};
+	struct dispatch_start out[4];
+	size_t k = dispatch_plan(jobs, 4, free, 2, out, 4, NULL);
+	assert_int_equal(k, 2);
+	assert_int_equal(out[0].id, 4);
+	assert_int_equal(out[1].id, 3);
+	/* all shares equal (fair share off): first come, first served */
+	for (size_t i = 0; i < 4; i++)
+		jobs[i].share = 0;
+	jobs[3].priority = 0;
+	k = dispatch_plan(jobs, 4, free, 2, out, 4, NULL);
+	assert_int_equal(out[0].id, 1);
+	assert_int_equal(out[1].id, 2);
+}
+
 static void test_sched_order_and_filters(void **state)
 {
 	(void)state;
@@ -540,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_store_migrates_v1),
 		cmocka_unit_test(test_store_head_and_rounds),
 		cmocka_unit_test(test_sched_order_and_filters),
+		cmocka_unit_test(test_sched_fair_share),
 		cmocka_unit_test(test_sched_prefix),
 		cmocka_unit_test(test_sched_no_starvation),
 	};

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Fair share (issue 21): with --fair-share-half-life, among queued jobs of
+equal priority the user with less recent GPU time goes first, and nobody is
+starved; without it, first come first served. Two real users on a simulated
+8-GPU node.
+
+User A first runs a heavy job (8 GPUs, 2 s: 16 GPU-s of history); user B
+has none. While a blocker of root's holds all 8 GPUs, A submits three
+8-GPU jobs, then B three. Once the blocker ends: B's three start first
+(each adds 1.6 GPU-s to B's 4.8 at most, less than A's 16), then A's three;
+all six end. With fair share off the same submissions run in submission
+order: A's first.
+Usage: fairshare.py GPUCTLD GPUCTL SRCDIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpuctld_proc  # noqa: E402
+import testusers  # noqa: E402
+
+GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+errors = []
+A, B = testusers.create("the fair share test creates two users")
+
+work = tempfile.mkdtemp(prefix="gpuctl-fair-")
+os.chmod(work, 0o777)
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+for d in ("state", "rd"):
+    os.makedirs(os.path.join(work, d))
+    os.chmod(os.path.join(work, d), 0o1777)
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name)
+    if not cond:
+        errors.append(f"{name}: {detail}")
+    return cond
+
+
+def run(tag, *gpuctld_args):
+    """A's history, the blocker, A's three then B's three: the order the six started in"""
+    sock = os.path.join(work, tag + ".sock")
+    e = dict(env, GPUCTL_STATE_DIR=os.path.join(work, "state"), GPUCTL_SIM_RUNDIR=os.path.join(work, "rd"),
+             GPUCTL_QUEUE_SOCKET=sock)
+    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
+                          "--queue-db", os.path.join(work, tag + ".db"), "--queue-socket", sock,
+                          "--log-dir", os.path.join(work, "state"), "--gpuctl", GPUCTL, *gpuctld_args],
+                         env=e, stderr=subprocess.PIPE, text=True)
+    for _ in range(50):
+        if "queue on" in d.stderr.readline():
+            break
+    threading.Thread(target=lambda: [None for _ in iter(d.stderr.readline, "")], daemon=True).start()
+
+    def as_user(user, *args):
+        cmd = testusers.as_user_cmd(user, GPUCTL, *args) if user else [GPUCTL, *args]
+        return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=60, cwd=work)
+
+    try:
+        as_user(A, "--sim", NODE, "run", "-n", "8", "--", "sleep", "2")
+        go = os.path.join(work, tag + ".go")
+        blocker = as_user(None, "submit", "-n", "8", "--", "sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done")
+        bid = blocker.stdout.strip()
+        for _ in range(100):
+            if json.loads(as_user(None, "show", bid, "--json").stdout)["job"]["state"] == "running":
+                break
+            time.sleep(0.05)
+        ids = [as_user(u, "submit", "-n", "8", "--name", f"{u}-{i}", "--", "sleep", "0.2").stdout.strip()
+               for u in (A, B) for i in range(3)]
+        open(go, "w").close()
+        w = as_user(None, "wait", bid, *ids)
+        jobs = [json.loads(as_user(None, "show", j, "--json").stdout)["job"] for j in ids]
+        order = [j["name"] for j in sorted(jobs, key=lambda j: j["started_ms"])]
+        return w.returncode, [j["state"] for j in jobs], order
+    finally:
+        gpuctld_proc.stop(d)
+
+
+rc, states, order = run("fair", "--fair-share-half-life", "1h")
+check("fair share: all six jobs end", rc == 0 and states == ["done"] * 6, (rc, states))
+check("fair share: B (no history) goes first, then A, each in its order",
+      order == [f"{B}-0", f"{B}-1", f"{B}-2", f"{A}-0", f"{A}-1", f"{A}-2"], order)
+rc, states, order = run("fifo")
+check("off (the default): all six end", rc == 0 and states == ["done"] * 6, (rc, states))
+check("off: first come, first served", order == [f"{A}-0", f"{A}-1", f"{A}-2", f"{B}-0", f"{B}-1", f"{B}-2"], order)
+r = subprocess.run([GPUCTLD, "--fair-share-half-life", "often", "--check-config"], capture_output=True, text=True)
+check("a bad --fair-share-half-life: one line, exit 2", r.returncode == 2 and r.stderr.count("\n") == 1, r)
+shutil.rmtree(work, ignore_errors=True)
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
