@@ -192,6 +192,39 @@ void round_lost(struct queue *q, int64_t id, const char *when)
 }
 
 /*
+ * Did job j (which ran on j->gpus) fail on a GPU quarantined for an Xid
+ * since it started? The first such GPU's mark's detail into why. A job
+ * submitted with --requeue is then queued again: the quarantine keeps it off
+ * that GPU.
+ */
+static bool failed_on_xid(struct queue *q, const struct job *j, char *why, size_t len)
+{
+	if (!q->round.leases || !j->gpus[0])
+		return false;
+	gc_snapshot snap = {0};
+	if (sampler_snapshot(q->s, &snap) != GC_OK)
+		return false;
+	bool hit = false;
+	for (const char *p = j->gpus; *p && !hit;) {
+		char *end;
+		long g = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		struct quarantine_info qi;
+		if (g >= 0 && (size_t)g < snap.ngpus && snap.gpus[g].st[GC_V_UUID] == GC_ST_OK &&
+		    quarantine_get(q->round.leases, snap.gpus[g].uuid, &qi) == 1 && strcmp(qi.reason, "xid") == 0 &&
+		    qi.since * 1000 >= j->started_ms - 1000) {
+			snprintf(why, len, "failed after %s on GPU %ld; queued again (--requeue), not on that GPU",
+				 qi.detail, g);
+			hit = true;
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	gpu_snapshot_release(&snap);
+	return hit;
+}
+
+/*
  * Inside the round's transaction: a job's supervisor ended with exit code
  * f->code (from waitpid, or -1 unknown).
  */
@@ -221,6 +254,22 @@ static void record_end(struct queue *q, struct fin *f)
 		if (starts < 5 && store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1)
 			return;
 		code = code ? code : 1;
+	}
+	if (code != 0 && !f->cancelled) {
+		/* a failure on a GPU that an Xid has taken out meanwhile: the GPU's fault, not the job's */
+		struct job j;
+		if (store_get(q->st, id, &j) == 1) {
+			json_t *rq = json_loads(j.request, 0, NULL);
+			char xwhy[300];
+			bool again = json_is_true(json_object_get(rq, "requeue")) && j.starts < 5 &&
+				     failed_on_xid(q, &j, xwhy, sizeof xwhy);
+			json_decref(rq);
+			job_release(&j);
+			if (again && store_requeue(q->st, id, xwhy) == 1) {
+				queue_log("job %lld %s", (long long)id, xwhy);
+				return;
+			}
+		}
 	}
 	enum job_state s = f->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
 	char why[96] = "";

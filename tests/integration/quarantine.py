@@ -195,6 +195,29 @@ try:
     r = gpuctl("quarantine", "clear", "12")
     check("a GPU that does not exist: exit 2", r.returncode == 2 and "12" in r.stderr, r)
 
+    # a job that fails on a GPU an Xid takes out meanwhile: queued again elsewhere with --requeue
+    jw = os.path.join(work, "jobs")
+    os.mkdir(jw)
+    os.chmod(jw, 0o777)
+    script = (f"if [ -e {jw}/second ]; then exit 0; fi; touch {jw}/second; "
+              f"while [ ! -e {jw}/fail ]; do sleep 0.05; done; exit 1")
+    r = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "--requeue", "--name", "xidjob", "--", "sh", "-c",
+                                             script), env=env, capture_output=True, text=True, cwd=work, timeout=30)
+    xj = r.stdout.strip()
+    show = lambda: json.loads(gpuctl("show", xj, "--json").stdout)["job"]  # noqa: E731
+    s1 = until(lambda: (lambda j: j if j["state"] == "running" and os.path.exists(f"{jw}/second") else None)(show()))
+    first_gpu = int(str(s1["gpus"][0] if isinstance(s1["gpus"], list) else s1["gpus"]).split(",")[0]) if s1 else -1
+    check("a --requeue job runs", s1 is not None and first_gpu >= 0, s1)
+    xid(first_gpu, 48)
+    until(lambda: first_gpu in (marks(A) or {}))
+    open(f"{jw}/fail", "w").close()
+    s2 = until(lambda: (lambda j: j if j["state"] == "done" else None)(show()), 20)
+    second_gpu = int(str(s2["gpus"][0] if isinstance(s2["gpus"], list) else s2["gpus"]).split(",")[0]) if s2 else -1
+    check("it fails after the Xid on its GPU, is queued again, and ends well on another GPU",
+          s2 is not None and s2.get("starts") == 2 and second_gpu not in (-1, first_gpu), (s1, s2))
+    check("gpuctld says why", any(f"job {xj} failed after Xid 48" in l and f"on GPU {first_gpu}" in l for l in log), log)
+    gpuctl("quarantine", "clear", "all")
+
     # the configuration file: contrib/gpuctld.conf with every key set to its default is good;
     # a bad line is one error naming the file and the line
     allconf = os.path.join(work, "all.conf")
