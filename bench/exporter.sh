@@ -14,8 +14,9 @@
 #      time (utime + stime from /proc/PID/stat) over wall time, as % of one
 #      core. Target: < 0.5 % of a core. The same with the policies of
 #      docs/policy.md on (quarantine of every fault, --enforce warn
-#      --enforce-unleased) beside them: < 0.5 % at 8 GPUs, < 1 % at 64; and
-#      what the policies alone cost (on minus off, every thread's schedstat).
+#      --enforce-unleased, --reclaim-after, the queue with its accounting
+#      and fair share) beside them: < 0.5 % at 8 GPUs, < 1 % at 64; and what
+#      the policies alone cost (on minus off, every thread's schedstat).
 # A MISS is reported, not an error; the exit status is non-zero only when
 # something is broken (build, a server that does not start or answer).
 #
@@ -143,7 +144,7 @@ start_gpuctld() { # NAME NODE [OPTION...]: sets PID and PORT
 	name=$1 node=$2
 	shift 2
 	# shellcheck disable=SC2086 # PIN_SERVER is a command prefix or nothing
-	$PIN_SERVER "$GPUCTLD" --sim "$node" --listen 127.0.0.1:0 --interval 1s --no-queue \
+	$PIN_SERVER "$GPUCTLD" --sim "$node" --listen 127.0.0.1:0 --interval 1s \
 		--threads "$GPUCTLD_THREADS" --config /dev/null "$@" 2>"$TMP/$name.err" &
 	PID=$!
 	PIDS="$PIDS $PID"
@@ -215,9 +216,9 @@ echo "wrk ${wrkv:-?} -t$THREADS -c$CONNECTIONS -d$DURATION --latency, $ROUNDS ro
 echo
 
 # ---- 1. scrape throughput ----------------------------------------------------
-start_gpuctld g8 "$NODE8"
+start_gpuctld g8 "$NODE8" --no-queue
 G8_PID=$PID G8_PORT=$PORT
-start_gpuctld g64 "$NODE64"
+start_gpuctld g64 "$NODE64" --no-queue
 G64_PID=$PID G64_PORT=$PORT
 start_node_exporter ne
 NE_PID=$PID NE_PORT=$PORT
@@ -278,10 +279,16 @@ echo
 # ---- 2. sampler CPU, idle -----------------------------------------------------
 # all three start together, settle 2 s (start-up excluded), then IDLE seconds
 # with nothing scraping them
-# the policies of docs/policy.md off, and on (quarantine of every fault, enforcement in warn
-# mode on every GPU: the sample's processes checked against its leases each second)
-OFF="--quarantine off --enforce off"
-ON="--quarantine all --enforce warn --enforce-unleased"
+# the policies of docs/policy.md off (and no queue), and on: quarantine of every fault,
+# enforcement in warn mode on every GPU (the sample's processes checked against its leases each
+# second), idle reclaim, and the queue with its accounting (the lease directory read each
+# second) and fair share
+OFF="--quarantine off --enforce off --no-queue"
+ON="--quarantine all --enforce warn --enforce-unleased --reclaim-after 1h --fair-share-half-life 7d"
+onq() { # NAME: the queue's places for the policies-on gpuctld NAME
+	mkdir -p "$TMP/$1.logs"
+	echo "--queue-db $TMP/$1.db --queue-socket $TMP/$1.sock --log-dir $TMP/$1.logs --gpuctl $GPUCTL"
+}
 # shellcheck disable=SC2086 # OFF and ON are option lists
 start_gpuctld i8 "$NODE8" $OFF
 I8_PID=$PID I8_PORT=$PORT
@@ -289,10 +296,10 @@ I8_PID=$PID I8_PORT=$PORT
 start_gpuctld i64 "$NODE64" $OFF
 I64_PID=$PID I64_PORT=$PORT
 # shellcheck disable=SC2086
-start_gpuctld p8 "$NODE8" $ON
+start_gpuctld p8 "$NODE8" $ON $(onq p8)
 P8_PID=$PID
 # shellcheck disable=SC2086
-start_gpuctld p64 "$NODE64" $ON
+start_gpuctld p64 "$NODE64" $ON $(onq p64)
 P64_PID=$PID
 start_node_exporter ine
 INE_PID=$PID

@@ -264,6 +264,14 @@ try:
     s = t.wait(r"util ")
     check("back in 200x60 the history lines return", s is not None, t.screen())
 
+    # a quarantined GPU (gpuctl quarantine) says so on its line, until it is cleared
+    r = subprocess.run([GPUCTL, "--sim", H100, "quarantine", "add", "5", "--reason", "fan"], env=env,
+                       capture_output=True, text=True)
+    s = t.wait(r"^ 5 .*QUARANTINED: admin")
+    check("a quarantined GPU says so", r.returncode == 0 and s is not None, (r, t.screen()))
+    subprocess.run([GPUCTL, "--sim", H100, "quarantine", "clear", "5"], env=env, capture_output=True)
+    check("and no longer once cleared", t.wait(r"QUARANTINED", gone=True) is not None, t.screen())
+
     # q, SIGTERM, a crash (SIGSEGV, as a fault in the NVML layer would be): each time the shell is
     # itself again, a command runs, in canonical mode with echo
     def restored(word, n):
