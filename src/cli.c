@@ -344,3 +344,15 @@ int cli_export_sim(const struct cli_global *g)
 	}
 	return EXIT_OK;
 }
+
+int cli_put_json(const json_t *doc)
+{
+	char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
+	if (!s) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	puts(s);
+	free(s);
+	return EXIT_OK;
+}

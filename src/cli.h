@@ -7,6 +7,7 @@
 #define GPUCTL_CLI_H
 
 #include "device/gpu.h"
+#include <jansson.h>
 #include <stdio.h>
 
 /* Exit codes: stable, documented in docs/exit-codes.md and gpuctl(1). */
@@ -125,6 +126,8 @@ bool cli_find_on_path(const char *name, char *buf, size_t len);
  * JSON with `schema`); EXIT_FAIL when a check failed, else EXIT_OK. */
 struct doctor_report;
 int cli_print_checks(const struct doctor_report *r, bool json, const char *schema, const char *title);
+/* doc as gpuctl prints JSON (indented, members in order, ASCII): EXIT_OK, or EXIT_FAIL after "out of memory" */
+int cli_put_json(const json_t *doc);
 
 /* GiB-style size for humans is not needed here; MiB as nvidia-smi rounds it (ceil). */
 unsigned long long cli_mib(uint64_t bytes);

@@ -130,15 +130,8 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 			json_array_append_new(q, o2);
 		}
 		json_object_set_new(root, "queue", q);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+		rc = cli_put_json(root);
 		json_decref(root);
-		if (!s) {
-			cli_err("out of memory");
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		puts(s);
-		free(s);
 		goto out;
 	}
 	if (nh == 0)

@@ -66,16 +66,10 @@ static int list(struct lease_dir *d, const gc_snapshot *snap, bool json)
 			json_array_append_new(a, o);
 		}
 		json_object_set_new(root, "quarantined", a);
-		char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
+		int rc = cli_put_json(root);
 		json_decref(root);
 		free(v);
-		if (!s) {
-			cli_err("out of memory");
-			return EXIT_FAIL;
-		}
-		puts(s);
-		free(s);
-		return EXIT_OK;
+		return rc;
 	}
 	if (!n)
 		printf("no GPU is quarantined\n");

@@ -347,12 +347,10 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 			break;
 		from = next;
 	}
+	int rc = EXIT_OK;
 	if (json) {
 		json_t *out = json_pack("{s:s, s:O}", "schema", "gpuctl.queue/1", "jobs", jobs);
-		char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-		if (s)
-			puts(s);
-		free(s);
+		rc = cli_put_json(out);
 		json_decref(out);
 	} else if (json_array_size(jobs) == 0) {
 		printf("no job %s\n", all ? "in the queue's history" : "queued or running");
@@ -365,7 +363,7 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 			print_job_line(j);
 	}
 	json_decref(jobs);
-	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+	return fflush(stdout) == 0 ? rc : EXIT_FAIL;
 }
 
 int cmd_show(const struct cli_global *g, int argc, char **argv)
@@ -399,11 +397,9 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 	json_decref(req);
 	if (!ans)
 		return EXIT_FAIL;
+	int out = EXIT_OK;
 	if (json) {
-		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-		if (s)
-			puts(s);
-		free(s);
+		out = cli_put_json(ans);
 	} else {
 		json_t *j = json_object_get(ans, "job");
 		const char *k;
@@ -430,7 +426,7 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 		printf("%-14s %s\n", "log", cli_safe(safe, sizeof safe, json_string_value(json_object_get(ans, "log"))));
 	}
 	json_decref(ans);
-	return EXIT_OK;
+	return out;
 }
 
 int cmd_cancel(const struct cli_global *g, int argc, char **argv)

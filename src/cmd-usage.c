@@ -85,12 +85,9 @@ int cmd_usage(const struct cli_global *g, int argc, char **argv)
 	if (json) {
 		json_object_del(ans, "ok");
 		json_object_set_new(ans, "schema", json_string("gpuctl.usage/1"));
-		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-		if (s)
-			puts(s);
-		free(s);
+		rc = cli_put_json(ans);
 		json_decref(ans);
-		return EXIT_OK;
+		return rc;
 	}
 	bool cost = json_object_get(ans, "price_per_gpu_hour") != NULL;
 	const char *head = strcmp(by, "user") == 0 ? "USER" : strcmp(by, "gpu") == 0 ? "GPU" : "DAY (UTC)";

@@ -10,62 +10,33 @@ has none. While a blocker of root's holds all 8 GPUs, A submits three
 (each adds 1.6 GPU-s to B's 4.8 at most, less than A's 16), then A's three;
 all six end. With fair share off the same submissions run in submission
 order: A's first.
-Usage: fairshare.py GPUCTLD GPUCTL SRCDIR
+Usage: fairshare.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpuctld_proc  # noqa: E402
-import testusers  # noqa: E402
+import policy  # noqa: E402
+from policy import GPUCTLD, NODE, check, finish, gpuctl, setup, start  # noqa: E402
 
-GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
-NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
-A, B = testusers.create("the fair share test creates two users")
-
-work = tempfile.mkdtemp(prefix="gpuctl-fair-")
-os.chmod(work, 0o777)
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-for d in ("state", "rd"):
-    os.makedirs(os.path.join(work, d))
-    os.chmod(os.path.join(work, d), 0o1777)
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
+A, B = setup("fairshare")
 
 
 def run(tag, *gpuctld_args):
-    """A's history, the blocker, A's three then B's three: the order the six started in"""
-    sock = os.path.join(work, tag + ".sock")
-    e = dict(env, GPUCTL_STATE_DIR=os.path.join(work, "state"), GPUCTL_SIM_RUNDIR=os.path.join(work, "rd"),
-             GPUCTL_QUEUE_SOCKET=sock)
-    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
-                          "--queue-db", os.path.join(work, tag + ".db"), "--queue-socket", sock,
-                          "--log-dir", os.path.join(work, "state"), "--gpuctl", GPUCTL, *gpuctld_args],
-                         env=e, stderr=subprocess.PIPE, text=True)
-    for _ in range(50):
-        if "queue on" in d.stderr.readline():
-            break
-    threading.Thread(target=lambda: [None for _ in iter(d.stderr.readline, "")], daemon=True).start()
+    """A's history (the same database each time: with fair share off it does not matter), the
+    blocker, A's three then B's three: the order the six started in"""
+    d, _ = start(*gpuctld_args)
 
     def as_user(user, *args):
-        cmd = testusers.as_user_cmd(user, GPUCTL, *args) if user else [GPUCTL, *args]
-        return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=60, cwd=work)
+        return gpuctl(*args, user=user, sim=False)
 
     try:
         as_user(A, "--sim", NODE, "run", "-n", "8", "--", "sleep", "2")
-        go = os.path.join(work, tag + ".go")
+        go = os.path.join(policy.work, tag + ".go")
         blocker = as_user(None, "submit", "-n", "8", "--", "sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done")
         bid = blocker.stdout.strip()
         for _ in range(100):
@@ -92,7 +63,4 @@ check("off (the default): all six end", rc == 0 and states == ["done"] * 6, (rc,
 check("off: first come, first served", order == [f"{A}-0", f"{A}-1", f"{A}-2", f"{B}-0", f"{B}-1", f"{B}-2"], order)
 r = subprocess.run([GPUCTLD, "--fair-share-half-life", "often", "--check-config"], capture_output=True, text=True)
 check("a bad --fair-share-half-life: one line, exit 2", r.returncode == 2 and r.stderr.count("\n") == 1, r)
-shutil.rmtree(work, ignore_errors=True)
-for e in errors:
-    print("FAIL:", e)
-sys.exit(1 if errors else 0)
+finish()

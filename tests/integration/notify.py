@@ -16,54 +16,21 @@ import http.server
 import json
 import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpuctld_proc  # noqa: E402
-import testusers  # noqa: E402
+import policy  # noqa: E402
+from policy import GPUCTL, GPUCTLD, NODE, SIMHOLD, bg, check, finish, gpuctl, log, setup, until  # noqa: E402
 
-GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
-SIMHOLD = os.path.realpath(sys.argv[4])
-NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
-A, B = testusers.create("the notification test creates two users")
-
-work = tempfile.mkdtemp(prefix="gpuctl-notify-")
-os.chmod(work, 0o755)
-sock = os.path.join(work, "q.sock")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
-            "GPUCTL_QUEUE_SOCKET": sock})
-for d in ("state", "rd", "logs"):
-    os.makedirs(os.path.join(work, d))
-    os.chmod(os.path.join(work, d), 0o1777)
-procs = []
+A, B = setup("notify")
+work = policy.work
 posted = []  # (path, headers' content type, body)
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
-
-
-def until(cond, secs=10):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    return cond()
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
@@ -87,44 +54,14 @@ with open(hook, "w") as f:
     f.write(f"#!/bin/sh\n{{ printf '%s ' \"$GPUCTL_EVENT\"; cat; }} >> {cmdlog}\n")
 os.chmod(hook, 0o755)
 
-log = []
-
-
 def start(*args):
-    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
-                          "--queue-db", os.path.join(work, "q.db"), "--queue-socket", sock,
-                          "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL, *args],
-                         env=env, stderr=subprocess.PIPE, text=True)
-    log.clear()
     global url
-    for _ in range(50):
-        line = d.stderr.readline()
-        log.append(line)
-        m = re.search(r"listening on (http://\S+)/", line)
-        if m:
-            url = m.group(1)
-        if "queue on" in line:
-            threading.Thread(target=lambda: log.extend(iter(d.stderr.readline, "")), daemon=True).start()
-            return d
-    d.kill()
-    raise SystemExit(f"FAIL: gpuctld did not start: {log!r}")
-
-
-def gpuctl(*args, user=None):
-    cmd = testusers.as_user_cmd(user, GPUCTL, "--sim", NODE, *args) if user else [GPUCTL, "--sim", NODE, *args]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, cwd=work)
+    d, url = policy.start(*args)
+    return d
 
 
 def events():
     return [json.loads(b) for p, t, b in posted]
-
-
-def bg(user, *cmd):
-    argv = testusers.as_user_cmd(user, *cmd) if user else list(cmd)
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, cwd=work)
-    procs.append(p)
-    return p
 
 
 daemon = None
@@ -134,7 +71,7 @@ try:
     bad = gpuctl("submit", "--name", "bad", "--", "sh", "-c", "exit 3", user=A).stdout.strip()
     check("A submits two jobs", ok.isdigit() and bad.isdigit(), (ok, bad))
     gpuctl("wait", ok, bad, user=A)
-    subprocess.run([SIMHOLD, "--gpu", "6", "--xid", "79"], env=env, check=True)
+    subprocess.run([SIMHOLD, "--gpu", "6", "--xid", "79"], env=policy.env, check=True)
     lease = bg(A, GPUCTL, "--sim", NODE, "run", "--gpus", "3", "--name", "mine", "--", "sleep", "2")
     until(lambda: re.search(r"^3 ", gpuctl("leases").stdout, re.M))
     intruder = bg(B, SIMHOLD, "--gpu", "3", "--mem", "1G", "--", "sleep", "30")
@@ -222,16 +159,5 @@ try:
         check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
               r.stderr.count("\n") == 1, r)
 finally:
-    gpuctld_proc.stop(daemon)
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
     server.shutdown()
-    shutil.rmtree(work, ignore_errors=True)
-
-for e in errors:
-    print("FAIL:", e)
-sys.exit(1 if errors else 0)
+    finish(daemon)

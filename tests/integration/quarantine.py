@@ -17,81 +17,24 @@ Usage: quarantine.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpuctld_proc  # noqa: E402
+import policy  # noqa: E402
 import testusers  # noqa: E402
+from policy import GPUCTL, GPUCTLD, SIMHOLD, SRC, check, finish, gpuctl, log, setup, start, until  # noqa: E402
 
-GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
-SIMHOLD = os.path.realpath(sys.argv[4])
-NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
-A, B = testusers.create("the quarantine test creates two users")
-
-work = tempfile.mkdtemp(prefix="gpuctl-quarantine-")
-os.chmod(work, 0o755)
-sock = os.path.join(work, "q.sock")
-STATE = os.path.join(work, "state")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-env.update({"GPUCTL_STATE_DIR": STATE, "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"), "GPUCTL_QUEUE_SOCKET": sock})
-for d in ("state", "rd"):
-    os.makedirs(os.path.join(work, d))
-    os.chmod(os.path.join(work, d), 0o1777)
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
-
-
-def gpuctl(*args, user=None):
-    cmd = testusers.as_user_cmd(user, GPUCTL, "--sim", NODE, *args) if user else [GPUCTL, "--sim", NODE, *args]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, cwd=work)
+A, B = setup("quarantine")
+work, env, STATE = policy.work, policy.env, os.path.join(policy.work, "state")
 
 
 def marks(user=None):
     p = gpuctl("quarantine", "--json", user=user)
     return {q["gpu"]: q for q in json.loads(p.stdout)["quarantined"]} if p.returncode == 0 else None
-
-
-def until(cond, secs=10):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    return cond()
-
-
-log = []
-
-
-def start(*extra):
-    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
-                          "--queue-db", os.path.join(work, "q.db"), "--queue-socket", sock,
-                          "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL, *extra],
-                         env=env, stderr=subprocess.PIPE, text=True)
-    url = None
-    for _ in range(50):
-        line = d.stderr.readline()
-        m = re.search(r"listening on (http://\S+)/", line)
-        if m:
-            url = m.group(1)
-        if "queue on" in line:
-            threading.Thread(target=lambda: log.extend(iter(d.stderr.readline, "")), daemon=True).start()
-            return d, url
-    d.kill()
-    raise SystemExit(f"FAIL: gpuctld did not start: {line!r}")
 
 
 def metric(url, name, gpu):
@@ -260,9 +203,4 @@ try:
     time.sleep(0.5)
     check("and marks nothing", marks(A) == {}, marks(A))
 finally:
-    gpuctld_proc.stop(daemon)
-    shutil.rmtree(work, ignore_errors=True)
-
-for e in errors:
-    print("FAIL:", e)
-sys.exit(1 if errors else 0)
+    finish(daemon)

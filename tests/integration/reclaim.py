@@ -8,37 +8,23 @@ gpuctl ckpt commit), then SIGTERM (A's job ends), and B's job starts on the
 GPU; each step an event (--notify-command), in that order, and
 gpuctl_leases_reclaimed_total counts it. With --reclaim-exempt A, A's idle
 lease is left alone.
-Usage: reclaim.py GPUCTLD GPUCTL SRCDIR
+Usage: reclaim.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpuctld_proc  # noqa: E402
-import testusers  # noqa: E402
+import policy  # noqa: E402
+from policy import GPUCTL, GPUCTLD, NODE, bg, check, finish, log, setup, until  # noqa: E402
 
-GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
-NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
-A, B = testusers.create("the reclaim test creates two users")
-
-work = tempfile.mkdtemp(prefix="gpuctl-reclaim-")
-os.chmod(work, 0o777)
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
-            "PATH": os.path.dirname(GPUCTL) + ":" + os.environ.get("PATH", "/usr/bin:/bin")})
-for d in ("state", "rd"):
-    os.makedirs(os.path.join(work, d))
-    os.chmod(os.path.join(work, d), 0o1777)
+A, B = setup("reclaim")
+work, env = policy.work, policy.env
 trace = os.path.join(work, "trace")
 with open(trace, "w"):
     pass
@@ -56,53 +42,14 @@ trap 'echo term >> {trace}; exit 143' TERM
 echo started >> {trace}
 while :; do sleep 0.1; done
 """
-procs = []
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
-
-
-def until(cond, secs=15):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    return cond()
-
-
-def bg(user, *cmd):
-    p = subprocess.Popen(testusers.as_user_cmd(user, *cmd), env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=work)
-    procs.append(p)
-    return p
 
 
 def lines(path):
     return open(path).read().splitlines() if os.path.exists(path) else []
 
 
-log = []
-
-
 def start(*args):
-    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--no-queue", "--interval", "0.2s",
-                          "--notify-command", hook, *args], env=env, stderr=subprocess.PIPE, text=True)
-    log.clear()
-    for _ in range(50):
-        line = d.stderr.readline()
-        log.append(line)
-        m = re.search(r"listening on (http://\S+)/", line)
-        if m:
-            threading.Thread(target=lambda: log.extend(iter(d.stderr.readline, "")), daemon=True).start()
-            return d, m.group(1)
-    d.kill()
-    raise SystemExit(f"FAIL: gpuctld did not start: {log!r}")
+    return policy.start("--notify-command", hook, *args, queue=False)
 
 
 daemon = None
@@ -151,15 +98,4 @@ try:
         check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
               r.stderr.count("\n") == 1, r)
 finally:
-    gpuctld_proc.stop(daemon)
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
-    shutil.rmtree(work, ignore_errors=True)
-
-for e in errors:
-    print("FAIL:", e)
-sys.exit(1 if errors else 0)
+    finish(daemon)

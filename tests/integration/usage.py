@@ -9,64 +9,30 @@ per GPU and in total, GPU-hours that match 2 x A's duration and 1 x B's within
 1 %, the idle hours (the simulated GPUs idle: all of it), and the cost at
 --gpu-hour-price; the records outlive a gpuctld restart. Bad input exits 2;
 no gpuctld, 1.
-Usage: usage.py GPUCTLD GPUCTL SRCDIR
+Usage: usage.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpuctld_proc  # noqa: E402
-import testusers  # noqa: E402
+import policy  # noqa: E402
+from policy import NODE, check, finish, gpuctl, setup  # noqa: E402
 
-GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
-NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
-A, B = testusers.create("the usage test creates two users")
-
-work = tempfile.mkdtemp(prefix="gpuctl-usage-")
-os.chmod(work, 0o777)
-sock = os.path.join(work, "q.sock")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
-            "GPUCTL_QUEUE_SOCKET": sock})
-for d in ("state", "rd", "logs"):
-    os.makedirs(os.path.join(work, d))
-    os.chmod(os.path.join(work, d), 0o1777)
+A, B = setup("usage")
+work = policy.work
 STAMP = "date +%s.%N > {0}.start; sleep {1}; date +%s.%N > {0}.end"
 
 
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
-
-
 def start():
-    d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s",
-                          "--queue-db", os.path.join(work, "q.db"), "--queue-socket", sock,
-                          "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL, "--gpu-hour-price", "2.5"],
-                         env=env, stderr=subprocess.PIPE, text=True)
-    for _ in range(50):
-        line = d.stderr.readline()
-        if "queue on" in line:
-            threading.Thread(target=lambda: [None for _ in iter(d.stderr.readline, "")], daemon=True).start()
-            return d
-    d.kill()
-    raise SystemExit(f"FAIL: gpuctld did not start: {line!r}")
+    return policy.start("--gpu-hour-price", "2.5")[0]
 
 
 def as_user(user, *args):
-    return subprocess.run(testusers.as_user_cmd(user, GPUCTL, *args), env=env, capture_output=True, text=True,
-                          timeout=60, cwd=work)
+    return gpuctl(*args, user=user, sim=False)
 
 
 def usage(*args, user=A):
@@ -133,9 +99,4 @@ try:
     r = as_user(A, "usage")
     check("no gpuctld: exit 1, one line", r.returncode == 1 and r.stderr.count("\n") == 1, r)
 finally:
-    gpuctld_proc.stop(daemon)
-    shutil.rmtree(work, ignore_errors=True)
-
-for e in errors:
-    print("FAIL:", e)
-sys.exit(1 if errors else 0)
+    finish(daemon)
