@@ -135,11 +135,6 @@ int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, i
 	return r > 0;
 }
 
-/*
- * A running job whose gpuctl run is gone without leaving a status (it was
- * killed too, or the machine restarted): it may have run part way. Queued
- * again when submitted with --requeue (at most 5 starts in all), else lost.
- */
 /* job id's new state as an event (notify.h): job.started, job.ended (done, cancelled) or job.failed */
 static void job_event(struct queue *q, int64_t id)
 {
@@ -167,6 +162,11 @@ static void job_event(struct queue *q, int64_t id)
 	job_release(&j);
 }
 
+/*
+ * A running job whose gpuctl run is gone without leaving a status (it was
+ * killed too, or the machine restarted): it may have run part way. Queued
+ * again when submitted with --requeue (at most 5 starts in all), else lost.
+ */
 void round_lost(struct queue *q, int64_t id, const char *when)
 {
 	struct job j;
