@@ -10,6 +10,7 @@
 #include "health.h"
 #include "http.h"
 #include "notify.h"
+#include "price.h"
 #include "reclaim.h"
 #include "queue/queue.h"
 #include "util/units.h"
@@ -94,7 +95,8 @@ static void usage(FILE *f)
 		"  --reclaim-signal SIG  the checkpoint signal to the job (default USR1)\n"
 		"  --reclaim-util PCT    idle: utilization and memory activity at most PCT %% (default 5)\n"
 		"  --reclaim-exempt USERS  users whose leases are never reclaimed (alice,bob)\n"
-		"  --gpu-hour-price USD  what a GPU-hour costs, for gpuctl usage (default 0: no cost shown)\n"
+		"  --gpu-hour-price USD  what a GPU-hour costs, for gpuctl usage (default 0: no cost shown); auto,\n"
+		"                        aws, gcp, azure: this cloud instance's, from gpuctl advise's price snapshot\n"
 		"  --fair-share-half-life DUR  among jobs of equal priority, users with less GPU time first,\n"
 		"                        that time decaying by half each DUR (default 0: off, first come first\n"
 		"                        served)\n"
@@ -200,6 +202,7 @@ struct settings {
 	struct enforce_opts eo;
 	struct notify_opts no;
 	struct reclaim_opts ro;
+	const char *price_cloud;       /* --gpu-hour-price auto|aws|gcp|azure, or NULL */
 	bool queue_on;
 };
 
@@ -402,11 +405,17 @@ static int apply(struct settings *st, int c, const char *arg)
 			return rc;
 		break;
 	case '$': {
+		st->price_cloud = NULL;
+		if (price_is_cloud(arg)) {
+			st->price_cloud = arg;
+			break;
+		}
 		char *end;
 		errno = 0;
 		double v = strtod(arg, &end);
 		if (end == arg || *end || errno || !(v >= 0) || v > 1e6) {
-			cli_err("invalid --gpu-hour-price '%s' (expected a price in dollars, e.g. 2.5, or 0)", arg);
+			cli_err("invalid --gpu-hour-price '%s' (expected a price in dollars, e.g. 2.5, or auto, aws, gcp, "
+				"azure: the cloud instance's)", arg);
 			return EXIT_USAGE;
 		}
 		st->qo.gpu_hour_price = v;
@@ -657,6 +666,18 @@ int main(int argc, char **argv)
 		reclaim_free(rc_);
 		notify_stop(nt);
 		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
+	}
+	/* --gpu-hour-price auto: the cloud instance's price, from advise's catalog */
+	char price_desc[300] = "";
+	if (queue_on && st.price_cloud) {
+		double p;
+		if (price_find(st.price_cloud, &p, price_desc, sizeof price_desc, err, sizeof err) == 0) {
+			qo.gpu_hour_price = p;
+			qo.price_source = price_desc;
+			fprintf(stderr, "gpuctld: a GPU-hour costs $%.4g: %s\n", p, price_desc);
+		} else {
+			fprintf(stderr, "gpuctld: --gpu-hour-price %s: %s; gpuctl usage shows no cost\n", st.price_cloud, err);
+		}
 	}
 	struct queue *q = NULL;
 	if (queue_on) {

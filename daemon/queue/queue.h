@@ -28,6 +28,7 @@ struct queue_opts {
 	long long job_keep_ms;   /* an ended job's record is deleted this long after it ended; 0: kept */
 	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL */
 	double gpu_hour_price;   /* gpuctl usage's cost of a GPU-hour; 0: none */
+	const char *price_source; /* borrowed: where that price comes from (--gpu-hour-price auto), or NULL */
 	long long fair_half_life_ms; /* fair share: usage decays by half this often; 0: off (FIFO) */
 };
 

@@ -319,6 +319,8 @@ json_t *usage_report(struct queue *q, int64_t since_ms, const char *by, double p
 				"total", "gpu_hours", gpu / 3600.0, "idle_gpu_hours", idle / 3600.0);
 	if (ans && price > 0) {
 		json_object_set_new(ans, "price_per_gpu_hour", json_real(price));
+		if (q->o.price_source)
+			json_object_set_new(ans, "price_source", json_string(q->o.price_source));
 		json_object_set_new(json_object_get(ans, "total"), "cost", json_real(gpu / 3600.0 * price));
 	}
 	return ans;

@@ -14,6 +14,7 @@ Usage: usage.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -94,6 +95,32 @@ try:
         r = as_user(A, "usage", *args)
         check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
               r.stderr.count("\n") == 1, r)
+    gpuctld_proc.stop(daemon)
+    # the price of this cloud instance: its type from the metadata service (the mock's AWS says
+    # p4d.24xlarge), its on-demand price from gpuctl advise's snapshot, over its 8 GPUs
+    md = subprocess.Popen([sys.executable, os.path.join(policy.SRC, "tests", "mock", "metadata.py"), "0"],
+                          stdout=subprocess.PIPE, text=True)
+    policy.env["GPUCTL_METADATA_URL"] = "http://127.0.0.1:%s" % md.stdout.readline().split()[2]
+    try:
+        daemon = policy.start("--gpu-hour-price", "aws")[0]
+        u3 = usage()
+        want = min(float(l.split(",")[5]) for l in open(os.path.join(policy.SRC, "data", "catalog", "aws.csv"))
+                   if l.startswith("p4d.24xlarge,")) / 8
+        check(f"--gpu-hour-price aws: p4d.24xlarge's ${want:.4f} a GPU-hour", isinstance(u3, dict) and
+              abs(u3.get("price_per_gpu_hour", 0) - want) < 1e-9 and "p4d.24xlarge" in u3.get("price_source", "") and
+              abs(u3["total"]["cost"] - want * u3["total"]["gpu_hours"]) < 1e-9, u3)
+        gpuctld_proc.stop(daemon)
+        daemon = policy.start("--gpu-hour-price", "auto")[0]
+        # on a machine of no cloud (by its DMI data), said in the log and no cost; on a cloud's VM,
+        # that cloud's type (from the mock) and its price
+        off = any("not on AWS, GCP or Azure" in l for l in policy.log)
+        on = any("a GPU-hour costs" in l for l in policy.log)
+        check("--gpu-hour-price auto: the cloud this machine is on, or none (said in the log, no cost)",
+              (off and "cost" not in usage()["total"]) or (on and "cost" in usage()["total"]), policy.log)
+    finally:
+        md.terminate()
+        md.wait()
+        del policy.env["GPUCTL_METADATA_URL"]
     gpuctld_proc.stop(daemon)
     daemon = None
     r = as_user(A, "usage")

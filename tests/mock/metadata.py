@@ -14,6 +14,10 @@ Cloud endpoints, with the checks the real services make:
   GET /computeMetadata/v1/instance/maintenance-event      (wait_for_change, last_etag, timeout_sec:
                                                            held until the value's ETag differs)
   GET|POST /metadata/scheduledevents?api-version=...    400 without Metadata: true
+  GET /latest/meta-data/instance-type, /computeMetadata/v1/instance/machine-type,
+      /metadata/instance/compute/vmSize?api-version=...&format=text
+                                                        the instance type: p4d.24xlarge,
+                                                        a2-highgpu-1g, Standard_NC24ads_A100_v4
 Control:
   POST /_ctl/preempt?cloud=aws|gcp|azure[&in=SECONDS]   AWS instance-action terminate, GCP
                                                         preempted=TRUE, Azure a Preempt event
@@ -51,7 +55,8 @@ class State:
         self.tokens = set()
         self.aws_action = None        # dict or None
         self.aws_rebalance = None
-        self.gcp = {"preempted": ["FALSE", 1], "maintenance-event": ["NONE", 1]}  # value, version
+        self.gcp = {"preempted": ["FALSE", 1], "maintenance-event": ["NONE", 1],  # value, version
+                    "machine-type": ["projects/123456789/machineTypes/a2-highgpu-1g", 1]}
         self.azure_inc = 1
         self.azure_events = []
         self.faults = []              # [kind, remaining, delay]
@@ -204,6 +209,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.gcp(method, path[len("/computeMetadata/v1/instance/"):], q, kind)
         if path == "/metadata/scheduledevents":
             return self.azure(method, q, body, kind)
+        if path == "/metadata/instance/compute/vmSize":
+            if self.headers.get("Metadata") != "true" or not q.get("api-version"):
+                return self.reply(400, '{"error": "Bad request"}', "application/json")
+            return self.reply(200, "Standard_NC24ads_A100_v4", "text/plain")
         return self.reply(404, "not found\n")
 
     def aws_token(self, method):
@@ -224,7 +233,8 @@ class Handler(BaseHTTPRequestHandler):
         with S.cond:
             valid = self.headers.get("X-aws-ec2-metadata-token") in S.tokens
             doc = {"/latest/meta-data/spot/instance-action": S.aws_action,
-                   "/latest/meta-data/events/recommendations/rebalance": S.aws_rebalance}
+                   "/latest/meta-data/events/recommendations/rebalance": S.aws_rebalance,
+                   "/latest/meta-data/instance-type": "p4d.24xlarge"}
         if method != "GET":
             return self.reply(405)
         if not valid:
@@ -235,6 +245,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, '{"action": "terminate", "time": ', "text/plain")
         if doc[path] is None:
             return self.reply(404, "not found\n")
+        if isinstance(doc[path], str):
+            return self.reply(200, doc[path], "text/plain")  # instance-type: plain text
         return self.reply(200, json.dumps(doc[path]), "text/plain")
 
     def gcp(self, method, key, q, kind):
