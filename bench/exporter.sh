@@ -295,10 +295,10 @@ I8_PID=$PID I8_PORT=$PORT
 # shellcheck disable=SC2086
 start_gpuctld i64 "$NODE64" $OFF
 I64_PID=$PID I64_PORT=$PORT
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2046 # option lists, split on purpose
 start_gpuctld p8 "$NODE8" $ON $(onq p8)
 P8_PID=$PID
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2046 # option lists, split on purpose
 start_gpuctld p64 "$NODE64" $ON $(onq p64)
 P64_PID=$PID
 start_node_exporter ine
