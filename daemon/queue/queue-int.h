@@ -242,6 +242,8 @@ struct usage {
 	struct usage_open *v;
 	size_t n, cap;
 	int64_t checked_ms;          /* monotonic: the last look that added idle time */
+	int64_t scanned_ms;          /* monotonic: the last look at the lease directory */
+	int64_t due_ms;              /* monotonic: a change to look at by then; 0 none */
 	bool started;
 	struct usage_share *share;   /* fair share: each user's decayed GPU time, */
 	size_t nshare;

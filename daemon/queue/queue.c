@@ -106,7 +106,8 @@ static void *loop(void *arg)
 		/* the runner's children end through its records; adopted jobs through their pidfds */
 		for (size_t i = 0; i < q->round.nrun; i++)
 			p[np++] = (struct pollfd){.fd = q->round.run[i].child ? -1 : q->round.run[i].pidfd, .events = POLLIN};
-		if (poll(p, np, sooner(sooner(1000, q->view.render_at), q->ret.prune_at)) < 0 && errno != EINTR)
+		if (poll(p, np, sooner(sooner(sooner(1000, q->view.render_at), q->ret.prune_at), q->usage.due_ms)) < 0 &&
+		    errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;

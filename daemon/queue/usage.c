@@ -2,8 +2,9 @@
  * usage.c — GPU time, per user (gpuctl usage, docs/policy.md): every lease
  * of every GPU, interactive ones (gpuctl run, pick --lease, the Python
  * package) and queued jobs' alike, seen through the lease directory's
- * inotify by the queue's thread. A lease is open from when it is first seen
- * (within milliseconds of its claim) to when it is seen gone, and is then
+ * inotify by the queue's thread (at most every USAGE_EVERY_MS while it keeps
+ * changing). A lease is open from when it is first seen (within that of its
+ * claim) to when it is seen gone, and is then
  * recorded in the store; the time its GPU sat idle (utilization and memory
  * activity at most 5 %) is added up from the samples meanwhile.
  */
@@ -17,6 +18,7 @@
 #include "util/clock.h"
 
 #define IDLE_UTIL 5
+#define USAGE_EVERY_MS 10
 
 struct usage_open {
 	char uuid[LEASE_UUID_MAX];
@@ -61,15 +63,34 @@ void usage_observe(struct queue *q, bool changed)
 	struct usage *u = &q->usage;
 	int64_t mono = clock_mono_ms(), now = now_ms();
 	bool tick = mono - u->checked_ms >= 1000;
+	/* a busy directory (a queue draining) is read at most every USAGE_EVERY_MS: each change
+	 * after the last look is looked at by then (the queue's poll wakes for due_ms) */
+	if (changed && u->started && mono - u->scanned_ms < USAGE_EVERY_MS) {
+		if (!u->due_ms)
+			u->due_ms = u->scanned_ms + USAGE_EVERY_MS;
+		changed = false;
+	}
+	if (u->due_ms && mono >= u->due_ms)
+		changed = true;
 	if (!changed && !tick && u->started)
 		return;
+	u->due_ms = 0;
+	u->scanned_ms = mono;
 	struct lease_dir *d = q->round.leases; /* the round opens it, when there is one */
 	struct lease_entry *e = NULL;
 	size_t n = 0;
 	if (d && lease_list(d, &e, &n) != GC_OK)
 		return; /* look again next time */
+	/* the sample: each second for the idle time, and for a GPU's index when a lease is new */
+	bool fresh = tick || !u->started;
+	for (size_t i = 0; i < n && !fresh; i++) {
+		bool known = false;
+		for (size_t k = 0; k < u->n && !known; k++)
+			known = strcmp(u->v[k].uuid, e[i].uuid) == 0;
+		fresh = !known;
+	}
 	gc_snapshot snap = {0};
-	bool have = sampler_snapshot(q->s, &snap) == GC_OK;
+	bool have = fresh && sampler_snapshot(q->s, &snap) == GC_OK;
 	/* idle time since the last look, by this sample */
 	if (tick && u->started)
 		for (size_t k = 0; k < u->n; k++) {
@@ -109,7 +130,13 @@ void usage_observe(struct queue *q, bool changed)
 			lease_info_sanitize(&safe);
 			snprintf(o->user, sizeof o->user, "%s", safe.user);
 			snprintf(o->name, sizeof o->name, "%s", safe.name);
-			o->gpu = have ? index_of(&snap, o->uuid) : -1;
+			o->gpu = -1;
+			if (have)
+				o->gpu = index_of(&snap, o->uuid);
+			else /* a GPU we know: its index as the lease before this one had it */
+				for (size_t k = 0; k + 1 < u->n && o->gpu < 0; k++)
+					if (strcmp(u->v[k].uuid, o->uuid) == 0)
+						o->gpu = u->v[k].gpu;
 			/* seen now, within ms of its claim; one that was there when gpuctld started, since
 			 * its record says (seconds) */
 			o->start_ms = !u->started && in->since > 0 && in->since * 1000 < now ? in->since * 1000 : now;
