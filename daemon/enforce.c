@@ -6,6 +6,7 @@
  */
 #include "enforce.h"
 #include "notify.h"
+#include "util/grow.h"
 
 #include "device/proc.h"
 
@@ -123,14 +124,10 @@ static void one(struct enforce *e, const gc_gpu *g, const gc_proc *p, const stru
 	proc_sanitize(cmd, sizeof cmd, p->command, strlen(p->command));
 	bool may_kill = e->o.mode == ENFORCE_KILL && p->visible && (p->uid != 0 || e->o.root);
 	if (!s) {
-		if (e->n == e->cap) {
-			size_t cap = e->cap ? e->cap * 2 : 16;
-			struct seen *nv = realloc(e->v, cap * sizeof *nv);
-			if (!nv)
-				return;
-			e->v = nv;
-			e->cap = cap;
-		}
+		struct seen *nv = grow(e->v, &e->cap, e->n, sizeof *nv, 16);
+		if (!nv)
+			return;
+		e->v = nv;
 		s = &e->v[e->n++];
 		*s = (struct seen){.pid = (pid_t)p->pid, .start = start, .gpu = g->index, .uid = p->uid, .since_ms = now};
 		tally(e, who);

@@ -9,6 +9,7 @@
 
 #include "device/proc.h"
 #include "notify.h"
+#include "util/grow.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -107,14 +108,10 @@ static struct held *find(struct reclaim *r, const struct lease_info *h)
 	for (size_t i = 0; i < r->n; i++)
 		if (r->v[i].supervisor == h->supervisor && r->v[i].uid == h->uid && r->v[i].since == h->since)
 			return &r->v[i];
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 8;
-		struct held *nv = realloc(r->v, cap * sizeof *nv);
-		if (!nv)
-			return NULL;
-		r->v = nv;
-		r->cap = cap;
-	}
+	struct held *nv = grow(r->v, &r->cap, r->n, sizeof *nv, 8);
+	if (!nv)
+		return NULL;
+	r->v = nv;
 	struct held *x = &r->v[r->n++];
 	memset(x, 0, sizeof *x);
 	x->supervisor = h->supervisor;

@@ -9,6 +9,7 @@
 #include "jobs/quarantine.h"
 #include "queue-client.h"
 #include "util/clock.h"
+#include "util/grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -205,14 +206,10 @@ static void queue(struct top_data *d)
 
 static int add_proc(struct top_data *d, struct top_proc *p)
 {
-	if (d->nprocs == d->proc_cap) {
-		size_t cap = d->proc_cap ? d->proc_cap * 2 : 32;
-		struct top_proc *v = realloc(d->procs, cap * sizeof *v);
-		if (!v)
-			return GC_ENOMEM;
-		d->procs = v;
-		d->proc_cap = cap;
-	}
+	struct top_proc *v = grow(d->procs, &d->proc_cap, d->nprocs, sizeof *v, 32);
+	if (!v)
+		return GC_ENOMEM;
+	d->procs = v;
 	d->procs[d->nprocs++] = *p;
 	return GC_OK;
 }
