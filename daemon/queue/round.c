@@ -52,16 +52,20 @@ void round_gpus_sample(struct queue *q, struct gpus_now *g)
 	g->view.topo = NULL; /* sized for snap.ngpus; dispatch ranks no topology */
 }
 
-/* ... and which GPUs are free now: a look at each one's lease */
+/* ... and which GPUs are free now: one look at the leases of all, and at their quarantine marks */
 void round_gpus_now(struct queue *q, struct gpus_now *g)
 {
 	round_gpus_sample(q, g);
+	const char *uuids[MAX_GPUS];
+	bool held[MAX_GPUS];
+	for (size_t i = 0; i < g->n; i++)
+		uuids[i] = uuid_of(&g->view, i);
+	struct lease_dir *d = q->round.leases;
+	if (!d || lease_held(d, uuids, g->n, held) < 0 || quarantine_marked(d, uuids, g->n, g->quarantined) < 0)
+		return; /* none free this round */
 	for (size_t i = 0; i < g->n; i++) {
-		const char *uuid = uuid_of(&g->view, i);
-		g->quarantined[i] = uuid && q->round.leases && quarantine_get(q->round.leases, uuid, NULL) == 1;
 		g->nquarantined += g->quarantined[i];
-		g->is_free[i] = uuid && !g->quarantined[i] && q->round.leases &&
-				lease_peek(q->round.leases, uuid, NULL) == 0;
+		g->is_free[i] = uuids[i] && !g->quarantined[i] && !held[i];
 	}
 	for (size_t r = 0; r < q->round.nrun; r++)
 		for (size_t i = 0; i < g->n; i++)

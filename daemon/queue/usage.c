@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "util/clock.h"
+#include "util/grow.h"
 
 #define IDLE_UTIL 5
 #define USAGE_EVERY_MS 10
@@ -30,13 +31,6 @@ struct usage_open {
 	int64_t start_ms, idle_ms;
 	bool seen;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static int index_of(const gc_snapshot *s, const char *uuid)
 {
@@ -61,7 +55,7 @@ static void record(struct queue *q, const struct usage_open *o, int64_t end)
 void usage_observe(struct queue *q, bool changed)
 {
 	struct usage *u = &q->usage;
-	int64_t mono = clock_mono_ms(), now = now_ms();
+	int64_t mono = clock_mono_ms(), now = clock_real_ms();
 	bool tick = mono - u->checked_ms >= 1000;
 	/* a busy directory (a queue draining) is read at most every USAGE_EVERY_MS: each change
 	 * after the last look is looked at by then (the queue's poll wakes for due_ms) */
@@ -112,14 +106,10 @@ void usage_observe(struct queue *q, bool changed)
 			    u->v[k].supervisor == in->supervisor && u->v[k].since == in->since)
 				o = &u->v[k];
 		if (!o) {
-			if (u->n == u->cap) {
-				size_t cap = u->cap ? u->cap * 2 : 16;
-				struct usage_open *nv = realloc(u->v, cap * sizeof *nv);
-				if (!nv)
-					continue;
-				u->v = nv;
-				u->cap = cap;
-			}
+			struct usage_open *nv = grow(u->v, &u->cap, u->n, sizeof *nv, 16);
+			if (!nv)
+				continue;
+			u->v = nv;
 			o = &u->v[u->n++];
 			memset(o, 0, sizeof *o);
 			snprintf(o->uuid, sizeof o->uuid, "%s", e[i].uuid);
@@ -160,7 +150,7 @@ void usage_stop(struct queue *q)
 {
 	/* the leases still held end here as far as the record goes; a restart opens them again
 	 * from their records' since */
-	int64_t now = now_ms();
+	int64_t now = clock_real_ms();
 	for (size_t k = 0; k < q->usage.n; k++)
 		record(q, &q->usage.v[k], now);
 	free(q->usage.v);
@@ -213,7 +203,7 @@ double usage_share(struct queue *q, uid_t uid)
 	if ((u->share_dirty && mono - u->share_at_ms >= 1000) || mono - u->share_at_ms >= 10000) {
 		u->share_dirty = false;
 		u->nshare = 0;
-		struct decay d = {.q = q, .now = now_ms(), .hl = (double)q->o.fair_half_life_ms};
+		struct decay d = {.q = q, .now = clock_real_ms(), .hl = (double)q->o.fair_half_life_ms};
 		/* older than 20 half-lives weighs less than a millionth */
 		int64_t from = d.now - 20 * q->o.fair_half_life_ms;
 		(void)store_usage_since(q->st, from > 0 ? from : 0, weigh_row, &d);
@@ -309,7 +299,7 @@ static int by_key(const void *x, const void *y)
 
 json_t *usage_report(struct queue *q, int64_t since_ms, const char *by, double price)
 {
-	struct report r = {.by = by, .since = since_ms, .now = now_ms()};
+	struct report r = {.by = by, .since = since_ms, .now = clock_real_ms()};
 	if (store_usage_since(q->st, since_ms, add, &r) < 0) {
 		free(r.t);
 		return NULL;

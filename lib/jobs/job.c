@@ -32,6 +32,12 @@ int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lea
 	}
 	for (size_t i = 0; i < n; i++)
 		uuids[i] = s->gpus[i].st[GC_V_UUID] == GC_ST_OK ? s->gpus[i].uuid : NULL;
+	/* a quarantined GPU goes to nobody (quarantine.h) */
+	if (d && (rc = quarantine_marked(d, uuids, n, marked)) < 0) {
+		errbuf_set(err, errlen, "cannot read the quarantine marks in %s", lease_dir_path(d));
+		goto done;
+	}
+	rq.quarantined = d ? marked : r->quarantined;
 	for (int tries = 0; tries < JOB_RACE_TRIES; tries++) {
 		if (!d)
 			memset(leased, 0, n * sizeof *leased); /* lease_held clears it itself */
@@ -39,12 +45,6 @@ int job_acquire(const gc_snapshot *s, const struct select_request *r, struct lea
 			errbuf_set(err, errlen, "cannot read the leases in %s", lease_dir_path(d));
 			goto done;
 		}
-		/* a quarantined GPU goes to nobody (quarantine.h) */
-		if (d && (rc = quarantine_marked(d, uuids, n, marked)) < 0) {
-			errbuf_set(err, errlen, "cannot read the quarantine marks in %s", lease_dir_path(d));
-			goto done;
-		}
-		rq.quarantined = d ? marked : r->quarantined;
 		rc = select_pick(s, &rq, leased, chosen);
 		if (rc == GC_ENOTNOW)
 			errbuf_set(err, errlen, "fewer than %u GPU%s fit the request now", r->n, r->n > 1 ? "s" : "");
