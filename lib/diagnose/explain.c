@@ -384,12 +384,6 @@ const char *explain_xid_meaning(const struct explain_db *db, int code)
 	return x && x->meaning[0] ? x->meaning : NULL;
 }
 
-const char *explain_xid_reset(const struct explain_db *db, int code)
-{
-	const struct xid_entry *x = xid_entry(db, code);
-	return x && x->reset[0] ? x->reset : NULL;
-}
-
 /* ---- lines -------------------------------------------------------------- */
 
 size_t explain_clean_line(const char *s, size_t len, char *out)

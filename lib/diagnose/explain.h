@@ -55,9 +55,8 @@ struct explain_result {
 int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen);
 void explain_db_free(struct explain_db *db);
 size_t explain_db_count(const struct explain_db *db);
-/* What Xid `code` means, and whether the GPU needs a reset ("yes: ..."), from xid.json; NULL unknown. */
+/* What Xid `code` means, from xid.json; NULL unknown. */
 const char *explain_xid_meaning(const struct explain_db *db, int code);
-const char *explain_xid_reset(const struct explain_db *db, int code);
 
 /* Scan fd to its end. 0, or GC_EIO (message in err). */
 int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *r, char *err, size_t errlen);

@@ -285,8 +285,7 @@ static bool hex16(const char *s)
 	return n == 16;
 }
 
-/* 16 random hex digits: a name nobody can guess and make first */
-static void random_hex(char out[17])
+void lease_random_hex(char out[17])
 {
 	uint64_t v = 0;
 	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
@@ -521,7 +520,7 @@ static int scan(struct lease_dir *d, int (*fn)(struct lease_dir *, const char *,
 static int make_locked(struct lease_dir *d, const char *final, const char *rec, int *out, struct stat *st)
 {
 	char hex[17], tmp[32];
-	random_hex(hex);
+	lease_random_hex(hex);
 	snprintf(tmp, sizeof tmp, ".new-%s", hex);
 	int fd = openat(d->dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -839,7 +838,7 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 	int rc = GC_OK;
 	for (size_t i = 0; i < n && rc == GC_OK; i++) {
 		char hex[17];
-		random_hex(hex);
+		lease_random_hex(hex);
 		snprintf(l->c[i].name, sizeof l->c[i].name, "%s%s.%s", prefix, uuids[i], hex);
 		if (make_locked(d, l->c[i].name, rec, &l->c[i].fd, &st[i]) < 0) {
 			errbuf_set(err, errlen, "cannot make a lease in '%s': %s", d->path, strerror(errno));
@@ -1012,7 +1011,7 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
 	clock_gettime(CLOCK_REALTIME, &ts);
 	t->num = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	char hex[17];
-	random_hex(hex);
+	lease_random_hex(hex);
 	snprintf(t->name, sizeof t->name, "ticket.%s", hex);
 	char *rec = record_json(me, t->num);
 	struct stat st;
@@ -1088,19 +1087,10 @@ static int process_active(pid_t pid)
 		return errno == ENOENT ? 0 : -1;
 	int active = 0;
 	for (struct dirent *e; active != 1 && (e = readdir(dir));) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		char st[96], buf[512];
-		snprintf(st, sizeof st, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
-		int fd = open(st, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-		if (fd >= 0)
-			close(fd);
-		if (len <= 0)
-			continue; /* a thread that has just ended */
-		buf[len] = '\0';
-		const char *p = strrchr(buf, ')'); /* after the command, which may hold ')' itself */
-		if (p && p[1] == ' ' && (p[2] == 'R' || p[2] == 'D'))
+		/* a thread's /proc/TID/stat says its own state; one that has just ended says nothing */
+		char state = 0;
+		long tid = strtol(e->d_name, NULL, 10);
+		if (tid > 0 && proc_stat((pid_t)tid, &state, NULL, NULL) == 0 && (state == 'R' || state == 'D'))
 			active = 1;
 	}
 	closedir(dir);

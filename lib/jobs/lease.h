@@ -59,6 +59,8 @@ void lease_dir_close(struct lease_dir *d);
 const char *lease_dir_path(const struct lease_dir *d);
 /* its descriptor (quarantine.c opens marks relative to it); owned by d */
 int lease_dir_fd(const struct lease_dir *d);
+/* 16 random hex digits: a name in the state directory nobody can guess and make first */
+void lease_random_hex(char out[17]);
 
 /* Is the GPU leased? 1 held (info filled if non-NULL), 0 free, <0 GC_E*. */
 int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info);

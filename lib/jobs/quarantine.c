@@ -15,14 +15,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PREFIX "quarantine."
@@ -169,11 +166,9 @@ static void move_aside(int dfd, const char *name)
 	struct stat st;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (S_ISREG(st.st_mode) && st.st_uid == geteuid()))
 		return;
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-		r = (uint64_t)time(NULL) ^ (uint64_t)getpid();
-	char aside[64];
-	snprintf(aside, sizeof aside, ".squat-%016" PRIx64, r);
+	char hex[17], aside[32];
+	lease_random_hex(hex);
+	snprintf(aside, sizeof aside, ".squat-%s", hex);
 	(void)renameat(dfd, name, dfd, aside);
 }
 
@@ -199,11 +194,9 @@ int quarantine_set(struct lease_dir *d, const struct quarantine_info *info, char
 		return GC_ENOMEM;
 	}
 	int dfd = lease_dir_fd(d);
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-		r = (uint64_t)time(NULL) ^ (uint64_t)getpid();
-	char tmp[64];
-	snprintf(tmp, sizeof tmp, ".new-%016" PRIx64, r);
+	char hex[17], tmp[32];
+	lease_random_hex(hex);
+	snprintf(tmp, sizeof tmp, ".new-%s", hex);
 	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	size_t len = strlen(text);
 	int rc = GC_OK;
