@@ -111,6 +111,14 @@ class Term:
                 return False, s
             time.sleep(0.1)
 
+    def k_on(self, what):
+        """filter top's processes to `what`, go to the first, and press k"""
+        self.keys("/")
+        self.keys(what, literal=True)
+        self.keys("Enter")
+        self.keys("Home")
+        self.keys("k")
+
     def resize(self, w, h):
         tmux("resize-window", "-t", self.name, "-x", str(w), "-y", str(h))
 
@@ -227,11 +235,7 @@ try:
     check("any key closes the help", t.wait(r"PID USER") is not None, t.screen())
 
     # a signal to our own process: the stray sleep
-    t.keys("/")
-    t.keys("sleep 120", literal=True)
-    t.keys("Enter")
-    t.keys("Home")
-    t.keys("k")
+    t.k_on("sleep 120")
     s = t.wait(r"signal to pid \d+")
     check("k asks which signal", s is not None, t.screen())
     t.keys("t")
@@ -328,11 +332,7 @@ try:
             t.keys("/")
             t.keys("holdjob", literal=True)  # no such command: filter by what root's job runs
             t.keys("Escape")
-            t.keys("/")
-            t.keys("sleep 120", literal=True)
-            t.keys("Enter")
-            t.keys("Home")
-            t.keys("k")
+            t.k_on("sleep 120")
             s = t.wait(r"is root's: only your own processes can be signalled")
             check("another user's process is refused", s is not None, t.screen())
             t.keys("q")

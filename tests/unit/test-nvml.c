@@ -206,21 +206,31 @@ static void test_many_processes(void **state)
 	gc_ctx_free(ctx);
 }
 
+/* the build's gpuctl-sim-hold with args (NULL-terminated), started: its pid */
+static pid_t spawn_hold(const char *const *args)
+{
+	const char *libdir = getenv("GPUCTL_SIM_LIBDIR");
+	char hold[PATH_MAX];
+	snprintf(hold, sizeof hold, "%s/gpuctl-sim-hold", libdir ? libdir : ".");
+	const char *argv[16] = {hold};
+	for (size_t i = 0; args[i] && i + 2 < sizeof argv / sizeof argv[0]; i++)
+		argv[i + 1] = args[i];
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		execv(hold, (char *const *)argv);
+		_exit(127);
+	}
+	return child;
+}
+
 static void test_registered_process(void **state)
 {
 	(void)state;
 	char dir[64];
 	assert_int_equal(tmpdir_make(dir, sizeof dir, "rundir"), 0);
 	setenv("GPUCTL_SIM_RUNDIR", dir, 1);
-	const char *libdir = getenv("GPUCTL_SIM_LIBDIR");
-	char hold[PATH_MAX];
-	snprintf(hold, sizeof hold, "%s/gpuctl-sim-hold", libdir ? libdir : ".");
-	pid_t child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		execl(hold, hold, "--gpu", "1", "--mem", "3GiB", "--", "sleep", "30", (char *)NULL);
-		_exit(127);
-	}
+	pid_t child = spawn_hold((const char *[]){"--gpu", "1", "--mem", "3GiB", "--", "sleep", "30", NULL});
 	gc_ctx *ctx = open_node("examples/nodes", "l4-2x.json");
 	gc_snapshot s = {0};
 	bool seen = false;
@@ -316,15 +326,7 @@ static void test_vary(void **state)
 /* gpuctl-sim-hold --xid: an Xid error reaches a watcher once, on its GPU; none before; r410 (no _v2) too */
 static void run_hold_xid(const char *dir, const char *gpu, const char *xid)
 {
-	const char *libdir = getenv("GPUCTL_SIM_LIBDIR");
-	char hold[PATH_MAX];
-	snprintf(hold, sizeof hold, "%s/gpuctl-sim-hold", libdir ? libdir : ".");
-	pid_t child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		execl(hold, hold, "--rundir", dir, "--gpu", gpu, "--xid", xid, (char *)NULL);
-		_exit(127);
-	}
+	pid_t child = spawn_hold((const char *[]){"--rundir", dir, "--gpu", gpu, "--xid", xid, NULL});
 	int st;
 	assert_int_equal(waitpid(child, &st, 0), child);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
