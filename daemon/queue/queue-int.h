@@ -6,7 +6,7 @@
  *   clients.c      the client server: the listening socket, connections,
  *                  who may connect (SO_PEERCRED), a request line in and
  *                  its answer out without blocking
- *   requests.c     the protocol: submit, list, show, cancel as JSON
+ *   requests.c     the protocol: submit, list, show, cancel, usage as JSON
  *   runner-link.c  the job runner (`gpuctl --runner`) and the socket to it
  *   round.c        the dispatch round: the GPUs free now, the jobs that
  *                  ended, the jobs that start, in one transaction
@@ -14,6 +14,9 @@
  *                  queue's thread and read by the HTTP threads
  *   retention.c    removing old logs and records, and recovering the jobs
  *                  an earlier gpuctld left running
+ *   usage.c        GPU time: every lease seen in the lease directory,
+ *                  recorded when it ends; gpuctl usage; fair share's
+ *                  decayed usage per user
  *   queue.c        the thread and its poll loop, start and stop
  */
 #ifndef GPUCTL_DAEMON_QUEUE_INT_H
