@@ -198,8 +198,22 @@ static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_flag = 1;
+	stop_flag = sig;
+}
+
+void cli_catch_stop(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int cli_stop_signal(void)
+{
+	return stop_flag;
 }
 
 bool cli_interrupted(void)
@@ -211,12 +225,7 @@ int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *
 {
 	if (interval <= 0)
 		return tick(arg, 0);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop();
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	time_t step_s = (time_t)interval;

@@ -79,8 +79,11 @@ int cli_parse_count(const char *opt, const char *arg, long *out);
  * once. Returns the last tick's non-zero value, else 0.
  */
 int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *arg);
-/* true once SIGINT/SIGTERM was received inside cli_loop */
+/* true once SIGINT/SIGTERM was received inside cli_loop (or after cli_catch_stop) */
 bool cli_interrupted(void);
+/* catch SIGINT and SIGTERM from now on, for cli_interrupted and cli_stop_signal (which one; 0: none) */
+void cli_catch_stop(void);
+int cli_stop_signal(void);
 
 enum cli_color { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 int cli_parse_color(const char *arg, enum cli_color *out);

@@ -10,18 +10,10 @@
 #include "util/clock.h"
 
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig)
-{
-	got_signal = sig;
-}
 
 static void usage(FILE *f)
 {
@@ -94,18 +86,13 @@ int cmd_wait_free(const struct cli_global *g, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop();
 	r.peek_only = true;
 	unsigned *chosen = calloc(r.ngpus + r.jg.sel.n + 1, sizeof *chosen);
 	char why[2048] = "", desc[300];
 	int64_t deadline = timeout_ms < 0 ? -1 : clock_mono_ms() + timeout_ms;
 	rc = EXIT_FAIL;
-	while (chosen && !got_signal) {
+	while (chosen && !cli_stop_signal()) {
 		int tr = request_try(&r, d, NULL, NULL, chosen, why, sizeof why);
 		if (tr == GC_OK) {
 			for (unsigned k = 0; k < r.jg.sel.n; k++)
@@ -130,15 +117,15 @@ int cmd_wait_free(const struct cli_global *g, int argc, char **argv)
 			(void)lease_wait(d, slice);
 		else
 			nanosleep(&(struct timespec){.tv_sec = slice / 1000, .tv_nsec = (long)(slice % 1000) * 1000000L}, NULL);
-		if (!got_signal && (tr = request_resample(&r))) {
+		if (!cli_stop_signal() && (tr = request_resample(&r))) {
 			rc = tr;
 			break;
 		}
 	}
 	if (!chosen)
 		cli_err("out of memory");
-	if (got_signal)
-		rc = 128 + got_signal;
+	if (cli_stop_signal())
+		rc = 128 + cli_stop_signal();
 	free(chosen);
 	lease_dir_close(d);
 out:
