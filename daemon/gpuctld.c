@@ -433,6 +433,7 @@ static int apply(struct settings *st, int c, const char *arg)
 }
 
 #define DEFAULT_CONFIG "/etc/gpuctl/gpuctld.conf"
+#define CONFIG_MAX (1024 * 1024) /* bytes */
 
 /* the configuration file's text: the values applied point into it for as long as gpuctld runs */
 static char *config_text;
@@ -455,13 +456,19 @@ static int read_config(const char *path, bool named, struct settings *st)
 	size_t len = 0;
 	FILE *mem = open_memstream(&config_text, &len);
 	char chunk[4096];
-	size_t got;
-	while (mem && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+	size_t got, total = 0;
+	while (mem && total <= CONFIG_MAX && (got = fread(chunk, 1, sizeof chunk, f)) > 0) {
 		fwrite(chunk, 1, got, mem);
-	bool bad = ferror(f);
+		total += got;
+	}
+	int rerr = ferror(f) ? errno : 0;
 	fclose(f);
-	if (!mem || fclose(mem) != 0 || bad) {
-		cli_err("cannot read the configuration file '%s'", path);
+	if (!mem || fclose(mem) != 0 || rerr) {
+		cli_err("cannot read the configuration file '%s': %s", path, rerr ? strerror(rerr) : "out of memory");
+		return EXIT_USAGE;
+	}
+	if (total > CONFIG_MAX) {
+		cli_err("invalid configuration file '%s': larger than %d KiB (expected a few lines)", path, CONFIG_MAX / 1024);
 		return EXIT_USAGE;
 	}
 	if (strlen(config_text) != len) {

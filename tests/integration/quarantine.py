@@ -186,6 +186,15 @@ try:
                        capture_output=True, text=True)
     check("a --config file that is not there", r.returncode == 2 and "cannot read the configuration file" in r.stderr, r)
     with open(bad, "w") as f:
+        f.write("#" * (2 << 20))
+    for what, path, said in (("over 1 MiB", bad, "larger than 1024 KiB"), ("a directory", work, "Is a directory")):
+        r = subprocess.run([GPUCTLD, "--config", path, "--check-config"], capture_output=True, text=True)
+        check(f"a --config {what}: one line, exit 2", r.returncode == 2 and said in r.stderr and
+              r.stderr.count("\n") == 1, r)
+    open(bad, "w").close()
+    r = subprocess.run([GPUCTLD, "--config", bad, "--check-config"], capture_output=True, text=True)
+    check("an empty --config is the defaults", r.returncode == 0, r)
+    with open(bad, "w") as f:
         f.write("history = 100h\n")  # 360000 samples at 1 s: too many
     r = subprocess.run([GPUCTLD, "--config", bad, "--check-config"], capture_output=True, text=True)
     r2 = subprocess.run([GPUCTLD, "--config", bad, "--history", "1h", "--check-config"], capture_output=True, text=True)
