@@ -34,6 +34,7 @@
 
 #define MARK_DIR ".gpuctl"
 #define MAX_DEPTH 32
+#define TRASH_PREFIX ".gpuctl-pruned."
 
 /* a name that can be a checkpoint: one path component, not ours, not hidden */
 static bool ckpt_name_ok(const char *n)
@@ -395,6 +396,35 @@ static int remove_tree(int dfd, const char *name, int depth)
 	return rc == 0 ? unlinkat(dfd, name, AT_REMOVEDIR) : -1;
 }
 
+/*
+ * What a prune killed half-way left: TRASH_PREFIX NAME.PID entries (only
+ * prune makes them; they are out of every listing) and NAME's marker when no
+ * NAME came back since. Removed by the next prune.
+ */
+static void sweep_trash(int dfd, int mfd)
+{
+	DIR *d = dir_stream(dfd);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t pl = strlen(TRASH_PREFIX);
+		const char *dot = strrchr(e->d_name, '.');
+		if (strncmp(e->d_name, TRASH_PREFIX, pl) != 0 || !dot || dot == e->d_name + pl)
+			continue;
+		char name[256], mark[300];
+		snprintf(name, sizeof name, "%.*s", (int)(dot - e->d_name - pl), e->d_name + pl);
+		snprintf(mark, sizeof mark, "%s.done", name);
+		struct stat st;
+		/* (a NAME written and committed again in between would lose its marker: a window of
+		 * microseconds after a killed prune, and it then only counts as uncommitted) */
+		if (mfd >= 0 && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			unlinkat(mfd, mark, 0);
+		remove_tree(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_t errlen)
 {
 	*removed = 0;
@@ -417,6 +447,7 @@ int ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_
 	char target[256] = "";
 	ssize_t tl = readlinkat(dfd, "latest", target, sizeof target - 1);
 	target[tl > 0 ? tl : 0] = '\0';
+	sweep_trash(dfd, mfd);
 	unsigned kept = 0;
 	for (size_t i = 0; i < n && rc == GC_OK; i++) {
 		if (!v[i].complete)
@@ -425,11 +456,17 @@ int ckpt_prune(const char *dir, unsigned keep, size_t *removed, char *err, size_
 			kept++;
 			continue;
 		}
-		/* marker first: a half-deleted checkpoint must not count as complete */
-		char mark[300];
+		/*
+		 * Out of the listing first (a rename: a half-deleted checkpoint must
+		 * never count as complete, nor stay behind as an uncommitted entry
+		 * when we are killed), then its marker, then the files.
+		 */
+		char trash[300], mark[300];
+		snprintf(trash, sizeof trash, "%s%s.%d", TRASH_PREFIX, v[i].name, (int)getpid());
 		snprintf(mark, sizeof mark, "%s.done", v[i].name);
-		if ((mfd >= 0 && unlinkat(mfd, mark, 0) < 0 && errno != ENOENT) ||
-		    (mfd >= 0 && fsync(mfd) < 0) || remove_tree(dfd, v[i].name, 0) < 0) {
+		if (renameat(dfd, v[i].name, dfd, trash) < 0 || fsync(dfd) < 0 ||
+		    (mfd >= 0 && unlinkat(mfd, mark, 0) < 0 && errno != ENOENT) || (mfd >= 0 && fsync(mfd) < 0) ||
+		    remove_tree(dfd, trash, 0) < 0) {
 			errbuf_set(err, errlen, "cannot delete checkpoint '%s/%s': %s", dir, v[i].name, strerror(errno));
 			rc = GC_EIO;
 			break;

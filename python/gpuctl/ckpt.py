@@ -216,9 +216,10 @@ class Checkpointer:
         return "%s-%09d%s" % (self.prefix, step, self.suffix)
 
     def _clean(self) -> None:
-        """What killed writers left: their temporary files (the writer's pid is gone), and
+        """What killed writers left: their temporary files (the writer's pid is gone),
         entries renamed into place but never committed, older than the newest complete one
-        (a writer goes on from the newest, so none will ever commit them)."""
+        (a writer goes on from the newest, so none will ever commit them), and complete
+        ones beyond ``keep`` (a writer killed between a commit and its prune)."""
         pat = re.compile(r"\.%s-\d+.*\.tmp-(\d+)$" % re.escape(self.prefix))
         try:
             names = os.listdir(self.dir)
@@ -237,6 +238,9 @@ class Checkpointer:
             o = step.match(e.get("name", ""))
             if o and not e.get("complete") and int(o.group(1)) < int(m.group(1)):
                 _remove(os.path.join(self.dir, e["name"]))
+        # and complete ones beyond keep: writers killed between a commit and its prune leave them
+        err = ctypes.create_string_buffer(_lib.ERRBUF)
+        _lib.ckpt_prune(self.dir.encode(), self.keep, None, err, len(err))  # a failure shows at save()
 
     def save(self, state: Any = None, step: int = 0, *, writer: Optional[Writer] = None) -> Optional[str]:
         """Write and commit the checkpoint of ``step``; returns its path (None on ranks other than 0).

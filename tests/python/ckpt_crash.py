@@ -64,13 +64,18 @@ for k in range(kills):
     if s not in (newest, newest + 1):
         errors.append("kill %d: latest is step %d, but step %d was the newest committed" % (k, s, newest))
     steps_seen.append(s)
+    # opening pruned what killed writers and prunes left: keep=3 complete, at most one
+    # uncommitted (the kill came between its rename and its commit), no prune's trash
+    kept = [n for n in os.listdir(d) if n.startswith("ckpt-")]
+    done = [e["name"] for e in c.list() if e.get("complete")]
+    trash = [n for n in os.listdir(d) if n.startswith(".gpuctl-pruned.")]
+    if len(done) > 3 or len(kept) > 3 + 1 or trash:
+        errors.append("kill %d: more than keep=3 after opening: %s (complete: %s), trash %s"
+                      % (k, sorted(kept), sorted(done), trash))
     c.close()
 tmp = [n for n in os.listdir(d) if ".tmp-" in n]
 if tmp:
     errors.append("temporary files of killed writers left behind: %s" % tmp)
-kept = [n for n in os.listdir(d) if n.startswith("ckpt-")]
-if len(kept) > 3 + 1:  # keep=3, and at most one uncommitted being written when killed
-    errors.append("more checkpoints than keep=3: %s" % sorted(kept))
 print("%d kills, %d checkpoints committed in all, the last of step %d" % (kills, len(set(steps_seen)),
       steps_seen[-1] if steps_seen else -1))
 print("\n".join(errors) if errors else "ok")

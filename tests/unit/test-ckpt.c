@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,12 +210,53 @@ static void test_prune(void **state)
 	assert_non_null(strstr(out, "/s4"));
 }
 
+/* what a prune killed half-way leaves (its renamed-away entry, the marker) goes with the next prune */
+static void test_prune_after_killed_prune(void **state)
+{
+	(void)state;
+	make("s0", true);
+	commit("s0");
+	make("s1", false);
+	commit("s1");
+	char from[256], to[256];
+	snprintf(from, sizeof from, "%s/s0", dir);
+	snprintf(to, sizeof to, "%s/.gpuctl-pruned.s0.4242", dir);
+	assert_int_equal(rename(from, to), 0); /* killed after the rename, before the marker went */
+	struct ckpt_entry *v;
+	size_t cnt;
+	assert_int_equal(ckpt_list(dir, &v, &cnt, err, sizeof err), GC_OK);
+	assert_int_equal(cnt, 1); /* neither complete nor uncommitted: gone from the listing */
+	free(v);
+	size_t removed = 99;
+	assert_int_equal(ckpt_prune(dir, 1, &removed, err, sizeof err), GC_OK);
+	assert_int_equal(removed, 0);
+	assert_int_equal(access(to, F_OK), -1);
+	snprintf(to, sizeof to, "%s/.gpuctl/s0.done", dir);
+	assert_int_equal(access(to, F_OK), -1);
+	snprintf(to, sizeof to, "%s/.gpuctl/s1.done", dir);
+	assert_int_equal(access(to, F_OK), 0);
+	/* and a prune leaves nothing of what it deleted: no entry, no trash, no marker */
+	make("s2", false);
+	commit("s2");
+	assert_int_equal(ckpt_prune(dir, 1, &removed, err, sizeof err), GC_OK);
+	assert_int_equal(removed, 1);
+	int n = 0;
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	assert_int_equal(n, 3); /* s2, latest, .gpuctl */
+	assert_int_equal(access(to, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_commit_and_latest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prune_after_killed_prune, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_temps, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
