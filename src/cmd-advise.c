@@ -130,12 +130,13 @@ static int usage_advise(FILE *f)
 		   "                      [--kv-heads K] [--vocab V] [--ffn F]]) [--task TASK] [options]\n"
 		   "  --task %s (default infer)\n"
 		   "  --precision fp32|bf16|fp16|fp8|int8|int4   --kv-precision P\n"
-		   "  --optimizer adamw|adam8bit|sgd   --zero auto|0-3   --fsdp   --offload   --no-offload\n"
+		   "  --optimizer adamw|adam8bit|sgd|paged-adamw   --zero auto|0-3   --fsdp   --offload   --no-offload\n"
 		   "  --recompute auto|none|selective|full   --tp auto|N\n"
 		   "  --seq N   --batch N   --lora-rank R   --lora-targets all|attn|mlp|q,k,v,o,gate,up,down\n"
 		   "  --tokens N (work: training/generated/embedded tokens; images for CNNs)   --output-len N\n"
 		   "  --mfu F   --headroom PCT   --spot   --clouds aws,gcp,azure   --regions R,...\n"
 		   "  --max-gpus N   --budget USD   --deadline DURATION   --catalog FILE (repeatable)\n"
+		   "  --framework auto|hf|megatron|vllm   --loss auto|full|chunked|classifier\n"
 		   "  --top N   --json\n",
 		task_help);
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
@@ -243,11 +244,18 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 			printf("  warning: without the architecture, activations and the KV cache are not counted: the plans "
 			       "below may not fit (add --layers --hidden --heads, or --model)\n");
 		else if (train && r.model.kind != MEMMODEL_CNN)
-			printf("  (on one GPU, no sharding; activations with attention recomputed, as FlashAttention does)\n");
+			printf("  (on one GPU, no sharding)\n");
+		char why[600];
+		advise_assumptions(&res, why, sizeof why);
+		printf("assumes: %s\n", why);
 		char work[160];
 		work_text(&r, res.tokens_given, work, sizeof work);
-		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work,
-		       train ? "training FLOPs" : "roofline", r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
+		const char *how = !train ? "roofline"
+				  : r.model.kind == MEMMODEL_CNN ? "training FLOPs"
+				  : j->task == MEMMODEL_TRAIN ? "training FLOPs, 6·N per token (8·N with full recomputation: ckpt)"
+							      : "training FLOPs, 4·N per token (6·N with full recomputation: ckpt)";
+		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work, how,
+		       r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
 		/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
 		printf("prices: snapshot of %s; ranked by %s\n\n", date,
 		       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"

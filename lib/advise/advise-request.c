@@ -41,6 +41,7 @@ const struct option advise_options[] = {
 	{"regions", required_argument, NULL, 256}, {"max-gpus", required_argument, NULL, 256},
 	{"budget", required_argument, NULL, 256}, {"deadline", required_argument, NULL, 256},
 	{"catalog", required_argument, NULL, 256}, {"top", required_argument, NULL, 256},
+	{"framework", required_argument, NULL, 256}, {"loss", required_argument, NULL, 256},
 	{NULL, 0, NULL, 0},
 };
 const size_t advise_noptions = sizeof advise_options / sizeof advise_options[0] - 1;
@@ -141,7 +142,14 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		rc = choose(opt, arg, r->job.kv_prec == MEMMODEL_INT4 ? -1 : r->job.kv_prec, "fp32, bf16, fp16, fp8, int8",
 			    err, errlen);
 	} else if (!strcmp(name, "optimizer"))
-		rc = choose(opt, arg, r->job.optim = memmodel_optim_parse(arg), "adamw, adam8bit, sgd", err, errlen);
+		rc = choose(opt, arg, r->job.optim = memmodel_optim_parse(arg), "adamw, adam8bit, sgd, paged-adamw", err,
+			    errlen);
+	else if (!strcmp(name, "framework"))
+		rc = choose(opt, arg, r->job.framework = memmodel_framework_parse(arg), "auto, hf, megatron, vllm", err,
+			    errlen);
+	else if (!strcmp(name, "loss"))
+		rc = choose(opt, arg, r->job.loss = memmodel_loss_parse(arg), "auto, full, chunked, classifier", err,
+			    errlen);
 	else if (!strcmp(name, "zero")) {
 		if (strcmp(arg, "auto") == 0)
 			r->zero = -1;
@@ -384,6 +392,7 @@ static int defaults(const struct advise_input *in, advise_req *r, char *err, siz
 		j->batch = j->task == MEMMODEL_INFER ? 16 : j->task == MEMMODEL_EMBED ? 64 : r->model.kind == MEMMODEL_CNN ? 256 : 1;
 	if (!j->seq && r->model.kind != MEMMODEL_CNN && !r->model.seq)
 		j->seq = 4096;
+	j->output_len = j->task == MEMMODEL_INFER ? r->output_len : 0;
 	double tok_default = j->task == MEMMODEL_TRAIN ? 1e9 : j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA ? 100e6
 			     : j->task == MEMMODEL_EMBED ? 1e9 : 10e6;
 	if (r->model.kind == MEMMODEL_CNN)
@@ -466,6 +475,56 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 	return GC_OK;
 }
 
+void advise_assumptions(const struct advise_result *res, char *buf, size_t len)
+{
+	const advise_req *r = &res->req;
+	const memmodel_job *j = &r->job;
+	const memmodel_model *m = &r->model;
+	int fw = memmodel_framework_of(m, j), loss = memmodel_loss_of(m, j);
+	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
+	size_t n = 0;
+#define ADD(...)                                                                                                       \
+	do {                                                                                                           \
+		int w_ = snprintf(buf + n, len > n ? len - n : 0, __VA_ARGS__);                                       \
+		if (w_ > 0)                                                                                            \
+			n += (size_t)w_;                                                                               \
+	} while (0)
+	if (len)
+		buf[0] = '\0';
+	if (m->kind == MEMMODEL_CNN) {
+		ADD("framework: PyTorch; activations per image from data/models.csv");
+	} else if (train) {
+		ADD("framework: %s", fw == MEMMODEL_FW_MEGATRON ? "megatron" : "hf (transformers, PEFT, Trainer)");
+		if (loss == MEMMODEL_LOSS_CLASSIFIER || !m->vocab)
+			ADD(", a classifier head (no vocabulary-sized logits; --loss full for a language-model head)");
+		else if (loss == MEMMODEL_LOSS_CHUNKED)
+			ADD(", chunked/fused cross entropy (the logits never whole)");
+		else if (fw == MEMMODEL_FW_MEGATRON)
+			ADD(", its fp32 softmax reused in place (%d bytes per token per vocabulary entry)",
+			    j->prec == MEMMODEL_FP32 ? 4 : 6);
+		else
+			ADD(", cross entropy in fp32 (12 bytes per token per vocabulary entry; --loss chunked for a fused one)");
+		if (j->task == MEMMODEL_QLORA)
+			ADD("; QLoRA as published: 16-bit adapters, NF4 base");
+		if (j->optim == MEMMODEL_PAGED_ADAMW)
+			ADD("; paged optimizer states counted in host memory");
+		ADD("; attention: %s", r->recompute == MEMMODEL_RC_NONE ? "scores stored (eager)" : "FlashAttention");
+		if (j->prec == MEMMODEL_FP32)
+			ADD("; fp32 activations");
+	} else if (j->task == MEMMODEL_INFER) {
+		if (fw == MEMMODEL_FW_HF)
+			ADD("framework: hf generate (the KV cache copied as it grows: two at the last step; every prompt "
+			    "position's logits)");
+		else
+			ADD("framework: vllm (paged KV cache, one copy; prefill in 8192-token chunks); it takes "
+			    "gpu_memory_utilization (0.9) of each GPU, as --headroom 10%% leaves free");
+	} else {
+		ADD("framework: hf (one forward pass, no cache)");
+	}
+	ADD("; overhead %.1f GB per GPU (CUDA context, kernels, workspaces)", MEMMODEL_OVERHEAD_BYTES / 1e9);
+#undef ADD
+}
+
 void advise_result_free(struct advise_result *res)
 {
 	free(res->plans);
@@ -521,6 +580,15 @@ char *advise_result_json(const struct advise_result *res)
 	if (!root)
 		return NULL;
 	json_object_set_new(root, "assumed_shape", res->shape.name[0] ? json_string(res->shape.name) : json_null());
+	char why[600];
+	advise_assumptions(res, why, sizeof why);
+	json_object_set_new(root, "assumptions",
+			    json_pack("{s:s, s:o, s:s}", "framework",
+				      memmodel_framework_name(memmodel_framework_of(&r->model, j)), "loss",
+				      j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA
+					      ? json_string(memmodel_loss_name(memmodel_loss_of(&r->model, j)))
+					      : json_null(),
+				      "text", why));
 	/* which plan field the order follows, and what "tokens" counts */
 	json_object_set_new(root, "ranked_by", json_string(r->spot ? "spot_cost" : "cost"));
 	json_object_set_new(root, "work_unit",

@@ -169,6 +169,8 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
  */
 int advise_run(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen);
 void advise_result_free(struct advise_result *res);
+/* What the memory figures assume (framework, loss, attention, overhead), one line for the output. */
+void advise_assumptions(const struct advise_result *res, char *buf, size_t len);
 /* The result as `gpuctl advise --json` prints it (schema gpuctl.advise/1); free(), NULL when out of memory. */
 char *advise_result_json(const struct advise_result *res);
 /* The model presets (data/models.csv): GC_OK, or a GC_E* with err set; free(*out). */

@@ -14,7 +14,9 @@
 
 static const char *const prec_names[] = {"fp32", "bf16", "fp16", "fp8", "int8", "int4"};
 static const char *const task_names[] = {"infer", "train-full", "lora", "qlora", "embed"};
-static const char *const optim_names[] = {"adamw", "adam8bit", "sgd"};
+static const char *const optim_names[] = {"adamw", "adam8bit", "sgd", "paged-adamw"};
+static const char *const fw_names[] = {"auto", "hf", "megatron", "vllm"};
+static const char *const loss_names[] = {"auto", "full", "chunked", "classifier"};
 static const char *const rc_names[] = {"none", "selective", "full"};
 
 #define NAMES(a) (sizeof(a) / sizeof((a)[0]))
@@ -42,6 +44,26 @@ const char *memmodel_optim_name(int o) { return o >= 0 && o < (int)NAMES(optim_n
 int memmodel_optim_parse(const char *s) { return lookup(optim_names, NAMES(optim_names), s); }
 const char *memmodel_recompute_name(int r) { return r >= 0 && r < (int)NAMES(rc_names) ? rc_names[r] : "?"; }
 int memmodel_recompute_parse(const char *s) { return lookup(rc_names, NAMES(rc_names), s); }
+const char *memmodel_framework_name(int f) { return f >= 0 && f < (int)NAMES(fw_names) ? fw_names[f] : "?"; }
+int memmodel_framework_parse(const char *s) { return lookup(fw_names, NAMES(fw_names), s); }
+const char *memmodel_loss_name(int l) { return l >= 0 && l < (int)NAMES(loss_names) ? loss_names[l] : "?"; }
+int memmodel_loss_parse(const char *s) { return lookup(loss_names, NAMES(loss_names), s); }
+
+int memmodel_framework_of(const memmodel_model *m, const memmodel_job *j)
+{
+	(void)m;
+	if (j->framework != MEMMODEL_FW_AUTO)
+		return j->framework;
+	return j->task == MEMMODEL_INFER ? MEMMODEL_FW_VLLM : MEMMODEL_FW_HF;
+}
+
+int memmodel_loss_of(const memmodel_model *m, const memmodel_job *j)
+{
+	if (j->loss != MEMMODEL_LOSS_AUTO)
+		return j->loss;
+	/* an encoder is fine-tuned with a small head (classification, tagging); a decoder predicts tokens */
+	return m->kind == MEMMODEL_ENCODER ? MEMMODEL_LOSS_CLASSIFIER : MEMMODEL_LOSS_FULL;
+}
 
 int memmodel_task_parse(const char *s)
 {
@@ -155,6 +177,12 @@ static double mlp_params(const memmodel_model *m)
 	return (m->gated ? 3.0 : 2.0) * m->hidden * m->ffn;
 }
 
+/* the input embedding and the output layer (one matrix when tied) */
+static double embed_params(const memmodel_model *m)
+{
+	return (double)m->vocab * m->hidden * (m->tied ? 1 : 2);
+}
+
 double memmodel_arch_params(const memmodel_model *m)
 {
 	if (!arch_known(m) || m->kind == MEMMODEL_CNN)
@@ -164,19 +192,35 @@ double memmodel_arch_params(const memmodel_model *m)
 	unsigned e = m->experts > 1 ? m->experts : 1;
 	double mlp = mlp_params(m) * e + (e > 1 ? h * e : 0);
 	double norms = m->kind == MEMMODEL_DECODER ? 2 * h : 4 * h;
-	double embed = (double)m->vocab * h * (m->tied ? 1 : 2);
+	double embed = embed_params(m);
 	return m->layers * (attn + mlp + norms) + embed + h;
+}
+
+/*
+ * Korthikanti et al.'s per-layer count with values of f·2 bytes: their 34
+ * is 32·s·b·h bytes of 16-bit values (2 bytes each) and 2·s·b·h of 1-byte
+ * dropout masks, their 5·a·s²·b is 4 bytes of 16-bit scores and softmax
+ * output and 1 of mask; fp32 training (f = 2) doubles the values, not the
+ * masks: 66 and 9.
+ */
+static double layer_activations(double s, double b, double h, double a, unsigned t, int recompute, double f,
+				bool amp)
+{
+	if (t < 1)
+		t = 1;
+	/* autocast runs layer_norm and softmax in fp32: their saved outputs (2 of 4 s·b·h, and the
+	   2 of the scores) take 4 bytes, and so does the residual stream a checkpoint keeps */
+	double x = amp ? 4 : 0, y = amp ? 2 : 0;
+	switch (recompute) {
+	case MEMMODEL_RC_FULL: return 2 * f * s * b * h * (amp ? 2 : 1) / t;
+	case MEMMODEL_RC_SELECTIVE: return (32 * f + 2 + x) * s * b * h / t;
+	default: return s * b * h * (32 * f + 2 + x + (4 * f + 1 + y) * a * s / h) / t;
+	}
 }
 
 double memmodel_layer_activations(double s, double b, double h, double a, unsigned t, int recompute)
 {
-	if (t < 1)
-		t = 1;
-	switch (recompute) {
-	case MEMMODEL_RC_FULL: return 2 * s * b * h / t;
-	case MEMMODEL_RC_SELECTIVE: return 34 * s * b * h / t;
-	default: return s * b * h * (34 + 5 * a * s / h) / t;
-	}
+	return layer_activations(s, b, h, a, t, recompute, 1, false);
 }
 
 double memmodel_kv_per_token(const memmodel_model *m, int prec)
@@ -216,8 +260,42 @@ static double optim_bytes(int optim, bool mixed)
 	switch (optim) {
 	case MEMMODEL_ADAM8BIT: return (mixed ? 4 : 0) + 2; /* 8-bit first and second moments */
 	case MEMMODEL_SGD: return (mixed ? 4 : 0) + 4;      /* momentum */
-	default: return (mixed ? 4 : 0) + 8;          /* Adam(W): m and v in fp32 */
+	default: return (mixed ? 4 : 0) + 8;          /* Adam(W), paged or not: m and v in fp32 */
 	}
+}
+
+/*
+ * Bytes per token and vocabulary entry that the loss holds at its peak (the
+ * backward of log_softmax), per framework; sources in docs/advise.md:
+ *  - hf: cross_entropy in fp32 (transformers upcasts the logits, or autocast
+ *    runs it in fp32): log_softmax saves its fp32 output (4), nll_loss's
+ *    backward hands it a dense fp32 gradient (4), and log_softmax's backward
+ *    makes another (4): 12.
+ *  - megatron: the vocab-parallel cross entropy makes one fp32 copy and reuses
+ *    it in place for the softmax and then the gradient (4), while the 16-bit
+ *    logits it was made from are alive (2 in mixed precision).
+ *  - chunked (Liger's fused linear cross entropy, Apple's cut cross entropy):
+ *    the logits never exist whole; classifier: no vocabulary-sized output.
+ */
+static double loss_bytes(const memmodel_model *m, const memmodel_job *j)
+{
+	int loss = memmodel_loss_of(m, j);
+	if (loss == MEMMODEL_LOSS_CHUNKED || loss == MEMMODEL_LOSS_CLASSIFIER || !m->vocab)
+		return 0;
+	if (memmodel_framework_of(m, j) == MEMMODEL_FW_MEGATRON)
+		return j->prec == MEMMODEL_FP32 ? 4 : 6;
+	return 12;
+}
+
+/*
+ * Hugging Face's Trainer (or any plain PyTorch loop) with --fp16/--bf16 on a
+ * model in fp32, without DeepSpeed or FSDP: torch.autocast mixed precision
+ * (full training only: LoRA bases are loaded in 16 bits).
+ */
+static bool amp(const memmodel_model *m, const memmodel_job *j)
+{
+	return j->task == MEMMODEL_TRAIN && j->prec != MEMMODEL_FP32 && j->zero == 0 &&
+	       memmodel_framework_of(m, j) == MEMMODEL_FW_HF;
 }
 
 /* transformer activations of a training step, per GPU */
@@ -228,10 +306,15 @@ static double train_activations(const memmodel_model *m, const memmodel_job *j, 
 	if (m->kind == MEMMODEL_CNN)
 		return m->act_per_sample * j->batch * (j->recompute == MEMMODEL_RC_FULL ? 0.5 : 1);
 	double s = seq, b = j->batch, h = m->hidden;
-	double act = m->layers * memmodel_layer_activations(s, b, h, m->heads, j->tp, j->recompute);
-	/* output layer norm, projection and cross entropy (fp32 logits): 4·s·b·h/t·(1 + v/h) */
-	if (m->vocab)
-		act += 4 * s * b * h / j->tp * (1 + (double)m->vocab / h);
+	/* values in the compute precision: fp32 training keeps 4-byte activations */
+	double f = j->prec == MEMMODEL_FP32 ? 2 : 1;
+	bool a = amp(m, j);
+	double act = m->layers * layer_activations(s, b, h, m->heads, j->tp, j->recompute, f, a);
+	/* full recomputation: the backward recomputes one layer at a time and holds what it saves */
+	if (j->recompute == MEMMODEL_RC_FULL)
+		act += layer_activations(s, b, h, m->heads, j->tp, MEMMODEL_RC_SELECTIVE, f, a);
+	/* the final norm and the output layer's input (Korthikanti et al.: 4·s·b·h/t), and the loss */
+	act += 4 * s * b * h / j->tp + loss_bytes(m, j) * s * b * m->vocab / j->tp;
 	return act;
 }
 
@@ -269,6 +352,17 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 					"a preset (--model)", memmodel_task_name(j->task));
 		return GC_EINVAL;
 	}
+	int fw = memmodel_framework_of(m, j);
+	if (fw == MEMMODEL_FW_VLLM && j->task != MEMMODEL_INFER) {
+		errbuf_set(err, errlen, "vLLM serves models: --framework vllm is for --task infer (training: hf or "
+					"megatron)");
+		return GC_EINVAL;
+	}
+	if (fw == MEMMODEL_FW_MEGATRON && j->task != MEMMODEL_TRAIN && j->task != MEMMODEL_LORA &&
+	    j->task != MEMMODEL_QLORA) {
+		errbuf_set(err, errlen, "--framework megatron is modelled for training only (inference: hf or vllm)");
+		return GC_EINVAL;
+	}
 	/* with only a parameter count, model states are exact; activations and KV are not counted */
 	o->partial = m->kind != MEMMODEL_CNN && !arch;
 	if (m->kind != MEMMODEL_CNN && arch && !seq) {
@@ -280,19 +374,38 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 	case MEMMODEL_INFER:
 	case MEMMODEL_EMBED: {
 		if (j->prec == MEMMODEL_INT4 || j->prec == MEMMODEL_INT8 || j->prec == MEMMODEL_FP8) {
-			/* per-group scales: an fp16 scale and zero point per 128 weights (GPTQ/AWQ layout) */
-			o->weights = psi * (memmodel_prec_bytes(j->prec) + (j->prec == MEMMODEL_INT4 ? 4.0 / 128 : 0)) / t;
+			/* only the linear layers are quantized: the embedding is a lookup table, not a Linear,
+			   and GPTQ, AWQ, bitsandbytes (llm_int8_skip_modules) and vLLM's fp8 leave lm_head
+			   in 16 bits. int4 adds an fp16 scale and zero point per 128 weights (GPTQ/AWQ layout). */
+			double embed = embed_params(m), linear = psi - embed;
+			o->weights = (linear * (memmodel_prec_bytes(j->prec) + (j->prec == MEMMODEL_INT4 ? 4.0 / 128 : 0)) +
+				      embed * 2) / t;
 		} else {
 			o->weights = psi * memmodel_prec_bytes(j->prec) / t;
 		}
 		if (j->task == MEMMODEL_INFER && m->kind == MEMMODEL_DECODER && arch) {
 			/* KV heads are split across tensor-parallel GPUs, replicated when fewer than t */
 			double share = (double)kv_heads(m) / t < 1 ? 1.0 / kv_heads(m) : 1.0 / t;
-			o->kv = memmodel_kv_per_token(m, j->kv_prec) * seq * j->batch * share;
-			/* prefill in chunks of at most 8192 tokens (vLLM-style chunked prefill) */
-			double tokens = (double)seq * j->batch;
-			o->activations = forward_activations(m, tokens < 8192 ? tokens : 8192, j->tp) +
-					 4.0 * j->batch * m->vocab / t;
+			double per = memmodel_kv_per_token(m, j->kv_prec) * j->batch * share;
+			unsigned out = j->output_len < seq ? j->output_len : seq, prompt = seq - out;
+			if (memmodel_framework_of(m, j) == MEMMODEL_FW_HF) {
+				/* generate's tuple cache: each decode step concatenates a new cache for every
+				   layer while the loop still holds the old one, so the last step holds
+				   seq - 1 and seq tokens; the prefill computes the logits of every prompt
+				   position (16-bit, before transformers 4.45's num_logits_to_keep) and
+				   runs the whole prompt at once */
+				o->kv = per * (seq + (out > 1 ? seq - 1 : 0));
+				double logit_bytes = j->prec == MEMMODEL_FP32 ? 4 : 2;
+				o->activations = forward_activations(m, (double)prompt * j->batch, j->tp) +
+						 logit_bytes * prompt * j->batch * m->vocab / t;
+			} else {
+				/* vLLM: paged cache, one copy; prefill in chunks of at most 8192 tokens
+				   (chunked prefill); fp32 logits of each sequence's last position */
+				o->kv = per * seq;
+				double tokens = (double)seq * j->batch;
+				o->activations = forward_activations(m, tokens < 8192 ? tokens : 8192, j->tp) +
+						 4.0 * j->batch * m->vocab / t;
+			}
 		} else if (arch) {
 			o->activations = forward_activations(m, (double)seq * j->batch, j->tp);
 		}
@@ -307,6 +420,13 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		bool mixed = j->prec != MEMMODEL_FP32;
 		/* fp8 training (Transformer Engine) keeps bf16 weights: modelled as bf16 */
 		double w = mixed ? 2 : 4, g = mixed ? 2 : 4, k = optim_bytes(j->optim, mixed);
+		if (amp(m, j)) {
+			/* torch.autocast: fp32 weights and gradients, the optimizer's states only, and
+			   the 16-bit copy of every weight cached for the step */
+			w = 4 + 2;
+			g = 4;
+			k = optim_bytes(j->optim, false);
+		}
 		double per = psi / t;
 		o->trainable = psi;
 		o->weights = w * per / (j->zero >= 3 ? dp : 1);
@@ -333,7 +453,7 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 			errbuf_set(err, errlen, "LoRA needs a rank and target matrices");
 			return GC_EINVAL;
 		}
-		double embed = (double)m->vocab * m->hidden * (m->tied ? 1 : 2);
+		double embed = embed_params(m);
 		if (j->task == MEMMODEL_QLORA) {
 			/* NF4 linear layers with double-quantized constants; embeddings and the output layer
 			   stay in 16 bits, as bitsandbytes leaves them */
@@ -348,9 +468,12 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		}
 		double pa = memmodel_lora_params(m, j->lora_rank, j->lora_targets);
 		o->trainable = pa;
-		/* adapters train in fp32: weights, gradients and optimizer states */
-		o->weights += 4 * pa / t;
-		o->grads = 4 * pa / t;
+		/* PEFT makes LoRA adapters in fp32 (weights, gradients, optimizer states); the QLoRA
+		   recipe (qlora.py with --bf16) casts them to the 16-bit compute type, and its
+		   32-bit optimizer keeps m and v in fp32 with no master copy */
+		double ab = j->task == MEMMODEL_QLORA && j->prec != MEMMODEL_FP32 ? 2 : 4;
+		o->weights += ab * pa / t;
+		o->grads = ab * pa / t;
 		o->optimizer = optim_bytes(j->optim, false) * pa / t / (j->zero >= 1 ? dp : 1);
 		o->activations = train_activations(m, j, seq);
 		break;
@@ -358,6 +481,12 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 	default:
 		errbuf_set(err, errlen, "unknown task");
 		return GC_EINVAL;
+	}
+	if (j->optim == MEMMODEL_PAGED_ADAMW && (j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA ||
+						  j->task == MEMMODEL_QLORA)) {
+		/* paged to the host when the GPU runs short: they do not raise the peak */
+		o->cpu += o->optimizer;
+		o->optimizer = 0;
 	}
 	o->total = o->weights + o->grads + o->optimizer + o->activations + o->kv + o->overhead;
 	return 0;

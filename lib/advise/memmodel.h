@@ -26,7 +26,19 @@
 
 enum memmodel_task { MEMMODEL_INFER, MEMMODEL_TRAIN, MEMMODEL_LORA, MEMMODEL_QLORA, MEMMODEL_EMBED };
 enum memmodel_prec { MEMMODEL_FP32, MEMMODEL_BF16, MEMMODEL_FP16, MEMMODEL_FP8, MEMMODEL_INT8, MEMMODEL_INT4 };
-enum memmodel_optim { MEMMODEL_ADAMW, MEMMODEL_ADAM8BIT, MEMMODEL_SGD };
+/* paged: bitsandbytes' paged AdamW, 32-bit states in CUDA unified memory (paged to the host under pressure) */
+enum memmodel_optim { MEMMODEL_ADAMW, MEMMODEL_ADAM8BIT, MEMMODEL_SGD, MEMMODEL_PAGED_ADAMW };
+/*
+ * Whose memory behaviour is modelled (docs/advise.md, "Frameworks"): AUTO is
+ * vLLM for inference, Hugging Face (transformers, PEFT, Trainer) for training
+ * and embedding. They differ in what the loss keeps (hf: fp32 log-probabilities
+ * and two gradients of the whole vocabulary; megatron: one fp32 softmax,
+ * reused in place) and in the KV cache during generation (hf: the grown
+ * cache is a new copy while the old one is alive; vllm: paged, one copy).
+ */
+enum memmodel_framework { MEMMODEL_FW_AUTO, MEMMODEL_FW_HF, MEMMODEL_FW_MEGATRON, MEMMODEL_FW_VLLM };
+/* the training loss: AUTO is full for decoders, classifier for encoders */
+enum memmodel_loss { MEMMODEL_LOSS_AUTO, MEMMODEL_LOSS_FULL, MEMMODEL_LOSS_CHUNKED, MEMMODEL_LOSS_CLASSIFIER };
 enum memmodel_recompute { MEMMODEL_RC_NONE, MEMMODEL_RC_SELECTIVE, MEMMODEL_RC_FULL };
 enum memmodel_kind { MEMMODEL_DECODER, MEMMODEL_ENCODER, MEMMODEL_CNN };
 
@@ -65,6 +77,9 @@ typedef struct memmodel_job {
 	unsigned batch;         /* sequences per GPU (training: micro-batch) */
 	unsigned lora_rank;
 	unsigned lora_targets;  /* MEMMODEL_LT_* bits */
+	unsigned output_len;    /* infer: tokens generated per request (the rest of seq is the prompt) */
+	int framework;          /* enum memmodel_framework */
+	int loss;               /* enum memmodel_loss */
 } memmodel_job;
 
 typedef struct memmodel_mem {
@@ -88,6 +103,13 @@ const char *memmodel_optim_name(int optim);
 int memmodel_optim_parse(const char *s);
 const char *memmodel_recompute_name(int rc);
 int memmodel_recompute_parse(const char *s);
+const char *memmodel_framework_name(int fw);
+int memmodel_framework_parse(const char *s); /* hf, megatron, vllm, auto; -1 if unknown */
+const char *memmodel_loss_name(int loss);
+int memmodel_loss_parse(const char *s);      /* full, chunked, classifier, auto; -1 if unknown */
+/* what AUTO stands for in job j on model m */
+int memmodel_framework_of(const memmodel_model *m, const memmodel_job *j);
+int memmodel_loss_of(const memmodel_model *m, const memmodel_job *j);
 /* "q,v", "all", "qkvo" ... into MEMMODEL_LT_* bits; -1 on an unknown name */
 int memmodel_targets_parse(const char *s);
 

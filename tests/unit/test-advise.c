@@ -184,6 +184,51 @@ static void test_zero3_needs_fabric(void **state)
 	catalog_free(&c);
 }
 
+/*
+ * The fewest nodes that fit are not always the cheapest: a 70B pretraining on
+ * A100-40GB fits 5 nodes only with full recomputation (8·N FLOPs per token);
+ * 6 nodes fit with selective (6.18·N), fewer GPU-hours, a lower total.
+ */
+static void test_more_nodes_when_cheaper(void **state)
+{
+	(void)state;
+	spec_fabric fab[] = {{.cloud = "aws", .instance = "p4d.24xlarge", .fabric = "EFA", .gbps = 400}};
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+			"p4d.24xlarge,A100,8,1152,21.96,r1\n";
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
+	advise_req r = request("llama-2-70b", MEMMODEL_TRAIN);
+	r.fabrics = fab;
+	r.nfabrics = 1;
+	r.tokens = 2e12;
+	advise_plan *p = NULL;
+	size_t n = 0;
+	advise_need need;
+	advise_skipped sk;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(p[0].recompute, MEMMODEL_RC_SELECTIVE);
+	double chosen = p[0].hours * p[0].gpus;
+	unsigned nodes = p[0].nodes;
+	free(p);
+	/* with full recomputation forced, fewer nodes fit, and it costs more GPU-hours */
+	r.recompute = MEMMODEL_RC_FULL;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_true(p[0].nodes < nodes);
+	assert_true(p[0].hours * p[0].gpus > chosen * 1.2);
+	free(p);
+	/* capped below what selective needs, full recomputation is what fits */
+	r.recompute = -1;
+	r.max_gpus = (nodes - 1) * 8;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(p[0].recompute, MEMMODEL_RC_FULL);
+	free(p);
+	catalog_free(&c);
+}
+
 static void test_fabrics_file(void **state)
 {
 	(void)state;
@@ -223,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_offload_fits_host),
 		cmocka_unit_test(test_offload_per_node),
 		cmocka_unit_test(test_zero3_needs_fabric),
+		cmocka_unit_test(test_more_nodes_when_cheaper),
 		cmocka_unit_test(test_fabrics_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

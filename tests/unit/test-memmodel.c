@@ -23,10 +23,16 @@
 #include "advise/memmodel.h"
 #include "advise/specs.h"
 
+/*
+ * The papers' recipes: for training Megatron/DeepSpeed mixed precision (16-bit
+ * weights and gradients, the fp32 master copy in the optimizer: ZeRO's 2 + 2 + 12),
+ * for inference vLLM's single copy of the KV cache.
+ */
 static memmodel_job job(int task)
 {
 	memmodel_job j = {.task = task, .prec = MEMMODEL_BF16, .kv_prec = MEMMODEL_BF16, .optim = MEMMODEL_ADAMW, .dp = 1, .tp = 1,
-		    .seq = 2048, .batch = 1, .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
+		    .seq = 2048, .batch = 1, .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL,
+		    .framework = task == MEMMODEL_INFER ? MEMMODEL_FW_VLLM : MEMMODEL_FW_MEGATRON};
 	return j;
 }
 
@@ -138,11 +144,13 @@ static void test_kv_cache(void **state)
 	j.tp = 8;
 	assert_int_equal(memmodel_estimate(&g, &j, &o4, NULL, 0), 0);
 	assert_true(fabs(o4.kv - memmodel_kv_per_token(&g, MEMMODEL_FP16) * 4096 * 8 / 2) < 1);
-	/* int4 weights carry a 16-bit scale and zero point per 128 */
+	/* int4 weights carry a 16-bit scale and zero point per 128; the embedding and the output
+	   layer stay in 16 bits (GPTQ, AWQ, bitsandbytes quantize the decoder's linear layers) */
 	j = job(MEMMODEL_INFER);
 	j.prec = MEMMODEL_INT4;
 	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
-	assert_true(fabs(o.weights - 6.74e9 * (0.5 + 4.0 / 128)) < 1);
+	double embed = 2 * 32000.0 * 4096;
+	assert_true(fabs(o.weights - ((6.74e9 - embed) * (0.5 + 4.0 / 128) + embed * 2)) < 1);
 }
 
 static void test_activations(void **state)
@@ -157,13 +165,15 @@ static void test_activations(void **state)
 	assert_true(memmodel_layer_activations(s, 1, h, a, 8, MEMMODEL_RC_NONE) == 2868903936.0 / 8);
 	assert_true(memmodel_layer_activations(s, 1, h, a, 8, MEMMODEL_RC_SELECTIVE) == 34 * s * h / 8);
 	assert_true(memmodel_layer_activations(s, 1, h, a, 8, MEMMODEL_RC_FULL) == 2 * s * h / 8);
-	/* a whole model: layers x per-layer + the output layer's 4·s·b·h·(1 + v/h) */
+	/* a whole model: layers x per-layer + the output layer's 4·s·b·h + Megatron's loss: its fp32
+	   softmax (4 bytes per token and vocabulary entry) and the bf16 logits it came from (2) */
 	memmodel_model m = llama2_7b();
 	memmodel_job j = job(MEMMODEL_TRAIN);
 	j.seq = 4096;
 	memmodel_mem o;
 	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
-	double want = 32 * 4096.0 * 4096 * (34 + 5.0 * 32 * 4096 / 4096) + 4 * 4096.0 * 4096 * (1 + 32000.0 / 4096);
+	double layers = 32 * 4096.0 * 4096 * (34 + 5.0 * 32 * 4096 / 4096);
+	double want = layers + 4 * 4096.0 * 4096 + 6 * 4096.0 * 32000;
 	assert_true(fabs(o.activations - want) < 1);
 	assert_true(o.overhead == MEMMODEL_OVERHEAD_BYTES);
 	assert_true(fabs(o.total - (o.weights + o.grads + o.optimizer + o.activations + o.overhead)) < 1);
@@ -181,14 +191,110 @@ static void test_lora_qlora(void **state)
 	/* QLoRA: 4 + 8/64 + 32/(64·256) = 4.127 bits per quantized parameter; embeddings in 16 bits */
 	double embed = 32000.0 * 4096 * 2, pa = memmodel_lora_params(&m, 16, MEMMODEL_LT_ALL);
 	double base = (6.74e9 - embed) * 4.127 / 8 + embed * 2;
-	assert_true(fabs(o.weights - (base + 4 * pa)) / base < 1e-3);
+	/* the QLoRA recipe (qlora.py --bf16) keeps its adapters and their gradients in bf16, AdamW's
+	   m and v in fp32 (no master copy) */
+	assert_true(fabs(o.weights - (base + 2 * pa)) / base < 1e-3);
 	assert_true(o.trainable == pa);
+	assert_true(o.grads == 2 * pa);
 	assert_true(o.optimizer == 8 * pa);
+	/* paged AdamW: the states live in unified memory, paged to the host under pressure */
+	j.optim = MEMMODEL_PAGED_ADAMW;
+	memmodel_mem paged;
+	assert_int_equal(memmodel_estimate(&m, &j, &paged, NULL, 0), 0);
+	assert_true(paged.optimizer == 0 && paged.cpu == 8 * pa && fabs(paged.total - (o.total - 8 * pa)) < 1);
+	/* plain LoRA: PEFT's fp32 adapters, gradients, master-free AdamW */
+	j = job(MEMMODEL_LORA);
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs(o.weights - (6.74e9 * 2 + 4 * pa)) < 1 && o.grads == 4 * pa && o.optimizer == 8 * pa);
 	/* QLoRA needs the architecture */
 	memmodel_model p = {.name = "p", .kind = MEMMODEL_DECODER, .params = 7e9, .active_params = 7e9};
 	char err[256];
 	assert_int_equal(memmodel_estimate(&p, &j, &o, err, sizeof err), GC_EINVAL);
 	assert_non_null(strstr(err, "architecture"));
+}
+
+/* what each framework keeps, against the mechanisms docs/advise.md gives their sources for */
+static void test_frameworks(void **state)
+{
+	(void)state;
+	memmodel_model m = llama2_7b();
+	double s = 4096, h = 4096, v = 32000;
+	memmodel_job j = job(MEMMODEL_TRAIN);
+	j.seq = 4096;
+	j.recompute = MEMMODEL_RC_SELECTIVE;
+	memmodel_mem meg, hf;
+	assert_int_equal(memmodel_estimate(&m, &j, &meg, NULL, 0), 0);
+	/* Hugging Face: fp32 cross entropy keeps 12 bytes per token and vocabulary entry (log-probs
+	   and two gradients) where Megatron keeps 6 */
+	j.framework = MEMMODEL_FW_HF;
+	j.zero = 1; /* DeepSpeed under the Trainer: ZeRO's accounting, no autocast */
+	assert_int_equal(memmodel_estimate(&m, &j, &hf, NULL, 0), 0);
+	assert_true(fabs(hf.activations - meg.activations - 6 * s * v) < 1);
+	assert_true(hf.weights + hf.grads + hf.optimizer == meg.weights + meg.grads + meg.optimizer);
+	/* autocast (plain DDP or one GPU): fp32 weights + their 16-bit copies + fp32 gradients + AdamW:
+	   18 bytes per parameter, and norms (4 of the 34 per layer) in fp32 */
+	j.zero = 0;
+	memmodel_mem amp;
+	assert_int_equal(memmodel_estimate(&m, &j, &amp, NULL, 0), 0);
+	assert_true(fabs((amp.weights + amp.grads + amp.optimizer) - 18 * 6.74e9) < 1);
+	assert_true(fabs(amp.activations - hf.activations - 32 * 4 * s * h) < 1);
+	/* a chunked or fused loss never holds the whole logits; a classifier has none */
+	j.loss = MEMMODEL_LOSS_CHUNKED;
+	memmodel_mem ch;
+	assert_int_equal(memmodel_estimate(&m, &j, &ch, NULL, 0), 0);
+	assert_true(fabs(amp.activations - ch.activations - 12 * s * v) < 1);
+	j.loss = MEMMODEL_LOSS_CLASSIFIER;
+	memmodel_mem cl;
+	assert_int_equal(memmodel_estimate(&m, &j, &cl, NULL, 0), 0);
+	assert_true(cl.activations == ch.activations);
+	/* an encoder's default loss is a classifier's; a decoder's the whole vocabulary */
+	j.loss = MEMMODEL_LOSS_AUTO;
+	assert_int_equal(memmodel_loss_of(&m, &j), MEMMODEL_LOSS_FULL);
+	memmodel_model enc = m;
+	enc.kind = MEMMODEL_ENCODER;
+	assert_int_equal(memmodel_loss_of(&enc, &j), MEMMODEL_LOSS_CLASSIFIER);
+	/* fp32 training: 66·s·b·h per layer (values doubled, 1-byte masks not); eager attention
+	   9·a·s²·b */
+	j = job(MEMMODEL_TRAIN);
+	j.seq = 4096;
+	j.prec = MEMMODEL_FP32;
+	memmodel_mem f32;
+	assert_int_equal(memmodel_estimate(&m, &j, &f32, NULL, 0), 0);
+	double want = 32 * s * h * (66 + 9.0 * 32 * s / h) + 4 * s * h + 4 * s * v;
+	assert_true(fabs(f32.activations - want) < 1);
+	/* full recomputation keeps each layer's input and, in the backward, one layer's activations */
+	j = job(MEMMODEL_TRAIN);
+	j.seq = 4096;
+	j.recompute = MEMMODEL_RC_FULL;
+	memmodel_mem full;
+	assert_int_equal(memmodel_estimate(&m, &j, &full, NULL, 0), 0);
+	assert_true(fabs(full.activations - (32 * 2 * s * h + 34 * s * h + 4 * s * h + 6 * s * v)) < 1);
+	/* inference: hf generate holds two caches at its last step and every prompt position's logits;
+	   vLLM one cache */
+	j = job(MEMMODEL_INFER);
+	j.seq = 8192;
+	j.output_len = 8191;
+	memmodel_mem vl, gen;
+	assert_int_equal(memmodel_estimate(&m, &j, &vl, NULL, 0), 0);
+	j.framework = MEMMODEL_FW_HF;
+	assert_int_equal(memmodel_estimate(&m, &j, &gen, NULL, 0), 0);
+	double per = memmodel_kv_per_token(&m, MEMMODEL_BF16);
+	assert_true(vl.kv == per * 8192 && gen.kv == per * (8192 + 8191));
+	j.output_len = 1; /* encode only: no decode step, one cache; the 8191-token prompt's logits */
+	assert_int_equal(memmodel_estimate(&m, &j, &gen, NULL, 0), 0);
+	assert_true(gen.kv == per * 8192 && gen.activations > 2 * 8191 * v);
+	/* the frameworks that do not do a task say so */
+	char err[256];
+	j.framework = MEMMODEL_FW_MEGATRON;
+	assert_int_equal(memmodel_estimate(&m, &j, &gen, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "training only"));
+	j = job(MEMMODEL_LORA);
+	j.framework = MEMMODEL_FW_VLLM;
+	assert_int_equal(memmodel_estimate(&m, &j, &gen, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "--task infer"));
+	assert_int_equal(memmodel_framework_parse("HF"), MEMMODEL_FW_HF);
+	assert_int_equal(memmodel_framework_parse("deepspeed"), -1);
+	assert_int_equal(memmodel_loss_parse("chunked"), MEMMODEL_LOSS_CHUNKED);
 }
 
 static void test_parse(void **state)
@@ -291,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_kv_cache),
 		cmocka_unit_test(test_activations),
 		cmocka_unit_test(test_lora_qlora),
+		cmocka_unit_test(test_frameworks),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_presets),
 	};
