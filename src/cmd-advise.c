@@ -9,6 +9,7 @@
 #include "advise/catalog.h"
 #include "cli.h"
 #include "advise/memmodel.h"
+#include "advise/sky.h"
 #include "advise/specs.h"
 #include "util/units.h"
 
@@ -137,7 +138,10 @@ static int usage_advise(FILE *f)
 		   "  --mfu F   --headroom PCT   --spot   --clouds aws,gcp,azure   --regions R,...\n"
 		   "  --max-gpus N   --budget USD   --deadline DURATION   --catalog FILE (repeatable)\n"
 		   "  --framework auto|hf|megatron|vllm   --loss auto|full|chunked|classifier\n"
-		   "  --top N   --json\n",
+		   "  --top N   --json\n"
+		   "  --emit skypilot [--any] [--launch] [--checkpoint-bucket URL] [--checkpoint-dir DIR]\n"
+		   "      [--setup CMD] [--name NAME] [--max-restarts N] [--disk-size GB] -- CMD [ARGS...]\n"
+		   "      write the plans as a SkyPilot task YAML (docs/cloud.md) instead of the table\n",
 		task_help);
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
@@ -145,17 +149,29 @@ static int usage_advise(FILE *f)
 int cmd_advise(const struct cli_global *g, int argc, char **argv)
 {
 	(void)g;
-	/* the library's table (lib/advise/advise-request.c), and --json and --help */
-	struct option lo[64];
+	/* the library's table (lib/advise/advise-request.c), --json, --help and --emit's own */
+	enum { OPT_EMIT = 300, OPT_ANY, OPT_LAUNCH, OPT_BUCKET, OPT_CKDIR, OPT_SETUP, OPT_NAME, OPT_RESTARTS, OPT_DISK };
+	static const struct option emit_lo[] = {
+		{"emit", required_argument, NULL, OPT_EMIT}, {"any", no_argument, NULL, OPT_ANY},
+		{"launch", no_argument, NULL, OPT_LAUNCH}, {"checkpoint-bucket", required_argument, NULL, OPT_BUCKET},
+		{"checkpoint-dir", required_argument, NULL, OPT_CKDIR}, {"setup", required_argument, NULL, OPT_SETUP},
+		{"name", required_argument, NULL, OPT_NAME}, {"max-restarts", required_argument, NULL, OPT_RESTARTS},
+		{"disk-size", required_argument, NULL, OPT_DISK},
+	};
+	enum { NEMIT = sizeof emit_lo / sizeof emit_lo[0] };
+	struct option lo[64 + NEMIT];
 	size_t nlo = 0;
-	for (; nlo < advise_noptions && nlo < sizeof lo / sizeof lo[0] - 3; nlo++)
+	for (; nlo < advise_noptions && nlo < 64 - 3; nlo++)
 		lo[nlo] = advise_options[nlo];
+	for (size_t i = 0; i < NEMIT; i++)
+		lo[nlo++] = emit_lo[i];
 	lo[nlo++] = (struct option){"json", no_argument, NULL, 'j'};
 	lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
 	lo[nlo] = (struct option){NULL, 0, NULL, 0};
 	struct advise_input in;
 	advise_input_init(&in);
-	bool json = false;
+	bool json = false, emit = false, emit_opt = false;
+	struct advise_sky_opts so = {.max_restarts = 3, .disk_gb = 256};
 	char err[1024];
 	int c, li = -1;
 	optind = 1;
@@ -164,6 +180,36 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		switch (c) {
 		case 'h': return usage_advise(stdout);
 		case 'j': json = true; break;
+		case OPT_EMIT:
+			if (strcmp(optarg, "skypilot") != 0) {
+				cli_err("invalid --emit '%s' (accepted: skypilot)", optarg);
+				return EXIT_USAGE;
+			}
+			emit = true;
+			break;
+		case OPT_ANY: so.any = emit_opt = true; break;
+		case OPT_LAUNCH: so.launch = emit_opt = true; break;
+		case OPT_BUCKET: so.bucket = optarg; emit_opt = true; break;
+		case OPT_CKDIR: so.ckpt_dir = optarg; emit_opt = true; break;
+		case OPT_SETUP: so.install = optarg; emit_opt = true; break;
+		case OPT_NAME: so.name = optarg; emit_opt = true; break;
+		case OPT_RESTARTS:
+		case OPT_DISK: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			emit_opt = true;
+			if (end == optarg || *end || v < (c == OPT_DISK) || v > (c == OPT_DISK ? 65536 : 1000)) {
+				cli_err(c == OPT_DISK ? "invalid --disk-size '%s' (expected GB, a whole number from 1 to 65536)"
+						      : "invalid --max-restarts '%s' (expected a whole number from 0 to 1000)",
+					optarg);
+				return EXIT_USAGE;
+			}
+			if (c == OPT_DISK)
+				so.disk_gb = (unsigned)v;
+			else
+				so.max_restarts = (unsigned)v;
+			break;
+		}
 		case 256:
 			if (li < 0 || advise_option(&in, lo[li].name, optarg, err, sizeof err) != GC_OK) {
 				cli_err("%s", li < 0 ? "bad option" : err);
@@ -174,8 +220,21 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		}
 		li = -1;
 	}
-	if (optind < argc)
+	if (emit_opt && !emit) {
+		cli_err("--any, --launch, --checkpoint-bucket, --checkpoint-dir, --setup, --name, --max-restarts and "
+			"--disk-size go with --emit skypilot");
+		return EXIT_USAGE;
+	}
+	if (emit && json) {
+		cli_err("--emit skypilot and --json are two outputs: give one");
+		return EXIT_USAGE;
+	}
+	if (optind < argc && (!emit || strcmp(argv[optind - 1], "--") != 0))
 		return cli_extra_arg("advise", argv[optind]);
+	if (emit) {
+		so.cmd = argv + optind;
+		so.ncmd = (size_t)(argc - optind);
+	}
 	if (in.model && strcmp(in.model, "list") == 0) {
 		memmodel_model *presets = NULL;
 		size_t npresets = 0;
@@ -209,6 +268,20 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	size_t show = np < res.top ? np : res.top;
 	const char *date = res.cat.date[0] ? res.cat.date : "unknown";
 
+	if (emit) {
+		spec_sky *sky = NULL;
+		size_t nsky = 0;
+		int erc = advise_load_sky(&sky, &nsky, err, sizeof err);
+		if (erc == GC_OK)
+			erc = advise_emit_skypilot(&res, sky, nsky, &so, stdout, err, sizeof err);
+		free(sky);
+		advise_result_free(&res);
+		if (erc != GC_OK) {
+			cli_err("%s", err);
+			return erc == GC_EINVAL ? (np ? EXIT_USAGE : EXIT_FAIL) : EXIT_FAILURE;
+		}
+		return EXIT_OK;
+	}
 	if (json) {
 		char *out = advise_result_json(&res);
 		if (!out) {

@@ -249,6 +249,15 @@ int advise_load_gpus(spec_gpu **out, size_t *n, char *err, size_t errlen)
 	return data_rc(rc);
 }
 
+int advise_load_sky(spec_sky **out, size_t *n, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int rc = datadir_file("sky-accelerators.csv", path, sizeof path, err, errlen);
+	if (rc == GC_OK)
+		rc = specs_load_sky(path, out, n, err, errlen);
+	return data_rc(rc);
+}
+
 /*
  * Every entry of a --clouds / --regions list must name a cloud or region of
  * the catalog: a typo would otherwise read as "nothing fits". GC_EINVAL

@@ -177,5 +177,7 @@ char *advise_result_json(const struct advise_result *res);
 int advise_load_models(memmodel_model **out, size_t *n, char *err, size_t errlen);
 /* The GPU table (data/gpus.csv), likewise. */
 int advise_load_gpus(spec_gpu **out, size_t *n, char *err, size_t errlen);
+/* SkyPilot's accelerator names (data/sky-accelerators.csv), likewise. */
+int advise_load_sky(spec_sky **out, size_t *n, char *err, size_t errlen);
 
 #endif

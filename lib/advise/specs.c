@@ -410,3 +410,46 @@ size_t specs_model_suggest(const memmodel_model *m, size_t n, const char *name, 
 	}
 	return got;
 }
+
+int specs_load_sky(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	static const char *const cols[] = {"skypilot", "gpu"};
+	int idx[2];
+	char *data;
+	char why[256];
+	struct csv c;
+	int rc = open_table(path, &data, &c, cols, 2, 3ul, idx, err, errlen);
+	if (rc)
+		return rc;
+	spec_sky *t = NULL;
+	size_t cnt = 0;
+	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
+		spec_sky *nv = grow(t, cnt, sizeof *t, err, errlen);
+		if (!nv) {
+			rc = GC_ENOMEM;
+			goto out;
+		}
+		t = nv;
+		copy(t[cnt].name, sizeof t[cnt].name, field(&c, idx[0]));
+		copy(t[cnt].gpu, sizeof t[cnt].gpu, field(&c, idx[1]));
+		if (!t[cnt].name[0] || !t[cnt].gpu[0]) {
+			errbuf_set(err, errlen, "%s: line %zu: a row needs a SkyPilot name and a GPU", path, c.line);
+			rc = GC_EINVAL;
+			goto out;
+		}
+		cnt++;
+	}
+	if (rc < 0) {
+		errbuf_set(err, errlen, "%s: %s", path, why);
+		rc = GC_EINVAL;
+	}
+out:
+	rc = close_table(rc, &c, data, t);
+	if (rc == 0) {
+		*out = t;
+		*n = cnt;
+	}
+	return rc;
+}

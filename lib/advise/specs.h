@@ -24,6 +24,12 @@ typedef struct spec_gpu {
 	char notes[256];
 } spec_gpu;
 
+/* a SkyPilot accelerator name and the GPU of gpus.csv it is planned as (data/sky-accelerators.csv) */
+typedef struct spec_sky {
+	char name[32];
+	char gpu[32];
+} spec_sky;
+
 /* an instance type with a GPU-to-GPU network between instances (data/fabrics.csv) */
 typedef struct spec_fabric {
 	char cloud[16];
@@ -57,5 +63,8 @@ const memmodel_model *specs_model_find(const memmodel_model *m, size_t n, const 
  * prefix), best first, into out[] (borrowed from m). Returns how many.
  */
 size_t specs_model_suggest(const memmodel_model *m, size_t n, const char *name, const char **out, size_t max);
+
+/* data/sky-accelerators.csv: 0, or a GC_E* code with err set; free(*out) */
+int specs_load_sky(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,242 @@
+/*
+ * sky.c — SkyPilot task YAML from advise's plans (see sky.h, docs/cloud.md).
+ *
+ * Every string is written as a YAML double-quoted scalar, which is what a
+ * JSON string is (jansson, ASCII only: \uXXXX escapes): no value can break
+ * the document or smuggle a key, whatever the command line holds.
+ */
+#include "advise/sky.h"
+#include "util/errbuf.h"
+#include "gpuctl/gpuctl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* SkyPilot's clouds (sky/skylet/constants.py ALL_CLOUDS) that advise's catalogs can name */
+static const char *const sky_clouds[] = {"aws",    "azure", "gcp",        "ibm",        "lambda",  "scp",
+					 "oci",    "runpod", "vast",      "vsphere",    "cudo",    "fluidstack",
+					 "paperspace", "primeintellect", "do", "nebius", "hyperbolic", "seeweb",
+					 "shadeform", "yotta"};
+
+/* the bucket schemes SkyPilot mounts (sky/data/storage.py StoreType prefixes) */
+static const char *const bucket_schemes[] = {"s3://", "gs://", "r2://", "https://", "cos://", "oci://"};
+
+const char *sky_accelerator(const spec_sky *t, size_t n, const char *row_acc, const char *gpu)
+{
+	for (size_t i = 0; row_acc && i < n; i++)
+		if (strcasecmp(t[i].name, row_acc) == 0)
+			return t[i].name;
+	for (size_t i = 0; gpu && i < n; i++)
+		if (strcasecmp(t[i].gpu, gpu) == 0)
+			return t[i].name;
+	return NULL;
+}
+
+/* s as a YAML double-quoted scalar (a JSON string); NULL when s is not UTF-8 or memory ran out */
+static char *quoted(const char *s)
+{
+	json_t *j = json_string(s);
+	char *q = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+	json_decref(j);
+	return q;
+}
+
+/* append s to the growing buffer *b (length *n); false when memory ran out */
+static bool put(char **b, size_t *n, const char *s)
+{
+	size_t l = strlen(s);
+	char *p = realloc(*b, *n + l + 1);
+	if (!p)
+		return false;
+	memcpy(p + *n, s, l + 1);
+	*b = p;
+	*n += l;
+	return true;
+}
+
+/* s as one bash word: single quotes, a ' as '\'' */
+static bool put_word(char **b, size_t *n, const char *s)
+{
+	if (!put(b, n, " '"))
+		return false;
+	for (const char *p = s; *p; p++) {
+		char one[2] = {*p, '\0'};
+		if (!put(b, n, *p == '\'' ? "'\\''" : one))
+			return false;
+	}
+	return put(b, n, "'");
+}
+
+/* the run line: the command under gpuctl run (or launch) with the spot and checkpoint options */
+static char *run_line(const struct advise_result *res, const struct advise_sky_opts *o, const char *dir)
+{
+	char *b = NULL;
+	size_t n = 0;
+	bool ok = put(&b, &n, o->launch ? "gpuctl launch" : "gpuctl run") &&
+		  put(&b, &n, " -n \"$SKYPILOT_NUM_GPUS_PER_NODE\"") &&
+		  put(&b, &n, res->req.spot ? " --spot --restart on-preempt" : " --restart on-failure") &&
+		  put(&b, &n, " --checkpoint-dir");
+	if (ok && o->ckpt_dir)
+		ok = put_word(&b, &n, dir);
+	else if (ok)
+		ok = put(&b, &n, o->bucket ? " /gpuctl-ckpt" : " \"$HOME/gpuctl-ckpt\"");
+	ok = ok && put(&b, &n, " --");
+	for (size_t i = 0; ok && i < o->ncmd; i++)
+		ok = put_word(&b, &n, o->cmd[i]);
+	if (!ok) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* gpuctl-MODEL-TASK in lower case, other characters as '-' */
+static void default_name(const struct advise_result *res, char *out, size_t len)
+{
+	snprintf(out, len, "gpuctl-%s-%s", res->req.model.name, memmodel_task_name(res->req.job.task));
+	for (char *p = out; *p; p++)
+		*p = isalnum((unsigned char)*p) ? (char)tolower((unsigned char)*p) : '-';
+}
+
+static bool known(const char *const *v, size_t n, const char *s, bool prefix)
+{
+	for (size_t i = 0; i < n; i++)
+		if (prefix ? strncasecmp(s, v[i], strlen(v[i])) == 0 && s[strlen(v[i])] : strcasecmp(s, v[i]) == 0)
+			return true;
+	return false;
+}
+
+#define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, size_t nt,
+			 const struct advise_sky_opts *o, FILE *f, char *err, size_t errlen)
+{
+	if (!o->cmd || o->ncmd == 0) {
+		errbuf_set(err, errlen, "--emit skypilot needs the job's command after '--' (gpuctl advise ... "
+					"--emit skypilot -- python train.py)");
+		return GC_EINVAL;
+	}
+	if (o->bucket && !known(bucket_schemes, NITEMS(bucket_schemes), o->bucket, true)) {
+		errbuf_set(err, errlen, "invalid --checkpoint-bucket '%.200s' (expected a bucket URL: s3://, gs://, "
+					"r2://, https:// (Azure blob), cos:// or oci://)", o->bucket);
+		return GC_EINVAL;
+	}
+	if (o->ckpt_dir && o->ckpt_dir[0] != '/') {
+		errbuf_set(err, errlen, "invalid --checkpoint-dir '%.200s' (expected an absolute path on the VM, such "
+					"as /gpuctl-ckpt)", o->ckpt_dir);
+		return GC_EINVAL;
+	}
+	size_t show = res->np < res->top ? res->np : res->top;
+	if (show == 0) {
+		errbuf_set(err, errlen, "no plan fits: nothing to hand to SkyPilot");
+		return GC_EINVAL;
+	}
+	if (res->plans[0].nodes > 1) {
+		errbuf_set(err, errlen, "the cheapest plan needs %u nodes, and --emit skypilot writes one-node tasks "
+					"only (no multi-node rendezvous yet): --max-gpus %u keeps plans on one node",
+			   res->plans[0].nodes, res->plans[0].row->count);
+		return GC_EINVAL;
+	}
+	/* every item: a cloud SkyPilot knows and an accelerator name it has */
+	size_t multi = 0;
+	for (size_t i = 0; i < show; i++) {
+		const advise_plan *p = &res->plans[i];
+		if (p->nodes > 1) {
+			multi++;
+			continue;
+		}
+		if (!known(sky_clouds, NITEMS(sky_clouds), p->row->cloud, false)) {
+			errbuf_set(err, errlen, "plan %zu is on cloud '%s', which SkyPilot does not know: name the catalog "
+						"file after its cloud (aws.csv, gcp.csv) or give it a Cloud column", i + 1,
+				   p->row->cloud);
+			return GC_EINVAL;
+		}
+		if (!sky_accelerator(t, nt, p->row->acc, p->gpu->name)) {
+			errbuf_set(err, errlen, "plan %zu: SkyPilot has no accelerator name for %s (data/sky-accelerators.csv)",
+				   i + 1, p->gpu->name);
+			return GC_EINVAL;
+		}
+	}
+	char name[96];
+	if (o->name)
+		snprintf(name, sizeof name, "%s", o->name);
+	else
+		default_name(res, name, sizeof name);
+	const char *dir = o->ckpt_dir ? o->ckpt_dir : o->bucket ? "/gpuctl-ckpt" : NULL;
+	char *run = run_line(res, o, dir);
+	char install_fail[] = "echo 'gpuctl is not installed on this VM: gpuctl advise --setup COMMAND gives the line "
+			      "that installs it (docs/cloud.md)' >&2; exit 1";
+	char *setup = NULL;
+	size_t sn = 0;
+	bool ok = run && put(&setup, &sn, "command -v gpuctl >/dev/null 2>&1 || { ") &&
+		  put(&setup, &sn, o->install ? o->install : install_fail) && put(&setup, &sn, "; }");
+	char *qname = ok ? quoted(name) : NULL, *qrun = ok ? quoted(run) : NULL, *qsetup = ok ? quoted(setup) : NULL;
+	char *qbucket = o->bucket && ok ? quoted(o->bucket) : NULL, *qdir = dir && ok ? quoted(dir) : NULL;
+	int rc = GC_OK;
+	if (!ok) {
+		errbuf_set(err, errlen, "out of memory");
+		rc = GC_ENOMEM;
+		goto out;
+	}
+	if (!qname || !qrun || !qsetup || (o->bucket && (!qbucket || !qdir))) {
+		errbuf_set(err, errlen, "--emit skypilot: the command, --name, --setup and the bucket must be UTF-8 text");
+		rc = GC_EINVAL;
+		goto out;
+	}
+	fprintf(f, "# SkyPilot task written by gpuctl advise (prices of %s): %s, %s; %zu plan%s, %s.\n",
+		res->cat.date[0] ? res->cat.date : "an undated catalog", res->req.model.name,
+		memmodel_task_name(res->req.job.task), show - multi, show - multi == 1 ? "" : "s",
+		o->any ? "any of them (SkyPilot's optimizer picks)" : "cheapest first");
+	fprintf(f, "# Run it as a managed job: sky jobs launch FILE. A preempted job is relaunched in the next region\n"
+		   "# (EAGER_NEXT_REGION); gpuctl on the VM stops it on the cloud's notice and resumes it from\n"
+		   "# the newest complete checkpoint in the checkpoint directory.\n");
+	if (multi)
+		fprintf(f, "# Left out: %zu multi-node plan%s (one-node tasks only).\n", multi, multi == 1 ? "" : "s");
+	if (!o->bucket)
+		fprintf(f, "# No --checkpoint-bucket: checkpoints stay on the VM's disk and are lost with it.\n");
+	fprintf(f, "name: %s\nresources:\n  use_spot: %s\n  disk_size: %u\n  job_recovery:\n"
+		   "    strategy: \"EAGER_NEXT_REGION\"\n    max_restarts_on_errors: %u\n  %s:\n",
+		qname, res->req.spot ? "true" : "false", o->disk_gb, o->max_restarts, o->any ? "any_of" : "ordered");
+	for (size_t i = 0; i < show; i++) {
+		const advise_plan *p = &res->plans[i];
+		if (p->nodes > 1)
+			continue;
+		char infra[64], acc[64];
+		snprintf(infra, sizeof infra, "%s/%s", p->row->cloud, p->row->region);
+		for (char *c = infra; *c && *c != '/'; c++)
+			*c = (char)tolower((unsigned char)*c);
+		snprintf(acc, sizeof acc, "%s:%u", sky_accelerator(t, nt, p->row->acc, p->gpu->name), p->row->count);
+		char *qi = quoted(infra), *qt = quoted(p->row->instance), *qa = quoted(acc);
+		if (qi && qt && qa)
+			fprintf(f, "    - infra: %s\n      instance_type: %s\n      accelerators: %s\n", qi, qt, qa);
+		else
+			rc = GC_EINVAL;
+		free(qi);
+		free(qt);
+		free(qa);
+		if (rc) {
+			errbuf_set(err, errlen, "plan %zu: a catalog field is not UTF-8 text", i + 1);
+			goto out;
+		}
+	}
+	if (o->bucket)
+		fprintf(f, "file_mounts:\n  %s:\n    source: %s\n    mode: \"MOUNT\"\n", qdir, qbucket);
+	fprintf(f, "setup: %s\nrun: %s\n", qsetup, qrun);
+	if (fflush(f) != 0 || ferror(f)) {
+		errbuf_set(err, errlen, "cannot write the task: %s", strerror(errno));
+		rc = GC_EIO;
+	}
+out:
+	free(run);
+	free(setup);
+	free(qname);
+	free(qrun);
+	free(qsetup);
+	free(qbucket);
+	free(qdir);
+	return rc;
+}

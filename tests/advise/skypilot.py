@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""gpuctl advise --emit skypilot (issue 23): the task YAML parses, uses only
+keys and shapes SkyPilot's schema allows, lists the ranked plans in order,
+and its setup and run lines run under bash with a fake gpuctl on PATH, the
+command's arguments arriving byte for byte; the accelerator names table
+covers the shipped catalogs; bad input is refused with exit 2.
+
+The allowed keys are those of skypilot-org/skypilot sky/utils/schemas.py at
+commit 00052dfe0d132c5ad6aa9a175572b0695f747c80 (get_task_schema,
+_get_single_resources_schema, get_resources_schema, get_storage_schema);
+the accelerator names those of skypilot-org/skypilot-catalog
+catalogs/v8/common/accelerators.csv at d4d53f0e1e9df6bcab64b96fe032ebbe43a4f0ce.
+
+Usage: skypilot.py GPUCTL SRCDIR. Needs PyYAML (python3-yaml): this Python's,
+else /usr/bin/python3's, installed with apt-get when root; else exit 77.
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TASK_KEYS = {"name", "workdir", "event_callback", "num_nodes", "resources", "file_mounts", "service", "pool",
+             "setup", "run", "envs", "secrets", "managed_secrets", "inputs", "outputs", "file_mounts_mapping",
+             "config", "volumes", "volume_mounts", "api_server_access", "_metadata"}
+SINGLE_RESOURCES_KEYS = {"cloud", "region", "zone", "infra", "cpus", "memory", "accelerators", "instance_type",
+                         "use_spot", "job_recovery", "volumes", "disk_size", "ephemeral_storage", "disk_tier",
+                         "network_tier", "local_disk", "max_hourly_cost", "ports", "labels", "accelerator_args",
+                         "_no_missing_accel_warnings", "image_id", "autostop", "priority", "priority_class"}
+RESOURCES_KEYS = SINGLE_RESOURCES_KEYS | {"any_of", "ordered"}
+JOB_RECOVERY_KEYS = {"strategy", "max_restarts_on_errors", "recover_on_exit_codes"}
+STORAGE_KEYS = {"name", "source", "store", "persistent", "mode", "mount_options", "type", "config"}
+STRATEGIES = {"FAILOVER", "EAGER_NEXT_REGION"}
+MODES = {"MOUNT", "COPY", "MOUNT_CACHED"}
+ALL_CLOUDS = {"aws", "azure", "gcp", "ibm", "lambda", "scp", "oci", "kubernetes", "runpod", "vast", "vsphere", "cudo",
+              "fluidstack", "paperspace", "primeintellect", "do", "nebius", "ssh", "slurm", "hyperbolic", "seeweb",
+              "shadeform", "yotta"}
+# catalogs/v8/common/accelerators.csv at d4d53f0e: the NVIDIA and AMD names of GPUs gpus.csv knows
+SKY_ACCELERATORS = {"A10", "A100", "A100-80GB", "A100-80GB-SXM", "A10G", "B200", "H100", "H100-MEGA", "H100-NVL",
+                    "H100-NVLINK", "H100-SXM", "H200", "H200-SXM", "L4", "L40", "L40S", "T4", "V100", "V100-32GB",
+                    "MI300X"}
+
+errors = []
+
+
+def check(cond, what):
+    if not cond:
+        errors.append(what)
+
+
+def yaml_loader():
+    """A function parsing YAML text, from this Python or Debian's."""
+    try:
+        import yaml
+        return yaml.safe_load
+    except ImportError:
+        pass
+    probe = "import yaml"
+    if not os.path.exists("/usr/bin/python3") or \
+            subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True).returncode != 0:
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            print("SKIP: PyYAML is missing and we are not root to install python3-yaml")
+            sys.exit(77)
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        r = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "python3-yaml"],
+                           env=env, capture_output=True)
+        if r.returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True)
+            r = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "python3-yaml"],
+                               env=env, capture_output=True)
+        if r.returncode != 0 or subprocess.run(["/usr/bin/python3", "-c", probe]).returncode != 0:
+            print("SKIP: apt-get install python3-yaml failed")
+            sys.exit(77)
+
+    def load(text):
+        p = subprocess.run(["/usr/bin/python3", "-c", "import json, sys, yaml; "
+                            "print(json.dumps(yaml.safe_load(sys.stdin.read())))"],
+                           input=text, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise ValueError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "yaml failed")
+        return json.loads(p.stdout)
+    return load
+
+
+def advise(gpuctl, args, env=None):
+    return subprocess.run([gpuctl, "advise", *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def check_schema(doc, where):
+    check(isinstance(doc, dict) and set(doc) <= TASK_KEYS, "%s: top-level keys %s not all in SkyPilot's task "
+          "schema" % (where, sorted(doc) if isinstance(doc, dict) else doc))
+    res = doc.get("resources", {})
+    check(set(res) <= RESOURCES_KEYS, "%s: resources keys %s" % (where, sorted(res)))
+    check(not ("any_of" in res and "ordered" in res), "%s: both any_of and ordered" % where)
+    check(isinstance(res.get("use_spot"), bool), "%s: use_spot %r is not a boolean" % (where, res.get("use_spot")))
+    check(isinstance(res.get("disk_size"), int), "%s: disk_size %r is not an integer" % (where, res.get("disk_size")))
+    jr = res.get("job_recovery", {})
+    check(set(jr) <= JOB_RECOVERY_KEYS and jr.get("strategy") in STRATEGIES and
+          isinstance(jr.get("max_restarts_on_errors"), int) and jr["max_restarts_on_errors"] >= 0,
+          "%s: job_recovery %r" % (where, jr))
+    items = res.get("ordered", res.get("any_of", []))
+    check(isinstance(items, list) and items, "%s: no resources list" % where)
+    for it in items:
+        check(set(it) <= SINGLE_RESOURCES_KEYS, "%s: item keys %s" % (where, sorted(it)))
+        acc = it.get("accelerators")
+        m = re.fullmatch(r"([^:]+):(\d+)", acc) if isinstance(acc, str) else None
+        check(m and m.group(1) in SKY_ACCELERATORS, "%s: accelerators %r not NAME:COUNT with SkyPilot's name"
+              % (where, acc))
+        infra = it.get("infra", "")
+        check(isinstance(infra, str) and re.fullmatch(r"[^/]+/[^/]+", infra) and infra.split("/")[0] in ALL_CLOUDS,
+              "%s: infra %r not cloud/region of a SkyPilot cloud" % (where, infra))
+        check(isinstance(it.get("instance_type"), str), "%s: instance_type %r" % (where, it.get("instance_type")))
+    for dst, st in doc.get("file_mounts", {}).items():
+        check(dst.startswith("/") and isinstance(st, dict) and set(st) <= STORAGE_KEYS and st.get("mode") in MODES,
+              "%s: file_mounts %r: %r" % (where, dst, st))
+    check(isinstance(doc.get("setup"), str) and isinstance(doc.get("run"), str), "%s: setup/run not strings" % where)
+    check(isinstance(doc.get("name"), str), "%s: name %r" % (where, doc.get("name")))
+
+
+def run_bash(script, path_dir, tmp, extra_env=None):
+    env = {"PATH": path_dir + ":/usr/bin:/bin", "HOME": tmp, "SKYPILOT_NUM_GPUS_PER_NODE": "8",
+           "ARGV_OUT": os.path.join(tmp, "argv")}
+    env.update(extra_env or {})
+    return subprocess.run(["bash", "-c", script], env=env, capture_output=True, timeout=30)
+
+
+def main():
+    gpuctl, src = sys.argv[1], sys.argv[2]
+    load = yaml_loader()
+    tmp = tempfile.mkdtemp(prefix="gpuctl-sky-")
+    try:
+        # the ranked plans, in the order --json ranks them
+        base = ["--model", "llama-3-8b", "--task", "qlora", "--spot", "--top", "6"]
+        weird = ["python", "train.py", "--lr", "3e-4", "it's", "$(touch pwned)", "a\nb", "\"q\" \\ `x`", "é"]
+        p = advise(gpuctl, base + ["--emit", "skypilot", "--checkpoint-bucket", "s3://b/run 1", "--", *weird])
+        check(p.returncode == 0, "emit: exit %d: %s" % (p.returncode, p.stderr))
+        doc = load(p.stdout)
+        check_schema(doc, "spot, ordered")
+        j = json.loads(advise(gpuctl, base + ["--json"]).stdout)
+        want = [("%s/%s" % (q["cloud"], q["region"]), q["instance"], q["gpus_per_node"]) for q in j["plans"]
+                if q["nodes"] == 1]
+        got = [(it["infra"], it["instance_type"], int(it["accelerators"].split(":")[1]))
+               for it in doc["resources"]["ordered"]]
+        check(got == want, "ordered plans %s, --json ranks %s" % (got, want))
+        check(doc["resources"]["use_spot"] is True, "--spot: use_spot not true")
+        check(doc["file_mounts"] == {"/gpuctl-ckpt": {"source": "s3://b/run 1", "mode": "MOUNT"}},
+              "file_mounts %r" % doc.get("file_mounts"))
+        # the run line under bash with a fake gpuctl: every argument arrives byte for byte
+        fake = os.path.join(tmp, "bin")
+        os.mkdir(fake)
+        with open(os.path.join(fake, "gpuctl"), "w") as f:
+            f.write("#!/usr/bin/env python3\nimport os, sys\n"
+                    "open(os.environ['ARGV_OUT'], 'wb').write(b'\\0'.join(os.fsencode(a) for a in sys.argv[1:]))\n")
+        os.chmod(os.path.join(fake, "gpuctl"), 0o755)
+        r = run_bash(doc["run"], fake, tmp)
+        check(r.returncode == 0, "run line: exit %d: %s" % (r.returncode, r.stderr))
+        with open(os.path.join(tmp, "argv"), "rb") as f:
+            argv = f.read().split(b"\0")
+        expect = [b"run", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir", b"/gpuctl-ckpt",
+                  b"--"] + [a.encode() for a in weird]
+        check(argv == expect, "run line gave gpuctl %r, expected %r" % (argv, expect))
+        check(not os.path.exists(os.path.join(tmp, "pwned")), "a command substitution in an argument ran")
+        # setup: nothing to do when gpuctl is there; the --setup line when it is not; a clear failure otherwise
+        r = run_bash(doc["setup"], fake, tmp)
+        check(r.returncode == 0, "setup with gpuctl on PATH: exit %d" % r.returncode)
+        r = run_bash(doc["setup"], os.path.join(tmp, "nothing"), tmp)
+        check(r.returncode == 1 and b"not installed" in r.stderr, "setup without gpuctl: %d %r"
+              % (r.returncode, r.stderr))
+        p = advise(gpuctl, base + ["--emit", "skypilot", "--setup", "touch \"$HOME/installed\"", "--launch",
+                                   "--checkpoint-dir", "/data/ck", "--name", "my run", "--max-restarts", "0",
+                                   "--disk-size", "512", "--any", "--", "train.py"])
+        doc2 = load(p.stdout)
+        check_schema(doc2, "any_of, launch")
+        check("any_of" in doc2["resources"] and doc2["name"] == "my run" and doc2["resources"]["disk_size"] == 512
+              and doc2["resources"]["job_recovery"]["max_restarts_on_errors"] == 0, "options not in the YAML: %r"
+              % doc2)
+        r = run_bash(doc2["setup"], os.path.join(tmp, "nothing"), tmp)
+        check(r.returncode == 0 and os.path.exists(os.path.join(tmp, "installed")), "--setup line did not run")
+        r = run_bash(doc2["run"], fake, tmp)
+        with open(os.path.join(tmp, "argv"), "rb") as f:
+            argv = f.read().split(b"\0")
+        check(argv == [b"launch", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir",
+                       b"/data/ck", b"--", b"train.py"], "--launch run line gave %r" % argv)
+        # on-demand, no bucket: use_spot false, restart on failure, the checkpoints on the VM's disk (said)
+        p = advise(gpuctl, ["--model", "llama-2-7b", "--top", "3", "--emit", "skypilot", "--", "serve"])
+        doc3 = load(p.stdout)
+        check_schema(doc3, "on-demand")
+        check(doc3["resources"]["use_spot"] is False and "file_mounts" not in doc3 and
+              "lost with it" in p.stdout, "on-demand task: %r" % doc3)
+        r = run_bash(doc3["run"], fake, tmp)
+        with open(os.path.join(tmp, "argv"), "rb") as f:
+            argv = f.read().split(b"\0")
+        check(argv == [b"run", b"-n", b"8", b"--restart", b"on-failure", b"--checkpoint-dir",
+                       os.path.join(tmp, "gpuctl-ckpt").encode(), b"--", b"serve"], "on-demand run gave %r" % argv)
+        # GCP's a3-megagpu-8g asks for H100-MEGA, as SkyPilot names it
+        p = advise(gpuctl, ["--model", "llama-2-7b", "--clouds", "gcp", "--top", "40", "--emit", "skypilot", "--",
+                            "x"])
+        accs = [it["accelerators"] for it in load(p.stdout)["resources"]["ordered"]]
+        check("H100-MEGA:8" in accs, "no H100-MEGA:8 among %s" % accs)
+        # the accelerator table: every catalog name, every GPU
+        with open(os.path.join(src, "data", "sky-accelerators.csv")) as f:
+            table = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        names = {r["skypilot"] for r in table}
+        check(names <= SKY_ACCELERATORS, "names SkyPilot does not have: %s" % sorted(names - SKY_ACCELERATORS))
+        with open(os.path.join(src, "data", "gpus.csv")) as f:
+            gpus = {r["name"] for r in csv.DictReader(line for line in f if not line.startswith("#"))}
+        check({r["gpu"] for r in table} <= gpus, "table GPUs not in gpus.csv: %s"
+              % sorted({r["gpu"] for r in table} - gpus))
+        check(gpus <= {r["gpu"] for r in table}, "GPUs without a SkyPilot name: %s"
+              % sorted(gpus - {r["gpu"] for r in table}))
+        for cat in sorted(os.listdir(os.path.join(src, "data", "catalog"))):
+            with open(os.path.join(src, "data", "catalog", cat)) as f:
+                accs = {r["AcceleratorName"] for r in csv.DictReader(line for line in f if not line.startswith("#"))}
+            check(accs <= names, "%s: accelerator names not in data/sky-accelerators.csv: %s"
+                  % (cat, sorted(accs - names)))
+        # bad input: exit 2 and one line naming it
+        cat = os.path.join(tmp, "catalog.csv")
+        with open(cat, "w") as f:
+            f.write("InstanceType,AcceleratorName,AcceleratorCount,Price,Region\np5.48xlarge,H100,8,55,us-east-1\n")
+        for args, needle in [
+                (["--emit", "skypilot"], "needs the job's command"),
+                (["--emit", "yaml", "--", "x"], "invalid --emit 'yaml'"),
+                (["--any"], "go with --emit skypilot"),
+                (["--emit", "skypilot", "--json", "--", "x"], "two outputs"),
+                (["--emit", "skypilot", "--checkpoint-bucket", "/tmp/x", "--", "x"], "invalid --checkpoint-bucket"),
+                (["--emit", "skypilot", "--checkpoint-dir", "rel", "--", "x"], "invalid --checkpoint-dir"),
+                (["--emit", "skypilot", "--max-restarts", "-1", "--", "x"], "invalid --max-restarts"),
+                (["--emit", "skypilot", "--disk-size", "0", "--", "x"], "invalid --disk-size"),
+                (["--emit", "skypilot", "x"], "x"),
+                (["--catalog", cat, "--emit", "skypilot", "--", "x"], "SkyPilot does not know"),
+                (["--task", "train-full", "--max-gpus", "64", "--emit", "skypilot", "--", "x"], "nodes")]:
+            m = ["--model", "llama-2-70b"] if "train-full" in args else ["--model", "llama-2-7b"]
+            p = advise(gpuctl, m + args)
+            check(p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1 and not p.stdout,
+                  "%s: exit %d, stderr %r, stdout %d bytes" % (args, p.returncode, p.stderr, len(p.stdout)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("\n".join("FAIL: " + e for e in errors) if errors else "ok")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
