@@ -148,6 +148,8 @@ int cmd_explain(const struct cli_global *g, int argc, char **argv);
 int cmd_doctor(const struct cli_global *g, int argc, char **argv);
 int cmd_ckpt(const struct cli_global *g, int argc, char **argv);
 int cmd_advise(const struct cli_global *g, int argc, char **argv);
+/* gpuctl launch --sky: advise's plans as a SkyPilot task, then sky jobs launch (cmd-advise.c) */
+int cmd_advise_sky(const struct cli_global *g, int argc, char **argv);
 int cmd_gpus(const struct cli_global *g, int argc, char **argv);
 int cmd_launch(const struct cli_global *g, int argc, char **argv);
 int cmd_slurm(const struct cli_global *g, int argc, char **argv);

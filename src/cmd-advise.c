@@ -13,14 +13,22 @@
 #include "advise/specs.h"
 #include "util/units.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
+#include <spawn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #define GB 1e9
 
@@ -146,11 +154,116 @@ static int usage_advise(FILE *f)
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
+/* s for a shell, as the dry run prints it: bare when safe, else in single quotes */
+static void put_shell_word(FILE *f, const char *s)
+{
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") == strlen(s)) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *s; s++)
+		fputs(*s == '\'' ? "'\\''" : (char[]){*s, '\0'}, f);
+	fputc('\'', f);
+}
+
+/*
+ * `gpuctl launch --sky`: the task YAML written to `task_file` (else to a new
+ * private directory under $TMPDIR, removed afterwards), then `sky jobs launch
+ * -y [-d] -n NAME FILE`, whose exit status it returns; --dry-run prints the
+ * task and the command and runs nothing.
+ */
+static int sky_launch(const char *yaml, const char *name, const char *task_file, bool dry_run, bool follow)
+{
+	char dir[PATH_MAX] = "", path[PATH_MAX + 16];
+	if (task_file) {
+		snprintf(path, sizeof path, "%s", task_file);
+	} else if (dry_run) {
+		snprintf(path, sizeof path, "$TMPDIR/gpuctl-sky-XXXXXX/task.yaml");
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(dir, sizeof dir, "%s/gpuctl-sky-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(dir)) {
+			cli_err("cannot make a directory for the task in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+			return EXIT_FAIL;
+		}
+		snprintf(path, sizeof path, "%s/task.yaml", dir);
+	}
+	char *const cmd[] = {"sky", "jobs", "launch", "-y", follow ? "-n" : "-d", follow ? (char *)name : "-n",
+			     follow ? path : (char *)name, follow ? NULL : path, NULL};
+	if (dry_run) {
+		fputs(yaml, stdout);
+		printf("# gpuctl launch --sky runs:\n");
+		for (int i = 0; cmd[i]; i++) {
+			if (i)
+				putchar(' ');
+			put_shell_word(stdout, cmd[i]);
+		}
+		putchar('\n');
+		return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+	}
+	/* the task file whole or not at all: a temporary beside it, renamed over it */
+	char tmp[PATH_MAX + 48];
+	snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	size_t len = strlen(yaml), off = 0;
+	while (fd >= 0 && off < len) {
+		ssize_t w = write(fd, yaml + off, len - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	int rc = EXIT_OK;
+	if (fd < 0 || off < len || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+		cli_err("cannot write the task to %s: %s", fd < 0 ? tmp : path, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+		rc = EXIT_FAIL;
+	}
+	pid_t pid = -1;
+	int err = rc == EXIT_OK ? posix_spawnp(&pid, "sky", NULL, NULL, cmd, environ) : 0;
+	if (rc == EXIT_OK && err) {
+		cli_err("cannot run sky: %s (is SkyPilot installed? pip install 'skypilot[aws,gcp,azure]')", strerror(err));
+		rc = EXIT_FAIL;
+	} else if (rc == EXIT_OK) {
+		int st = 0;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (rc)
+			cli_err("sky jobs launch failed (status %d); the task: %s", rc, dir[0] ? "removed" : path);
+	}
+	if (dir[0]) {
+		unlink(path);
+		rmdir(dir);
+	}
+	return rc;
+}
+
+static int advise_cli(int argc, char **argv, bool sky);
+
 int cmd_advise(const struct cli_global *g, int argc, char **argv)
 {
 	(void)g;
+	return advise_cli(argc, argv, false);
+}
+
+int cmd_advise_sky(const struct cli_global *g, int argc, char **argv)
+{
+	(void)g;
+	return advise_cli(argc, argv, true);
+}
+
+static int advise_cli(int argc, char **argv, bool sky)
+{
 	/* the library's table (lib/advise/advise-request.c), --json, --help and --emit's own */
-	enum { OPT_EMIT = 300, OPT_ANY, OPT_LAUNCH, OPT_BUCKET, OPT_CKDIR, OPT_SETUP, OPT_NAME, OPT_RESTARTS, OPT_DISK };
+	enum { OPT_EMIT = 300, OPT_ANY, OPT_LAUNCH, OPT_BUCKET, OPT_CKDIR, OPT_SETUP, OPT_NAME, OPT_RESTARTS, OPT_DISK,
+	       OPT_SKY, OPT_DRY, OPT_TASKFILE, OPT_FOLLOW };
+	/* gpuctl launch --sky's own */
+	static const struct option sky_lo[] = {
+		{"sky", no_argument, NULL, OPT_SKY}, {"dry-run", no_argument, NULL, OPT_DRY},
+		{"task-file", required_argument, NULL, OPT_TASKFILE}, {"follow", no_argument, NULL, OPT_FOLLOW},
+	};
 	static const struct option emit_lo[] = {
 		{"emit", required_argument, NULL, OPT_EMIT}, {"any", no_argument, NULL, OPT_ANY},
 		{"launch", no_argument, NULL, OPT_LAUNCH}, {"checkpoint-bucket", required_argument, NULL, OPT_BUCKET},
@@ -159,18 +272,22 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		{"disk-size", required_argument, NULL, OPT_DISK},
 	};
 	enum { NEMIT = sizeof emit_lo / sizeof emit_lo[0] };
-	struct option lo[64 + NEMIT];
+	enum { NSKY = sizeof sky_lo / sizeof sky_lo[0] };
+	struct option lo[64 + NEMIT + NSKY];
 	size_t nlo = 0;
 	for (; nlo < advise_noptions && nlo < 64 - 3; nlo++)
 		lo[nlo] = advise_options[nlo];
 	for (size_t i = 0; i < NEMIT; i++)
 		lo[nlo++] = emit_lo[i];
+	for (size_t i = 0; sky && i < NSKY; i++)
+		lo[nlo++] = sky_lo[i];
 	lo[nlo++] = (struct option){"json", no_argument, NULL, 'j'};
 	lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
 	lo[nlo] = (struct option){NULL, 0, NULL, 0};
 	struct advise_input in;
 	advise_input_init(&in);
-	bool json = false, emit = false, emit_opt = false;
+	bool json = false, emit = sky, emit_opt = false, dry_run = false, follow = false;
+	const char *task_file = NULL;
 	struct advise_sky_opts so = {.max_restarts = 3, .disk_gb = 256};
 	char err[1024];
 	int c, li = -1;
@@ -178,9 +295,28 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		switch (c) {
-		case 'h': return usage_advise(stdout);
+		case 'h':
+			if (sky) {
+				printf("usage: gpuctl launch --sky [advise options] [--dry-run] [--task-file FILE] [--follow]\n"
+				       "                    -- CMD [ARGS...]\n\n"
+				       "Write the plans gpuctl advise finds as a SkyPilot task (as advise --emit skypilot\n"
+				       "does, with its options) and run sky jobs launch on it.\n"
+				       "      --dry-run          print the task and the command, run nothing\n"
+				       "      --task-file=FILE   write the task there (default: a private temporary file)\n"
+				       "      --follow           stream the job's logs until it ends (default: detach)\n");
+				return EXIT_OK;
+			}
+			return usage_advise(stdout);
+		case OPT_SKY: break;
+		case OPT_DRY: dry_run = true; break;
+		case OPT_FOLLOW: follow = true; break;
+		case OPT_TASKFILE: task_file = optarg; break;
 		case 'j': json = true; break;
 		case OPT_EMIT:
+			if (sky) {
+				cli_err("gpuctl launch --sky writes the SkyPilot task itself: --emit is advise's");
+				return EXIT_USAGE;
+			}
 			if (strcmp(optarg, "skypilot") != 0) {
 				cli_err("invalid --emit '%s' (accepted: skypilot)", optarg);
 				return EXIT_USAGE;
@@ -219,6 +355,10 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 		default: return cli_bad_option("advise", c, argv);
 		}
 		li = -1;
+	}
+	if (sky && json) {
+		cli_err("gpuctl launch --sky runs the task; gpuctl advise --json shows the plans");
+		return EXIT_USAGE;
 	}
 	if (emit_opt && !emit) {
 		cli_err("--any, --launch, --checkpoint-bucket, --checkpoint-dir, --setup, --name, --max-restarts and "
@@ -269,18 +409,39 @@ int cmd_advise(const struct cli_global *g, int argc, char **argv)
 	const char *date = res.cat.date[0] ? res.cat.date : "unknown";
 
 	if (emit) {
-		spec_sky *sky = NULL;
+		spec_sky *skyt = NULL;
 		size_t nsky = 0;
-		int erc = advise_load_sky(&sky, &nsky, err, sizeof err);
+		char *yaml = NULL;
+		size_t ylen = 0;
+		FILE *out = sky ? open_memstream(&yaml, &ylen) : stdout;
+		int erc = out ? advise_load_sky(&skyt, &nsky, err, sizeof err) : GC_ENOMEM;
+		if (!out)
+			snprintf(err, sizeof err, "out of memory");
 		if (erc == GC_OK)
-			erc = advise_emit_skypilot(&res, sky, nsky, &so, stdout, err, sizeof err);
-		free(sky);
+			erc = advise_emit_skypilot(&res, skyt, nsky, &so, out, err, sizeof err);
+		if (sky && out && fclose(out) != 0 && erc == GC_OK) {
+			snprintf(err, sizeof err, "out of memory");
+			erc = GC_ENOMEM;
+		}
+		free(skyt);
+		char name[96] = "";
+		if (erc == GC_OK && sky) {
+			/* the name the YAML carries: --name, else the default the emitter chose */
+			const char *k = strstr(yaml, "\nname: \"");
+			if (so.name)
+				snprintf(name, sizeof name, "%s", so.name);
+			else if (k)
+				snprintf(name, sizeof name, "%.*s", (int)strcspn(k + 9, "\""), k + 9);
+		}
 		advise_result_free(&res);
 		if (erc != GC_OK) {
+			free(yaml);
 			cli_err("%s", err);
 			return erc == GC_EINVAL ? (np ? EXIT_USAGE : EXIT_FAIL) : EXIT_FAILURE;
 		}
-		return EXIT_OK;
+		int lrc = sky ? sky_launch(yaml, name, task_file, dry_run, follow) : EXIT_OK;
+		free(yaml);
+		return lrc;
 	}
 	if (json) {
 		char *out = advise_result_json(&res);

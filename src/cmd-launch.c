@@ -57,6 +57,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gpuctl launch [-n auto|N] [filters] [run options] [--launcher L] [--dry-run] -- SCRIPT [ARGS...]\n"
+		"       gpuctl launch --sky (--model NAME | --params N) [advise options] [--dry-run] -- CMD [ARGS...]\n"
 		"       gpuctl launch --slurm --gpus-per-node G [--nodes N] [--partition P] [--time T]\n"
 		"                     [--cpus-per-task C] [--account A] [--dry-run | --follow] -- SCRIPT [ARGS...]\n"
 		"\n"
@@ -544,6 +545,10 @@ static int step_requeue(void)
 
 int cmd_launch(const struct cli_global *g, int argc, char **argv)
 {
+	/* --sky (before the command): advise's plans handed to SkyPilot, another set of options */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--sky") == 0)
+			return cmd_advise_sky(g, argc, argv);
 	static const struct option opts[] = {
 		RUNJOB_LONG_OPTIONS,
 		{"launcher", required_argument, NULL, OPT_LAUNCHER},

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""gpuctl advise --emit skypilot (issue 23): the task YAML parses, uses only
+"""gpuctl advise --emit skypilot and gpuctl launch --sky (issue 23): the task YAML parses, uses only
 keys and shapes SkyPilot's schema allows, lists the ranked plans in order,
 and its setup and run lines run under bash with a fake gpuctl on PATH, the
-command's arguments arriving byte for byte; the accelerator names table
+command's arguments arriving byte for byte; launch --sky hands that task to
+`sky jobs launch` (a fake sky on PATH: its arguments, the file it got) or
+prints the exact command with --dry-run; the accelerator names table
 covers the shipped catalogs; bad input is refused with exit 2.
 
 The allowed keys are those of skypilot-org/skypilot sky/utils/schemas.py at
@@ -216,6 +218,49 @@ def main():
                 accs = {r["AcceleratorName"] for r in csv.DictReader(line for line in f if not line.startswith("#"))}
             check(accs <= names, "%s: accelerator names not in data/sky-accelerators.csv: %s"
                   % (cat, sorted(accs - names)))
+        # gpuctl launch --sky: the same task, handed to sky jobs launch (a fake sky on PATH)
+        emit = advise(gpuctl, base + ["--emit", "skypilot", "--name", "j1", "--", "python", "t.py"]).stdout
+        tf = os.path.join(tmp, "task file.yaml")
+        p = subprocess.run([gpuctl, "launch", "--sky", *base, "--name", "j1", "--dry-run", "--task-file", tf, "--",
+                            "python", "t.py"], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0 and p.stdout == emit + "# gpuctl launch --sky runs:\n"
+              "sky jobs launch -y -d -n j1 '%s'\n" % tf and not os.path.exists(tf),
+              "launch --sky --dry-run: exit %d, %r" % (p.returncode, p.stdout[-200:]))
+        with open(os.path.join(fake, "sky"), "w") as f:
+            f.write("#!/usr/bin/env python3\nimport os, sys\n"
+                    "open(os.environ['ARGV_OUT'], 'wb').write(b'\\0'.join(os.fsencode(a) for a in sys.argv[1:]))\n"
+                    "open(os.environ['ARGV_OUT'] + '.yaml', 'w').write(open(sys.argv[-1]).read())\n"
+                    "sys.exit(int(os.environ.get('SKY_EXIT', '0')))\n")
+        os.chmod(os.path.join(fake, "sky"), 0o755)
+        tmpdir = os.path.join(tmp, "t")
+        os.mkdir(tmpdir)
+        env = dict(os.environ, PATH=fake + ":" + os.environ["PATH"], ARGV_OUT=os.path.join(tmp, "argv"),
+                   TMPDIR=tmpdir)
+        for extra, want, sky_exit in [([], [b"jobs", b"launch", b"-y", b"-d", b"-n", b"j1"], "0"),
+                                      (["--follow"], [b"jobs", b"launch", b"-y", b"-n", b"j1"], "3")]:
+            p = subprocess.run([gpuctl, "launch", "--sky", *base, "--name", "j1", *extra, "--", "python", "t.py"],
+                               capture_output=True, text=True, timeout=60, env=dict(env, SKY_EXIT=sky_exit))
+            with open(os.path.join(tmp, "argv"), "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(os.path.join(tmp, "argv.yaml")) as f:
+                sent = f.read()
+            check(p.returncode == int(sky_exit) and argv[:-1] == want and sent == emit,
+                  "launch --sky %s: exit %d, sky got %r" % (extra, p.returncode, argv))
+            check(os.listdir(tmpdir) == [], "launch --sky left %s in TMPDIR" % os.listdir(tmpdir))
+            check(sky_exit == "0" or "sky jobs launch failed (status 3)" in p.stderr, "sky's failure: %r" % p.stderr)
+        p = subprocess.run([gpuctl, "launch", "--sky", *base, "--task-file", tf, "--", "x"], capture_output=True,
+                           text=True, timeout=60, env=env)
+        check(p.returncode == 0 and os.path.exists(tf), "--task-file: exit %d, file %s" % (p.returncode,
+                                                                                       os.path.exists(tf)))
+        p = subprocess.run([gpuctl, "launch", "--sky", *base, "--", "x"], capture_output=True, text=True,
+                           timeout=60, env=dict(env, PATH="/usr/bin:/bin"))
+        check(p.returncode == 1 and "cannot run sky" in p.stderr, "without sky: exit %d, %r" % (p.returncode,
+                                                                                              p.stderr))
+        for args, needle in [(["--emit", "skypilot"], "--emit is advise's"), (["--json"], "runs the task")]:
+            p = subprocess.run([gpuctl, "launch", "--sky", *base, *args, "--", "x"], capture_output=True, text=True,
+                               timeout=60, env=env)
+            check(p.returncode == 2 and needle in p.stderr, "launch --sky %s: exit %d %r" % (args, p.returncode,
+                                                                                           p.stderr))
         # bad input: exit 2 and one line naming it
         cat = os.path.join(tmp, "catalog.csv")
         with open(cat, "w") as f:
