@@ -406,7 +406,6 @@ static int advise_cli(int argc, char **argv, bool sky)
 	const advise_skipped skipped = res.skipped;
 	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
 	size_t show = np < res.top ? np : res.top;
-	const char *date = res.cat.date[0] ? res.cat.date : "unknown";
 
 	if (emit) {
 		spec_sky *skyt = NULL;
@@ -491,9 +490,20 @@ static int advise_cli(int argc, char **argv, bool sky)
 		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work, how,
 		       r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
 		/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
-		printf("prices: snapshot of %s; ranked by %s\n\n", date,
+		char prices[2048];
+		advise_prices_text(&res, prices, sizeof prices);
+		printf("prices: %s; ranked by %s\n", prices,
 		       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
 			      : "TOTAL, the job at on-demand prices");
+		for (size_t i = 0; i < res.nsrc; i++)
+			if (res.src[i].live && res.src[i].age_h > ADVISE_CATALOG_OLD_H)
+				printf("warning: SkyPilot's %s catalog is %.0f days old: its prices may be stale (SkyPilot "
+				       "fetches a new one when it runs, e.g. sky check)\n", res.src[i].cloud,
+				       res.src[i].age_h / 24);
+		if (res.gcp_live_unused)
+			printf("(SkyPilot's gcp catalog prices GPUs on rows apart from their machines: GCP's prices are "
+			       "the snapshot's)\n");
+		printf("\n");
 		if (np) {
 			printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", "CLOUD", "INSTANCE", "REGION",
 			       "GPUS", "PLAN", "MEM/GPU", "TIME", r.spot ? "SPOT $/HOUR" : "$/HOUR",

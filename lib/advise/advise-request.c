@@ -14,6 +14,7 @@
 #include "gpuctl/gpuctl.h"
 #include "util/units.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -22,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 
 const struct option advise_options[] = {
 	{"model", required_argument, NULL, 256}, {"params", required_argument, NULL, 256},
@@ -41,6 +44,7 @@ const struct option advise_options[] = {
 	{"regions", required_argument, NULL, 256}, {"max-gpus", required_argument, NULL, 256},
 	{"budget", required_argument, NULL, 256}, {"deadline", required_argument, NULL, 256},
 	{"catalog", required_argument, NULL, 256}, {"top", required_argument, NULL, 256},
+	{"catalog-dir", required_argument, NULL, 256},
 	{"framework", required_argument, NULL, 256}, {"loss", required_argument, NULL, 256},
 	{NULL, 0, NULL, 0},
 };
@@ -213,6 +217,8 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		long long ms;
 		if ((rc = units_parse_duration(opt, arg, &ms, err, errlen)) == GC_OK)
 			r->deadline_h = ms / 3600e3;
+	} else if (!strcmp(name, "catalog-dir")) {
+		in->catalog_dir = arg;
 	} else if (!strcmp(name, "catalog")) {
 		if (in->ncat == sizeof in->catalogs / sizeof in->catalogs[0]) {
 			errbuf_set(err, errlen, "too many --catalog files (at most 16)");
@@ -426,13 +432,52 @@ static int load_data(const struct advise_input *in, struct advise_result *res, c
 		return data_rc(rc);
 	res->req.fabrics = res->fabrics;
 	if (in->ncat == 0) {
+		/* SkyPilot's own catalogs where it keeps them, else the shipped snapshot, cloud by cloud */
 		static const char *const clouds[] = {"aws", "gcp", "azure"};
+		char dir[PATH_MAX] = "";
+		const char *home = getenv("HOME");
+		struct stat st;
+		if (in->catalog_dir) {
+			if (stat(in->catalog_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+				errbuf_set(err, errlen, "invalid --catalog-dir '%.200s': %s (expected SkyPilot's catalog "
+							"directory, such as ~/.sky/catalogs/v8, holding CLOUD/vms.csv)", in->catalog_dir,
+					   stat(in->catalog_dir, &st) != 0 ? strerror(errno) : "not a directory");
+				return GC_EINVAL;
+			}
+			snprintf(dir, sizeof dir, "%s", in->catalog_dir);
+		} else if (home && home[0] == '/') {
+			snprintf(dir, sizeof dir, "%s/.sky/catalogs/v8", home);
+		}
 		for (int i = 0; i < 3; i++) {
+			struct advise_catsrc *cs = &res->src[res->nsrc++];
+			snprintf(cs->cloud, sizeof cs->cloud, "%s", clouds[i]);
+			char live[PATH_MAX + 32];
+			snprintf(live, sizeof live, "%s/%s/vms.csv", dir, clouds[i]);
+			bool there = dir[0] && stat(live, &st) == 0 && S_ISREG(st.st_mode);
+			/* SkyPilot's GCP file prices the GPUs on rows of their own, apart from the machines
+			   they attach to; the snapshot holds their sums */
+			if (there && strcmp(clouds[i], "gcp") == 0) {
+				res->gcp_live_unused = true;
+				there = false;
+			}
+			if (there) {
+				char why[400];
+				if (catalog_load(&res->cat, live, clouds[i], why, sizeof why) != GC_OK) {
+					errbuf_set(err, errlen, "SkyPilot's catalog: %s", why);
+					return GC_EINVAL;
+				}
+				cs->live = true;
+				snprintf(cs->path, sizeof cs->path, "%s", live);
+				double age = difftime(time(NULL), st.st_mtime) / 3600;
+				cs->age_h = age > 0 ? age : 0;
+				continue;
+			}
 			char name[64];
 			snprintf(name, sizeof name, "catalog/%s.csv", clouds[i]);
 			if ((rc = datadir_file(name, path, sizeof path, err, errlen)) != GC_OK ||
 			    (rc = catalog_load(&res->cat, path, clouds[i], err, errlen)) != GC_OK)
 				return data_rc(rc);
+			snprintf(cs->path, sizeof cs->path, "%s", path);
 		}
 		return GC_OK;
 	}
@@ -482,6 +527,46 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 	res->top = (size_t)in->top;
 	res->tokens_given = in->tokens != NULL;
 	return GC_OK;
+}
+
+void advise_prices_text(const struct advise_result *res, char *buf, size_t len)
+{
+	const char *date = res->cat.date[0] ? res->cat.date : "unknown";
+	size_t n = 0, live = 0;
+	for (size_t i = 0; i < res->nsrc; i++)
+		live += res->src[i].live;
+	if (len)
+		buf[0] = '\0';
+	if (!live) {
+		snprintf(buf, len, "snapshot of %s", date);
+		return;
+	}
+	for (size_t i = 0; i < res->nsrc; i++) {
+		const struct advise_catsrc *cs = &res->src[i];
+		if (!cs->live)
+			continue;
+		int w = cs->age_h < 1 ? snprintf(buf + n, len > n ? len - n : 0, "%s%s: SkyPilot's catalog %s, under an "
+						"hour old", n ? "; " : "", cs->cloud, cs->path)
+			: cs->age_h < 48 ? snprintf(buf + n, len > n ? len - n : 0, "%s%s: SkyPilot's catalog %s, %.0f h old",
+						 n ? "; " : "", cs->cloud, cs->path, cs->age_h)
+				       : snprintf(buf + n, len > n ? len - n : 0, "%s%s: SkyPilot's catalog %s, %.0f days old",
+						 n ? "; " : "", cs->cloud, cs->path, cs->age_h / 24);
+		if (w > 0)
+			n += (size_t)w;
+	}
+	if (live < res->nsrc) {
+		int w = snprintf(buf + n, len > n ? len - n : 0, "; ");
+		n += w > 0 ? (size_t)w : 0;
+		bool first = true;
+		for (size_t i = 0; i < res->nsrc; i++) {
+			if (res->src[i].live)
+				continue;
+			w = snprintf(buf + n, len > n ? len - n : 0, "%s%s", first ? "" : ", ", res->src[i].cloud);
+			n += w > 0 ? (size_t)w : 0;
+			first = false;
+		}
+		snprintf(buf + n, len > n ? len - n : 0, ": snapshot of %s", date);
+	}
 }
 
 void advise_assumptions(const struct advise_result *res, char *buf, size_t len)
@@ -575,6 +660,8 @@ char *advise_result_json(const struct advise_result *res)
 		if (!pj)
 			continue;
 		json_object_set_new(pj, "host_memory_needed", json_real(p->host_need));
+		json_object_set_new(pj, "spot_zone", p->row->zone[0] && p->row->spot >= 0 ? json_string(p->row->zone)
+											     : json_null());
 		json_object_set_new(pj, "fabric", p->fabric ? json_string(p->fabric->fabric) : json_null());
 		json_object_set_new(pj, "host_memory",
 				    p->row->mem_gib > 0 ? json_real(p->row->mem_gib * 1024.0 * 1024 * 1024) : json_null());
@@ -598,6 +685,14 @@ char *advise_result_json(const struct advise_result *res)
 					      ? json_string(memmodel_loss_name(memmodel_loss_of(&r->model, j)))
 					      : json_null(),
 				      "text", why));
+	json_t *cats = json_array();
+	for (size_t i = 0; cats && i < res->nsrc; i++) {
+		const struct advise_catsrc *cs = &res->src[i];
+		json_array_append_new(cats, json_pack("{s:s, s:s, s:s, s:o}", "cloud", cs->cloud, "source",
+						      cs->live ? "skypilot" : "snapshot", "path", cs->path, "age_hours",
+						      cs->live ? json_real(round(cs->age_h * 10) / 10) : json_null()));
+	}
+	json_object_set_new(root, "catalogs", cats ? cats : json_null());
 	/* which plan field the order follows, and what "tokens" counts */
 	json_object_set_new(root, "ranked_by", json_string(r->spot ? "spot_cost" : "cost"));
 	json_object_set_new(root, "work_unit",

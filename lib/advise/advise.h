@@ -26,6 +26,7 @@
 #include "advise/specs.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -129,10 +130,22 @@ struct advise_input {
 	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
 	const char *catalogs[16];   /* --catalog files, borrowed */
 	size_t ncat;
+	const char *catalog_dir;    /* --catalog-dir: SkyPilot's catalogs (CLOUD/vms.csv); NULL: ~/.sky/catalogs/v8 */
 	long top;                   /* plans shown (10) */
 };
 
 /* what it answers */
+/* where one cloud's prices came from */
+struct advise_catsrc {
+	char cloud[16];
+	bool live;                  /* SkyPilot's local catalog, not the shipped snapshot */
+	char path[PATH_MAX + 32];
+	double age_h;               /* live: hours since the file was written */
+};
+
+/* a live catalog older than this gets a warning (SkyPilot refetches its own every 7 hours when it runs) */
+#define ADVISE_CATALOG_OLD_H (7 * 24.0)
+
 struct advise_result {
 	advise_req req;             /* the request with the model resolved and the task's defaults */
 	memmodel_model shape;       /* the preset whose shape --params alone assumed; name "" when none */
@@ -147,6 +160,9 @@ struct advise_result {
 	size_t np;
 	advise_need need;           /* when np is 0 */
 	advise_skipped skipped;
+	struct advise_catsrc src[3]; /* without --catalog: aws, gcp, azure, each live or the snapshot */
+	size_t nsrc;
+	bool gcp_live_unused;       /* SkyPilot's GCP catalog was there but prices GPUs apart from machines */
 };
 
 /* The options of `gpuctl advise` but --help and --json (getopt_long entries, all with val 256). */
@@ -169,6 +185,8 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
  */
 int advise_run(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen);
 void advise_result_free(struct advise_result *res);
+/* Where the prices came from, one line ("snapshot of 2026-11-22", or live catalogs and their age). */
+void advise_prices_text(const struct advise_result *res, char *buf, size_t len);
 /* What the memory figures assume (framework, loss, attention, overhead), one line for the output. */
 void advise_assumptions(const struct advise_result *res, char *buf, size_t len);
 /* The result as `gpuctl advise --json` prints it (schema gpuctl.advise/1); free(), NULL when out of memory. */

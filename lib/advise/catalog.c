@@ -9,6 +9,7 @@
 #include "device/gpu.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,79 @@ static void snapshot_date(catalog *c, const char *data, size_t len)
 	}
 }
 
+/* indices of rows sorted by place (cloud, instance, region, accelerators), ties in file order */
+static int by_place(const void *a, const void *b, void *rows)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const cat_row *x = (const cat_row *)rows + i, *y = (const cat_row *)rows + j;
+	int k = strcmp(x->cloud, y->cloud);
+	if (!k)
+		k = strcmp(x->instance, y->instance);
+	if (!k)
+		k = strcmp(x->region, y->region);
+	if (!k)
+		k = strcmp(x->acc, y->acc);
+	if (!k)
+		k = x->count < y->count ? -1 : x->count > y->count;
+	return k ? k : i < j ? -1 : i > j;
+}
+
+/* the lower of two prices where < 0 is unknown */
+static double lower(double a, double b)
+{
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+/*
+ * One row per instance type and region: SkyPilot's catalogs have one per
+ * availability zone. The on-demand price is the region's lowest, the spot
+ * price its cheapest zone's, and `zone` names that zone; the row stays
+ * where its first zone was. Without memory for the index, rows stay as they are.
+ */
+static void merge_zones(catalog *c, size_t from)
+{
+	size_t n = c->n - from;
+	size_t *ix = n > 1 ? malloc(n * sizeof *ix) : NULL;
+	if (!ix)
+		return;
+	cat_row *v = c->rows + from;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	qsort_r(ix, n, sizeof *ix, by_place, v);
+	bool *gone = calloc(n, sizeof *gone);
+	for (size_t a = 0; gone && a < n;) {
+		size_t b = a + 1;
+		cat_row *m = &v[ix[a]];
+		for (; b < n; b++) {
+			const cat_row *x = &v[ix[b]];
+			if (strcmp(x->cloud, m->cloud) || strcmp(x->instance, m->instance) || strcmp(x->region, m->region) ||
+			    strcmp(x->acc, m->acc) || x->count != m->count)
+				break;
+			m->price = lower(m->price, x->price);
+			if (x->spot >= 0 && (m->spot < 0 || x->spot < m->spot)) {
+				m->spot = x->spot;
+				memmove(m->zone, x->zone, sizeof m->zone);
+			}
+			m->mem_gib = x->mem_gib > m->mem_gib ? x->mem_gib : m->mem_gib;
+			m->vcpus = x->vcpus > m->vcpus ? x->vcpus : m->vcpus;
+			gone[ix[b]] = true;
+		}
+		a = b;
+	}
+	size_t out = 0;
+	for (size_t i = 0; gone && i < n; i++)
+		if (!gone[i])
+			v[out++] = v[i];
+	if (gone)
+		c->n = from + out;
+	free(gone);
+	free(ix);
+}
+
 int catalog_load_buf(catalog *c, const char *data, size_t len, const char *name, const char *cloud, char *err,
 		     size_t errlen)
 {
+	size_t first = c->n;
 	enum { C_TYPE, C_ACC, C_COUNT, C_PRICE, C_REGION, C_SPOT, C_VCPU, C_MEM, C_ZONE, C_CLOUD, NC };
 	static const char *const cols[NC] = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price",
 					     "Region", "SpotPrice", "vCPUs", "MemoryGiB", "AvailabilityZone", "Cloud"};
@@ -133,6 +204,7 @@ int catalog_load_buf(catalog *c, const char *data, size_t len, const char *name,
 		errbuf_set(err, errlen, "%s: %s", name, why);
 		return GC_EINVAL;
 	}
+	merge_zones(c, first);
 	return 0;
 }
 

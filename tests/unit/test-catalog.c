@@ -47,6 +47,35 @@ static void test_skypilot_order(void **state)
 	catalog_free(&c);
 }
 
+/* SkyPilot's v8 AWS layout: a GpuInfo dict in quotes, an Arch column, one row per zone: one row per region */
+static void test_zones_merge(void **state)
+{
+	(void)state;
+	catalog c = {0};
+	char err[256];
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,"
+			"AvailabilityZone,Arch\n"
+			"g6.2xlarge,L4,1.0,8.0,32.0,\"{'Gpus': [{'Name': 'L4', 'Count': 1}], 'TotalGpuMemoryInMiB': 22888}\","
+			"0.9776,0.5772,us-east-1,use1-az1,x86_64\n"
+			"p5.48xlarge,H100,8.0,192.0,2048.0,,55.04,18.1,us-east-1,use1-az1,x86_64\n"
+			"g6.2xlarge,L4,1.0,8.0,32.0,,0.9776,0.4101,us-east-1,use1-az4,x86_64\n"
+			"g6.2xlarge,L4,1.0,8.0,32.0,,0.9776,,us-east-1,use1-az6,x86_64\n"
+			"g6.2xlarge,L4,1.0,8.0,32.0,,1.0123,0.3999,us-west-2,usw2-az1,x86_64\n"
+			"p5.48xlarge,H100,8.0,192.0,2048.0,,55.04,14.2,us-east-1,use1-az2,x86_64\n";
+	assert_int_equal(load(&c, t, err, sizeof err), 0);
+	assert_int_equal(c.n, 3); /* g6 us-east-1, p5 us-east-1, g6 us-west-2, in first-zone order */
+	assert_string_equal(c.rows[0].instance, "g6.2xlarge");
+	assert_string_equal(c.rows[0].region, "us-east-1");
+	assert_true(c.rows[0].price == 0.9776 && c.rows[0].spot == 0.4101);
+	assert_string_equal(c.rows[0].zone, "use1-az4");
+	assert_string_equal(c.rows[1].instance, "p5.48xlarge");
+	assert_true(c.rows[1].spot == 14.2);
+	assert_string_equal(c.rows[1].zone, "use1-az2");
+	assert_string_equal(c.rows[2].region, "us-west-2");
+	assert_true(c.rows[2].spot == 0.3999);
+	catalog_free(&c);
+}
+
 static void test_quotes_crlf_comments(void **state)
 {
 	(void)state;
@@ -158,6 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_skypilot_order),
+		cmocka_unit_test(test_zones_merge),
 		cmocka_unit_test(test_quotes_crlf_comments),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_big_field),

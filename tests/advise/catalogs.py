@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""gpuctl advise reads SkyPilot's own catalogs (issue 23): CLOUD/vms.csv under
+--catalog-dir, else ~/.sky/catalogs/v8, in preference to the shipped
+snapshot, cloud by cloud, and says which it used and how old it is. The test
+writes v7 and v8 files in SkyPilot's layout (a GpuInfo cell holding a quoted
+dict with commas, v8's Arch column, one row per availability zone): they load
+by header name, zones fold into one row per region (the lowest on-demand
+price, the cheapest spot zone named), a missing column is a one-line error,
+an old file gets a warning, and SkyPilot's GCP file (GPUs priced apart from
+their machines) is said to be left for the snapshot.
+
+Usage: catalogs.py GPUCTL
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+errors = []
+
+
+def check(cond, what):
+    if not cond:
+        errors.append(what)
+
+
+V8_AWS = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch
+m7i.large,,,2.0,8.0,,0.1008,0.0401,us-east-1,use1-az1,x86_64
+g6.2xlarge,L4,1.0,8.0,32.0,"{'Gpus': [{'Name': 'L4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",0.9776,0.5772,us-east-1,use1-az1,x86_64
+g6.2xlarge,L4,1.0,8.0,32.0,"{'Gpus': [{'Name': 'L4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",0.9776,0.3102,us-east-1,use1-az4,x86_64
+g6.2xlarge,L4,1.0,8.0,32.0,,0.9776,,us-east-1,use1-az6,x86_64
+g6.2xlarge,L4,1.0,8.0,32.0,,0.9977,0.2999,us-west-2,usw2-az2,x86_64
+"""
+V7_AWS = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone
+g6.4xlarge,L4,1.0,16.0,64.0,"{'Gpus': [{'Name': 'L4', 'Count': 1}]}",1.3232,0.61,us-east-1,use1-az1
+g6.4xlarge,L4,1.0,16.0,64.0,"{'Gpus': [{'Name': 'L4', 'Count': 1}]}",1.3232,0.52,us-east-1,use1-az2
+"""
+V8_GCP = """InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice
+g2-standard-4,4.0,16.0,,,,us-central1,us-central1-a,0.3,0.1
+,,,L4,1,L4,us-central1,us-central1-a,0.56,0.2
+"""
+
+
+def advise(gpuctl, args, home):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_")}
+    env["HOME"] = home
+    return subprocess.run([gpuctl, "advise", "--model", "llama-2-7b", "--precision", "int4", "--batch", "1",
+                           *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def write(path, text, age_days=0):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    if age_days:
+        t = time.time() - age_days * 86400
+        os.utime(path, (t, t))
+
+
+def main():
+    gpuctl = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        home = os.path.join(tmp, "home")
+        os.mkdir(home)
+        # --catalog-dir with a v8 AWS file: its rows replace the snapshot's AWS rows, zones folded
+        d8 = os.path.join(tmp, "v8")
+        write(os.path.join(d8, "aws", "vms.csv"), V8_AWS)
+        p = advise(gpuctl, ["--catalog-dir", d8, "--clouds", "aws", "--top", "9", "--json"], home)
+        check(p.returncode == 0, "v8: exit %d %s" % (p.returncode, p.stderr))
+        doc = json.loads(p.stdout or "{}")
+        plans = [(q["instance"], q["region"], q["price_per_hour"], q["spot_price_per_hour"], q["spot_zone"])
+                 for q in doc.get("plans", [])]
+        check(sorted(plans) == [("g6.2xlarge", "us-east-1", 0.9776, 0.3102, "use1-az4"),
+                                ("g6.2xlarge", "us-west-2", 0.9977, 0.2999, "usw2-az2")],
+              "v8 plans (one per region, cheapest spot zone): %s" % plans)
+        srcs = {c["cloud"]: c for c in doc.get("catalogs", [])}
+        check(srcs.get("aws", {}).get("source") == "skypilot" and srcs["aws"]["path"].endswith("aws/vms.csv") and
+              srcs["aws"]["age_hours"] is not None and srcs["aws"]["age_hours"] < 1 and
+              srcs.get("gcp", {}).get("source") == "snapshot", "catalogs in JSON: %s" % srcs)
+        p = advise(gpuctl, ["--catalog-dir", d8, "--top", "2"], home)
+        line = [l for l in p.stdout.splitlines() if l.startswith("prices:")]
+        check(line and ("aws: SkyPilot's catalog %s/aws/vms.csv, under an hour old; gcp, azure: snapshot of" % d8)
+              in line[0], "the prices line does not say which catalog: %s" % line)
+        # ~/.sky/catalogs/v8 by default; a v7 file (no Arch) loads by header name; an old one is warned about
+        write(os.path.join(home, ".sky", "catalogs", "v8", "aws", "vms.csv"), V7_AWS, age_days=10)
+        p = advise(gpuctl, ["--clouds", "aws", "--top", "3"], home)
+        check(p.returncode == 0 and "g6.4xlarge" in p.stdout and "p5.48xlarge" not in p.stdout,
+              "~/.sky v7 catalog not used in place of the snapshot: %s" % p.stdout)
+        check("warning: SkyPilot's aws catalog is 10 days old" in p.stdout, "no age warning: %s" % p.stdout)
+        check("aws: SkyPilot's catalog %s/.sky/catalogs/v8/aws/vms.csv, 10 days old" % home in p.stdout,
+              "the prices line without the age: %s" % p.stdout)
+        p = advise(gpuctl, ["--clouds", "aws", "--top", "1", "--json", "--spot"], home)
+        q = json.loads(p.stdout)["plans"][0]
+        check(q["spot_price_per_hour"] == 0.52 and q["spot_zone"] == "use1-az2", "v7 spot: %s" % q)
+        # SkyPilot's GCP file is there but not used, and the output says so
+        write(os.path.join(d8, "gcp", "vms.csv"), V8_GCP)
+        p = advise(gpuctl, ["--catalog-dir", d8, "--top", "1"], home)
+        check("GCP's prices are the snapshot's" in p.stdout, "no word on the GCP catalog: %s" % p.stdout)
+        # errors: a missing column, a directory that is not there
+        bad = os.path.join(tmp, "bad")
+        write(os.path.join(bad, "azure", "vms.csv"), V8_AWS.replace("Region,", "Place,", 1))
+        p = advise(gpuctl, ["--catalog-dir", bad], home)
+        check(p.returncode == 2 and "the header has no 'Region' column" in p.stderr and
+              p.stderr.count("\n") == 1 and not p.stdout, "missing column: %d %r" % (p.returncode, p.stderr))
+        p = advise(gpuctl, ["--catalog-dir", os.path.join(tmp, "nowhere")], home)
+        check(p.returncode == 2 and "invalid --catalog-dir" in p.stderr and p.stderr.count("\n") == 1,
+              "missing dir: %d %r" % (p.returncode, p.stderr))
+        # --catalog FILE still wins over both
+        p = advise(gpuctl, ["--catalog", os.path.join(d8, "aws", "vms.csv"), "--top", "1", "--json"], home)
+        check(json.loads(p.stdout).get("catalogs") == [], "--catalog: catalogs %s" % p.stdout[-200:])
+    print("\n".join("FAIL: " + e for e in errors) if errors else "ok")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
