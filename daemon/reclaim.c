@@ -10,6 +10,7 @@
 #include "device/proc.h"
 #include "notify.h"
 #include "util/grow.h"
+#include "util/units.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -43,25 +44,7 @@ struct reclaim {
 
 int reclaim_parse_signal(const char *arg, int *sig, char *err, size_t errlen)
 {
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"INT", SIGINT}, {"TERM", SIGTERM},
-		     {"QUIT", SIGQUIT}, {"WINCH", SIGWINCH}, {"CONT", SIGCONT}};
-	const char *p = strncasecmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcasecmp(p, names[i].name) == 0) {
-			*sig = names[i].sig;
-			return 0;
-		}
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (end != arg && !*end && v >= 1 && v < NSIG && v != SIGKILL && v != SIGSTOP) {
-		*sig = (int)v;
-		return 0;
-	}
-	snprintf(err, errlen, "invalid --reclaim-signal '%s' (expected a signal name such as USR1, or its number)", arg);
-	return -1;
+	return units_parse_signal("--reclaim-signal", arg, sig, err, errlen) == 0 ? 0 : -1;
 }
 
 struct reclaim *reclaim_new(const struct reclaim_opts *o)

@@ -570,7 +570,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	/* run options a node's step takes over from the command line; the rest is Slurm's */
-	static const char step_pass[] = {'S', 'C', 'P', 'G', 'K', 'T', 'O', 'A', 'N'};
+	static const char step_pass[] = {'S', 'C', 'P', 'G', 'K', 'T', 'O', 'A', 'N', 'W'};
 	static const char slurm_refuse[] = {'g', 'M', 'U', 'm', 'x', 's', 'I', 'w', 'R', 'B'};
 	struct runjob j;
 	struct launch L = {0};

@@ -35,6 +35,8 @@ static void usage(FILE *f)
 		"      --poll=SEC         how often to ask the metadata service (default 1 s)\n"
 		"      --grace=DUR        SIGTERM to SIGKILL (default: the notice's own deadline)\n"
 		"      --on-notice=CMD    run CMD (through sh) when a notice arrives\n"
+		"      --on-warning=SIG   send SIG (USR1 ...) on a warning that is not a preemption (AWS\n"
+		"                         rebalance, GCP/Azure maintenance): checkpoint now; implies --spot\n"
 		"      --ack              Azure: acknowledge the event once the job has stopped\n"
 		"      --restart=POLICY   never (default), on-failure, on-preempt or always\n"
 		"      --max-restarts=N   at most N restarts (default 3)\n"

@@ -210,6 +210,12 @@ int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t err
 		o->sv.hang_timeout_ms = ms;
 		return GC_OK;
 	case 'O': o->sv.on_notice = arg; return GC_OK;
+	case 'W':
+		/* a warning only comes from the spot watcher: it implies --spot */
+		if ((rc = units_parse_signal("--on-warning", arg, &o->sv.warning_signal, err, errlen)))
+			return rc;
+		o->spot = true;
+		return GC_OK;
 	case 'A': o->ack = true; return GC_OK;
 	default:
 		return GC_ENOTFOUND;

@@ -164,7 +164,8 @@ struct job_opts {
 	{"max-restarts", required_argument, NULL, 'X'},        \
 	{"backoff", required_argument, NULL, 'B'},             \
 	{"checkpoint-dir", required_argument, NULL, 'K'},      \
-	{"hang-timeout", required_argument, NULL, 'T'}
+	{"hang-timeout", required_argument, NULL, 'T'},        \
+	{"on-warning", required_argument, NULL, 'W'}
 
 /* the defaults: no spot watcher, never restart, 3 restarts at most, backoff 1s:5m */
 void job_opts_init(struct job_opts *o);

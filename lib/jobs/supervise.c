@@ -285,6 +285,14 @@ static void on_notice(struct supervise_opts *o, struct attempt *a, const struct 
 	if (ev->kind != SPOT_PREEMPT) {
 		errbuf_log(o->log, o->arg, "%s %s from %s at %s: %s%s%s", spot_cloud_name(ev->cloud), spot_kind_name(ev->kind),
 		      spot_cloud_name(ev->cloud), when, ev->action, ev->detail[0] ? " " : "", ev->detail);
+		/* not a preemption: the job goes on, told to checkpoint now if it asked to be */
+		if (ev->kind == SPOT_WARNING && o->warning_signal > 0 && a->pid > 0 && !a->stopping) {
+			if (kill(-a->pid, o->warning_signal) == 0)
+				errbuf_log(o->log, o->arg, "sent %s to the job (process group %d): checkpoint now; it keeps running",
+				      strsignal(o->warning_signal), (int)a->pid);
+			else
+				errbuf_log(o->log, o->arg, "cannot signal the job: %s", strerror(errno));
+		}
 		return;
 	}
 	errbuf_log(o->log, o->arg, "preemption notice from %s at %s (action %s, deadline %s): stopping the job",

@@ -46,6 +46,7 @@ struct supervise_opts {
 	const char *checkpoint_dir;  /* borrowed; NULL: none */
 	int64_t hang_timeout_ms;     /* 0: no watchdog */
 	const char *on_notice;       /* borrowed shell command run on a notice, or NULL */
+	int warning_signal;          /* sent to the job on a SPOT_WARNING (checkpoint now); 0: a log line only */
 	char *const *env;            /* borrowed: the job's environment, before each attempt's
 					GPUCTL_RUN_ID...; NULL: ours (environ) */
 	struct spot_watcher *spot;   /* borrowed; NULL: no notices */

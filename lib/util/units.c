@@ -13,6 +13,7 @@
 #include "gpuctl/gpuctl.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -214,4 +215,27 @@ int gc_parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
 	if (rc == GC_OK)
 		*ms = (int64_t)v;
 	return rc;
+}
+
+int units_parse_signal(const char *opt, const char *arg, int *sig, char *err, size_t errlen)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"INT", SIGINT}, {"TERM", SIGTERM},
+		     {"QUIT", SIGQUIT}, {"WINCH", SIGWINCH}, {"CONT", SIGCONT}};
+	const char *p = strncasecmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcasecmp(p, names[i].name) == 0) {
+			*sig = names[i].sig;
+			return 0;
+		}
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end != arg && !*end && v >= 1 && v < NSIG && v != SIGKILL && v != SIGSTOP) {
+		*sig = (int)v;
+		return 0;
+	}
+	errbuf_set(err, errlen, "invalid %s '%s' (expected a signal name such as USR1, or its number)", opt, arg);
+	return GC_EINVAL;
 }

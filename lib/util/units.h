@@ -39,6 +39,10 @@ int units_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen);
  */
 int units_parse_percent(const char *s, int *pct, char *err, size_t errlen);
 
+/* A signal as people write it: USR1, SIGUSR1, usr1 or its number (not KILL or STOP). 0, or GC_EINVAL
+ * with a message naming opt. */
+int units_parse_signal(const char *opt, const char *arg, int *sig, char *err, size_t errlen);
+
 /* A whole number >= 1 ("3"). */
 int units_parse_count(const char *opt, const char *arg, long *out, char *err, size_t errlen);
 /* A duration: seconds, or a number with s, m, h or d ("90", "30s", "5m", "2h"), as milliseconds. */

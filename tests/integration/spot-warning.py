@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Warnings are not preemptions (issue 23): an AWS rebalance recommendation,
+a GCP maintenance event that migrates the VM and an Azure Freeze, posted by
+the mock metadata server while `gpuctl run --cloud C --on-warning USR1` runs
+a job, give the job one SIGUSR1 (checkpoint now) and leave it running: it
+completes every step in one attempt, gpuctl exits 0 and logs the warning.
+Without --on-warning the warning is a log line only (the job, whose SIGUSR1
+would kill it, completes). Usage: spot-warning.py GPUCTL SRCDIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+GPUCTL, SRC = sys.argv[1], sys.argv[2]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+STEPS = 25
+
+JOB = r'''
+import os, signal, sys, time
+log, trap = sys.argv[1], sys.argv[2] == "trap"
+k = [0]
+if trap:
+    signal.signal(signal.SIGUSR1, lambda *_: open(log, "a").write("usr1 %d\n" % k[0]))
+for i in range(@STEPS@):
+    k[0] = i
+    time.sleep(0.1)
+    with open(log, "a") as f:
+        f.write("step %d\n" % i)
+'''.replace("@STEPS@", str(STEPS))
+
+
+def ctl(base, path):
+    urllib.request.urlopen(urllib.request.Request(base + path, method="POST"), timeout=5).read()
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="gpuctl-warn-")
+    mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
+                            stdout=subprocess.PIPE, text=True)
+    port = int(mock.stdout.readline().split()[-1])
+    base = f"http://127.0.0.1:{port}"
+    errors = []
+    try:
+        for cloud, opt in (("aws", True), ("gcp", True), ("azure", True), ("aws", False)):
+            ctl(base, "/_ctl/reset")
+            case = cloud + ("" if opt else "-no-option")
+            log = os.path.join(work, case, "job.log")
+            os.makedirs(os.path.dirname(log))
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+            env.pop("CUDA_VISIBLE_DEVICES", None)
+            env.update({"GPUCTL_STATE_DIR": os.path.join(work, case, "state"),
+                        "GPUCTL_SIM_RUNDIR": os.path.join(work, case, "rd"), "GPUCTL_METADATA_URL": base})
+            args = [GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2"]
+            if opt:
+                args += ["--on-warning", "USR1"]
+            p = subprocess.Popen(args + ["--", sys.executable, "-c", JOB, log, "trap" if opt else "default"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if os.path.exists(log) and len(open(log).read().splitlines()) >= 5:
+                    break
+                time.sleep(0.02)
+            ctl(base, f"/_ctl/warning?cloud={cloud}")
+            try:
+                out, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                errors.append(f"{case}: gpuctl did not finish")
+            lines = open(log).read().splitlines() if os.path.exists(log) else []
+            steps = [int(l.split()[1]) for l in lines if l.startswith("step ")]
+            usr1 = [l for l in lines if l.startswith("usr1 ")]
+            if p.returncode != 0:
+                errors.append(f"{case}: gpuctl exited {p.returncode}: {err.strip()}")
+            if steps != list(range(STEPS)):
+                errors.append(f"{case}: steps {steps}: the job did not run to its end")
+            if len(usr1) != (1 if opt else 0):
+                errors.append(f"{case}: SIGUSR1 seen {len(usr1)} times, expected {1 if opt else 0}")
+            if f"{cloud} warning from {cloud}" not in err:
+                errors.append(f"{case}: the warning was not logged: {err!r}")
+            if opt != ("checkpoint now" in err):
+                errors.append(f"{case}: 'checkpoint now' {'missing from' if opt else 'in'} the log: {err!r}")
+            if "preemption notice" in err:
+                errors.append(f"{case}: a warning was taken for a preemption: {err!r}")
+            print(f"{case}: {len(steps)} steps, SIGUSR1 {len(usr1)}x, exit {p.returncode}")
+    finally:
+        mock.terminate()
+        mock.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+    for e in errors:
+        print("FAIL:", e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
