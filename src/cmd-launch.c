@@ -18,6 +18,7 @@
 #include "runjob.h"
 #include "torchprobe.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -31,7 +32,7 @@
 
 enum {
 	OPT_LAUNCHER = 256, OPT_DRY_RUN, OPT_SLURM, OPT_NODES, OPT_GPUS_PER_NODE, OPT_PARTITION,
-	OPT_TIME, OPT_CPUS, OPT_ACCOUNT, OPT_FOLLOW, OPT_JOB_NAME, OPT_OUTPUT, OPT_STEP,
+	OPT_TIME, OPT_CPUS, OPT_ACCOUNT, OPT_FOLLOW, OPT_JOB_NAME, OPT_OUTPUT, OPT_STEP, OPT_SKY_STEP,
 	OPT_ENDPOINT, OPT_LITERAL,
 };
 
@@ -49,7 +50,7 @@ struct launch {
 	struct port_hold *port;
 	char **expanded;             /* cmd with placeholders expanded */
 	char **argv;                 /* the launcher's full command line */
-	char endpoint_buf[64];
+	char endpoint_buf[272];
 	struct torchprobe probe;     /* the launcher's Python and PyTorch */
 };
 
@@ -81,6 +82,9 @@ static void usage(FILE *f)
 		"In the batch script --slurm writes (not for use by hand):\n"
 		"      --slurm-step       this node's part of the job: node count, rank and job id from Slurm\n"
 		"      --rdzv-endpoint=HOST:PORT  where every node's torchrun meets (with --slurm-step)\n"
+		"In a SkyPilot task advise --emit skypilot writes (not for use by hand):\n"
+		"      --sky-step         this node's part: node count, rank and head from SKYPILOT_NUM_NODES,\n"
+		"                         SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS (head:29500 unless --rdzv-endpoint)\n"
 		"\n"
 		"Placeholders in ARGS: {gpus} (per node), {nodes}, {world_size} and products with\n"
 		"whole numbers such as {32*gpus}; other braces pass through unchanged.\n");
@@ -498,14 +502,13 @@ static int slurm_submit(struct slurm_opts *s, char **cmd, bool dry_run)
 	return follow(id);
 }
 
-/* a whole number from Slurm's environment */
-static int launch_slurm_env(const char *name, long lo, long *out)
+/* a whole number from a scheduler's environment: opt runs inside `where`, which sets name */
+static int launch_env(const char *opt, const char *where, const char *name, long lo, long *out)
 {
 	const char *v = getenv(name);
 	char *end;
 	if (!v || !*v) {
-		cli_err("--slurm-step runs inside a Slurm job step, but %s is not set "
-			"(use gpuctl launch --slurm to submit one)", name);
+		cli_err("%s runs inside a %s, but %s is not set", opt, where, name);
 		return EXIT_USAGE;
 	}
 	errno = 0;
@@ -565,6 +568,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		{"output", required_argument, NULL, OPT_OUTPUT},
 		{"follow", no_argument, NULL, OPT_FOLLOW},
 		{"slurm-step", no_argument, NULL, OPT_STEP},
+		{"sky-step", no_argument, NULL, OPT_SKY_STEP},
 		{"rdzv-endpoint", required_argument, NULL, OPT_ENDPOINT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -576,7 +580,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 	struct launch L = {0};
 	struct slurm_opts s = {.nodes = 1, .max_requeues = 3};
 	const char *launcher_arg = "auto", *refused = NULL;
-	bool slurm = false;
+	bool slurm = false, sky_step = false;
 	char optname[32];
 	long v;
 	int c, idx, rc = EXIT_OK;
@@ -638,6 +642,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		case OPT_OUTPUT: s.output = optarg; break;
 		case OPT_FOLLOW: s.follow = true; break;
 		case OPT_STEP: L.step = true; break;
+		case OPT_SKY_STEP: L.step = sky_step = true; break;
 		case OPT_ENDPOINT: L.endpoint = optarg; break;
 		case 'h':
 			usage(stdout);
@@ -705,7 +710,46 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		request_option(&j.r, 'n', "auto");
 	if ((rc = choose_launcher(launcher_arg, &L)))
 		goto out;
-	if (L.step) {
+	if (sky_step) {
+		/* a node of a SkyPilot task (gpuctl advise --emit skypilot's multi-node run line): its
+		   node count, rank and head from SkyPilot's environment, every node's torchrun meeting
+		   at the head (--rdzv-endpoint overrides it) */
+		long nn, rank;
+		const char *ips = getenv("SKYPILOT_NODE_IPS"), *task = getenv("SKYPILOT_TASK_ID");
+		if (j.r.jg.n_auto) {
+			cli_err("--sky-step needs -n G: the GPUs SkyPilot gave each node (\"$SKYPILOT_NUM_GPUS_PER_NODE\")");
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if ((rc = launch_env("--sky-step", "SkyPilot task (gpuctl advise --emit skypilot writes one)",
+				     "SKYPILOT_NUM_NODES", 1, &nn)) ||
+		    (rc = launch_env("--sky-step", "SkyPilot task (gpuctl advise --emit skypilot writes one)",
+				     "SKYPILOT_NODE_RANK", 0, &rank)))
+			goto out;
+		size_t skip = ips ? strspn(ips, " \t\n") : 0, hl = ips ? strcspn(ips + skip, " \t\n") : 0;
+		if (!L.endpoint && (!hl || hl > 253)) {
+			cli_err("--sky-step needs the head node's address: SKYPILOT_NODE_IPS is %s (or give --rdzv-endpoint "
+				"HOST:PORT)", ips ? "not an address list" : "not set");
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if (!L.endpoint) {
+			snprintf(L.endpoint_buf, sizeof L.endpoint_buf, "%.*s:29500", (int)hl, ips + skip);
+			L.endpoint = L.endpoint_buf;
+		}
+		L.nnodes = (unsigned)nn;
+		L.node_rank = (unsigned)rank;
+		/* the rendezvous id: SkyPilot's task id (the same on every node), in safe characters */
+		char id[48];
+		snprintf(id, sizeof id, "%s", task && *task ? task : "sky");
+		for (char *k = id; *k; k++)
+			if (!isalnum((unsigned char)*k) && *k != '-' && *k != '_')
+				*k = '-';
+		snprintf(L.rdzv_id, sizeof L.rdzv_id, "%s", id);
+		snprintf(j.jo.sv.run_id, sizeof j.jo.sv.run_id, "sky-%.28s", id);
+		/* every node must start again together: SkyPilot's job recovery relaunches them all */
+		j.jo.sv.restart = SUPERVISE_RESTART_NEVER;
+	} else if (L.step) {
 		long nn, rank, jobid;
 		if (!L.endpoint || !*L.endpoint) {
 			cli_err("--slurm-step needs --rdzv-endpoint HOST:PORT");
@@ -717,8 +761,10 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto out;
 		}
-		if ((rc = launch_slurm_env("SLURM_JOB_ID", 1, &jobid)) || (rc = launch_slurm_env("SLURM_NNODES", 1, &nn)) ||
-		    (rc = launch_slurm_env("SLURM_NODEID", 0, &rank)))
+		static const char where[] = "Slurm job step (gpuctl launch --slurm submits one)";
+		if ((rc = launch_env("--slurm-step", where, "SLURM_JOB_ID", 1, &jobid)) ||
+		    (rc = launch_env("--slurm-step", where, "SLURM_NNODES", 1, &nn)) ||
+		    (rc = launch_env("--slurm-step", where, "SLURM_NODEID", 0, &rank)))
 			goto out;
 		L.nnodes = (unsigned)nn;
 		L.node_rank = (unsigned)rank;

@@ -71,14 +71,20 @@ static bool put_word(char **b, size_t *n, const char *s)
 	return put(b, n, "'");
 }
 
-/* the run line: the command under gpuctl run (or launch) with the spot and checkpoint options */
-static char *run_line(const struct advise_result *res, const struct advise_sky_opts *o, const char *dir)
+/*
+ * The run line: the command under gpuctl run (or launch) with the spot and
+ * checkpoint options; on several nodes, gpuctl launch --sky-step on each
+ * (torchrun meeting at the head; SkyPilot relaunches all nodes after a
+ * preemption, so no local restart).
+ */
+static char *run_line(const struct advise_result *res, const struct advise_sky_opts *o, const char *dir, bool multi)
 {
 	char *b = NULL;
 	size_t n = 0;
-	bool ok = put(&b, &n, o->launch ? "gpuctl launch" : "gpuctl run") &&
+	bool ok = put(&b, &n, multi ? "gpuctl launch --sky-step" : o->launch ? "gpuctl launch" : "gpuctl run") &&
 		  put(&b, &n, " -n \"$SKYPILOT_NUM_GPUS_PER_NODE\"") &&
-		  put(&b, &n, res->req.spot ? " --spot --restart on-preempt" : " --restart on-failure") &&
+		  put(&b, &n, multi ? (res->req.spot ? " --spot" : "")
+				    : res->req.spot ? " --spot --restart on-preempt" : " --restart on-failure") &&
 		  put(&b, &n, " --checkpoint-dir");
 	if (ok && o->ckpt_dir)
 		ok = put_word(&b, &n, dir);
@@ -135,18 +141,13 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 		errbuf_set(err, errlen, "no plan fits: nothing to hand to SkyPilot");
 		return GC_EINVAL;
 	}
-	if (res->plans[0].nodes > 1) {
-		errbuf_set(err, errlen, "the cheapest plan needs %u nodes, and --emit skypilot writes one-node tasks "
-					"only (no multi-node rendezvous yet): --max-gpus %u keeps plans on one node",
-			   res->plans[0].nodes, res->plans[0].row->count);
-		return GC_EINVAL;
-	}
-	/* every item: a cloud SkyPilot knows and an accelerator name it has */
-	size_t multi = 0;
+	/* num_nodes is the task's: the plans of the cheapest one's node count */
+	unsigned nodes = res->plans[0].nodes;
+	size_t other = 0;
 	for (size_t i = 0; i < show; i++) {
 		const advise_plan *p = &res->plans[i];
-		if (p->nodes > 1) {
-			multi++;
+		if (p->nodes != nodes) {
+			other++;
 			continue;
 		}
 		if (!known(sky_clouds, NITEMS(sky_clouds), p->row->cloud, false)) {
@@ -167,7 +168,7 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 	else
 		default_name(res, name, sizeof name);
 	const char *dir = o->ckpt_dir ? o->ckpt_dir : o->bucket ? "/gpuctl-ckpt" : NULL;
-	char *run = run_line(res, o, dir);
+	char *run = run_line(res, o, dir, nodes > 1);
 	char install_fail[] = "echo 'gpuctl is not installed on this VM: gpuctl advise --setup COMMAND gives the line "
 			      "that installs it (docs/cloud.md)' >&2; exit 1";
 	char *setup = NULL;
@@ -189,21 +190,28 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 	}
 	fprintf(f, "# SkyPilot task written by gpuctl advise (prices of %s): %s, %s; %zu plan%s, %s.\n",
 		res->cat.date[0] ? res->cat.date : "an undated catalog", res->req.model.name,
-		memmodel_task_name(res->req.job.task), show - multi, show - multi == 1 ? "" : "s",
+		memmodel_task_name(res->req.job.task), show - other, show - other == 1 ? "" : "s",
 		o->any ? "any of them (SkyPilot's optimizer picks)" : "cheapest first");
 	fprintf(f, "# Run it as a managed job: sky jobs launch FILE. A preempted job is relaunched in the next region\n"
 		   "# (EAGER_NEXT_REGION); gpuctl on the VM stops it on the cloud's notice and resumes it from\n"
 		   "# the newest complete checkpoint in the checkpoint directory.\n");
-	if (multi)
-		fprintf(f, "# Left out: %zu multi-node plan%s (one-node tasks only).\n", multi, multi == 1 ? "" : "s");
+	if (other)
+		fprintf(f, "# Left out: %zu plan%s on another number of nodes (num_nodes is the task's).\n", other,
+			other == 1 ? "" : "s");
+	if (nodes > 1)
+		fprintf(f, "# %u nodes: each runs gpuctl launch --sky-step, torchrun meeting at the first node's\n"
+			   "# address (SKYPILOT_NODE_IPS) on port 29500; the command is torchrun's script.\n", nodes);
 	if (!o->bucket)
 		fprintf(f, "# No --checkpoint-bucket: checkpoints stay on the VM's disk and are lost with it.\n");
-	fprintf(f, "name: %s\nresources:\n  use_spot: %s\n  disk_size: %u\n  job_recovery:\n"
+	fprintf(f, "name: %s\n", qname);
+	if (nodes > 1)
+		fprintf(f, "num_nodes: %u\n", nodes);
+	fprintf(f, "resources:\n  use_spot: %s\n  disk_size: %u\n  job_recovery:\n"
 		   "    strategy: \"EAGER_NEXT_REGION\"\n    max_restarts_on_errors: %u\n  %s:\n",
-		qname, res->req.spot ? "true" : "false", o->disk_gb, o->max_restarts, o->any ? "any_of" : "ordered");
+		res->req.spot ? "true" : "false", o->disk_gb, o->max_restarts, o->any ? "any_of" : "ordered");
 	for (size_t i = 0; i < show; i++) {
 		const advise_plan *p = &res->plans[i];
-		if (p->nodes > 1)
+		if (p->nodes != nodes)
 			continue;
 		char infra[64], acc[64];
 		snprintf(infra, sizeof infra, "%s/%s", p->row->cloud, p->row->region);

@@ -36,10 +36,11 @@ struct advise_sky_opts {
 const char *sky_accelerator(const spec_sky *t, size_t n, const char *row_acc, const char *gpu);
 
 /*
- * Write res's shown plans (at most res->top, one node each) as a task YAML
- * to f. GC_OK; GC_EINVAL with the reason in err (no feasible plan, the
- * cheapest needs several nodes, a cloud SkyPilot does not know, a GPU it
- * has no name for, a bucket that is not a URL); GC_EIO when f fails.
+ * Write res's shown plans (at most res->top) of the cheapest plan's node
+ * count as a task YAML to f (several nodes: num_nodes, and gpuctl launch
+ * --sky-step on each). GC_OK; GC_EINVAL with the reason in err (no feasible
+ * plan, a cloud SkyPilot does not know, a GPU it has no name for, a bucket
+ * that is not a URL); GC_EIO when f fails.
  */
 int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, size_t nt,
 			 const struct advise_sky_opts *o, FILE *f, char *err, size_t errlen);

@@ -202,6 +202,46 @@ def main():
                             "x"])
         accs = [it["accelerators"] for it in load(p.stdout)["resources"]["ordered"]]
         check("H100-MEGA:8" in accs, "no H100-MEGA:8 among %s" % accs)
+        # several nodes: num_nodes, the plans of that node count only, gpuctl launch --sky-step on each
+        mn = ["--model", "llama-2-70b", "--task", "train-full", "--top", "10"]
+        j = json.loads(advise(gpuctl, mn + ["--json"]).stdout)
+        k = j["plans"][0]["nodes"]
+        p = advise(gpuctl, mn + ["--emit", "skypilot", "--checkpoint-bucket", "gs://b/c", "--", "train.py", "--bf16"])
+        doc4 = load(p.stdout)
+        check_schema(doc4, "multi-node")
+        want = [("%s/%s" % (q["cloud"], q["region"]), q["instance"]) for q in j["plans"] if q["nodes"] == k]
+        got = [(it["infra"], it["instance_type"]) for it in doc4["resources"]["ordered"]]
+        check(k > 1 and doc4.get("num_nodes") == k and got == want, "multi-node: num_nodes %r (cheapest %d), "
+              "plans %s, expected %s" % (doc4.get("num_nodes"), k, got, want))
+        left = sum(1 for q in j["plans"] if q["nodes"] != k)
+        check(("Left out: %d plan" % left) in p.stdout if left else "Left out" not in p.stdout,
+              "left-out plans not counted (%d)" % left)
+        r = run_bash(doc4["run"], fake, tmp)
+        with open(os.path.join(tmp, "argv"), "rb") as f:
+            argv = f.read().split(b"\0")
+        check(argv == [b"launch", b"--sky-step", b"-n", b"8", b"--checkpoint-dir", b"/gpuctl-ckpt", b"--",
+                       b"train.py", b"--bf16"], "multi-node run line gave %r" % argv)
+        # --sky-step on a node: SkyPilot's environment becomes torchrun's rendezvous
+        node = os.path.join(src, "tests", "cli", "nodes", "idle-8x.json")
+        env = {k2: v for k2, v in os.environ.items() if not k2.startswith(("GPUCTL_", "SKYPILOT_"))
+               or k2 == "GPUCTL_SIM_LIBDIR"}
+        env.update({"GPUCTL_STATE_DIR": os.path.join(tmp, "st"), "GPUCTL_SIM_RUNDIR": os.path.join(tmp, "rd")})
+        sky_env = dict(env, SKYPILOT_NUM_NODES="3", SKYPILOT_NODE_RANK="2",
+                       SKYPILOT_NODE_IPS="10.1.2.3\n10.1.2.4\n10.1.2.5\n", SKYPILOT_TASK_ID="sky-t/1 x")
+        p = subprocess.run([gpuctl, "--sim", node, "launch", "--sky-step", "--dry-run", "-n", "8", "--", "train.py"],
+                           capture_output=True, text=True, timeout=60, env=sky_env)
+        tr = [l for l in p.stdout.splitlines() if "--nnodes" in l]
+        check(p.returncode == 0 and tr and all(x in tr[0].split() for x in
+              ["--nnodes=3", "--nproc_per_node=8", "--node_rank=2", "--rdzv_endpoint=10.1.2.3:29500",
+               "--rdzv_id=sky-t-1-x", "train.py"]), "--sky-step: exit %d, %r" % (p.returncode, tr or p.stderr))
+        for drop, needle in [("SKYPILOT_NUM_NODES", "SKYPILOT_NUM_NODES is not set"),
+                             ("SKYPILOT_NODE_IPS", "head node's address")]:
+            e2 = dict(sky_env)
+            del e2[drop]
+            p = subprocess.run([gpuctl, "--sim", node, "launch", "--sky-step", "--dry-run", "-n", "8", "--", "t.py"],
+                               capture_output=True, text=True, timeout=60, env=e2)
+            check(p.returncode == 2 and needle in p.stderr, "--sky-step without %s: %d %r" % (drop, p.returncode,
+                                                                                               p.stderr))
         # the accelerator table: every catalog name, every GPU
         with open(os.path.join(src, "data", "sky-accelerators.csv")) as f:
             table = list(csv.DictReader(line for line in f if not line.startswith("#")))
@@ -275,10 +315,8 @@ def main():
                 (["--emit", "skypilot", "--max-restarts", "-1", "--", "x"], "invalid --max-restarts"),
                 (["--emit", "skypilot", "--disk-size", "0", "--", "x"], "invalid --disk-size"),
                 (["--emit", "skypilot", "x"], "x"),
-                (["--catalog", cat, "--emit", "skypilot", "--", "x"], "SkyPilot does not know"),
-                (["--task", "train-full", "--max-gpus", "64", "--emit", "skypilot", "--", "x"], "nodes")]:
-            m = ["--model", "llama-2-70b"] if "train-full" in args else ["--model", "llama-2-7b"]
-            p = advise(gpuctl, m + args)
+                (["--catalog", cat, "--emit", "skypilot", "--", "x"], "SkyPilot does not know")]:
+            p = advise(gpuctl, ["--model", "llama-2-7b"] + args)
             check(p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1 and not p.stdout,
                   "%s: exit %d, stderr %r, stdout %d bytes" % (args, p.returncode, p.stderr, len(p.stdout)))
     finally:
