@@ -774,6 +774,9 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		j.jo.sv.restart = SUPERVISE_RESTART_NEVER;
 	}
 	probe_launcher(&L);
+	/* a stop (notice, hang, --grace) goes to torchrun's workers, not to its agent, which would
+	   SIGKILL them 30 s later (docs/launch.md) */
+	j.jo.sv.spare_leader = true;
 	rc = runjob_exec(&j, g, L.cmd);
 	if (L.step && j.ran && j.end == SUPERVISE_END_PREEMPTED)
 		rc = step_requeue();

@@ -15,6 +15,7 @@
 #include "util/env.h"
 #include "spot/spot.h"
 #include "device/gpu.h"
+#include "device/proc.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -242,8 +243,13 @@ static pid_t run_hook(const char *cmd, const sigset_t *orig, char **env)
 	return p;
 }
 
+#define SUPERVISE_MAX_WORKERS 256
+
 struct attempt {
 	pid_t pid;
+	pid_t workers[SUPERVISE_MAX_WORKERS]; /* spare_leader: the children signalled, when stopping */
+	unsigned long long worker_start[SUPERVISE_MAX_WORKERS]; /* their start times: no reused pid is hit */
+	size_t nworkers;
 	bool stopping;
 	int64_t kill_at;         /* mono ms of the SIGKILL, when stopping */
 	bool killed;
@@ -252,6 +258,43 @@ struct attempt {
 	int64_t last_cpu, last_progress, next_check;
 	char **env;              /* the attempt's environment (run_hook's too) */
 };
+
+/* pid's children (from /proc) and their start times, at most max: how many */
+static size_t children_of(pid_t pid, pid_t *out, unsigned long long *starts, size_t max)
+{
+	DIR *d = opendir("/proc");
+	size_t n = 0;
+	struct dirent *e;
+	while (d && n < max && (e = readdir(d))) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+		char state;
+		pid_t ppid;
+		unsigned long long start;
+		if (*end || v <= 0 || proc_stat((pid_t)v, &state, &ppid, &start) != 0 || ppid != pid || state == 'Z')
+			continue;
+		starts[n] = start;
+		out[n++] = (pid_t)v;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* sig to a worker still the one that started at `start`: its own process group when it leads one
+   (torch >= 2.2 starts each worker in a session of its own) */
+static void signal_worker(pid_t w, unsigned long long start, int sig)
+{
+	char state;
+	pid_t ppid;
+	unsigned long long now_start;
+	if (proc_stat(w, &state, &ppid, &now_start) != 0 || now_start != start)
+		return;
+	if (getpgid(w) == w)
+		killpg(w, sig);
+	else
+		kill(w, sig);
+}
 
 static void stop_job(struct supervise_opts *o, struct attempt *a, enum supervise_end why, int64_t deadline_real_ms)
 {
@@ -270,6 +313,21 @@ static void stop_job(struct supervise_opts *o, struct attempt *a, enum supervise
 	a->stopping = true;
 	a->reason = why;
 	a->kill_at = clock_mono_ms() + grace;
+	/*
+	 * torchrun's agent, on SIGTERM, forwards it to its workers and SIGKILLs
+	 * them 30 s later (PContext.close's fixed timeout): a checkpoint that
+	 * takes longer dies. So the workers get SIGTERM and the agent nothing; it
+	 * sees them finish and exits. Without children, the whole group.
+	 */
+	a->nworkers = o->spare_leader ? children_of(a->pid, a->workers, a->worker_start, SUPERVISE_MAX_WORKERS) : 0;
+	if (a->nworkers) {
+		for (size_t i = 0; i < a->nworkers; i++)
+			signal_worker(a->workers[i], a->worker_start[i], SIGTERM);
+		errbuf_log(o->log, o->arg, "sent SIGTERM to the job's %zu worker%s, not to its launcher (which would "
+			   "SIGKILL them after 30 s); SIGKILL in %.1f s if it is still running", a->nworkers,
+			   a->nworkers == 1 ? "" : "s", grace / 1000.0);
+		return;
+	}
 	kill(-a->pid, SIGTERM);
 	errbuf_log(o->log, o->arg, "sent SIGTERM to the job (process group %d); SIGKILL in %.1f s if it is still running",
 	      (int)a->pid, grace / 1000.0);
@@ -468,6 +526,8 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		if (!done && a.stopping && !a.killed && now >= a.kill_at) {
 			errbuf_log(o->log, o->arg, "the job did not stop within the grace time: SIGKILL");
 			kill(-pid, SIGKILL);
+			for (size_t i = 0; i < a.nworkers; i++)
+				signal_worker(a.workers[i], a.worker_start[i], SIGKILL);
 			a.killed = true;
 		}
 		if (!done && a.next_check >= 0 && now >= a.next_check)

@@ -47,6 +47,8 @@ struct supervise_opts {
 	int64_t hang_timeout_ms;     /* 0: no watchdog */
 	const char *on_notice;       /* borrowed shell command run on a notice, or NULL */
 	int warning_signal;          /* sent to the job on a SPOT_WARNING (checkpoint now); 0: a log line only */
+	bool spare_leader;           /* stop the command's children, not the command: torchrun's agent,
+					told to stop, SIGKILLs its workers 30 s later, whatever the grace */
 	char *const *env;            /* borrowed: the job's environment, before each attempt's
 					GPUCTL_RUN_ID...; NULL: ours (environ) */
 	struct spot_watcher *spot;   /* borrowed; NULL: no notices */

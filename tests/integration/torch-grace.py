@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""torchrun's workers get the whole grace period under gpuctl launch (issue 23),
+with Debian's real torchrun (python3-torch, installed by tests/torch/torch-up.sh
+when missing; skip 77 when it cannot be).
+
+A worker that, on SIGTERM, takes 45 s to write its checkpoint:
+  control: torchrun alone, SIGTERM to torchrun (what a plain `kill` or a
+           supervisor signalling its process group does): its agent forwards it
+           and SIGKILLs the workers 30 s later (torch elastic's PContext.close
+           timeout): no checkpoint. This is the bug, shown on the real thing;
+  gpuctl:  `gpuctl launch -n 2 --cloud aws` under a mock AWS metadata service
+           that posts a notice two minutes ahead: both workers write their
+           checkpoints (45 s after the notice), gpuctl says it signalled the
+           workers, not the launcher.
+Takes about 90 s. Usage: torch-grace.py GPUCTL SRCDIR
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+PY = "/usr/bin/python3"
+SAVE_S = 45
+
+up = subprocess.run(["bash", os.path.join(SRC, "tests", "torch", "torch-up.sh"), PY], capture_output=True, text=True,
+                    timeout=600)
+if up.returncode != 0:
+    msg = up.stderr.strip().splitlines()
+    print("SKIP: " + (msg[-1] if msg else f"torch-up.sh exit {up.returncode}"))
+    sys.exit(77 if up.returncode == 77 else 1)
+TORCH = up.stdout.strip().split("=", 1)[1]
+TORCHRUN = shutil.which("torchrun", path="/usr/bin")
+if not TORCHRUN:
+    print("FAIL: python3-torch is installed but /usr/bin/torchrun is not")
+    sys.exit(1)
+PYVER = tuple(int(x) for x in subprocess.run([PY, "-c", "import sys; print(*sys.version_info[:2])"],
+                                             capture_output=True, text=True, check=True).stdout.split())
+# PyTorch < 2.0 on Python >= 3.11 needs --redirects/--tee (tests/integration/torch.py)
+STD = ["--redirects=1", "--tee=1"] if tuple(int(x) for x in TORCH.split(".")[:2]) < (2, 0) and PYVER >= (3, 11) else []
+
+WORKER = r'''
+import os, signal, sys, time
+out, save = sys.argv[1], float(sys.argv[2])
+rank = os.environ.get("RANK", "?")
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(time.monotonic()))
+open(os.path.join(out, "ready-" + rank), "w").close()
+while not stop:
+    time.sleep(0.05)
+time.sleep(save)                        # the checkpoint: written after `save` seconds
+with open(os.path.join(out, "committed-" + rank), "w") as f:
+    f.write("%.1f" % (time.monotonic() - stop[0]))
+'''
+
+errors = []
+
+
+def check(cond, what):
+    if not cond:
+        errors.append(what)
+
+
+def wait_for(paths, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(os.path.exists(p) for p in paths):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="gpuctl-grace-")
+    script = os.path.join(work, "worker.py")
+    with open(script, "w") as f:
+        f.write(WORKER)
+    mock = None
+    try:
+        # control: the real torchrun, SIGTERM to torchrun
+        out = os.path.join(work, "control")
+        os.mkdir(out)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_")}
+        t = subprocess.Popen([TORCHRUN, "--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d",
+                              "--rdzv_endpoint=127.0.0.1:0", *STD, script, out, str(SAVE_S)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+        check(wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60), "control: workers not up")
+        t0 = time.monotonic()
+        os.kill(t.pid, signal.SIGTERM)
+        try:
+            tout = t.communicate(timeout=SAVE_S + 30)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(t.pid, signal.SIGKILL)
+            tout = t.communicate()[0]
+        took = time.monotonic() - t0
+        committed = [n for n in os.listdir(out) if n.startswith("committed-")]
+        print(f"control: torch {TORCH}, torchrun ended {took:.1f} s after its SIGTERM; checkpoints written: "
+              f"{len(committed)} of 2")
+        check(not committed and took < SAVE_S, "control: expected torchrun to SIGKILL the workers before their "
+              f"{SAVE_S} s checkpoint (it did not: {committed}, {took:.1f} s); the test's premise is gone")
+
+        # gpuctl launch, a notice two minutes ahead from the mock metadata service
+        mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
+                                stdout=subprocess.PIPE, text=True)
+        base = "http://127.0.0.1:%d" % int(mock.stdout.readline().split()[-1])
+        out = os.path.join(work, "gpuctl")
+        os.mkdir(out)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
+                    "GPUCTL_METADATA_URL": base, "PATH": "/usr/bin:/bin"})
+        g = subprocess.Popen([GPUCTL, "--sim", NODE, "launch", "-n", "2", "--cloud", "aws", "--poll", "0.2", "--",
+                              script, out, str(SAVE_S)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        check(wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60), "gpuctl: workers not up")
+        urllib.request.urlopen(urllib.request.Request(base + "/_ctl/preempt?cloud=aws&in=120", method="POST"),
+                               timeout=5).read()
+        t0 = time.monotonic()
+        try:
+            gout, gerr = g.communicate(timeout=110)
+        except subprocess.TimeoutExpired:
+            g.kill()
+            gout, gerr = g.communicate()
+            errors.append("gpuctl launch did not end within 110 s of the notice")
+        took = time.monotonic() - t0
+        committed = sorted(n for n in os.listdir(out) if n.startswith("committed-"))
+        print(f"gpuctl launch: ended {took:.1f} s after the notice; checkpoints written: {committed}")
+        check(committed == ["committed-0", "committed-1"], f"gpuctl: checkpoints {committed}, expected both "
+              f"(stderr: {gerr[-600:]!r})")
+        check(took >= SAVE_S - 1, f"gpuctl: ended {took:.1f} s after the notice, before the {SAVE_S} s checkpoint")
+        check("not to its launcher" in gerr, f"gpuctl did not say it signalled the workers: {gerr[-600:]!r}")
+    finally:
+        if mock:
+            mock.terminate()
+            mock.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+    print("\n".join("FAIL: " + e for e in errors) if errors else "ok")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
