@@ -343,9 +343,18 @@ static void on_notice(struct supervise_opts *o, struct attempt *a, const struct 
 	if (ev->kind != SPOT_PREEMPT) {
 		errbuf_log(o->log, o->arg, "%s %s from %s at %s: %s%s%s", spot_cloud_name(ev->cloud), spot_kind_name(ev->kind),
 		      spot_cloud_name(ev->cloud), when, ev->action, ev->detail[0] ? " " : "", ev->detail);
-		/* not a preemption: the job goes on, told to checkpoint now if it asked to be */
+		/* not a preemption: the job goes on, told to checkpoint now if it asked to be; under
+		   gpuctl launch its workers only (torchrun's agent would die of a SIGUSR1) */
 		if (ev->kind == SPOT_WARNING && o->warning_signal > 0 && a->pid > 0 && !a->stopping) {
-			if (kill(-a->pid, o->warning_signal) == 0)
+			pid_t w[SUPERVISE_MAX_WORKERS];
+			unsigned long long ws[SUPERVISE_MAX_WORKERS];
+			size_t nw = o->spare_leader ? children_of(a->pid, w, ws, SUPERVISE_MAX_WORKERS) : 0;
+			for (size_t i = 0; i < nw; i++)
+				signal_worker(w[i], ws[i], o->warning_signal);
+			if (nw)
+				errbuf_log(o->log, o->arg, "sent %s to the job's %zu worker%s: checkpoint now; it keeps running",
+				      strsignal(o->warning_signal), nw, nw == 1 ? "" : "s");
+			else if (kill(-a->pid, o->warning_signal) == 0)
 				errbuf_log(o->log, o->arg, "sent %s to the job (process group %d): checkpoint now; it keeps running",
 				      strsignal(o->warning_signal), (int)a->pid);
 			else

@@ -11,7 +11,9 @@ A worker that, on SIGTERM, takes 45 s to write its checkpoint:
   gpuctl:  `gpuctl launch -n 2 --cloud aws` under a mock AWS metadata service
            that posts a notice two minutes ahead: both workers write their
            checkpoints (45 s after the notice), gpuctl says it signalled the
-           workers, not the launcher.
+           workers, not the launcher. Before the notice, a rebalance
+           recommendation with --on-warning USR1 reaches the workers and leaves
+           torchrun (whose agent a SIGUSR1 would kill) running.
 Takes about 90 s. Usage: torch-grace.py GPUCTL SRCDIR
 """
 import os
@@ -50,6 +52,7 @@ out, save = sys.argv[1], float(sys.argv[2])
 rank = os.environ.get("RANK", "?")
 stop = []
 signal.signal(signal.SIGTERM, lambda *_: stop.append(time.monotonic()))
+signal.signal(signal.SIGUSR1, lambda *_: open(os.path.join(out, "warned-" + rank), "w").close())
 open(os.path.join(out, "ready-" + rank), "w").close()
 while not stop:
     time.sleep(0.05)
@@ -115,10 +118,17 @@ def main():
         env.pop("CUDA_VISIBLE_DEVICES", None)
         env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
                     "GPUCTL_METADATA_URL": base, "PATH": "/usr/bin:/bin"})
-        g = subprocess.Popen([GPUCTL, "--sim", NODE, "launch", "-n", "2", "--cloud", "aws", "--poll", "0.2", "--",
-                              script, out, str(SAVE_S)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+        g = subprocess.Popen([GPUCTL, "--sim", NODE, "launch", "-n", "2", "--cloud", "aws", "--poll", "0.2",
+                              "--on-warning", "USR1", "--", script, out, str(SAVE_S)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         check(wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60), "gpuctl: workers not up")
+        # first a rebalance recommendation: the workers get SIGUSR1, torchrun (which would die of it) nothing
+        urllib.request.urlopen(urllib.request.Request(base + "/_ctl/warning?cloud=aws", method="POST"),
+                               timeout=5).read()
+        check(wait_for([os.path.join(out, "warned-0"), os.path.join(out, "warned-1")], 20),
+              "gpuctl: the workers did not get --on-warning's SIGUSR1")
+        time.sleep(1)
+        check(g.poll() is None, "gpuctl launch ended after a warning: %r" % (g.poll(),))
         urllib.request.urlopen(urllib.request.Request(base + "/_ctl/preempt?cloud=aws&in=120", method="POST"),
                                timeout=5).read()
         t0 = time.monotonic()
