@@ -203,6 +203,14 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 			   "# address (SKYPILOT_NODE_IPS) on port 29500; the command is torchrun's script.\n", nodes);
 	if (!o->bucket)
 		fprintf(f, "# No --checkpoint-bucket: checkpoints stay on the VM's disk and are lost with it.\n");
+	bool several = false;
+	for (size_t i = 0; i < show; i++)
+		several |= res->plans[i].nodes == nodes && res->plans[i].row->count > 1;
+	int task = res->req.job.task;
+	bool train = task == MEMMODEL_TRAIN || task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
+	if (several && train && nodes == 1 && !o->launch)
+		fprintf(f, "# Plans of several GPUs: the command gets them all (CUDA_VISIBLE_DEVICES), and a program\n"
+			   "# that uses one GPU leaves the rest idle; --launch runs it under torchrun, one process per GPU.\n");
 	fprintf(f, "name: %s\n", qname);
 	if (nodes > 1)
 		fprintf(f, "num_nodes: %u\n", nodes);

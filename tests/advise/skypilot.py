@@ -140,6 +140,7 @@ def main():
         p = advise(gpuctl, base + ["--emit", "skypilot", "--checkpoint-bucket", "s3://b/run 1", "--", *weird])
         check(p.returncode == 0, "emit: exit %d: %s" % (p.returncode, p.stderr))
         doc = load(p.stdout)
+        emit_spot_text = p.stdout
         check_schema(doc, "spot, ordered")
         j = json.loads(advise(gpuctl, base + ["--json"]).stdout)
         want = [("%s/%s" % (q["cloud"], q["region"]), q["instance"], q["gpus_per_node"]) for q in j["plans"]
@@ -175,6 +176,7 @@ def main():
                                    "--checkpoint-dir", "/data/ck", "--name", "my run", "--max-restarts", "0",
                                    "--disk-size", "512", "--any", "--", "train.py"])
         doc2 = load(p.stdout)
+        emit2_text = p.stdout
         check_schema(doc2, "any_of, launch")
         check("any_of" in doc2["resources"] and doc2["name"] == "my run" and doc2["resources"]["disk_size"] == 512
               and doc2["resources"]["job_recovery"]["max_restarts_on_errors"] == 0, "options not in the YAML: %r"
@@ -192,6 +194,12 @@ def main():
         check_schema(doc3, "on-demand")
         check(doc3["resources"]["use_spot"] is False and "file_mounts" not in doc3 and
               "lost with it" in p.stdout, "on-demand task: %r" % doc3)
+        # training plans of several GPUs without --launch: a note that the command gets them all
+        check("--launch runs it under torchrun" not in p.stdout, "the several-GPU note on inference")
+        several = any(int(it["accelerators"].split(":")[1]) > 1 for it in doc["resources"]["ordered"])
+        check(several and "--launch runs it under torchrun" in emit_spot_text, "no several-GPU note for %s"
+              % [it["accelerators"] for it in doc["resources"]["ordered"]])
+        check("--launch runs it under torchrun" not in emit2_text, "the several-GPU note with --launch")
         r = run_bash(doc3["run"], fake, tmp)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")
