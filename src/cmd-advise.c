@@ -11,6 +11,7 @@
 #include "advise/memmodel.h"
 #include "advise/sky.h"
 #include "advise/specs.h"
+#include "util/shquote.h"
 #include "util/units.h"
 
 #include <errno.h>
@@ -154,19 +155,6 @@ static int usage_advise(FILE *f)
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
-/* s for a shell, as the dry run prints it: bare when safe, else in single quotes */
-static void put_shell_word(FILE *f, const char *s)
-{
-	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") == strlen(s)) {
-		fputs(s, f);
-		return;
-	}
-	fputc('\'', f);
-	for (; *s; s++)
-		fputs(*s == '\'' ? "'\\''" : (char[]){*s, '\0'}, f);
-	fputc('\'', f);
-}
-
 /*
  * `gpuctl launch --sky`: the task YAML written to `task_file` (else to a new
  * private directory under $TMPDIR, removed afterwards), then `sky jobs launch
@@ -197,7 +185,7 @@ static int sky_launch(const char *yaml, const char *name, const char *task_file,
 		for (int i = 0; cmd[i]; i++) {
 			if (i)
 				putchar(' ');
-			put_shell_word(stdout, cmd[i]);
+			shquote(stdout, cmd[i]);
 		}
 		putchar('\n');
 		return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;

@@ -7,6 +7,7 @@
  */
 #include "advise/sky.h"
 #include "util/errbuf.h"
+#include "util/shquote.h"
 #include "gpuctl/gpuctl.h"
 
 #include <ctype.h>
@@ -45,55 +46,35 @@ static char *quoted(const char *s)
 	return q;
 }
 
-/* append s to the growing buffer *b (length *n); false when memory ran out */
-static bool put(char **b, size_t *n, const char *s)
-{
-	size_t l = strlen(s);
-	char *p = realloc(*b, *n + l + 1);
-	if (!p)
-		return false;
-	memcpy(p + *n, s, l + 1);
-	*b = p;
-	*n += l;
-	return true;
-}
-
-/* s as one bash word: single quotes, a ' as '\'' */
-static bool put_word(char **b, size_t *n, const char *s)
-{
-	if (!put(b, n, " '"))
-		return false;
-	for (const char *p = s; *p; p++) {
-		char one[2] = {*p, '\0'};
-		if (!put(b, n, *p == '\'' ? "'\\''" : one))
-			return false;
-	}
-	return put(b, n, "'");
-}
-
 /*
  * The run line: the command under gpuctl run (or launch) with the spot and
  * checkpoint options; on several nodes, gpuctl launch --sky-step on each
  * (torchrun meeting at the head; SkyPilot relaunches all nodes after a
- * preemption, so no local restart).
+ * preemption, so no local restart). Each word of the command and the
+ * directory as one shell word (shquote). NULL when memory ran out.
  */
 static char *run_line(const struct advise_result *res, const struct advise_sky_opts *o, const char *dir, bool multi)
 {
 	char *b = NULL;
 	size_t n = 0;
-	bool ok = put(&b, &n, multi ? "gpuctl launch --sky-step" : o->launch ? "gpuctl launch" : "gpuctl run") &&
-		  put(&b, &n, " -n \"$SKYPILOT_NUM_GPUS_PER_NODE\"") &&
-		  put(&b, &n, multi ? (res->req.spot ? " --spot" : "")
-				    : res->req.spot ? " --spot --restart on-preempt" : " --restart on-failure") &&
-		  put(&b, &n, " --checkpoint-dir");
-	if (ok && o->ckpt_dir)
-		ok = put_word(&b, &n, dir);
-	else if (ok)
-		ok = put(&b, &n, o->bucket ? " /gpuctl-ckpt" : " \"$HOME/gpuctl-ckpt\"");
-	ok = ok && put(&b, &n, " --");
-	for (size_t i = 0; ok && i < o->ncmd; i++)
-		ok = put_word(&b, &n, o->cmd[i]);
-	if (!ok) {
+	FILE *f = open_memstream(&b, &n);
+	if (!f)
+		return NULL;
+	fputs(multi ? "gpuctl launch --sky-step" : o->launch ? "gpuctl launch" : "gpuctl run", f);
+	fputs(" -n \"$SKYPILOT_NUM_GPUS_PER_NODE\"", f);
+	fputs(multi ? (res->req.spot ? " --spot" : "") : res->req.spot ? " --spot --restart on-preempt" : " --restart on-failure",
+	      f);
+	fputs(" --checkpoint-dir ", f);
+	if (o->ckpt_dir)
+		shquote(f, dir);
+	else
+		fputs(o->bucket ? "/gpuctl-ckpt" : "\"$HOME/gpuctl-ckpt\"", f);
+	fputs(" --", f);
+	for (size_t i = 0; i < o->ncmd; i++) {
+		fputc(' ', f);
+		shquote(f, o->cmd[i]);
+	}
+	if (fclose(f) != 0) {
 		free(b);
 		return NULL;
 	}
@@ -172,9 +153,10 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 	char install_fail[] = "echo 'gpuctl is not installed on this VM: gpuctl advise --setup COMMAND gives the line "
 			      "that installs it (docs/cloud.md)' >&2; exit 1";
 	char *setup = NULL;
-	size_t sn = 0;
-	bool ok = run && put(&setup, &sn, "command -v gpuctl >/dev/null 2>&1 || { ") &&
-		  put(&setup, &sn, o->install ? o->install : install_fail) && put(&setup, &sn, "; }");
+	bool ok = run && asprintf(&setup, "command -v gpuctl >/dev/null 2>&1 || { %s; }",
+				  o->install ? o->install : install_fail) >= 0;
+	if (!ok)
+		setup = NULL;
 	char *qname = ok ? quoted(name) : NULL, *qrun = ok ? quoted(run) : NULL, *qsetup = ok ? quoted(setup) : NULL;
 	char *qbucket = o->bucket && ok ? quoted(o->bucket) : NULL, *qdir = dir && ok ? quoted(dir) : NULL;
 	int rc = GC_OK;
