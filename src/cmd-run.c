@@ -32,7 +32,7 @@ static void usage(FILE *f)
 		"Surviving preemption and hangs (gpuctl-run(1)):\n"
 		"      --spot             watch the cloud's preemption notices; on one, SIGTERM the job\n"
 		"      --cloud=C          aws, gcp, azure, auto (default) or none; implies --spot\n"
-		"      --poll=SEC         how often to ask the metadata service (default 1 s)\n"
+		"      --poll=SEC         how often to ask the metadata service (default 0.4 s)\n"
 		"      --grace=DUR        SIGTERM to SIGKILL (default: the notice's own deadline)\n"
 		"      --on-notice=CMD    run CMD (through sh) when a notice arrives\n"
 		"      --on-warning=SIG   send SIG (USR1 ...) on a warning that is not a preemption (AWS\n"

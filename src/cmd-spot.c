@@ -69,7 +69,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: gpuctl spot [--cloud aws|gcp|azure|auto] [--poll SEC] [--once] [--json] [--ack]\n\n"
 		   "Watch the cloud's metadata service for spot preemption and maintenance notices and\n"
 		   "print one line per notice. --cloud auto (the default) tells the cloud from the\n"
-		   "machine's DMI data; --poll is the AWS and Azure poll interval (default 1; GCP long-\n"
+		   "machine's DMI data; --poll is the AWS and Azure poll interval (default 0.4; GCP long-\n"
 		   "polls); --once exits after the first preemption notice; --ack approves Azure events\n"
 		   "at once. $GPUCTL_METADATA_URL overrides the metadata service's address.\n");
 }
@@ -88,7 +88,7 @@ int cmd_spot(const struct cli_global *g, int argc, char **argv)
 	};
 	enum spot_cloud cloud = SPOT_NONE;
 	bool autodetect = true, once = false, json = false, ack = false;
-	double poll_s = 1;
+	double poll_s = SPOT_POLL_MS / 1000.0;
 	int c;
 	optind = 1;
 	opterr = 0;

@@ -3,11 +3,15 @@
  *
  * IMDSv2 wants a session token: PUT /latest/api/token once, then send it
  * with every GET; a 401 means it expired (or the instance metadata service
- * restarted), so we fetch a new one and retry once. Two documents are
- * polled every poll_ms: spot/instance-action (404 until AWS decides to
- * reclaim the instance, then the action and its time, two minutes ahead)
- * and events/recommendations/rebalance (an early hint that the instance is
- * at elevated risk). Each distinct notice is reported once.
+ * restarted), so we fetch a new one and retry once. spot/instance-action
+ * (404 until AWS decides to reclaim the instance, then the action and its
+ * time, two minutes ahead) is polled every poll_ms: its two minutes are the
+ * job's, so every 100 ms of polling costs one. events/recommendations/
+ * rebalance (an early hint that the instance is at elevated risk, minutes
+ * to hours ahead) is asked at most every REBALANCE_MS: one GET in five at
+ * the default 400 ms, which keeps the watcher's idle CPU and its share of
+ * IMDS's per-instance request throttle low. Each distinct notice is
+ * reported once.
  */
 #define SPOT_INTERNAL
 #include "util/clock.h"
@@ -20,6 +24,7 @@
 
 #define TOKEN_TTL_S 21600
 #define TOKEN_REFRESH_MS ((int64_t)(TOKEN_TTL_S - 600) * 1000)
+#define REBALANCE_MS 2000
 
 struct aws {
 	struct spot_req req;
@@ -27,6 +32,7 @@ struct aws {
 	int64_t token_at;         /* monotonic ms; 0: no token */
 	char last_action[96];     /* action and time of the last instance-action reported */
 	char last_rebalance[256]; /* detail (it holds the noticeTime) of the last rebalance reported */
+	int64_t rebalance_at;     /* monotonic ms of the last rebalance GET; 0: none yet */
 };
 
 static json_t *load(const char *body, size_t len)
@@ -160,6 +166,10 @@ static int aws_step(struct spot_watcher *w, void *st)
 	} else if (a->req.status != 404) {
 		return spot_fail(w, "%s: HTTP %ld", url, a->req.status);
 	}
+	int64_t now = clock_mono_ms();
+	if (a->rebalance_at && now - a->rebalance_at < REBALANCE_MS)
+		return GC_OK;
+	a->rebalance_at = now ? now : 1;
 	rc = get(w, a, "/latest/meta-data/events/recommendations/rebalance", url, sizeof url);
 	if (rc)
 		return rc;

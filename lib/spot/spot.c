@@ -674,7 +674,7 @@ int spot_watch_start(struct spot_watcher **out, enum spot_cloud c, const struct 
 		w->opts = *o;
 	w->opts.base_url = NULL; /* borrowed: w->base holds the copy */
 	if (w->opts.poll_ms <= 0)
-		w->opts.poll_ms = 1000;
+		w->opts.poll_ms = SPOT_POLL_MS;
 	if (w->opts.long_poll_s <= 0)
 		w->opts.long_poll_s = 60;
 	if (w->opts.http_timeout_ms <= 0)

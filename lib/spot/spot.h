@@ -19,6 +19,10 @@
 #ifndef GPUCTL_LIB_SPOT_H
 #define GPUCTL_LIB_SPOT_H
 
+/* the AWS and Azure poll interval: a notice lands at a random phase of it, so
+ * it reaches the job about half of it late on average (bench/spot.sh) */
+#define SPOT_POLL_MS 400
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,7 +48,7 @@ struct spot_event {
 /* Every field may be 0/NULL for its default. Borrowed for the call to spot_watch_start only. */
 struct spot_opts {
 	const char *base_url;  /* NULL: $GPUCTL_METADATA_URL, else the cloud's own address */
-	int poll_ms;           /* AWS and Azure poll interval (default 1000) */
+	int poll_ms;           /* AWS and Azure poll interval (default SPOT_POLL_MS) */
 	int long_poll_s;       /* GCP wait_for_change timeout_sec (default 60) */
 	int http_timeout_ms;   /* per request (default 2000; a GCP long poll gets long_poll_s + 5 s) */
 	size_t max_body;       /* bytes; a longer answer is an error (default 64 KiB) */

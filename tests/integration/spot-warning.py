@@ -17,7 +17,7 @@ import urllib.request
 
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-STEPS = 25
+STEPS = 50  # 5 s: an AWS rebalance hint is asked every 2 s
 
 JOB = r'''
 import os, signal, sys, time

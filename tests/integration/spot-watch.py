@@ -143,14 +143,21 @@ def requests_to(m, fragment):
 
 def case_aws(m):
     w = Watcher(m.url, "aws")
+    started = time.monotonic()
     time.sleep(0.5)
-    notice(m, w, "aws", "warning", "warning", "aws rebalance")
+    notice(m, w, "aws", "warning", "warning", "aws rebalance", timeout=LATENCY + 2)  # asked every 2 s
     ev = notice(m, w, "aws", "preempt", "preempt", "aws preempt", **{"in": 120})
     if ev:
         check(ev["action"] == "terminate" and ev["cloud"] == "aws", f"aws preempt: {ev}")
         left = ev["deadline_ms"] / 1000 - time.time()
         check(110 < left < 121, f"aws preempt: deadline {ev['deadline']} is {left:.0f}s away, expected ~120")
     check(not w.events(1.0), "aws: a notice was reported twice")
+    # instance-action every --poll (0.2 s); the rebalance hint at most every 2 s
+    elapsed = time.monotonic() - started
+    actions = len(requests_to(m, "/spot/instance-action"))
+    rebalances = len(requests_to(m, "/recommendations/rebalance"))
+    check(actions >= elapsed / 0.2 * 0.7, f"aws: {actions} instance-action GETs in {elapsed:.1f}s at --poll 0.2")
+    check(1 <= rebalances <= elapsed / 2 + 1.5, f"aws: {rebalances} rebalance GETs in {elapsed:.1f}s, expected one per 2 s")
     gets = [r for r in m.log() if r["method"] == "GET"]
     check(gets and all(r["headers"].get("X-aws-ec2-metadata-token") for r in gets), "aws: a GET without token")
     check(all(r["status"] != 401 for r in gets), "aws: a 401 without token expiry")
