@@ -89,18 +89,18 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 				cli_err("out of memory");
 				return EXIT_FAIL;
 			}
-			char why[400];
-			if (job_queued_option(&rj->jo, o, why, sizeof why) != GC_OK) {
-				cli_err("%s", why);
-				free(o);
-				return EXIT_USAGE;
-			}
-			if (json_array_append_new(runopts, json_string(o)) < 0) {
-				free(o);
+			/* rj->jo borrows the option's value (--cloud's, --checkpoint-dir's): from runopts, which outlives it */
+			json_t *js = json_string(o);
+			free(o);
+			if (!js || json_array_append_new(runopts, js) < 0) {
 				cli_err("option '%s' is not UTF-8 text, which the queue stores", opts[li].name);
 				return EXIT_USAGE;
 			}
-			free(o);
+			char why[400];
+			if (job_queued_option(&rj->jo, json_string_value(js), why, sizeof why) != GC_OK) {
+				cli_err("%s", why);
+				return EXIT_USAGE;
+			}
 			li = -1;
 			continue;
 		}
