@@ -17,6 +17,7 @@
 #include "sampler.h"
 
 #include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -395,9 +396,33 @@ static int apply(struct settings *st, int c, const char *arg)
 		}
 		st->ro.util = (unsigned)n;
 		break;
-	case 'X':
+	case 'X': {
+		/* a misspelt name would leave that user's leases reclaimable: every name must exist */
+		char name[256], buf[4096];
+		struct passwd pw, *res;
+		for (const char *p = arg; *p;) {
+			size_t l = strcspn(p, ",");
+			if (l == 0 || l >= sizeof name) {
+				cli_err("invalid --reclaim-exempt '%s' (expected user names separated by commas, e.g. "
+					"alice,bob)", arg);
+				return EXIT_USAGE;
+			}
+			memcpy(name, p, l);
+			name[l] = '\0';
+			if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res) {
+				cli_err("invalid --reclaim-exempt '%s' (no such user '%s')", arg, name);
+				return EXIT_USAGE;
+			}
+			p += l;
+			if (*p == ',' && !*++p) {
+				cli_err("invalid --reclaim-exempt '%s' (expected user names separated by commas, e.g. "
+					"alice,bob)", arg);
+				return EXIT_USAGE;
+			}
+		}
 		st->ro.exempt = arg;
 		break;
+	}
 	case '~':
 		if (strcmp(arg, "0") == 0 || strcmp(arg, "off") == 0)
 			st->qo.fair_half_life_ms = 0;
@@ -421,13 +446,15 @@ static int apply(struct settings *st, int c, const char *arg)
 		st->qo.gpu_hour_price = v;
 		break;
 	}
-	case 'N':
-		if (arg[0] != '/' || access(arg, X_OK) != 0) {
+	case 'N': {
+		struct stat sb;
+		if (arg[0] != '/' || stat(arg, &sb) != 0 || !S_ISREG(sb.st_mode) || access(arg, X_OK) != 0) {
 			cli_err("invalid --notify-command '%s' (expected the absolute path of an executable)", arg);
 			return EXIT_USAGE;
 		}
 		st->no.command = arg;
 		break;
+	}
 	}
 	return EXIT_OK;
 }

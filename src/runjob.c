@@ -183,7 +183,7 @@ static int write_status(const struct runjob *j, bool ran, int rc)
 	if (!j->status_file || j->status_slot < 1)
 		return 0;
 	int fd = open(j->status_file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	int w = fd < 0 ? -1 : jobstatus_write(fd, j->status_slot, ran, rc);
+	int w = fd < 0 ? -1 : jobstatus_write(fd, j->status_slot, ran, rc, ran ? (int)j->end : -1);
 	if (w < 0)
 		cli_err("cannot write the status file '%s': %s", j->status_file, strerror(errno));
 	if (fd >= 0)

@@ -185,8 +185,8 @@ void round_job_eligible(const struct gpus_now *now, const struct select_request 
 bool round_deps_state(struct queue *q, const struct job *j, bool *failed);
 /* a new look at the queue: forget the states read before */
 void round_memo_forget(struct queue *q);
-/* what job id left in its status record: 1 with *ran and *code, 0 when nothing was written */
-int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code);
+/* what job id left in its status record: 1 with *ran, *code and *end (-1 unknown), 0 when nothing was written */
+int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code, int *end);
 /* a running job whose gpuctl run is gone without a status: queued again (--requeue) or lost */
 void round_lost(struct queue *q, int64_t id, const char *when);
 /* a job still running after a restart, not our child: its end is seen through its pidfd */

@@ -93,7 +93,7 @@ void retention_recover(struct queue *q)
 			} else {
 				bool ran;
 				int code;
-				int st = round_read_status(q, v[i].uid, v[i].id, &ran, &code);
+				int st = round_read_status(q, v[i].uid, v[i].id, &ran, &code, NULL);
 				if ((st && !ran) || (!st && v[i].pid == 0)) {
 					/* it never ran: forked too late, or not at all */
 					store_requeue(q->st, v[i].id, "gpuctld stopped before it could start");

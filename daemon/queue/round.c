@@ -19,6 +19,7 @@
 #include "dispatch.h"
 #include "jobs/jobstatus.h"
 #include "jobs/quarantine.h"
+#include "jobs/supervise.h"
 #include "notify.h"
 
 #include <errno.h>
@@ -127,25 +128,32 @@ static void vec_free(char **v)
 	free(v);
 }
 
-/* what job id left in its status record: 1 with *ran and *code, 0 when nothing was written */
-int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code)
+/*
+ * what job id left in its status record: 1 with *ran, *code and *end (when
+ * not NULL: enum supervise_end, -1 unknown), 0 when nothing was written
+ */
+int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code, int *end)
 {
 	char path[4300];
 	queue_status_path(q, uid, path, sizeof path);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int r = fd >= 0 ? jobstatus_read(fd, id, ran, code) : 0;
+	int r = fd >= 0 ? jobstatus_read(fd, id, ran, code, end) : 0;
 	if (fd >= 0)
 		close(fd);
 	return r > 0;
 }
 
-/* job id's new state as an event (notify.h): job.started, job.ended (done, cancelled) or job.failed */
-static void job_event(struct queue *q, int64_t id)
+/*
+ * job id's new state as an event (notify.h): job.started, job.ended (done,
+ * cancelled), job.preempted (stopped by a spot notice) or job.failed
+ */
+static void job_event(struct queue *q, int64_t id, bool preempted)
 {
 	struct job j;
 	if (!q->o.notify || store_get(q->st, id, &j) != 1)
 		return;
 	const char *ev = j.state == JOB_RUNNING ? "job.started"
+			 : preempted ? "job.preempted"
 			 : j.state == JOB_DONE || j.state == JOB_CANCELLED ? "job.ended" : "job.failed";
 	char text[400], name[80] = "";
 	if (j.name[0])
@@ -161,6 +169,7 @@ static void job_event(struct queue *q, int64_t id)
 	if (o && j.state != JOB_RUNNING) {
 		json_object_set_new(o, "exit_code", json_integer(j.exit_code));
 		json_object_set_new(o, "reason", json_string(j.reason));
+		json_object_set_new(o, "preempted", json_boolean(preempted));
 	}
 	notify_event(q->o.notify, ev, text, o ? json_pack("{s:o}", "job", o) : NULL);
 	job_release(&j);
@@ -191,7 +200,7 @@ void round_lost(struct queue *q, int64_t id, const char *when)
 	}
 	store_finish(q->st, id, JOB_LOST, 1, why, clock_real_ms());
 	queue_log("job %lld %s", (long long)id, why);
-	job_event(q, id);
+	job_event(q, id, false);
 	q->round.deps_dirty = true;
 }
 
@@ -237,8 +246,8 @@ static void record_end(struct queue *q, struct fin *f)
 	int64_t id = f->id;
 	int code = f->code;
 	bool ran = true;
-	int scode;
-	bool record = round_read_status(q, f->uid, id, &ran, &scode);
+	int scode, end = -1;
+	bool record = round_read_status(q, f->uid, id, &ran, &scode, &end);
 	if (record)
 		code = scode;
 	else if (code < 0) {
@@ -282,12 +291,14 @@ static void record_end(struct queue *q, struct fin *f)
 	else if (!record && code == 126 && !queue_log_made(q, id))
 		/* the runner's child could not create it (it said why on our stderr) */
 		snprintf(why, sizeof why, "its log could not be created (exit status 126; gpuctld's log says why)");
+	else if (end == SUPERVISE_END_PREEMPTED)
+		snprintf(why, sizeof why, "stopped by a spot preemption notice (exit status %d)", code);
 	else if (code)
 		snprintf(why, sizeof why, "exit status %d", code);
 	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
 		queue_log("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
 	else
-		job_event(q, id);
+		job_event(q, id, !f->cancelled && end == SUPERVISE_END_PREEMPTED);
 	q->round.deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
 
@@ -297,7 +308,7 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 	store_start(q->st, id, 0, 0, gpus, clock_real_ms());
 	store_finish(q->st, id, JOB_FAILED, 1, why, clock_real_ms());
 	queue_log("job %lld failed to start: %s", (long long)id, why);
-	job_event(q, id);
+	job_event(q, id, false);
 	q->round.deps_dirty = true;
 	return -1;
 }
@@ -413,7 +424,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 		close(go[1]); /* it leaves without running anything; the runner reaps it */
 		return -1;
 	}
-	job_event(q, j->id);
+	job_event(q, j->id, false);
 	struct running *r = &q->round.run[q->round.nrun++];
 	memset(r, 0, sizeof *r);
 	r->id = j->id;

@@ -27,10 +27,10 @@ static int put(int fd, int64_t id, const char *rec)
 	return -1;
 }
 
-int jobstatus_write(int fd, int64_t id, bool ran, int status)
+int jobstatus_write(int fd, int64_t id, bool ran, int status, int end)
 {
 	char rec[JOBSTATUS_REC] = {0};
-	snprintf(rec, sizeof rec, "%lld %d %d\n", (long long)id, ran ? 1 : 0, status);
+	snprintf(rec, sizeof rec, "%lld %d %d %d\n", (long long)id, ran ? 1 : 0, status, end < 0 || end > 99 ? -1 : end);
 	return put(fd, id, rec);
 }
 
@@ -40,7 +40,7 @@ int jobstatus_clear(int fd, int64_t id)
 	return put(fd, id, zero);
 }
 
-int jobstatus_read(int fd, int64_t id, bool *ran, int *status)
+int jobstatus_read(int fd, int64_t id, bool *ran, int *status, int *end)
 {
 	char rec[JOBSTATUS_REC + 1];
 	ssize_t n;
@@ -51,10 +51,13 @@ int jobstatus_read(int fd, int64_t id, bool *ran, int *status)
 		return -1;
 	rec[n] = '\0';
 	long long rid;
-	int r, s;
-	if (sscanf(rec, "%lld %d %d", &rid, &r, &s) != 3 || rid != (long long)id || s < 0 || s > 255)
+	int r, s, e = -1;
+	int got = sscanf(rec, "%lld %d %d %d", &rid, &r, &s, &e);
+	if (got < 3 || rid != (long long)id || s < 0 || s > 255)
 		return 0;
 	*ran = r != 0;
 	*status = s;
+	if (end)
+		*end = got == 4 && e >= 0 && e <= 99 ? e : -1;
 	return 1;
 }

@@ -6,10 +6,13 @@ real users on a simulated node.
 Events: user A's queued job starts and ends (job.started, job.ended), one
 fails (job.failed), an injected Xid quarantines a GPU (gpu.quarantined),
 user B's process on A's leased GPU (policy.violation, --enforce warn), A's
-lease ends (gpu.freed). --webhook-format slack posts {"text": ...} only. A
+lease ends (gpu.freed); a queued --spot job stopped by a notice from the
+mock metadata server (job.preempted). --webhook-format slack posts
+{"text": ...} only. A
 receiver that hangs, or is down, holds nothing up: with one that never
 answers (each POST waits out --webhook-timeout, twice), jobs still start and
-end at once.
+end at once; the dispatch latency (submit to start, on free GPUs) is printed
+beside the one without a webhook, and held within 1 s of it.
 Usage: notify.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import http.server
@@ -132,20 +135,58 @@ try:
           any(f"job {j} 'slack' of {A} ended" in d["text"] for d in sl), sl)
     gpuctld_proc.stop(daemon)
 
+    # a queued --spot job stopped by a preemption notice (the mock metadata server): job.preempted, once
+    posted.clear()
+    mock = subprocess.Popen([sys.executable, os.path.join(policy.SRC, "tests", "mock", "metadata.py"), "0"],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)  # finish() kills its group
+    policy.procs.append(mock)
+    policy.env["GPUCTL_METADATA_URL"] = "http://127.0.0.1:%s" % mock.stdout.readline().split()[-1]
+    daemon = start("--webhook", HOOK)
+    ready = os.path.join(work, "spot-ready")
+    j = gpuctl("submit", "--name", "spotty", "--spot", "--cloud", "aws", "--poll", "0.2", "--grace", "10s", "--",
+               "sh", "-c", f"trap 'exit 0' TERM; touch {ready}; while :; do sleep 0.1; done", user=A).stdout.strip()
+    check("a --spot job is submitted", j.isdigit(), j)
+    until(lambda: os.path.exists(ready))
+    urllib.request.urlopen(urllib.request.Request(policy.env["GPUCTL_METADATA_URL"] + "/_ctl/preempt?cloud=aws",
+                                                  method="POST"), timeout=5).read()
+    gpuctl("wait", j, user=A)
+    pre = until(lambda: [e for e in events() if e["event"] == "job.preempted"] or None)
+    time.sleep(0.5)
+    ev = events()
+    check("job.preempted: once, the job's, stopped by the notice (exit 0), and no job.ended beside it",
+          pre and len([e for e in ev if e["event"] == "job.preempted"]) == 1 and pre[0]["job"]["id"] == int(j) and
+          pre[0]["job"]["preempted"] is True and pre[0]["job"]["exit_code"] == 0 and
+          "preemption notice" in pre[0]["text"] and
+          not [e for e in ev if e["event"] in ("job.ended", "job.failed")], [e["event"] for e in ev])
+    del policy.env["GPUCTL_METADATA_URL"]
+    gpuctld_proc.stop(daemon)
+
     # a receiver that never answers, then none at all: nothing waits for it
     hang = socket.socket()
     hang.bind(("127.0.0.1", 0))
     hang.listen(1024)  # connections complete in the kernel, and nobody ever reads them
-    for url, what in ((f"http://127.0.0.1:{hang.getsockname()[1]}/", "hangs"),
-                      (f"http://127.0.0.1:{server.server_address[1] + 1}/", "is down")):
-        daemon = start("--webhook", url, "--webhook-timeout", "5s")
+    # dispatch latency (submitted_ms -> started_ms of jobs that find free GPUs) without a webhook, then with
+    # one that hangs and one that is down: a loop that waited on the receiver would add 5 s per event
+    base = None
+    for hook_url, what in ((None, "none"), (f"http://127.0.0.1:{hang.getsockname()[1]}/", "hangs"),
+                           (f"http://127.0.0.1:{server.server_address[1] + 1}/", "is down")):
+        daemon = start(*(["--webhook", hook_url, "--webhook-timeout", "5s"] if hook_url else []))
         t0 = time.monotonic()
         ids = [gpuctl("submit", "--", "true", user=A).stdout.strip() for _ in range(6)]
         r = gpuctl("wait", *ids, user=A)
         took = time.monotonic() - t0
-        # each of the 12+ events waits 5 s twice on a receiver that hangs: delivered in line, 2 min
-        check(f"a receiver that {what}: six jobs run and end in {took:.1f} s, not held up", r.returncode == 0 and
-              took < 30, (r, took))
+        jobs = [json.loads(gpuctl("show", i, "--json", user=A).stdout)["job"] for i in ids]
+        lat = sorted(j["started_ms"] - j["submitted_ms"] for j in jobs)
+        med = (lat[2] + lat[3]) / 2
+        print(f"dispatch latency, receiver {what}: median {med:.0f} ms, max {lat[-1]} ms (6 jobs)")
+        if hook_url is None:
+            base = med
+        else:
+            # each of the 12+ events waits 5 s twice on a receiver that hangs: delivered in line, 2 min
+            check(f"a receiver that {what}: six jobs run and end in {took:.1f} s, not held up",
+                  r.returncode == 0 and took < 30, (r, took))
+            check(f"a receiver that {what}: dispatch latency {med:.0f} ms against {base:.0f} ms without one",
+                  med <= base + 1000, lat)
         t0 = time.monotonic()
         gpuctld_proc.stop(daemon)
         check(f"a receiver that {what}: gpuctld still stops at once ({time.monotonic() - t0:.1f} s)",
@@ -154,6 +195,9 @@ try:
     for args, said in ((["--webhook", "ftp://x/"], "expected an http:// or https:// URL"),
                        (["--webhook-format", "xml"], "expected json or slack"),
                        (["--notify-command", "hook.sh"], "expected the absolute path of an executable"),
+                       (["--notify-command", "/etc"], "expected the absolute path of an executable"),
+                       (["--reclaim-exempt", "nosuch-gpuctl-user"], "no such user 'nosuch-gpuctl-user'"),
+                       (["--reclaim-exempt", "root,"], "expected user names separated by commas"),
                        (["--webhook-timeout", "1h"], "between 0.1s and 10m")):
         r = subprocess.run([GPUCTLD, *args, "--check-config"], capture_output=True, text=True)
         check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and

@@ -104,7 +104,13 @@ def hold(user, gpu, script="exec sleep 60"):
 
 
 def finish(*daemons):
-    """stop the gpuctlds, kill what bg() started, remove the work directory, report; exits"""
+    """stop the gpuctlds, kill what bg() started, remove the work directory, report; exits.
+    Called from a finally: an exception on its way out is a failure, not hidden by the exit."""
+    exc = sys.exc_info()[1]
+    if exc is not None and not isinstance(exc, SystemExit):
+        import traceback
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+        errors.append(f"the test raised {type(exc).__name__}: {exc}")
     for d in daemons:
         gpuctld_proc.stop(d)
     for p in procs:

@@ -152,33 +152,43 @@ static void test_status_slots(void **state)
 	assert_true(fd >= 0);
 	bool ran;
 	int st;
-	assert_int_equal(jobstatus_read(fd, 5, &ran, &st), 0); /* empty file */
-	assert_int_equal(jobstatus_write(fd, 5, true, 3), 0);
-	assert_int_equal(jobstatus_write(fd, 6, false, 0), 0);
-	assert_int_equal(jobstatus_read(fd, 5, &ran, &st), 1);
+	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL), 0); /* empty file */
+	assert_int_equal(jobstatus_write(fd, 5, true, 3, -1), 0);
+	assert_int_equal(jobstatus_write(fd, 6, false, 0, -1), 0);
+	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL), 1);
 	assert_true(ran);
 	assert_int_equal(st, 3);
-	assert_int_equal(jobstatus_read(fd, 6, &ran, &st), 1);
+	assert_int_equal(jobstatus_read(fd, 6, &ran, &st, NULL), 1);
 	assert_false(ran);
 	assert_int_equal(st, 0);
 	/* job 5 + JOBSTATUS_SLOTS shares job 5's slot: each sees only its own record */
 	int64_t other = 5 + JOBSTATUS_SLOTS;
-	assert_int_equal(jobstatus_read(fd, other, &ran, &st), 0);
-	assert_int_equal(jobstatus_write(fd, other, true, 255), 0);
-	assert_int_equal(jobstatus_read(fd, 5, &ran, &st), 0);
-	assert_int_equal(jobstatus_read(fd, other, &ran, &st), 1);
+	assert_int_equal(jobstatus_read(fd, other, &ran, &st, NULL), 0);
+	assert_int_equal(jobstatus_write(fd, other, true, 255, -1), 0);
+	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL), 0);
+	assert_int_equal(jobstatus_read(fd, other, &ran, &st, NULL), 1);
 	assert_int_equal(st, 255);
 	/* cleared before a start: nothing until written again */
 	assert_int_equal(jobstatus_clear(fd, 6), 0);
-	assert_int_equal(jobstatus_read(fd, 6, &ran, &st), 0);
+	assert_int_equal(jobstatus_read(fd, 6, &ran, &st, NULL), 0);
 	/* a record a user scribbled over: a status out of range says nothing */
 	char bad[JOBSTATUS_REC] = "7 1 300\n";
 	assert_int_equal(pwrite(fd, bad, sizeof bad, 7 * JOBSTATUS_REC), (ssize_t)sizeof bad);
-	assert_int_equal(jobstatus_read(fd, 7, &ran, &st), 0);
+	assert_int_equal(jobstatus_read(fd, 7, &ran, &st, NULL), 0);
+	/* how it ended, even at the largest id; a record without it (an older gpuctl run's): unknown */
+	int end = 0;
+	assert_int_equal(jobstatus_write(fd, INT64_MAX, true, 143, 2), 0);
+	assert_int_equal(jobstatus_read(fd, INT64_MAX, &ran, &st, &end), 1);
+	assert_int_equal(st, 143);
+	assert_int_equal(end, 2);
+	char old[JOBSTATUS_REC] = "9 1 0\n";
+	assert_int_equal(pwrite(fd, old, sizeof old, 9 * JOBSTATUS_REC), (ssize_t)sizeof old);
+	assert_int_equal(jobstatus_read(fd, 9, &ran, &st, &end), 1);
+	assert_int_equal(end, -1);
 	close(fd);
 	/* a file open only for reading cannot take a record */
 	fd = open(path, O_RDONLY);
-	assert_int_equal(jobstatus_write(fd, 8, true, 0), -1);
+	assert_int_equal(jobstatus_write(fd, 8, true, 0, -1), -1);
 	close(fd);
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
