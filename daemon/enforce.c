@@ -6,6 +6,7 @@
  */
 #include "enforce.h"
 #include "notify.h"
+#include "tell.h"
 #include "util/grow.h"
 
 #include "device/proc.h"
@@ -139,10 +140,30 @@ static void one(struct enforce *e, const gc_gpu *g, const gc_proc *p, const stru
 		char text[400];
 		snprintf(text, sizeof text, "GPU %u is %s; pid %u of %s (%s) uses it: %s", g->index, holder, p->pid, who,
 			 cmd[0] ? cmd : "?", what);
-		json_t *o = json_pack("{s:{s:I, s:s}, s:o, s:{s:I, s:s, s:s}, s:s}", "gpu", "index", (json_int_t)g->index,
+		/* the people it concerns, on their terminals (tell.h): the offender and the holder */
+		json_t *told = json_array();
+		if (p->visible) {
+			char line[400];
+			snprintf(line, sizeof line, "your process %u (%s) uses GPU %u, which is %s: %s", p->pid,
+				 cmd[0] ? cmd : "?", g->index, holder,
+				 may_kill ? "it gets SIGTERM now; lease GPUs with gpuctl run"
+					  : "lease GPUs with gpuctl run or gpuctl pick --lease");
+			if (tell_user(NULL, (pid_t)p->pid, p->uid, line))
+				json_array_append_new(told, json_string(who));
+		}
+		if (h) {
+			char line[400], name[64];
+			proc_sanitize(name, sizeof name, h->name, strlen(h->name));
+			snprintf(line, sizeof line, "pid %u of %s (%s) uses GPU %u, which you lease%s%s: %s", p->pid, who,
+				 cmd[0] ? cmd : "?", g->index, name[0] ? " for " : "", name, what);
+			if (tell_user(NULL, h->pid, h->uid, line) || (h->supervisor && tell_user(NULL, h->supervisor, h->uid, line)))
+				json_array_append_new(told, json_string(h->user));
+		}
+		json_t *o = json_pack("{s:{s:I, s:s}, s:o, s:{s:I, s:s, s:s}, s:s, s:o}", "gpu", "index", (json_int_t)g->index,
 				      "uuid", g->uuid, "holder", h ? json_string(h->user) : json_null(), "process", "pid",
 				      (json_int_t)p->pid, "user", who, "command", cmd, "action",
-				      may_kill ? "SIGTERM" : p->visible && e->o.mode == ENFORCE_WARN ? "warned" : "reported");
+				      may_kill ? "SIGTERM" : p->visible && e->o.mode == ENFORCE_WARN ? "warned" : "reported",
+				      "told", told ? told : json_array());
 		notify_event(e->o.notify, "policy.violation", text, o);
 		if (may_kill && proc_signal(s->pid, start, s->uid, SIGTERM) == 0)
 			s->termed = true;

@@ -2,7 +2,8 @@
  * enforce.h — gpuctld's lease enforcement (docs/policy.md): a compute
  * process on a GPU that another user leased (or, with `enforce-unleased`, on
  * a GPU nobody leased) is a violation. Mode `warn` logs it once and counts it
- * (gpuctl_policy_violations_total{user}); `kill` also sends it SIGTERM, then
+ * (gpuctl_policy_violations_total{user}) and tells the offender and the
+ * holder on their terminals (tell.h); `kill` also sends it SIGTERM, then
  * SIGKILL after the grace. Never a process of the lease holder's user, never
  * root's unless `enforce-root`, never one gpuctld cannot map to a user (in
  * another PID namespace: reported as such). Pure policy over a sample and its

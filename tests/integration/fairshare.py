@@ -9,13 +9,16 @@ has none. While a blocker of root's holds all 8 GPUs, A submits three
 8-GPU jobs, then B three. Once the blocker ends: B's three start first
 (each adds 1.6 GPU-s to B's 4.8 at most, less than A's 16), then A's three;
 all six end. With fair share off the same submissions run in submission
-order: A's first.
+order: A's first. Nobody is starved: while B keeps a stream of 1-GPU jobs
+flowing, A's 8-GPU job still starts (the reservation rule holds the GPUs
+for it once it leads, and B's share grows past A's as B's jobs run).
 Usage: fairshare.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,6 +61,37 @@ rc, states, order = run("fair", "--fair-share-half-life", "1h")
 check("fair share: all six jobs end", rc == 0 and states == ["done"] * 6, (rc, states))
 check("fair share: B (no history) goes first, then A, each in its order",
       order == [f"{B}-0", f"{B}-1", f"{B}-2", f"{A}-0", f"{A}-1", f"{A}-2"], order)
+def stream(limit_s=40):
+    """B keeps GPUs busy with a stream of 1-GPU jobs (1 s each, ~8 submitted a second) while A, with the
+    heavier history, queues one 8-GPU job: A's job must start while B's stream still flows (the
+    reservation rule, and B's share growing past A's as B's jobs run). Seconds A's job waited, or None."""
+    d, _ = start("--fair-share-half-life", "1h")
+    stop = []
+
+    def feed():
+        while not stop:
+            gpuctl("submit", "--name", "stream", "--", "sleep", "1", user=B, sim=False)
+            time.sleep(0.12)
+    t = threading.Thread(target=feed, daemon=True)
+    try:
+        t.start()
+        time.sleep(2)
+        t0 = time.monotonic()
+        a = gpuctl("submit", "-n", "8", "--name", "A-big", "--", "true", user=A, sim=False).stdout.strip()
+        while time.monotonic() - t0 < limit_s:
+            if json.loads(gpuctl("show", a, "--json", user=A, sim=False).stdout)["job"]["state"] != "queued":
+                return time.monotonic() - t0
+            time.sleep(0.2)
+        return None
+    finally:
+        stop.append(1)
+        t.join()
+        gpuctld_proc.stop(d)
+
+
+waited = stream()
+print("A's 8-GPU job under B's stream of 1-GPU jobs: " + ("started after %.1f s" % waited if waited else "never started"))
+check("fair share starves nobody: A's 8-GPU job starts while B keeps submitting", waited is not None, waited)
 rc, states, order = run("fifo")
 check("off (the default): all six end", rc == 0 and states == ["done"] * 6, (rc, states))
 check("off: first come, first served", order == [f"{A}-0", f"{A}-1", f"{A}-2", f"{B}-0", f"{B}-1", f"{B}-2"], order)
