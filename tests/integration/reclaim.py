@@ -7,7 +7,8 @@ lease.idle, then SIGUSR1 to A's job (which commits a checkpoint with
 gpuctl ckpt commit), then SIGTERM (A's job ends), and B's job starts on the
 GPU; each step an event (--notify-command), in that order, and
 gpuctl_leases_reclaimed_total counts it. With --reclaim-exempt A, A's idle
-lease is left alone.
+lease is left alone. A queued job's lease is reclaimed the same way, and the
+next queued job (B's) gets the GPUs.
 Usage: reclaim.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
@@ -91,6 +92,32 @@ try:
     text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
     check("gpuctl_leases_reclaimed_total counts it", re.search(r"^gpuctl_leases_reclaimed_total 1$", text, re.M),
           [l for l in text.splitlines() if "reclaimed" in l])
+    gpuctld_proc.stop(daemon)
+
+    # a queued job's lease too: A's idle 8-GPU job is reclaimed the same way, and B's queued job gets the GPUs
+    open(trace, "w").close()
+    open(events, "w").close()
+    daemon, url = policy.start("--notify-command", hook, "--reclaim-after", "1s", "--reclaim-grace", "1s")
+    ck2 = ck + "-q"
+    qjob = JOB.replace(ck, ck2)
+    a = policy.gpuctl("submit", "-n", "8", "--name", "idle-queued", "--", "sh", "-c", qjob, user=A).stdout.strip()
+    check("A's queued job runs", until(lambda: "started" in lines(trace)), lines(trace))
+    b = policy.gpuctl("submit", "-n", "8", "--name", "next", "--", "sh", "-c", f"echo b-started >> {trace}",
+                      user=B).stdout.strip()
+    check("B's queued job starts once A's is reclaimed", until(lambda: "b-started" in lines(trace), 20), lines(trace))
+    check("queued: checkpoint signal, SIGTERM, then B's job", lines(trace) == ["started", "usr1", "term", "b-started"],
+          lines(trace))
+    r = subprocess.run([GPUCTL, "ckpt", "latest", ck2], env=env, capture_output=True, text=True)
+    check("queued: A's gpuctl ckpt commit landed", r.returncode == 0 and r.stdout.strip().endswith("step-1"), r)
+    policy.gpuctl("wait", b, user=B)
+    ja = json.loads(policy.gpuctl("show", a, "--json", user=A).stdout)["job"]
+    jb = json.loads(policy.gpuctl("show", b, "--json", user=B).stdout)["job"]
+    check("queued: A's job ended by SIGTERM (143), B's done", ja["exit_code"] == 143 and jb["state"] == "done",
+          (ja["state"], ja["exit_code"], ja["reason"], jb["state"]))
+    ev = until(lambda: (lambda e: e if "lease.reclaimed" in e else None)([l.split(" ", 1)[0] for l in lines(events)]))
+    docs = [json.loads(l.split(" ", 1)[1]) for l in lines(events) if l.startswith("lease.")]
+    check("queued: the lease.* events name A's queued job", ev and [d["job"] for d in docs if d["holder"] == A] ==
+          [f"job-{a}-idle-queued"] * 4, [(l.split(" ", 1)[0], l[-120:]) for l in lines(events)])
     for args, said in ((["--reclaim-after", "soon"], "invalid --reclaim-after"),
                        (["--reclaim-signal", "KILL"], "invalid --reclaim-signal 'KILL'"),
                        (["--reclaim-util", "150"], "a percentage, 0 to 100")):
