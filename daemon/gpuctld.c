@@ -630,6 +630,10 @@ int main(int argc, char **argv)
 			(long long)(so.history_ms / so.interval_ms));
 		return EXIT_USAGE;
 	}
+	if (!queue_on && (qo.fair_half_life_ms > 0 || qo.gpu_hour_price > 0 || st.price_cloud))
+		/* accounting and fair share live in the queue's database: said, not silently dropped */
+		fprintf(stderr, "gpuctld: warning: %s has no effect with --no-queue (accounting and fair share are the "
+			"queue's)\n", qo.fair_half_life_ms > 0 ? "--fair-share-half-life" : "--gpu-hour-price");
 	if (check_only) {
 		/* the file and the command line parsed: say what was read, start nothing */
 		printf("gpuctld: configuration OK (%s%s)\n", named || access(config, F_OK) == 0 ? config : "no file, ",

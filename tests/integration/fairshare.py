@@ -97,4 +97,8 @@ check("off (the default): all six end", rc == 0 and states == ["done"] * 6, (rc,
 check("off: first come, first served", order == [f"{A}-0", f"{A}-1", f"{A}-2", f"{B}-0", f"{B}-1", f"{B}-2"], order)
 r = subprocess.run([GPUCTLD, "--fair-share-half-life", "often", "--check-config"], capture_output=True, text=True)
 check("a bad --fair-share-half-life: one line, exit 2", r.returncode == 2 and r.stderr.count("\n") == 1, r)
+r = subprocess.run([GPUCTLD, "--no-queue", "--fair-share-half-life", "1h", "--check-config"], capture_output=True,
+                   text=True)
+check("--fair-share-half-life with --no-queue: said to do nothing, not silently dropped",
+      r.returncode == 0 and "--fair-share-half-life has no effect with --no-queue" in r.stderr, r)
 finish()
