@@ -31,7 +31,7 @@ import builtins as _builtins
 import os as _os
 from typing import Any, Dict, List, Optional, Union
 
-from . import _lib
+from . import _core, _lib
 from ._core import (Context, Device, Duration, Lease, Process, Size, Snapshot, default_context, parse_duration,
                     parse_size)
 from .errors import (BadRequest, Busy, Cancelled, CudaAlreadyInitialized, FileError, GpuctlError, GpuLost,
@@ -88,7 +88,9 @@ def lease(n: int = 1, *, wait: bool = False, timeout: Duration = None, min_free_
     CUDA_VISIBLE_DEVICES (the GPUs' UUIDs) and CUDA_DEVICE_ORDER=PCI_BUS_ID
     are set for this process and put back on release; if CUDA is already
     initialised here (torch.cuda.is_initialized(), TensorFlow's runtime),
-    that would do nothing, so CudaAlreadyInitialized is raised instead.
+    that would do nothing, so CudaAlreadyInitialized is raised instead,
+    before any GPU is taken or waited for (unless CUDA may already see
+    exactly the GPUs it would get: a `gpuctl run` job's own).
 
     ``wait``: wait in line, first come first served with every gpuctl on the
     machine, for at most ``timeout`` (seconds or "10m"; None: no limit);
@@ -100,26 +102,54 @@ def lease(n: int = 1, *, wait: bool = False, timeout: Duration = None, min_free_
                                    model=model, shared=shared, name=name, state_dir=state_dir, set_env=set_env)
 
 
+def _names_a_file(log: str) -> bool:
+    """a str explain() takes as a path: an existing file, or one line with no blank that looks like
+    a path ("logs/run.log", "train.out"); log text has blanks"""
+    if "\n" in log or len(log) >= 4096 or "\0" in log:
+        return False
+    if _os.path.isfile(log):
+        return True
+    return not any(c.isspace() for c in log) and (
+        _os.sep in log or log.lower().endswith((".log", ".txt", ".out", ".err")))
+
+
 def explain(log: Union[str, bytes, "_os.PathLike[str]"], *, source: Optional[str] = None) -> Dict[str, Any]:
     """The known failures in a run's log, as `gpuctl explain --json` gives them.
 
-    ``log``: the text (str or bytes), or a path (os.PathLike, or a str naming
-    an existing file)."""
+    ``log``: the text (str or bytes), or a path: an os.PathLike, or a str
+    naming an existing file or, on one line with no blank, shaped like a path
+    ("logs/run.log"). A path that cannot be read is a FileError (also an
+    OSError), as `gpuctl explain PATH` refuses it, never "no findings"."""
     import ctypes
     import json
-    if isinstance(log, _os.PathLike) or (isinstance(log, str) and "\n" not in log and len(log) < 4096
-                                         and _os.path.isfile(log)):
+    if source is not None and (not isinstance(source, str) or "\0" in source):
+        raise BadRequest("invalid source %r: a string (the name the findings give the log)" % (source,))
+    src = _core._utf8(source, "source") if source is not None else None
+    if isinstance(log, _os.PathLike) or (isinstance(log, str) and _names_a_file(log)):
         path = _os.fspath(log)
-        with _builtins.open(path, "rb") as f:
-            data = f.read()
-        source = source or str(path)
+        if not isinstance(path, (str, bytes)) or not path:
+            raise BadRequest("invalid log %r: give its text (str or bytes) or a path" % (log,))
+        shown = _os.fsdecode(path)
+        if _os.path.isdir(path):  # as `gpuctl explain DIR`
+            raise FileError("cannot explain %r: it is a directory (give a log file, or its text)" % shown, _lib.EIO)
+        try:
+            with _builtins.open(path, "rb") as f:
+                data = f.read()
+        except (OSError, ValueError) as e:  # as `gpuctl explain PATH`: "cannot open 'PATH': No such file ..."
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise FileError("cannot open %r: %s" % (shown, why), _lib.EIO) from None
+        if src is None:
+            src = _os.fsencode(path)  # the file's name, in its own bytes
     elif isinstance(log, (str, bytes)):
-        data = log.encode("utf-8", "surrogateescape") if isinstance(log, str) else log
+        try:  # log text: the bytes it was read from (os.fsdecode's and errors="surrogateescape"'s)
+            data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that stands for no byte: shown as U+FFFD
+            data = log.encode("utf-8", "replace")
     else:
         raise BadRequest("invalid log %r: give its text (str or bytes) or a path" % (type(log).__name__,))
     out = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_lib.ERRBUF)
-    rc = _lib.explain_text(data, len(data), source.encode() if source else None, ctypes.byref(out), err, len(err))
+    rc = _lib.explain_text(data, len(data), src, ctypes.byref(out), err, len(err))
     from .errors import check
     check(rc, err.value)
     return json.loads(_lib.take_string(out.value))
@@ -137,22 +167,46 @@ def advise(*options: str, **kw: Any) -> Dict[str, Any]:
     dashes. Raises BadRequest for an option the command would refuse."""
     import ctypes
     import json
-    args = [str(o) for o in options]
+    args = []
+    for o in options:
+        if isinstance(o, bool) or not isinstance(o, (str, int, float)):
+            raise BadRequest("invalid advise option %r: a string, as the command line has it ('--model')" % (o,))
+        args.append(str(o))
     for k, v in kw.items():
         opt = "--" + k.replace("_", "-")
         if v is True:
             args.append(opt)
         elif v is False or v is None:
             continue
+        elif not isinstance(v, (str, int, float)):
+            raise BadRequest("invalid advise %s=%r: a string or a number" % (k, v))
         else:
             args.append("%s=%s" % (opt, v))
-    argv = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
+    enc = []
+    for a in args:
+        try:
+            b = a.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise BadRequest("invalid advise option %r: not valid text (%s); give a UTF-8 string"
+                             % (a, e.reason)) from None
+        if b"\0" in b:
+            raise BadRequest("invalid advise option %r: a NUL character" % (a,))
+        enc.append(b)
+    argv = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
     out = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_lib.ERRBUF)
     rc = _lib.advise_json(argv, ctypes.byref(out), err, len(err))
     from .errors import check
     check(rc, err.value)
     return json.loads(_lib.take_string(out.value))
+
+
+_LAZY = ("Checkpointer", "torch", "tensorflow")
+
+
+def __dir__() -> List[str]:
+    # what __getattr__ loads on first use too, so that dir(gpuctl) and help(gpuctl) show it
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def __getattr__(name: str) -> Any:

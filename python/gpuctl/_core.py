@@ -12,6 +12,18 @@ from .errors import CudaAlreadyInitialized, check, error
 Size = Union[int, str, None]
 Duration = Union[int, float, str, None]
 
+MAX_GPUS = 4096  # the most GPUs one request may ask for: the command's -n takes 1 to 4096
+MAX_MODEL = 95   # NVML's names are at most 96 bytes with their NUL: the command's --model takes 1 to 95 bytes
+
+
+def _utf8(v: str, what: str) -> bytes:
+    """a str for the library, as UTF-8, or a BadRequest naming the argument"""
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise error(_lib.EINVAL, "invalid %s %r: not valid text (%s at position %d); give a UTF-8 string"
+                    % (what, v, e.reason, e.start)) from None
+
 
 def parse_size(v: Size, what: str = "size") -> int:
     """Bytes from an int (bytes) or a string as gpuctl's options take it ("20G" = 20 GiB, "512MiB")."""
@@ -22,10 +34,15 @@ def parse_size(v: Size, what: str = "size") -> int:
     if isinstance(v, int):
         if v < 0:
             raise error(_lib.EINVAL, "invalid %s %d: must not be negative" % (what, v))
+        if v >= 2 ** 64:
+            raise error(_lib.EINVAL, "invalid %s %d: too large (more than 2^64-1 bytes)" % (what, v))
         return v
+    b = _utf8(v, what)
+    if b"\0" in b:
+        raise error(_lib.EINVAL, "invalid %s %r: a NUL character" % (what, v))
     out = ctypes.c_uint64()
     err = ctypes.create_string_buffer(_lib.ERRBUF)
-    rc = _lib.parse_size(v.encode(), ctypes.byref(out), err, len(err))
+    rc = _lib.parse_size(b, ctypes.byref(out), err, len(err))
     if rc < 0:
         raise error(rc, "invalid %s %r: %s" % (what, v, err.value.decode("utf-8", "replace")))
     return out.value
@@ -38,12 +55,16 @@ def parse_duration(v: Duration, what: str = "timeout") -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise error(_lib.EINVAL, "invalid %s %r: give seconds or a string such as '10m'" % (what, v))
     if isinstance(v, (int, float)):
-        if v != v or v < 0 or v > 10 ** 12:
-            raise error(_lib.EINVAL, "invalid %s %r: seconds from 0" % (what, v))
+        # as the library's durations: under 10^15 ms (and from 0 here: 0 is one look, no wait)
+        if v != v or v < 0 or v >= 10 ** 12:
+            raise error(_lib.EINVAL, "invalid %s %r: seconds from 0 to less than 10^12" % (what, v))
         return int(v * 1000)
+    b = _utf8(v, what)
+    if b"\0" in b:
+        raise error(_lib.EINVAL, "invalid %s %r: a NUL character" % (what, v))
     out = ctypes.c_int64()
     err = ctypes.create_string_buffer(_lib.ERRBUF)
-    rc = _lib.parse_duration(v.encode(), ctypes.byref(out), err, len(err))
+    rc = _lib.parse_duration(b, ctypes.byref(out), err, len(err))
     if rc < 0:
         raise error(rc, "%s: %s" % (what, err.value.decode("utf-8", "replace")))
     return out.value
@@ -55,7 +76,7 @@ def _text(v: Any, what: str) -> Optional[bytes]:
         return None
     if not isinstance(v, str) or "\0" in v:
         raise error(_lib.EINVAL, "invalid %s %r: a string" % (what, v))
-    return v.encode("utf-8", "surrogateescape")
+    return _utf8(v, what)
 
 
 def _path(v: Any, what: str) -> Optional[bytes]:
@@ -64,7 +85,10 @@ def _path(v: Any, what: str) -> Optional[bytes]:
         return None
     if not isinstance(v, (str, bytes, os.PathLike)):
         raise error(_lib.EINVAL, "invalid %s %r: a path (str or os.PathLike)" % (what, v))
-    b = os.fsencode(v)
+    try:
+        b = os.fsencode(v)  # the file name's bytes, also a name that is not UTF-8 (os.fsdecode's)
+    except (UnicodeEncodeError, TypeError):
+        raise error(_lib.EINVAL, "invalid %s %r: not a file name this system can encode" % (what, v)) from None
     if not b or b"\0" in b:
         raise error(_lib.EINVAL, "invalid %s %r: an empty path, or one with a NUL byte" % (what, v))
     return b
@@ -182,8 +206,8 @@ class Snapshot:
 
 def _request(n: int, min_free_mem: Size, max_util: Optional[int], model: Optional[str], shared: bool,
              name: Optional[str]) -> _lib.Request:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise error(_lib.EINVAL, "invalid n %r: a whole number of GPUs, at least 1" % (n,))
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPUS:
+        raise error(_lib.EINVAL, "invalid n %r: a whole number of GPUs, from 1 to %d" % (n, MAX_GPUS))
     if max_util is None:
         mu = -1
     elif isinstance(max_util, bool) or not isinstance(max_util, int) or not 0 <= max_util <= 100:
@@ -195,7 +219,11 @@ def _request(n: int, min_free_mem: Size, max_util: Optional[int], model: Optiona
     r.n = n
     r.min_free_mem = parse_size(min_free_mem, "min_free_mem")
     r.max_util = mu
-    r.model = _text(model, "model") or None
+    m = _text(model, "model")
+    if m is not None and not 1 <= len(m) <= MAX_MODEL:
+        raise error(_lib.EINVAL, "invalid model %r: a GPU name or glob of 1 to %d bytes, e.g. 'A100' or '*H100*'"
+                    % (model, MAX_MODEL))
+    r.model = m
     r.shared = bool(shared)
     r.name = _text(name, "name") or None
     return r
@@ -345,6 +373,9 @@ class Lease(Sequence[int]):
         state = _path(state_dir, "state_dir")
         err = ctypes.create_string_buffer(_lib.ERRBUF)
         who = _cuda_initialized() if set_env else None
+        if who and not _may_be_seen(n):
+            # no lease could be made visible now: refuse before taking GPUs, and before waiting in line for them
+            raise _too_late(who)
         rc = self._wait(ctx, r, state, timeout_ms, err) if timeout_ms != 0 else _lib.lease_wait(
             ctx._handle(), ctypes.byref(r), state, 0, None, ctypes.byref(self._lease), err, len(err))
         check(rc, err.value)
@@ -364,10 +395,7 @@ class Lease(Sequence[int]):
                     or os.environ.get("CUDA_VISIBLE_DEVICES") == self.visible):
                 return
             self.release()
-            raise CudaAlreadyInitialized(
-                "CUDA is already initialised in this process by %s: CUDA_VISIBLE_DEVICES set now would "
-                "be ignored, and this process would use the wrong GPU; call gpuctl.lease() before "
-                "anything touches CUDA, or run the script under `gpuctl run`" % who)
+            raise _too_late(who)
         if set_env:
             self._saved = {k: os.environ.get(k) for k in _ENV}
             os.environ["CUDA_VISIBLE_DEVICES"] = self.visible
@@ -445,9 +473,27 @@ class Lease(Sequence[int]):
         return "Lease(indices=%r, visible=%r)" % (self.indices, self.visible)
 
 
+def _may_be_seen(n: int) -> bool:
+    """Whether CUDA, already initialised, could already see exactly the n GPUs a lease would give:
+    inside a job (`gpuctl run` set GPUCTL_GPUS and CUDA_VISIBLE_DEVICES) that has n GPUs, or with
+    CUDA_VISIBLE_DEVICES naming n GPUs. Anything else is refused before a GPU is taken or waited for."""
+    def count(var: str) -> int:
+        v = os.environ.get(var)
+        return len(v.split(",")) if v else 0
+    return count("GPUCTL_GPUS") == n or count("CUDA_VISIBLE_DEVICES") == n
+
+
+def _too_late(who: str) -> CudaAlreadyInitialized:
+    return CudaAlreadyInitialized(
+        "CUDA is already initialised in this process by %s: CUDA_VISIBLE_DEVICES set now would "
+        "be ignored, and this process would use the wrong GPU; call gpuctl.lease() before "
+        "anything touches CUDA, or run the script under `gpuctl run`" % who)
+
+
 def _default_name() -> str:
     argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "python"
-    return "python " + os.path.basename(argv0)
+    # a script whose file name is not UTF-8 (os.fsdecode's surrogates): its bytes, shown as UTF-8 can
+    return "python " + os.fsencode(os.path.basename(argv0)).decode("utf-8", "replace")
 
 
 _default: Optional[Context] = None

@@ -28,6 +28,21 @@ def _load() -> ctypes.CDLL:
 
 
 lib = _load()
+
+
+def _where() -> str:
+    """the file the library was loaded from: $GPUCTL_LIBRARY's path, or where the loader found libgpuctl.so.0"""
+    if lib._name != SONAME:
+        return lib._name
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split(None, 5)[-1].strip()
+                if os.path.basename(path).startswith(SONAME):
+                    return "%s (%s, as the dynamic loader found it)" % (SONAME, path)
+    except OSError:
+        pass
+    return SONAME
 _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [c_void_p]
 _libc.free.restype = None
@@ -68,7 +83,14 @@ class SpotEvent(Structure):
 
 
 def _fn(name, restype, *argtypes):
-    f = getattr(lib, name)
+    try:
+        f = getattr(lib, name)
+    except AttributeError:
+        # another library (GPUCTL_LIBRARY naming the wrong file), or a libgpuctl older than this package
+        raise ImportError(
+            "gpuctl: %s has no %s(): it is not the libgpuctl this package needs (another library, or an older "
+            "libgpuctl); point GPUCTL_LIBRARY at the libgpuctl.so.0 of the same gpuctl as this package, or "
+            "install them together" % (_where(), name)) from None
     f.restype = restype
     f.argtypes = list(argtypes)
     return f

@@ -20,10 +20,13 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _lib
-from .errors import BadRequest, check, error
+from .errors import BadRequest, FileError, check, error
 
 Writer = Callable[[str], None]
 _CLOUDS = {"aws": 1, "gcp": 2, "azure": 3}  # enum gc_cloud
+_NAME_PART = r"[A-Za-z0-9_.+-]*"  # what a prefix and a suffix may hold: names any file system takes
+MAX_KEEP = 1000000  # as `gpuctl ckpt prune --keep`: more keeps everything anyway
+MAX_STEP = 2 ** 63 - 1
 
 
 def _torch() -> Any:
@@ -72,7 +75,8 @@ class Checkpointer:
         if ckpt.should_stop:
             break
 
-    ``dir``: the directory (made if missing); None: $GPUCTL_CHECKPOINT_DIR,
+    ``dir``: the directory (made if missing; str, bytes or os.PathLike, also a
+    name that is not UTF-8); None: $GPUCTL_CHECKPOINT_DIR,
     which `gpuctl run --checkpoint-dir` sets. ``keep``: complete checkpoints
     kept (the newest ``keep``; older ones are pruned after each save).
     ``save``/``load``: the serializer, ``save(state, path)`` and
@@ -100,12 +104,32 @@ class Checkpointer:
                                  "`gpuctl run --checkpoint-dir DIR`, which sets GPUCTL_CHECKPOINT_DIR")
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise BadRequest("invalid keep %r: the number of complete checkpoints to keep, at least 1" % (keep,))
-        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", prefix) or len(prefix) > 100:
-            raise BadRequest("invalid prefix %r: letters, digits, '_', '.', '+', '-', not starting with '.'"
-                             % (prefix,))
-        if not isinstance(dir, (str, os.PathLike)) or not os.fspath(dir):
-            raise BadRequest("invalid dir %r: a directory path (str or os.PathLike)" % (dir,))
-        self.dir = os.fspath(dir)
+        if (not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9_]" + _NAME_PART, prefix)
+                or len(prefix) > 100):
+            raise BadRequest("invalid prefix %r: 1 to 100 letters, digits, '_', '.', '+', '-', starting with a "
+                             "letter, a digit or '_'" % (prefix,))
+        if suffix is not None and (not isinstance(suffix, str) or not re.fullmatch(_NAME_PART, suffix)
+                                   or len(suffix) > 100):
+            raise BadRequest("invalid suffix %r: up to 100 letters, digits, '_', '.', '+', '-' ('.pt')" % (suffix,))
+        if not isinstance(dir, (str, bytes, os.PathLike)):
+            raise BadRequest("invalid dir %r: a directory path (str, bytes or os.PathLike)" % (dir,))
+        try:
+            # the directory's name as the library gets it: its own bytes, also when they are not UTF-8
+            self._bdir = os.fsencode(dir)
+        except (UnicodeEncodeError, TypeError):
+            raise BadRequest("invalid dir %r: not a file name this system can encode" % (dir,)) from None
+        if not self._bdir or b"\0" in self._bdir:
+            raise BadRequest("invalid dir %r: an empty path, or one with a NUL byte" % (dir,))
+        try:
+            sigs = list(signals) if not isinstance(signals, (str, bytes)) else [signals]
+        except TypeError:
+            sigs = [signals]
+        for s in sigs:
+            if (isinstance(s, bool) or not isinstance(s, int) or s not in signal.valid_signals()
+                    or s in (signal.SIGKILL, signal.SIGSTOP)):
+                raise BadRequest("invalid signal %r in signals: a signal number that can be caught, such as "
+                                 "signal.SIGTERM" % (s,))
+        self.dir = os.fsdecode(self._bdir)
         self.keep = keep
         self.prefix = prefix
         torch = _torch() if save is None or load is None else None
@@ -120,15 +144,19 @@ class Checkpointer:
         self._why: Optional[str] = None
         self.notice: Optional[Dict[str, Any]] = None
         self._event = _lib.SpotEvent()
-        if spot and spot != "auto" and spot not in _CLOUDS:
+        if spot and (not isinstance(spot, str) or (spot != "auto" and spot not in _CLOUDS)):
             raise BadRequest("invalid spot %r: 'auto', 'aws', 'gcp', 'azure' or None" % (spot,))
-        os.makedirs(self.dir, exist_ok=True)
+        try:
+            os.makedirs(self._bdir, exist_ok=True)
+        except OSError as e:
+            raise FileError("cannot make the checkpoint directory %r: %s" % (self.dir, e.strerror or e),
+                            _lib.EIO) from None
         if self.rank == 0:
             self._clean()
         if spot:
             self._start_spot(spot)
         if threading.current_thread() is threading.main_thread():
-            for s in signals:
+            for s in sigs:
                 self._old[s] = signal.signal(s, self._on_signal)
 
     # ---- stopping ----------------------------------------------------------
@@ -211,8 +239,8 @@ class Checkpointer:
     # ---- saving and loading ------------------------------------------------
 
     def _name(self, step: int) -> str:
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise BadRequest("invalid step %r: a whole number from 0" % (step,))
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
+            raise BadRequest("invalid step %r: a whole number from 0 to 2^63-1" % (step,))
         return "%s-%09d%s" % (self.prefix, step, self.suffix)
 
     def _clean(self) -> None:
@@ -240,7 +268,7 @@ class Checkpointer:
                 _remove(os.path.join(self.dir, e["name"]))
         # and complete ones beyond keep: writers killed between a commit and its prune leave them
         err = ctypes.create_string_buffer(_lib.ERRBUF)
-        _lib.ckpt_prune(self.dir.encode(), self.keep, None, err, len(err))  # a failure shows at save()
+        _lib.ckpt_prune(self._bdir, min(self.keep, MAX_KEEP), None, err, len(err))  # a failure shows at save()
 
     def save(self, state: Any = None, step: int = 0, *, writer: Optional[Writer] = None) -> Optional[str]:
         """Write and commit the checkpoint of ``step``; returns its path (None on ranks other than 0).
@@ -254,6 +282,7 @@ class Checkpointer:
             return None
         final = os.path.join(self.dir, name)
         tmp = os.path.join(self.dir, ".%s.tmp-%d" % (name, os.getpid()))
+        bfinal = os.fsencode(final)  # before anything is written: nothing after the rename can fail on a name
         _remove(tmp)
         try:
             if writer is not None:
@@ -269,15 +298,15 @@ class Checkpointer:
             _remove(tmp)
             raise
         err = ctypes.create_string_buffer(_lib.ERRBUF)
-        check(_lib.ckpt_commit(self.dir.encode(), final.encode(), err, len(err)), err.value)
-        check(_lib.ckpt_prune(self.dir.encode(), self.keep, None, err, len(err)), err.value)
+        check(_lib.ckpt_commit(self._bdir, bfinal, err, len(err)), err.value)
+        check(_lib.ckpt_prune(self._bdir, min(self.keep, MAX_KEEP), None, err, len(err)), err.value)
         return final
 
     def latest(self) -> Optional[str]:
         """The newest complete checkpoint's path, or None."""
         out = ctypes.create_string_buffer(8192)
         err = ctypes.create_string_buffer(_lib.ERRBUF)
-        rc = _lib.ckpt_latest(os.fsencode(self.dir), out, len(out), err, len(err))
+        rc = _lib.ckpt_latest(self._bdir, out, len(out), err, len(err))
         if rc == _lib.ENOTFOUND:
             return None
         check(rc, err.value)
@@ -296,7 +325,7 @@ class Checkpointer:
         import json
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_lib.ERRBUF)
-        check(_lib.ckpt_list_json(os.fsencode(self.dir), ctypes.byref(out), err, len(err)), err.value)
+        check(_lib.ckpt_list_json(self._bdir, ctypes.byref(out), err, len(err)), err.value)
         v = json.loads(_lib.take_string(out.value))
         return v.get("entries", v) if isinstance(v, dict) else v
 

@@ -11,7 +11,8 @@
                 times with a spot notice posted by the mock metadata server when rank 0 has
                 logged a random step; each preempted run must stop within the grace period,
                 commit, resume from its checkpoint, and end with parameters and optimizer
-                state bit for bit equal to the uninterrupted run's.
+                state bit for bit equal to the uninterrupted run's. The seed of the random
+                steps is printed; RECIPES_SEED=N replays a run.
 Exits 77 (skip) only when PyTorch cannot be installed or imported here, after the
 recipes that need no PyTorch have run.
 Usage: recipes.py GPUCTL SRCDIR [ROUNDS]  (LD_LIBRARY_PATH, PYTHONPATH, GPUCTL_SIM_LIBDIR: meson)
@@ -167,7 +168,9 @@ if check("ddp uninterrupted", rc == 0 and os.path.exists(final(ck_ref)),
 losses = [float(m.group(1)) for m in re.finditer(r"loss ([0-9.]+)", out)]
 check("control", losses and min(losses[-100:]) > 0, "the training fits exactly, so any resume would end the same")
 
-rng = random.Random(int(os.environ.get("RECIPES_SEED", str(int(time.time())))))
+seed = int(os.environ.get("RECIPES_SEED", str(int(time.time()))))
+print("ddp preemption steps drawn with seed %d (RECIPES_SEED=%d replays them)" % (seed, seed), flush=True)
+rng = random.Random(seed)
 for r in range(ROUNDS):
     at = rng.randrange(100, STEPS // 2)
     rc, out, err, ck, secs, stop_s = launch("pre%d" % r, notice_at=at)
@@ -202,7 +205,7 @@ for r in range(ROUNDS):
 mock.terminate()
 mock.wait(10)
 if errors:
-    print("FAIL:\n" + "\n\n".join(errors))
+    print("FAIL (seed %d: RECIPES_SEED=%d replays it):\n" % (seed, seed) + "\n\n".join(errors))
     sys.exit(1)
 shutil.rmtree(work, ignore_errors=True)
 print("PASS")

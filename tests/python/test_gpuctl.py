@@ -5,7 +5,10 @@ ls --json`; select() picks what `gpuctl pick` picks; lease() holds the
 leases `gpuctl run` respects (and the reverse), sets and restores
 CUDA_VISIBLE_DEVICES, waits in line, times out, stops on
 KeyboardInterrupt, refuses when CUDA is already initialised; bad input is
-a BadRequest naming it; a missing libgpuctl is one ImportError; the
+a BadRequest naming it (also integers past what the library's fields hold,
+and text that is not UTF-8); a missing libgpuctl, or a library without
+libgpuctl's functions, is one ImportError; dir() and help() show the lazy
+Checkpointer; the
 Checkpointer agrees with `gpuctl ckpt`, stops on SIGTERM and on a spot
 notice from the mock metadata server; explain() and advise() return what
 --json prints; gpuctl.tensorflow against a fake TensorFlow.
@@ -26,6 +29,7 @@ import unittest
 GPUCTL = os.path.realpath(sys.argv.pop(1))
 SRC = os.path.realpath(sys.argv.pop(1))
 NODE = os.path.join(SRC, "examples", "nodes", "l4-2x.json")  # GPU 0 free, GPU 1 used by frank
+NODE8 = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")  # 8 idle GPUs: a fresh lease gets GPU 0
 STATE = tempfile.mkdtemp(prefix="gpuctl-py-")
 os.environ["GPUCTL_STATE_DIR"] = STATE
 os.environ.pop("CUDA_VISIBLE_DEVICES", None)
@@ -39,6 +43,15 @@ CTX = gpuctl.open(sim=NODE)
 def cli(*args, check=True, **kw):
     r = subprocess.run([GPUCTL, "--sim", NODE] + list(args), capture_output=True, text=True, timeout=60, **kw)
     if check and r.returncode != 0:
+        raise AssertionError("gpuctl %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
+    return r
+
+
+def cli8(*args):
+    """gpuctl on the 8-GPU node, its children with GPUCTL_SIM naming it too"""
+    r = subprocess.run([GPUCTL, "--sim", NODE8] + list(args), capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, GPUCTL_SIM=NODE8))
+    if r.returncode != 0:
         raise AssertionError("gpuctl %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
     return r
 
@@ -135,6 +148,29 @@ class See(unittest.TestCase):
         self.assertIn("install gpuctl", last)
         self.assertNotIn("ctypes", r.stderr.split("ImportError")[0].splitlines()[-1])
 
+    def test_another_library_is_one_import_error(self):
+        # GPUCTL_LIBRARY naming a library that loads but is no libgpuctl (or an older one): which
+        # file, which function it lacks, and what to do; not ctypes' AttributeError
+        r = subprocess.run([sys.executable, "-c", "import gpuctl"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, GPUCTL_LIBRARY="libc.so.6"))
+        self.assertNotEqual(r.returncode, 0)
+        last = r.stderr.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("ImportError: gpuctl: libc.so.6 has no gc_strerror()"), last)
+        self.assertIn("not the libgpuctl this package needs", last)
+        self.assertIn("older libgpuctl", last)
+        self.assertIn("GPUCTL_LIBRARY", last)
+        self.assertNotIn("AttributeError", r.stderr)
+
+    def test_dir_and_help_show_the_lazy_names(self):
+        code = ("import sys, pydoc, gpuctl\n"
+                "print('Checkpointer' in dir(gpuctl), 'lease' in dir(gpuctl), 'ckpt' in sys.modules.get('gpuctl.ckpt', 'no'))\n"
+                "text = pydoc.render_doc(gpuctl, renderer=pydoc.plaintext)\n"
+                "print('class Checkpointer' in text, 'should_stop' in text)\n")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # dir() lists it before anything imported gpuctl.ckpt; help() then documents the class
+        self.assertEqual(r.stdout.split(), ["True", "True", "False", "True", "True"], r.stdout)
+
 
 class Pick(unittest.TestCase):
     def test_select_is_pick(self):
@@ -202,6 +238,61 @@ class Pick(unittest.TestCase):
         with self.assertRaises(gpuctl.BadRequest) as e:
             CTX.lease(3, wait=True, timeout=1)
         self.assertIn("3", str(e.exception))
+
+    def test_integers_past_the_librarys_fields_are_refused(self):
+        # n is an unsigned int, min_free_mem a uint64_t, a timeout int64_t ms in the library: a value past
+        # them must be refused, not wrapped (2**32+1 GPUs read as 1, 2**64+1 bytes as 1)
+        for n in (2 ** 32 + 1, 2 ** 40, 10 ** 30, 4097):
+            try:
+                with self.assertRaises(gpuctl.BadRequest, msg=str(n)):
+                    g = CTX.lease(n, set_env=False)
+                    g.release()  # (before the fix: a lease of n mod 2**32 GPUs)
+            finally:
+                self.assertEqual(cli_outsider("run", "-n", "1", "--", "true")[0], 0)  # nothing left leased
+            # (checked before anything is allocated for n GPUs: n = 2**32+1 once asked for 16 GiB here)
+            with self.assertRaises(gpuctl.BadRequest, msg=str(n)) as e:
+                CTX.select(n)
+            self.assertIn("invalid n %d: a whole number of GPUs, from 1 to 4096" % n, str(e.exception))
+        # the command's -n takes the same range
+        self.assertIn("at most 4096", cli("pick", "-n", "4097", check=False).stderr)
+        with self.assertRaises(gpuctl.Busy):
+            CTX.select(4096)  # the most a request may ask for: too many for this node, now
+        for v in (2 ** 64, 2 ** 64 + 1, 2 ** 70):
+            with self.assertRaises(gpuctl.BadRequest, msg=str(v)) as e:
+                CTX.select(1, min_free_mem=v)
+            self.assertIn("invalid min_free_mem %d: too large (more than 2^64-1 bytes)" % v, str(e.exception))
+            with self.assertRaises(gpuctl.BadRequest):
+                gpuctl.parse_size(v)
+        with self.assertRaises(gpuctl.Busy):
+            CTX.select(1, min_free_mem=2 ** 64 - 1)  # the largest: taken as it is, so no GPU has that free
+        self.assertEqual(gpuctl.parse_size(2 ** 64 - 1), 2 ** 64 - 1)
+        for t in (10 ** 12, 10 ** 30, 1e300):
+            with self.assertRaises(gpuctl.BadRequest, msg=str(t)):
+                CTX.lease(1, wait=True, timeout=t)
+        # a model the command would refuse: empty (not "any"), or longer than any GPU name
+        for m in ("", "x" * 96):
+            with self.assertRaises(gpuctl.BadRequest, msg=repr(m)) as e:
+                CTX.select(1, model=m)
+            self.assertIn("1 to 95 bytes", str(e.exception))
+            self.assertEqual(cli("pick", "--model", m, check=False).returncode, 2)
+
+    def test_text_that_is_not_utf8_is_a_bad_request(self):
+        # a lone surrogate (what os.fsdecode and errors="surrogateescape" make of bytes that are not
+        # UTF-8) cannot go to the library as text: BadRequest naming the argument, not UnicodeEncodeError
+        for f, what in ((lambda: gpuctl.parse_size("2\udcffG"), "invalid size"),
+                        (lambda: gpuctl.parse_duration("1\udcffm"), "invalid timeout"),
+                        (lambda: CTX.select(1, min_free_mem="\ud800"), "invalid min_free_mem"),
+                        (lambda: CTX.select(1, model="L4\udcff"), "invalid model"),
+                        (lambda: CTX.lease(1, name="job\ud800"), "invalid name"),
+                        (lambda: CTX.lease(1, wait=True, timeout="\udcff"), "invalid timeout"),
+                        (lambda: gpuctl.advise(model="\udcff", task="lora"), "invalid advise option"),
+                        (lambda: gpuctl.advise("--model", b"llama-3-8b"), "invalid advise option"),
+                        (lambda: gpuctl.advise(model="llama-3-8b\0x", task="lora"), "NUL"),
+                        (lambda: gpuctl.explain("text", source="\ud800"), "invalid source"),
+                        (lambda: gpuctl.open(sim="\ud800"), "invalid sim")):
+            with self.assertRaises(gpuctl.BadRequest, msg=what) as e:
+                f()
+            self.assertIn(what, str(e.exception))
 
 
 class LeaseTests(unittest.TestCase):
@@ -289,14 +380,39 @@ class LeaseTests(unittest.TestCase):
         code = ("import sys, types, os, gpuctl\n"
                 "sys.modules['torch'] = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))\n"
                 "with gpuctl.lease(1) as g:\n    print(list(g), os.environ['CUDA_VISIBLE_DEVICES'])\n")
-        r = cli("run", "--gpus", "0", "--", sys.executable, "-c", code, env=dict(os.environ, GPUCTL_SIM=NODE))
-        self.assertEqual(r.stdout.strip(), "[0] 0", r.stderr)
+        r = cli8("run", "--gpus", "5", "--", sys.executable, "-c", code)
+        self.assertEqual(r.stdout.strip(), "[5] 5", r.stderr)
+
+    def test_cuda_already_initialised_is_refused_before_waiting(self):
+        # GPU 0 leased by the command, GPU 1 used by frank: a wait would last its whole timeout.
+        # With CUDA initialised no lease could be made visible: refused at once, never in line.
+        class Cuda:
+            @staticmethod
+            def is_initialized():
+                return True
+
+        h = Holder()
+        try:
+            sys.modules["torch"] = type("FakeTorch", (), {"cuda": Cuda()})()
+            t0 = time.monotonic()
+            with self.assertRaises(gpuctl.CudaAlreadyInitialized) as e:
+                CTX.lease(1, wait=True, timeout=4)
+            self.assertLess(time.monotonic() - t0, 2, "it waited in line before refusing")
+            self.assertIn("torch.cuda.is_initialized()", str(e.exception))
+            del sys.modules["torch"]
+        finally:
+            sys.modules.pop("torch", None)
+            h.stop()
 
     def test_inside_a_job_lease_returns_the_jobs_gpus(self):
+        # the job has GPU 5 of 8 idle ones: a fresh lease would get GPU 0
         code = ("import gpuctl, os\nwith gpuctl.lease(1) as g:\n"
-                "    print(list(g), os.environ['CUDA_VISIBLE_DEVICES'] == g.visible)\n")
-        r = cli("run", "--gpus", "0", "--", sys.executable, "-c", code, env=dict(os.environ, GPUCTL_SIM=NODE))
-        self.assertEqual(r.stdout.strip(), "[0] True", r.stderr)
+                "    print(list(g), os.environ['CUDA_VISIBLE_DEVICES'] == g.visible, g.visible)\n")
+        r = cli8("run", "--gpus", "5", "--", sys.executable, "-c", code)
+        gpus, same, visible = r.stdout.split()
+        self.assertEqual((gpus, same), ("[5]", "True"), r.stderr)
+        uuid5 = json.loads(cli8("ls", "--json").stdout)["gpus"][5]["uuid"]
+        self.assertEqual(visible, uuid5)
 
 
 class TorchWithCuda(unittest.TestCase):
@@ -370,18 +486,61 @@ class Checkpoints(unittest.TestCase):
 
     def test_bad_arguments(self):
         d = tempfile.mkdtemp(dir=STATE)
-        for kw in (dict(keep=0), dict(keep="3"), dict(prefix="../x"), dict(spot="mars"), dict(dir=5)):
+        with open(os.path.join(d, "file"), "w"):
+            pass
+        for kw in (dict(keep=0), dict(keep="3"), dict(prefix="../x"), dict(spot="mars"), dict(dir=5),
+                   dict(prefix=5), dict(prefix=None), dict(suffix="/x"), dict(suffix=7), dict(spot=5),
+                   dict(signals=[99]), dict(signals=[signal.SIGKILL]), dict(signals=["TERM"]), dict(signals=15.0),
+                   dict(dir="ck\0x"), dict(dir="")):
             with self.assertRaises(gpuctl.BadRequest, msg=str(kw)):
                 gpuctl.Checkpointer(**dict(dict(dir=d, spot=None), **kw))
+        self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)  # nothing installed by a refusal
+        with self.assertRaises(gpuctl.FileError) as e:
+            gpuctl.Checkpointer(os.path.join(d, "file", "ck"), spot=None)  # under a file: cannot be made
+        self.assertIn("cannot make the checkpoint directory", str(e.exception))
         with gpuctl.Checkpointer(d, spot=None, save=_save, load=_load) as c:
-            for step in (-1, 1.5, True):
+            for step in (-1, 1.5, True, 2 ** 63, 10 ** 300):
                 with self.assertRaises(gpuctl.BadRequest):
                     c.save({}, step=step)
+            self.assertTrue(c.save({}, step=2 ** 63 - 1).endswith("ckpt-%d.pkl" % (2 ** 63 - 1)))
         env = dict(os.environ)
         env.pop("GPUCTL_CHECKPOINT_DIR", None)
         r = subprocess.run([sys.executable, "-c", "import gpuctl; gpuctl.Checkpointer()"], env=env,
                            capture_output=True, text=True, timeout=60)
         self.assertIn("GPUCTL_CHECKPOINT_DIR", r.stderr.strip().splitlines()[-1])
+
+    def test_keep_past_an_unsigned_int_keeps_all(self):
+        # keep goes to the library as an unsigned int: 2**32+1 must not be read as 1 (and prune all but one)
+        d = tempfile.mkdtemp(dir=STATE)
+        with gpuctl.Checkpointer(d, keep=2 ** 32 + 1, spot=None, save=_save, load=_load) as c:
+            for step in range(3):
+                c.save({"step": step}, step=step)
+            self.assertEqual(sorted(e["name"] for e in c.list() if e["complete"]),
+                             ["ckpt-%09d.pkl" % i for i in range(3)])
+
+    def test_a_dir_whose_name_is_not_utf8(self):
+        # b'ck\xff' as Python has it (os.fsdecode: a surrogate): committed under those bytes, as the command
+        # sees them, and nothing half-written; a name that stands for no bytes is refused before anything
+        base = tempfile.mkdtemp(dir=STATE)
+        d = os.fsdecode(os.fsencode(base) + b"/ck\xff")
+        with gpuctl.Checkpointer(d, keep=2, spot=None, save=_save, load=_load) as c:
+            for step in range(3):
+                path = c.save({"step": step}, step=step)
+                self.assertEqual(path, os.path.join(d, "ckpt-%09d.pkl" % step))
+                self.assertEqual(c.latest(), path)
+            self.assertEqual(c.load_latest(), {"step": 2})
+            self.assertEqual([(e["name"], e["complete"]) for e in c.list()],
+                             [("ckpt-000000002.pkl", True), ("ckpt-000000001.pkl", True)])
+            r = subprocess.run([GPUCTL, "ckpt", "latest", os.fsencode(d)], capture_output=True, timeout=60)
+            self.assertEqual(r.stdout.strip(), os.fsencode(path), r.stderr)
+        self.assertEqual(sorted(os.listdir(os.fsencode(d))), [b".gpuctl", b"ckpt-000000001.pkl",
+                                                              b"ckpt-000000002.pkl", b"latest"])
+        with gpuctl.Checkpointer(os.fsencode(d), spot=None, save=_save, load=_load) as c:  # bytes too
+            self.assertEqual(c.load_latest(), {"step": 2})
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            gpuctl.Checkpointer(os.path.join(base, "ck\ud800"), spot=None)
+        self.assertIn("invalid dir", str(e.exception))
+        self.assertEqual(sorted(os.listdir(base)), [os.path.basename(d)])
 
     def test_sigterm_sets_should_stop(self):
         d = tempfile.mkdtemp(dir=STATE)
@@ -442,6 +601,28 @@ class Library(unittest.TestCase):
         self.assertEqual(gpuctl.explain(text)["findings"], want["findings"])
         with self.assertRaises(gpuctl.BadRequest):
             gpuctl.explain(42)
+
+    def test_explain_a_path_that_cannot_be_read(self):
+        # as `gpuctl explain PATH`: "cannot open 'PATH': No such file or directory", an error, never
+        # "no findings" from reading the path as if it were the log
+        missing = os.path.join(STATE, "no-such-dir", "train.log")
+        want = cli("explain", missing, check=False)
+        self.assertEqual(want.returncode, 2)
+        self.assertIn("cannot open '%s': No such file or directory" % missing, want.stderr)
+        import pathlib
+        for log in (pathlib.Path(missing), missing, "typo/path", "run.log"):
+            with self.assertRaises(gpuctl.FileError, msg=repr(log)) as e:
+                gpuctl.explain(log)
+            self.assertIn("cannot open '%s': No such file or directory" % os.fspath(log), str(e.exception))
+            self.assertIsInstance(e.exception, OSError)
+        with self.assertRaises(gpuctl.FileError) as e:
+            gpuctl.explain(pathlib.Path(STATE))
+        self.assertIn("it is a directory", str(e.exception))
+        self.assertIn("it is a directory", cli("explain", STATE, check=False).stderr)
+        # text is still text: one line with blanks, or a word that is no path
+        self.assertEqual(gpuctl.explain("Killed")["findings"], gpuctl.explain(b"Killed")["findings"])
+        self.assertIsInstance(gpuctl.explain("RuntimeError: see /tmp/x for more")["findings"], list)
+        self.assertIsInstance(gpuctl.explain("bad \ud800 text")["findings"], list)
 
     def test_advise_is_advise_json(self):
         want = json.loads(subprocess.run([GPUCTL, "advise", "--json", "--model", "llama-3-8b", "--task", "lora"],
