@@ -8,6 +8,7 @@
 #include "advise/advise.h"
 #include "advise/catalog.h"
 #include "cli.h"
+#include "advise-here.h"
 #include "advise/memmodel.h"
 #include "advise/sky.h"
 #include "advise/specs.h"
@@ -148,6 +149,8 @@ static int usage_advise(FILE *f)
 		   "  --max-gpus N   --budget USD   --deadline DURATION   --catalog FILE (repeatable)\n"
 		   "  --framework auto|hf|megatron|vllm   --loss auto|full|chunked|classifier\n"
 		   "  --top N   --json\n"
+		   "  --here [--here-price USD]  this machine too: free now, its wait in gpuctld's queue, or\n"
+		   "      what it lacks (--here-price: its $ per GPU-hour)\n"
 		   "  --emit skypilot [--any] [--launch] [--checkpoint-bucket URL] [--checkpoint-dir DIR]\n"
 		   "      [--setup CMD] [--name NAME] [--max-restarts N] [--disk-size GB] -- CMD [ARGS...]\n"
 		   "      write the plans as a SkyPilot task YAML (docs/cloud.md) instead of the table\n",
@@ -228,25 +231,23 @@ static int sky_launch(const char *yaml, const char *name, const char *task_file,
 	return rc;
 }
 
-static int advise_cli(int argc, char **argv, bool sky);
+static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sky);
 
 int cmd_advise(const struct cli_global *g, int argc, char **argv)
 {
-	(void)g;
-	return advise_cli(argc, argv, false);
+	return advise_cli(g, argc, argv, false);
 }
 
 int cmd_advise_sky(const struct cli_global *g, int argc, char **argv)
 {
-	(void)g;
-	return advise_cli(argc, argv, true);
+	return advise_cli(g, argc, argv, true);
 }
 
-static int advise_cli(int argc, char **argv, bool sky)
+static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sky)
 {
 	/* the library's table (lib/advise/advise-request.c), --json, --help and --emit's own */
 	enum { OPT_EMIT = 300, OPT_ANY, OPT_LAUNCH, OPT_BUCKET, OPT_CKDIR, OPT_SETUP, OPT_NAME, OPT_RESTARTS, OPT_DISK,
-	       OPT_SKY, OPT_DRY, OPT_TASKFILE, OPT_FOLLOW };
+	       OPT_SKY, OPT_DRY, OPT_TASKFILE, OPT_FOLLOW, OPT_HERE, OPT_HERE_PRICE };
 	/* gpuctl launch --sky's own */
 	static const struct option sky_lo[] = {
 		{"sky", no_argument, NULL, OPT_SKY}, {"dry-run", no_argument, NULL, OPT_DRY},
@@ -259,9 +260,14 @@ static int advise_cli(int argc, char **argv, bool sky)
 		{"name", required_argument, NULL, OPT_NAME}, {"max-restarts", required_argument, NULL, OPT_RESTARTS},
 		{"disk-size", required_argument, NULL, OPT_DISK},
 	};
+	/* this machine beside the rentals */
+	static const struct option here_lo[] = {
+		{"here", no_argument, NULL, OPT_HERE}, {"here-price", required_argument, NULL, OPT_HERE_PRICE},
+	};
 	enum { NEMIT = sizeof emit_lo / sizeof emit_lo[0] };
 	enum { NSKY = sizeof sky_lo / sizeof sky_lo[0] };
-	struct option lo[64 + NEMIT + NSKY];
+	enum { NHERE = sizeof here_lo / sizeof here_lo[0] };
+	struct option lo[64 + NEMIT + NSKY + NHERE];
 	size_t nlo = 0;
 	for (; nlo < advise_noptions && nlo < 64 - 3; nlo++)
 		lo[nlo] = advise_options[nlo];
@@ -269,12 +275,15 @@ static int advise_cli(int argc, char **argv, bool sky)
 		lo[nlo++] = emit_lo[i];
 	for (size_t i = 0; sky && i < NSKY; i++)
 		lo[nlo++] = sky_lo[i];
+	for (size_t i = 0; !sky && i < NHERE; i++)
+		lo[nlo++] = here_lo[i];
 	lo[nlo++] = (struct option){"json", no_argument, NULL, 'j'};
 	lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
 	lo[nlo] = (struct option){NULL, 0, NULL, 0};
 	struct advise_input in;
 	advise_input_init(&in);
-	bool json = false, emit = sky, emit_opt = false, dry_run = false, follow = false;
+	bool json = false, emit = sky, emit_opt = false, dry_run = false, follow = false, here = false;
+	double here_price = -1;
 	const char *task_file = NULL;
 	struct advise_sky_opts so = {.max_restarts = 3, .disk_gb = 256};
 	char err[1024];
@@ -299,6 +308,18 @@ static int advise_cli(int argc, char **argv, bool sky)
 		case OPT_DRY: dry_run = true; break;
 		case OPT_FOLLOW: follow = true; break;
 		case OPT_TASKFILE: task_file = optarg; break;
+		case OPT_HERE: here = true; break;
+		case OPT_HERE_PRICE: {
+			char *end;
+			errno = 0;
+			here_price = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(here_price >= 0) || here_price > 1e6) {
+				cli_err("invalid --here-price '%s' (expected dollars per GPU-hour, e.g. 1.80)", optarg);
+				return EXIT_USAGE;
+			}
+			here = true;
+			break;
+		}
 		case 'j': json = true; break;
 		case OPT_EMIT:
 			if (sky) {
@@ -355,6 +376,10 @@ static int advise_cli(int argc, char **argv, bool sky)
 	}
 	if (emit && json) {
 		cli_err("--emit skypilot and --json are two outputs: give one");
+		return EXIT_USAGE;
+	}
+	if (emit && here) {
+		cli_err("--here adds this machine to advise's table or --json; --emit skypilot writes rentals only");
 		return EXIT_USAGE;
 	}
 	if (optind < argc && (!emit || strcmp(argv[optind - 1], "--") != 0))
@@ -430,9 +455,25 @@ static int advise_cli(int argc, char **argv, bool sky)
 		free(yaml);
 		return lrc;
 	}
+	json_t *hj = NULL;
+	bool here_fits = false;
+	if (here && (rc = advise_here(g, &res, here_price, &hj, &here_fits)) != EXIT_OK) {
+		json_decref(hj);
+		advise_result_free(&res);
+		return rc;
+	}
 	if (json) {
 		char *out = advise_result_json(&res);
+		if (out && hj) {
+			/* the library's document, with this machine's answer added */
+			json_t *doc = json_loads(out, 0, NULL);
+			free(out);
+			out = doc && json_object_set(doc, "here", hj) == 0 ? json_dumps(doc, JSON_COMPACT) : NULL;
+			json_decref(doc);
+		}
 		if (!out) {
+			free(out);
+			json_decref(hj);
 			cli_err("out of memory");
 			advise_result_free(&res);
 			return EXIT_FAIL;
@@ -575,8 +616,11 @@ static int advise_cli(int argc, char **argv, bool sky)
 			printf("(%zu catalog row%s fit%s only with CPU offload, and the offloaded states exceed %s host "
 			       "memory: left out)\n", skipped.host_too_small, skipped.host_too_small > 1 ? "s" : "",
 			       skipped.host_too_small > 1 ? "" : "s", skipped.host_too_small > 1 ? "their" : "its");
+		if (hj)
+			printf("%s\n", json_string_value(json_object_get(hj, "text")));
 	}
-	rc = np ? EXIT_OK : EXIT_FAILURE;
+	json_decref(hj);
+	rc = np || here_fits ? EXIT_OK : EXIT_FAILURE;
 	advise_result_free(&res);
 	return rc;
 }

@@ -398,6 +398,52 @@ static json_t *op_usage(struct queue *q, json_t *req)
 	return ans ? ans : requests_fail("cannot read the usage records: %s", store_errmsg(q->st));
 }
 
+/* what `gpuctl advise --here` needs to tell a wait: the queue's sizes and times, no one's job */
+struct load {
+	json_t *running, *queued;
+	int64_t rt[50];
+	size_t nrt;
+};
+
+static void load_job(void *arg, bool running, unsigned ngpus, int64_t started_ms)
+{
+	struct load *l = arg;
+	if (running)
+		json_array_append_new(l->running, json_pack("{s:I, s:I}", "gpus", (json_int_t)ngpus, "started_ms",
+							     (json_int_t)started_ms));
+	else
+		json_array_append_new(l->queued, json_integer(ngpus));
+}
+
+static void load_runtime(void *arg, int64_t ms)
+{
+	struct load *l = arg;
+	if (l->nrt < sizeof l->rt / sizeof l->rt[0])
+		l->rt[l->nrt++] = ms;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static json_t *op_load(struct queue *q)
+{
+	struct load l = {.running = json_array(), .queued = json_array()};
+	if (!l.running || !l.queued || store_load(q->st, 1000, load_job, load_runtime, &l) < 0) {
+		json_decref(l.running);
+		json_decref(l.queued);
+		return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
+	}
+	qsort(l.rt, l.nrt, sizeof l.rt[0], cmp_i64);
+	json_t *median = l.nrt ? json_integer((json_int_t)(l.nrt % 2 ? l.rt[l.nrt / 2]
+								     : (l.rt[l.nrt / 2 - 1] + l.rt[l.nrt / 2]) / 2))
+			       : json_null();
+	return json_pack("{s:b, s:I, s:o, s:o, s:o, s:I}", "ok", 1, "now_ms", (json_int_t)clock_real_ms(), "running",
+			 l.running, "queued", l.queued, "runtime_ms", median, "runtimes", (json_int_t)l.nrt);
+}
+
 json_t *requests_answer(void *arg, const struct client *c, const char *line)
 {
 	struct queue *q = arg;
@@ -421,8 +467,10 @@ json_t *requests_answer(void *arg, const struct client *c, const char *line)
 		ans = op_cancel(q, c, req);
 	else if (strcmp(op, "usage") == 0)
 		ans = op_usage(q, req);
+	else if (strcmp(op, "load") == 0)
+		ans = op_load(q);
 	else
-		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel or usage)", op);
+		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel, usage or load)", op);
 	json_decref(req);
 	return ans;
 }

@@ -21,7 +21,8 @@
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
-	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE, NSTMT
+	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
+	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, NSTMT
 };
 
 struct store {
@@ -636,6 +637,36 @@ int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, c
 		snprintf(r.name, sizeof r.name, "%s", (const char *)sqlite3_column_text(st, 4));
 		fn(arg, &r);
 	}
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_load(struct store *s, size_t limit, void (*job)(void *arg, bool running, unsigned ngpus, int64_t started_ms),
+	       void (*runtime)(void *arg, int64_t ms), void *arg)
+{
+	/* running ones, then the queued ones in dispatch order, from the jobs_order index */
+	static const char live[] = "SELECT state, ngpus, started_ms FROM jobs WHERE state IN ('running', 'queued')"
+		" ORDER BY state = 'queued', priority DESC, id LIMIT ?";
+	static const char runtimes[] = "SELECT ended_ms - started_ms FROM jobs WHERE state = 'done' AND started_ms > 0"
+		" AND ended_ms >= started_ms ORDER BY id DESC LIMIT ?";
+	sqlite3_stmt *st = stmt(s, ST_LOAD_LIVE, live);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *state = (const char *)sqlite3_column_text(st, 0);
+		job(arg, state && strcmp(state, "running") == 0, (unsigned)sqlite3_column_int(st, 1),
+		    sqlite3_column_int64(st, 2));
+	}
+	done(st);
+	if (rc != SQLITE_DONE)
+		return -1;
+	if (!(st = stmt(s, ST_LOAD_RUNTIMES, runtimes)))
+		return -1;
+	sqlite3_bind_int64(st, 1, 50);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		runtime(arg, sqlite3_column_int64(st, 0));
 	done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }

@@ -67,6 +67,13 @@ struct usage_row {
 int store_usage_add(struct store *s, const struct usage_row *r);
 /* fn for each row that ended after since_ms, oldest first. 0, or -1. */
 int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, const struct usage_row *r), void *arg);
+/*
+ * The queue's load, with nothing of whose it is: each running job, then each
+ * queued one in dispatch order (at most limit in all), to job(); the runtimes
+ * of the last 50 jobs that ended well, newest first, to runtime(). 0, or -1.
+ */
+int store_load(struct store *s, size_t limit, void (*job)(void *arg, bool running, unsigned ngpus, int64_t started_ms),
+	       void (*runtime)(void *arg, int64_t ms), void *arg);
 
 /* Open (creating, migrating) the database at path. 0, or -1 with err. */
 int store_open(struct store **out, const char *path, char *err, size_t errlen);

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fnmatch.h>
 #include <string.h>
 #include <strings.h>
 
@@ -411,11 +412,13 @@ size_t specs_model_suggest(const memmodel_model *m, size_t n, const char *name, 
 	return got;
 }
 
-int specs_load_sky(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen)
+/* a two-column table (key_col, gpu) of names and the gpus.csv rows they stand for */
+static int load_pairs(const char *path, const char *key_col, const char *what, spec_sky **out, size_t *n, char *err,
+		      size_t errlen)
 {
 	*out = NULL;
 	*n = 0;
-	static const char *const cols[] = {"skypilot", "gpu"};
+	const char *const cols[] = {key_col, "gpu"};
 	int idx[2];
 	char *data;
 	char why[256];
@@ -435,7 +438,7 @@ int specs_load_sky(const char *path, spec_sky **out, size_t *n, char *err, size_
 		copy(t[cnt].name, sizeof t[cnt].name, field(&c, idx[0]));
 		copy(t[cnt].gpu, sizeof t[cnt].gpu, field(&c, idx[1]));
 		if (!t[cnt].name[0] || !t[cnt].gpu[0]) {
-			errbuf_set(err, errlen, "%s: line %zu: a row needs a SkyPilot name and a GPU", path, c.line);
+			errbuf_set(err, errlen, "%s: line %zu: a row needs %s and a GPU", path, c.line, what);
 			rc = GC_EINVAL;
 			goto out;
 		}
@@ -452,4 +455,27 @@ out:
 		*n = cnt;
 	}
 	return rc;
+}
+
+int specs_load_sky(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen)
+{
+	return load_pairs(path, "skypilot", "a SkyPilot name", out, n, err, errlen);
+}
+
+int specs_load_nvml(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen)
+{
+	return load_pairs(path, "nvml", "a driver's name pattern", out, n, err, errlen);
+}
+
+const spec_gpu *specs_gpu_for_nvml(const spec_sky *t, size_t nt, const spec_gpu *g, size_t ng, const char *name)
+{
+	for (size_t i = 0; name && i < nt; i++) {
+		if (fnmatch(t[i].name, name, FNM_CASEFOLD) != 0)
+			continue;
+		for (size_t k = 0; k < ng; k++)
+			if (strcasecmp(g[k].name, t[i].gpu) == 0)
+				return &g[k];
+		return NULL; /* the table names a GPU gpus.csv lacks: not planned */
+	}
+	return NULL;
 }

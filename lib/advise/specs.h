@@ -66,5 +66,9 @@ size_t specs_model_suggest(const memmodel_model *m, size_t n, const char *name, 
 
 /* data/sky-accelerators.csv: 0, or a GC_E* code with err set; free(*out) */
 int specs_load_sky(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen);
+/* data/nvml-gpus.csv (driver name patterns in spec_sky.name, the gpus.csv row in .gpu), likewise */
+int specs_load_nvml(const char *path, spec_sky **out, size_t *n, char *err, size_t errlen);
+/* the GPU of g[] the driver's name stands for by t[]'s first matching pattern, or NULL */
+const spec_gpu *specs_gpu_for_nvml(const spec_sky *t, size_t nt, const spec_gpu *g, size_t ng, const char *name);
 
 #endif

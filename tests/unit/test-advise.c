@@ -18,6 +18,7 @@
 
 #include "advise/advise.h"
 #include "advise/catalog.h"
+#include "advise/here.h"
 #include "advise/specs.h"
 #include "tmpdir.h"
 
@@ -262,6 +263,104 @@ static void test_fabrics_file(void **state)
 	tmpdir_remove(dir);
 }
 
+/* the driver's names map to gpus.csv rows by data/nvml-gpus.csv, the specific patterns first */
+static void test_nvml_names(void **state)
+{
+	(void)state;
+	char path[4096], err[512];
+	const char *src = getenv("GPUCTL_SRCDIR");
+	snprintf(path, sizeof path, "%s/data/nvml-gpus.csv", src ? src : ".");
+	spec_sky *t = NULL;
+	size_t n = 0;
+	if (specs_load_nvml(path, &t, &n, err, sizeof err))
+		fail_msg("%s", err);
+	static const char *const pairs[][2] = {
+		{"NVIDIA H100 80GB HBM3", "H100"}, {"NVIDIA H100 PCIe", "H100-PCIe"}, {"NVIDIA H100 NVL", "H100-NVL"},
+		{"NVIDIA A100-SXM4-80GB", "A100-80GB"}, {"NVIDIA A100 80GB PCIe", "A100-80GB-PCIe"},
+		{"NVIDIA A100-SXM4-40GB", "A100-40GB"}, {"NVIDIA A10G", "A10G"}, {"NVIDIA A10", "A10"},
+		{"NVIDIA L4", "L4"}, {"NVIDIA L40S", "L40S"}, {"Tesla T4", "T4"}, {"Tesla V100-SXM2-16GB", "V100-16GB"},
+		{"Tesla V100-PCIE-32GB", "V100-32GB"}, {"NVIDIA H200", "H200"},
+	};
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		const spec_gpu *g = specs_gpu_for_nvml(t, n, gpus, ngpus, pairs[i][0]);
+		if (!g || strcmp(g->name, pairs[i][1]) != 0)
+			fail_msg("'%s' planned as %s, expected %s", pairs[i][0], g ? g->name : "nothing", pairs[i][1]);
+	}
+	/* an A40, an L40 (not S), an RTX card: not in the table, not planned as something else */
+	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA A40"));
+	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA L40"));
+	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA RTX A6000"));
+	free(t);
+}
+
+/* the fewest of this machine's GPUs that hold the workload, on one node */
+static void test_here_plan(void **state)
+{
+	(void)state;
+	char err[256];
+	struct here_machine m = {.gpu = specs_gpu_for(gpus, ngpus, "H100"), .ngpus = 8, .host_gib = 1024, .price = 2.5};
+	cat_row row;
+	advise_plan p;
+	bool found;
+	/* Llama-2-7B inference: one GPU; priced at $2.50 per GPU-hour */
+	advise_req r = request("llama-2-7b", MEMMODEL_INFER);
+	assert_int_equal(here_plan(&r, &m, gpus, ngpus, &row, &p, &found, err, sizeof err), 0);
+	assert_true(found);
+	assert_int_equal(p.gpus, 1);
+	assert_int_equal(p.nodes, 1);
+	assert_true(fabs(p.price_h - 2.5) < 1e-9);
+	/* 70B inference in bf16 (140 GB of weights): two H100s */
+	r = request("llama-2-70b", MEMMODEL_INFER);
+	assert_int_equal(here_plan(&r, &m, gpus, ngpus, &row, &p, &found, err, sizeof err), 0);
+	assert_true(found);
+	assert_int_equal(p.gpus, 2);
+	assert_true(p.mem.total <= p.usable);
+	/* on two L4s it does not fit; no price configured: none shown */
+	struct here_machine l4 = {.gpu = specs_gpu_for(gpus, ngpus, "L4"), .ngpus = 2, .host_gib = 64, .price = -1};
+	assert_int_equal(here_plan(&r, &l4, gpus, ngpus, &row, &p, &found, err, sizeof err), 0);
+	assert_false(found);
+	r = request("llama-2-7b", MEMMODEL_INFER);
+	assert_int_equal(here_plan(&r, &l4, gpus, ngpus, &row, &p, &found, err, sizeof err), 0);
+	assert_true(found);
+	assert_true(p.price_h < 0 && p.cost < 0);
+	/* a GPU not in the table: nothing is planned */
+	struct here_machine unknown = {.gpu = NULL, .ngpus = 4};
+	assert_int_equal(here_plan(&r, &unknown, gpus, ngpus, &row, &p, &found, err, sizeof err), 0);
+	assert_false(found);
+}
+
+/* the queue's wait, first come first served, from a typical runtime */
+static void test_here_wait(void **state)
+{
+	(void)state;
+	const double hour = 3600e3;
+	const int64_t now = 100 * 3600000LL;
+	/* free now, nothing queued */
+	assert_int_equal(here_wait_ms(2, 2, 8, NULL, 0, NULL, 0, 0, now), 0);
+	/* free now but a job is queued ahead (it takes them): cannot tell without a runtime */
+	unsigned q1[] = {2};
+	assert_int_equal(here_wait_ms(2, 2, 8, NULL, 0, q1, 1, 0, now), -1);
+	/* 8 GPUs: a 6-GPU job started 20 min ago, 2 free; a 2-GPU job queued ahead takes them; ours (2)
+	   waits for the 6-GPU job, typical runtime 1 h: 40 min */
+	struct here_job run[] = {{.ngpus = 6, .started_ms = now - 20 * 60000}};
+	assert_int_equal(here_wait_ms(2, 2, 8, run, 1, q1, 1, hour, now), 40 * 60000);
+	/* nothing ahead: the 2 free GPUs are ours now */
+	assert_int_equal(here_wait_ms(2, 2, 8, run, 1, NULL, 0, hour, now), 0);
+	/* a job past the typical runtime is given half of it more */
+	struct here_job late[] = {{.ngpus = 8, .started_ms = now - 2 * 3600000LL}};
+	assert_int_equal(here_wait_ms(4, 0, 8, late, 1, NULL, 0, hour, now), 30 * 60000);
+	/* behind an 8-GPU job: it starts when the running one ends, ours an hour after that */
+	unsigned q8[] = {8};
+	assert_int_equal(here_wait_ms(1, 0, 8, late, 1, q8, 1, hour, now), 90 * 60000);
+	/* GPUs held by what is not a queued job (interactive leases) never come back: unknown */
+	assert_int_equal(here_wait_ms(4, 0, 8, NULL, 0, NULL, 0, hour, now), -1);
+	/* more than the machine has: never */
+	assert_int_equal(here_wait_ms(9, 8, 8, NULL, 0, NULL, 0, hour, now), -1);
+	/* a queued job that could never start is no one's obstacle */
+	unsigned q9[] = {9};
+	assert_int_equal(here_wait_ms(2, 2, 8, NULL, 0, q9, 1, hour, now), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +369,9 @@ int main(void)
 		cmocka_unit_test(test_zero3_needs_fabric),
 		cmocka_unit_test(test_more_nodes_when_cheaper),
 		cmocka_unit_test(test_fabrics_file),
+		cmocka_unit_test(test_nvml_names),
+		cmocka_unit_test(test_here_plan),
+		cmocka_unit_test(test_here_wait),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
