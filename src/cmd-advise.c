@@ -337,7 +337,20 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		case OPT_BUCKET: so.bucket = optarg; emit_opt = true; break;
 		case OPT_CKDIR: so.ckpt_dir = optarg; emit_opt = true; break;
 		case OPT_SETUP: so.install = optarg; emit_opt = true; break;
-		case OPT_NAME: so.name = optarg; emit_opt = true; break;
+		case OPT_NAME: {
+			/* the YAML's name: a line of text SkyPilot shows; a longer one was cut short unsaid */
+			size_t l = strlen(optarg);
+			bool ok = l > 0 && l <= 95;
+			for (size_t i = 0; ok && i < l; i++)
+				ok = (unsigned char)optarg[i] >= 0x20 && optarg[i] != 0x7f;
+			if (!ok) {
+				cli_err("invalid --name (expected 1 to 95 characters, no control characters; %zu given)", l);
+				return EXIT_USAGE;
+			}
+			so.name = optarg;
+			emit_opt = true;
+			break;
+		}
 		case OPT_RESTARTS:
 		case OPT_DISK: {
 			char *end;

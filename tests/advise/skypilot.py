@@ -322,6 +322,8 @@ def main():
                 (["--emit", "skypilot", "--checkpoint-dir", "rel", "--", "x"], "invalid --checkpoint-dir"),
                 (["--emit", "skypilot", "--max-restarts", "-1", "--", "x"], "invalid --max-restarts"),
                 (["--emit", "skypilot", "--disk-size", "0", "--", "x"], "invalid --disk-size"),
+                (["--emit", "skypilot", "--name", "n" * 96, "--", "x"], "invalid --name (expected 1 to 95"),
+                (["--emit", "skypilot", "--name", "a\x1b[2Jb", "--", "x"], "no control characters"),
                 (["--emit", "skypilot", "x"], "x"),
                 (["--catalog", cat, "--emit", "skypilot", "--", "x"], "SkyPilot does not know")]:
             p = advise(gpuctl, ["--model", "llama-2-7b"] + args)
