@@ -542,9 +542,6 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 				printf("warning: SkyPilot's %s catalog is %.0f days old: its prices may be stale (SkyPilot "
 				       "fetches a new one when it runs, e.g. sky check)\n", res.src[i].cloud,
 				       res.src[i].age_h / 24);
-		if (res.gcp_live_unused)
-			printf("(SkyPilot's gcp catalog prices GPUs on rows apart from their machines: GCP's prices are "
-			       "the snapshot's)\n");
 		printf("\n");
 		if (np) {
 			printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", "CLOUD", "INSTANCE", "REGION",

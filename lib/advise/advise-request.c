@@ -454,15 +454,20 @@ static int load_data(const struct advise_input *in, struct advise_result *res, c
 			char live[PATH_MAX + 32];
 			snprintf(live, sizeof live, "%s/%s/vms.csv", dir, clouds[i]);
 			bool there = dir[0] && stat(live, &st) == 0 && S_ISREG(st.st_mode);
-			/* SkyPilot's GCP file prices the GPUs on rows of their own, apart from the machines
-			   they attach to; the snapshot holds their sums */
-			if (there && strcmp(clouds[i], "gcp") == 0) {
-				res->gcp_live_unused = true;
-				there = false;
-			}
 			if (there) {
 				char why[400];
-				if (catalog_load(&res->cat, live, clouds[i], why, sizeof why) != GC_OK) {
+				/* SkyPilot's GCP file prices the GPUs on rows of their own, apart from the machines
+				   they attach to: each is priced with its host, as SkyPilot does */
+				cat_host_rule *rules = NULL;
+				size_t nrules = 0;
+				bool gcp = strcmp(clouds[i], "gcp") == 0;
+				if (gcp && ((rc = datadir_file("sky-gcp-hosts.csv", path, sizeof path, err, errlen)) != GC_OK ||
+					    (rc = catalog_load_host_rules(path, &rules, &nrules, err, errlen)) != GC_OK))
+					return data_rc(rc);
+				rc = gcp ? catalog_load_gcp(&res->cat, live, rules, nrules, why, sizeof why)
+					 : catalog_load(&res->cat, live, clouds[i], why, sizeof why);
+				free(rules);
+				if (rc != GC_OK) {
 					errbuf_set(err, errlen, "SkyPilot's catalog: %s", why);
 					return GC_EINVAL;
 				}

@@ -162,7 +162,6 @@ struct advise_result {
 	advise_skipped skipped;
 	struct advise_catsrc src[3]; /* without --catalog: aws, gcp, azure, each live or the snapshot */
 	size_t nsrc;
-	bool gcp_live_unused;       /* SkyPilot's GCP catalog was there but prices GPUs apart from machines */
 };
 
 /* The options of `gpuctl advise` but --help and --json (getopt_long entries, all with val 256). */

@@ -7,7 +7,7 @@ dict with commas, v8's Arch column, one row per availability zone): they load
 by header name, zones fold into one row per region (the lowest on-demand
 price, the cheapest spot zone named), a missing column is a one-line error,
 an old file gets a warning, and SkyPilot's GCP file (GPUs priced apart from
-their machines) is said to be left for the snapshot.
+their machines) has each GPU priced with the host SkyPilot would give it.
 
 Usage: catalogs.py GPUCTL
 """
@@ -37,9 +37,18 @@ V7_AWS = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInf
 g6.4xlarge,L4,1.0,16.0,64.0,"{'Gpus': [{'Name': 'L4', 'Count': 1}]}",1.3232,0.61,us-east-1,use1-az1
 g6.4xlarge,L4,1.0,16.0,64.0,"{'Gpus': [{'Name': 'L4', 'Count': 1}]}",1.3232,0.52,us-east-1,use1-az2
 """
+# SkyPilot's GCP layout: GPUs on rows of their own (no InstanceType), machines apart, one row per zone
 V8_GCP = """InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice
 g2-standard-4,4.0,16.0,,,,us-central1,us-central1-a,0.3,0.1
+g2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.45,0.15
+g2-standard-4,4.0,16.0,,,,us-central1,us-central1-b,0.3,0.12
 ,,,L4,1,L4,us-central1,us-central1-a,0.56,0.2
+,,,L4,1,L4,us-central1,us-central1-b,0.56,0.15
+n1-standard-4,4.0,15.0,,,,us-central1,us-central1-a,0.19,0.04
+n1-highmem-4,4.0,26.0,,,,us-central1,us-central1-a,0.236,0.05
+n1-standard-8,8.0,30.0,,,,us-central1,us-central1-a,0.38,0.08
+,,,T4,1,T4,us-central1,us-central1-a,0.35,0.14
+,,,A100,1,A100,us-central1,us-central1-c,2.93,1.1
 """
 
 
@@ -94,10 +103,20 @@ def main():
         p = advise(gpuctl, ["--clouds", "aws", "--top", "1", "--json", "--spot"], home)
         q = json.loads(p.stdout)["plans"][0]
         check(q["spot_price_per_hour"] == 0.52 and q["spot_zone"] == "use1-az2", "v7 spot: %s" % q)
-        # SkyPilot's GCP file is there but not used, and the output says so
+        # SkyPilot's GCP file: each GPU priced with its host in its zone, as SkyPilot does
+        # (data/sky-gcp-hosts.csv): L4 on the cheapest G2 machine, T4 on the cheapest n1 with
+        # 4 vCPUs and 16 GiB (not n1-standard-4's 15), an A100 with no A2 machine in its zone left out
         write(os.path.join(d8, "gcp", "vms.csv"), V8_GCP)
+        p = advise(gpuctl, ["--catalog-dir", d8, "--clouds", "gcp", "--top", "20", "--json", "--spot"], home)
+        plans = {q["instance"]: q for q in json.loads(p.stdout)["plans"]}
+        l4, t4 = plans.get("g2-standard-4"), plans.get("n1-highmem-4")
+        check(set(plans) == {"g2-standard-4", "n1-highmem-4"}, "GCP plans: %s" % sorted(plans))
+        check(l4 and abs(l4["price_per_hour"] - 0.86) < 1e-9 and abs(l4["spot_price_per_hour"] - 0.27) < 1e-9 and
+              l4["spot_zone"] == "us-central1-b", "L4 on g2-standard-4: %s" % l4)
+        check(t4 and abs(t4["price_per_hour"] - 0.586) < 1e-9 and abs(t4["spot_price_per_hour"] - 0.19) < 1e-9,
+              "T4 on n1-highmem-4: %s" % t4)
         p = advise(gpuctl, ["--catalog-dir", d8, "--top", "1"], home)
-        check("GCP's prices are the snapshot's" in p.stdout, "no word on the GCP catalog: %s" % p.stdout)
+        check("gcp: SkyPilot's catalog %s/gcp/vms.csv" % d8 in p.stdout, "GCP's live catalog not said: %s" % p.stdout)
         # errors: a missing column, a directory that is not there
         bad = os.path.join(tmp, "bad")
         write(os.path.join(bad, "azure", "vms.csv"), V8_AWS.replace("Region,", "Place,", 1))
