@@ -371,7 +371,7 @@ static void fmt_bytes(char *buf, size_t len, uint64_t b, bool known)
 		snprintf(buf, len, "%lluM", (unsigned long long)(b >> 20));
 }
 
-static int draw_procs(struct top *t, int y, int last)
+static void draw_procs(struct top *t, int y, int last)
 {
 	const int w = COLS;
 	char head[256];
@@ -399,7 +399,7 @@ static int draw_procs(struct top *t, int y, int last)
 	y++;
 	int room = last - y;
 	if (room < 1)
-		return y;
+		return;
 	if (t->sel >= t->nrows)
 		t->sel = t->nrows ? t->nrows - 1 : 0;
 	if (t->sel < t->first)
@@ -437,47 +437,69 @@ static int draw_procs(struct top *t, int y, int last)
 			put(y, w - 2, 2, pair(t, PAIR_WARN, A_BOLD) | (r == t->sel ? A_REVERSE : 0), " U");
 	}
 	if (t->nrows == 0)
-		put(y++, 2, w - 2, pair(t, PAIR_DIM, A_NORMAL), t->v.filter[0] ? "no process matches '%s'"
+		put(y, 2, w - 2, pair(t, PAIR_DIM, A_NORMAL), t->v.filter[0] ? "no process matches '%s'"
 										: "no processes on the GPUs%s",
 		    t->v.filter[0] ? t->v.filter : "");
-	return y;
 }
 
 #define PANEL_ROWS 3 /* waiters and queued jobs shown, each */
 
-/* the lines the bottom panel takes: waiters in line, then gpuctld's jobs */
-static int bottom_lines(const struct top *t)
+/* what the bottom panel shows: which of its two lists, and how many rows of each */
+struct bottom {
+	bool waiters, queue;        /* their heading lines */
+	size_t nw, nj;              /* rows under them */
+};
+
+/*
+ * The bottom panel (waiters in line, then gpuctld's jobs) in at most `room`
+ * lines: up to PANEL_ROWS rows each, fewer (the longer list first, then the
+ * headings, the queue's first) when the room is short. Returns the lines taken.
+ */
+static int bottom_fit(const struct top *t, int room, struct bottom *b)
 {
-	int n = 0;
-	if (t->d.nwaiters)
-		n += 1 + (int)(t->d.nwaiters < PANEL_ROWS ? t->d.nwaiters : PANEL_ROWS);
-	if (t->d.queue_up)
-		n += 1 + (int)(t->d.njobs < PANEL_ROWS ? t->d.njobs : PANEL_ROWS);
-	return n;
+	b->waiters = t->d.nwaiters > 0;
+	b->queue = t->d.queue_up;
+	b->nw = b->waiters ? (t->d.nwaiters < PANEL_ROWS ? t->d.nwaiters : PANEL_ROWS) : 0;
+	b->nj = b->queue ? (t->d.njobs < PANEL_ROWS ? t->d.njobs : PANEL_ROWS) : 0;
+	for (;;) {
+		int need = (b->waiters ? 1 + (int)b->nw : 0) + (b->queue ? 1 + (int)b->nj : 0);
+		if (need <= room)
+			return need;
+		if (b->nw || b->nj) {
+			if (b->nw > b->nj)
+				b->nw--;
+			else
+				b->nj--;
+		} else if (b->queue) {
+			b->queue = false;
+		} else {
+			b->waiters = false;
+		}
+	}
 }
 
-static void draw_bottom(struct top *t, int y, int last)
+static void draw_bottom(struct top *t, int y, const struct bottom *b)
 {
-	if (t->d.nwaiters && y < last) {
+	if (b->waiters) {
 		put(y++, 0, COLS, A_BOLD, "waiting for GPUs, first come first served: %zu", t->d.nwaiters);
-		for (size_t i = 0; i < t->d.nwaiters && i < PANEL_ROWS && y < last; i++, y++) {
+		for (size_t i = 0; i < b->nw; i++, y++) {
 			const struct lease_info *in = &t->d.waiters[i].info;
 			put(y, 2, COLS - 2, A_NORMAL, "#%zu %s wants %s: %s", i + 1, in->user,
 			    in->request[0] ? in->request : "?", in->name[0] ? in->name : in->command);
 		}
 	}
-	if (t->d.queue_up && y < last) {
+	if (b->queue) {
 		size_t run = 0;
 		for (size_t i = 0; i < t->d.njobs; i++)
 			run += strcmp(t->d.jobs[i].state, "running") == 0;
 		put(y++, 0, COLS, A_BOLD, "gpuctld queue: %zu running, %zu waiting", run, t->d.njobs - run);
-		for (size_t i = 0; i < t->d.njobs && i < PANEL_ROWS && y < last; i++, y++) {
+		for (size_t i = 0; i < b->nj; i++, y++) {
 			const struct top_job *j = &t->d.jobs[i];
 			char name[80] = "";
 			if (j->name[0])
 				snprintf(name, sizeof name, " '%s'", j->name);
-			put(y, 2, COLS - 2, A_NORMAL, "job %lld%s %s %s, %lld GPU%s%s%s%s", j->id, name, j->user, j->state,
-			    j->gpus, j->gpus == 1 ? "" : "s", j->where[0] ? ": " : "", j->where, "");
+			put(y, 2, COLS - 2, A_NORMAL, "job %lld%s %s %s, %lld GPU%s%s%s", j->id, name, j->user, j->state,
+			    j->gpus, j->gpus == 1 ? "" : "s", j->where[0] ? ": " : "", j->where);
 		}
 	}
 }
@@ -524,9 +546,14 @@ static void draw(struct top *t)
 	int y = 1;
 	for (size_t g = 0; g < t->d.ngpus && y < footer; g++)
 		y += draw_gpu(t, g, y, full);
-	int procs_end = footer - bottom_lines(t);
-	y = draw_procs(t, y, procs_end);
-	draw_bottom(t, procs_end, footer);
+	/* the process table keeps its header and one row under the GPUs; the bottom panel gets
+	 * what is left below that, up to what it needs */
+	int procs_min = y + 2 < footer ? y + 2 : footer;
+	struct bottom b;
+	int procs_end = footer - bottom_fit(t, footer - procs_min, &b);
+	if (y < procs_end)
+		draw_procs(t, y, procs_end);
+	draw_bottom(t, procs_end, &b);
 	/* the footer: a prompt, a message, or the keys */
 	if (t->editing)
 		put(footer, 0, COLS, A_BOLD, "filter: %s_", t->edit);

@@ -342,15 +342,26 @@ try:
     else:
         check("another user's process is refused", False, "needs root, useradd and runuser")
 
-    # 16 GPUs in 80x24
+    # 16 GPUs in 80x24, with three waiters in line and three queued jobs: the bottom panel
+    # shrinks to the room left under the GPUs and the process table's header and first row
+    for i in (2, 3):
+        start([GPUCTL, "--sim", H100, "run", "--gpus", "1", "--wait", "--name", "waitjob%d" % i, "--", "true"])
+        r = subprocess.run([GPUCTL, "submit", "--name", "qwait%d" % i, "-n", "8", "--", "true"], env=env,
+                           capture_output=True, text=True, timeout=30)
+        check("a queued job submitted", r.returncode == 0, r.stderr)
     node16 = os.path.join(work, "node16.json")
     with open(node16, "w") as f:
         subprocess.run([sys.executable, os.path.join(SRC, "bench", "gen-node.py"), "16"], stdout=f, check=True)
     t = Term("sixteen", 80, 24)
     t.line(top_cmd(node16))
-    s = t.wait(r"^15 ")
-    idx = re.findall(r"^ ?(\d+) +H100", s or "", re.M)
+    ok, s = t.until(lambda s: "first come first served: 3" in s and "1 running, 3 waiting" in s)
+    check("three waiters and three queued jobs", ok, s)
+    lines = s.splitlines()
+    idx = [m.group(1) for l in lines[1:17] for m in [re.match(r"^ ?(\d+) +H100", l)] if m]
     check("16 GPUs fit 80x24, one line each", idx == [str(i) for i in range(16)], s)
+    check("under them the process table's header and a row, then the waiters and the queue",
+          len(lines) >= 23 and lines[17].startswith("     PID USER") and re.match(r"^ +\d+ \S+ +\d+ ", lines[18]) and
+          lines[19].startswith("waiting for GPUs") and lines[21].startswith("gpuctld queue:"), s)
     t.keys("q")
     t.close()
 
