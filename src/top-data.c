@@ -277,10 +277,14 @@ int top_data_sample(struct top_data *d)
 				if (remember(d, g.pid, ticks, &nseen) != GC_OK)
 					return GC_ENOMEM;
 			}
-			/* someone who holds no lease on a GPU that others share through leases */
+			/* someone who holds no lease on a GPU that others share through leases; a process
+			 * of another PID namespace (a container) has no user to compare, but on a GPU
+			 * nobody leases it bypasses the leases all the same */
 			if (any_lease && (g.visible || g.simulated))
 				p.unleased = !d->holder[i].held || (g.visible && d->holder[i].info.uid != g.uid) ||
 					     (!g.visible && strcmp(d->holder[i].info.user, p.user) != 0);
+			else if (any_lease)
+				p.unleased = !d->holder[i].held;
 			if (add_proc(d, &p) != GC_OK)
 				return GC_ENOMEM;
 		}

@@ -7,6 +7,8 @@ simulator run directory and HOME:
             throttled GPU, a lease holder (a gpuctl run --name holdjob), a
             waiter behind it, a process of nobody's lease marked U, and
             gpuctld's queue: a running job and a waiting one with its reason;
+            on a node of its own, a process of another PID namespace on a
+            GPU nobody leases marked U;
   keys:     sorting (> and r; remembered in HOME/.config/gpuctl/top.conf and
             used by the next top), the filter, the tree (a child under its
             parent), the help screen;
@@ -14,12 +16,14 @@ simulator run directory and HOME:
             another user's (top run by a second real user) and with
             --readonly;
   layout:   a resize from 200x60 to 80x24 (one line per GPU) and back; 16
-            GPUs in 80x24; a GPU that falls off the bus mid-run is shown
+            GPUs in 80x24, with three waiters and three queued jobs under the
+            process table's header and first row; a GPU that falls off the bus mid-run is shown
             lost while the other keeps updating;
   restore:  after q and after SIGTERM the shell works again: a command runs,
             and the terminal is back in canonical mode with echo.
 Usage: top.py GPUCTL SRCDIR
 """
+import json
 import os
 import re
 import shutil
@@ -362,6 +366,27 @@ try:
     check("under them the process table's header and a row, then the waiters and the queue",
           len(lines) >= 23 and lines[17].startswith("     PID USER") and re.match(r"^ +\d+ \S+ +\d+ ", lines[18]) and
           lines[19].startswith("waiting for GPUs") and lines[21].startswith("gpuctld queue:"), s)
+    t.keys("q")
+    t.close()
+
+    # a node of three GPUs: on GPU 0 a process of another PID namespace (a container: the node
+    # file gives it no user), on a GPU nobody leases, while this test leases one of the others
+    mix = os.path.join(work, "mix.json")
+    with open(mix, "w") as f:
+        json.dump({"name": "mix", "gpus": [
+            {"name": "NVIDIA A100-SXM4-80GB",
+             "processes": [{"pid": 4000010, "used_memory": 1 << 30, "sm_util": 30}]},
+            {"name": "NVIDIA A100-SXM4-80GB", "utilization": {"gpu": 40, "memory": 10}},
+            {"name": "NVIDIA A100-SXM4-80GB", "utilization": {"gpu": 50, "memory": 10}}]}, f)
+    start([GPUCTL, "--sim", mix, "run", "--gpus", "1", "--name", "mixjob", "--", "sleep", "120"])
+    t = Term("mix", 120, 30)
+    t.line(top_cmd(mix))
+    ok, s = t.until(lambda s: "leased: root 'mixjob'" in s and "4000010" in s)
+    row = [l for l in s.splitlines() if re.match(r"^ +4000010 ", l)]
+    gpu0 = [l for l in s.splitlines() if re.match(r"^ 0 +A100", l)]
+    check("a container's process on a GPU nobody leases is marked U, and so is its GPU",
+          ok and bool(row) and "(not in this PID namespace)" in row[0] and row[0].rstrip().endswith(" U") and
+          bool(gpu0) and gpu0[0].rstrip().endswith(" U"), s)
     t.keys("q")
     t.close()
 
