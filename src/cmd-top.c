@@ -7,6 +7,7 @@
  * a crash.
  */
 #include "cli.h"
+#include "device/proc.h"
 #include "top.h"
 #include "util/clock.h"
 
@@ -42,6 +43,8 @@ struct top {
 	int dialog;
 	int dialog_sig;
 	uint32_t dialog_pid;
+	unsigned long long dialog_start; /* when it started (proc_stat), read as the dialog opened */
+	uid_t dialog_uid;                /* and whose it was then */
 	/* the filter prompt */
 	bool editing;
 	char edit[64];
@@ -625,24 +628,32 @@ static void ask_signal(struct top *t)
 			 p->pid, p->user);
 		return;
 	}
+	/* the process is the one that had this pid when the dialog opened: its start time and
+	 * owner go with the signal (proc_signal), so a pid reused meanwhile is never hit */
+	if (proc_stat((pid_t)p->pid, NULL, NULL, &t->dialog_start) != 0) {
+		snprintf(t->msg, sizeof t->msg, "pid %u has ended: nothing to signal", p->pid);
+		return;
+	}
 	t->dialog = 1;
 	t->dialog_pid = p->pid;
+	t->dialog_uid = p->uid;
 }
 
 static void send_signal(struct top *t)
 {
-	/* the process must still be the one chosen: listed with the same pid, still ours */
-	bool still = false;
-	for (size_t i = 0; i < t->d.nprocs; i++)
-		still = still || (t->d.procs[i].pid == t->dialog_pid && t->d.procs[i].visible &&
-				  (geteuid() == 0 || t->d.procs[i].uid == geteuid()));
-	if (!still)
-		snprintf(t->msg, sizeof t->msg, "pid %u is no longer on a GPU: nothing sent", t->dialog_pid);
-	else if (kill((pid_t)t->dialog_pid, t->dialog_sig) < 0)
-		snprintf(t->msg, sizeof t->msg, "cannot send SIG%s to pid %u: %s", sigabbrev_np(t->dialog_sig), t->dialog_pid,
-			 strerror(errno));
-	else
-		snprintf(t->msg, sizeof t->msg, "sent SIG%s to pid %u", sigabbrev_np(t->dialog_sig), t->dialog_pid);
+	const char *sig = sigabbrev_np(t->dialog_sig);
+	unsigned long long start = 0;
+	errno = 0;
+	if (proc_signal((pid_t)t->dialog_pid, t->dialog_start, t->dialog_uid, t->dialog_sig) == 0) {
+		snprintf(t->msg, sizeof t->msg, "sent SIG%s to pid %u", sig, t->dialog_pid);
+	} else {
+		int e = errno;
+		if (e && proc_stat((pid_t)t->dialog_pid, NULL, NULL, &start) == 0 && start == t->dialog_start)
+			snprintf(t->msg, sizeof t->msg, "cannot send SIG%s to pid %u: %s", sig, t->dialog_pid, strerror(e));
+		else
+			snprintf(t->msg, sizeof t->msg, "pid %u has ended (or is another process now): nothing sent",
+				 t->dialog_pid);
+	}
 	t->dialog = 0;
 }
 

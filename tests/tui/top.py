@@ -12,7 +12,8 @@ simulator run directory and HOME:
   keys:     sorting (> and r; remembered in HOME/.config/gpuctl/top.conf and
             used by the next top), the filter, the tree (a child under its
             parent), the help screen;
-  signals:  k on a test process of the same user kills it; refused for
+  signals:  k on a test process of the same user kills it; not the process
+            that got its pid after the question (ns_last_pid); refused for
             another user's (top run by a second real user) and with
             --readonly;
   layout:   a resize from 200x60 to 80x24 (one line per GPU) and back; 16
@@ -258,6 +259,42 @@ try:
             break
         time.sleep(0.1)
     check("y sends it, and the process of the same user dies", s is not None and gone, t.screen())
+    t.keys("/")
+    t.keys("Escape")
+
+    # the pid asked about is reused before the answer: the process ends, another one (of the same
+    # user, on a GPU too) gets its pid (ns_last_pid), top lists it; y must not hit the newcomer
+    victim = start([HOLD, "--gpu", "3", "--mem", "1G", "--", "sleep", "131"])
+    t.wait(r"^ +%d .*sleep 131" % victim.pid)
+    t.k_on("sleep 131")
+    t.wait(r"signal to pid %d" % victim.pid)
+    t.keys("t")
+    asked = t.wait(r"send SIGTERM to pid %d\? \[y/N\]" % victim.pid) is not None
+    victim.kill()
+    victim.wait()
+    newcomer = None
+    for _ in range(50):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(victim.pid - 1))
+        except OSError:
+            break
+        p = start([HOLD, "--gpu", "3", "--mem", "1G", "--", "sleep", "131"])
+        if p.pid == victim.pid:
+            newcomer = p
+            break
+        p.kill()
+        p.wait()
+    if check("a new process got the pid asked about", newcomer is not None and asked,
+             "needs root (ns_last_pid); asked: %s" % asked):
+        listed = t.wait(r"^ +%d .*sleep 131" % victim.pid)
+        time.sleep(0.7)  # a sample or two after it
+        t.keys("y")
+        s = t.wait(r"pid %d has ended \(or is another process now\): nothing sent" % victim.pid)
+        time.sleep(0.3)
+        check("y then sends nothing: the newcomer lives", listed is not None and s is not None and
+              newcomer.poll() is None, t.screen())
+        newcomer.terminate()
     t.keys("/")
     t.keys("Escape")
 
