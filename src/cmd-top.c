@@ -198,16 +198,20 @@ static void sparkline(const struct top *t, int y, int x, int w, const float *v, 
 {
 	static const char *const utf[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
 	static const char ascii[] = " .:-=+*#";
+	float cell[64];
 	if (w <= 0)
 		return;
-	size_t from = n > (size_t)w ? n - (size_t)w : 0;
-	int col = x + (w - (int)(n - from));
-	for (size_t i = from; i < n; i++, col++) {
-		if (v[i] < 0) {
+	if (w > (int)(sizeof cell / sizeof cell[0]))
+		w = (int)(sizeof cell / sizeof cell[0]);
+	/* all the history kept, each cell the peak of its stretch of it */
+	size_t cells = top_spark(v, n, (size_t)w, cell);
+	int col = x + (w - (int)cells);
+	for (size_t i = 0; i < cells; i++, col++) {
+		if (cell[i] < 0) {
 			put(y, col, 1, A_NORMAL, "?");
 			continue;
 		}
-		int k = (int)(v[i] * 7.0f / 100.0f + 0.5f);
+		int k = (int)(cell[i] * 7.0f / 100.0f + 0.5f);
 		k = k < 0 ? 0 : k > 7 ? 7 : k;
 		if (t->utf8) {
 			/* one cell, several bytes: addnstr's count is in bytes */

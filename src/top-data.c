@@ -429,6 +429,22 @@ size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows)
 	return n;
 }
 
+size_t top_spark(const float *v, size_t n, size_t w, float *out)
+{
+	if (w == 0 || n == 0)
+		return 0;
+	size_t per = (n + w - 1) / w, cells = (n + per - 1) / per;
+	for (size_t j = 0; j < cells; j++) {
+		size_t hi = n - j * per, lo = hi > per ? hi - per : 0;
+		float m = -1.0f;
+		for (size_t i = lo; i < hi; i++)
+			if (v[i] > m)
+				m = v[i];
+		out[cells - 1 - j] = m;
+	}
+	return cells;
+}
+
 void top_short_name(const char *name, char *buf, size_t len, size_t max)
 {
 	static const char *const drop[] = {"NVIDIA ", "Tesla ", "GeForce ", "Quadro ", NULL};

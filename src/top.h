@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define TOP_HIST 120 /* samples of history kept per GPU (2 minutes at 1 s) */
+#define TOP_HIST 600 /* samples of history kept per GPU (10 minutes at 1 s, 1 at -d 0.1) */
 
 /* the process table's columns, in the order shown */
 enum top_col { TOP_PID, TOP_USER, TOP_GPU, TOP_GMEM, TOP_SM, TOP_CPU, TOP_RSS, TOP_CMD, TOP__NCOL };
@@ -108,6 +108,14 @@ size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows);
 const char *top_col_name(enum top_col c);
 /* a column by its name (case-insensitive); -1 when none */
 int top_col_parse(const char *s);
+
+/*
+ * The n samples of v (oldest first; < 0 where none) in at most w cells for a
+ * sparkline, oldest first in out[]: each cell the largest known sample of
+ * its run of ceil(n / w) consecutive ones, counted from the newest (< 0 when
+ * it has none). Returns the cells filled (n when n <= w).
+ */
+size_t top_spark(const float *v, size_t n, size_t w, float *out);
 
 /* 80-column abbreviation of a GPU's name: "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" */
 void top_short_name(const char *name, char *buf, size_t len, size_t max);

@@ -20,6 +20,9 @@ simulator run directory and HOME:
             GPUs in 80x24, with three waiters and three queued jobs under the
             process table's header and first row; a GPU that falls off the bus mid-run is shown
             lost while the other keeps updating;
+  history:  the sparkline of a GPU sampled every 0.1 s for 16 s or more
+            shows the low and the high of a 20 s swing (40 cells of 0.1 s
+            would not);
   restore:  after q and after SIGTERM the shell works again: a command runs,
             and the terminal is back in canonical mode with echo.
 Usage: top.py GPUCTL SRCDIR
@@ -168,6 +171,16 @@ try:
            subprocess.run([GPUCTL, "submit", "--name", "qwait", "-n", "8", "--", "true"], env=env,
                           capture_output=True, text=True, timeout=30)]
     check("two jobs submitted to gpuctld", all(r.returncode == 0 for r in sub), [r.stderr for r in sub])
+
+    # history over more than the sparkline's 40 cells: one GPU whose load swings between 0 and 100 %
+    # over 20 s, sampled every 0.1 s, started now and looked at near the end (gone 16 s or more)
+    swing = os.path.join(work, "swing.json")
+    with open(swing, "w") as f:
+        json.dump({"name": "swing", "gpus": [{"name": "NVIDIA L4", "utilization": {"gpu": 50, "memory": 10},
+                                              "vary": {"period_s": 20, "amplitude": 60}}]}, f)
+    spark = Term("spark", 200, 20)
+    spark.line("%s --sim %s top -d 0.1" % (GPUCTL, swing))
+    spark_t0 = time.monotonic()
 
     t = Term("main", 200, 60)
     t.line(top_cmd())
@@ -426,6 +439,19 @@ try:
           bool(gpu0) and gpu0[0].rstrip().endswith(" U"), s)
     t.keys("q")
     t.close()
+
+    # the history: 40 samples are 4 s, a fifth of the swing, which never goes from under 7 % to over
+    # 93 % (a sparkline's lowest and highest block) within 5 s; the whole history shows both
+    def util_spark(s):
+        m = re.search(r"^ +util (.*?) +mem ", s, re.M)
+        return m.group(1) if m else ""
+
+    time.sleep(max(0.0, 16 - (time.monotonic() - spark_t0)))
+    ok, s = spark.until(lambda s: "\u2581" in util_spark(s) and "\u2588" in util_spark(s), timeout=10)
+    check("the sparkline holds the history of more than its width: the swing's low and high both",
+          ok and len(util_spark(s)) == 40, s)
+    spark.keys("q")
+    spark.close()
 
     # a GPU lost mid-run: GPU 1 of lost.json falls off after its second temperature read
     t = Term("lost", 120, 30)
