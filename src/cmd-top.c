@@ -311,10 +311,15 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 			put(y, x, 11, A_NORMAL, " %4llu/%lluW", (unsigned long long)(pw / 1000), (unsigned long long)(plim / 1000));
 		else
 			put(y, x, 6, A_NORMAL, " %4lluW", (unsigned long long)(pw / 1000));
+	} else {
+		put(y, x, 6, A_NORMAL, "  N/A");
 	}
 	x += full ? 11 : 6;
-	if (full && u64(t, g, GC_V_CLK_SM, &sm)) {
-		put(y, x, 9, A_NORMAL, " %4lluMHz", (unsigned long long)sm);
+	if (full) {
+		if (u64(t, g, GC_V_CLK_SM, &sm))
+			put(y, x, 9, A_NORMAL, " %4lluMHz", (unsigned long long)sm);
+		else
+			put(y, x, 9, A_NORMAL, "  N/A");
 		x += 9;
 	}
 	if (u64(t, g, GC_V_REASONS, &reasons) && (reasons & GC_REASONS_THROTTLING)) {

@@ -8,7 +8,8 @@ simulator run directory and HOME:
             waiter behind it, a process of nobody's lease marked U, and
             gpuctld's queue: a running job and a waiting one with its reason;
             on a node of its own, a process of another PID namespace on a
-            GPU nobody leases marked U;
+            GPU nobody leases marked U, and a GPU whose power and clocks
+            cannot be read showing N/A for them;
   keys:     sorting (> and r; remembered in HOME/.config/gpuctl/top.conf and
             used by the next top), the filter, the tree (a child under its
             parent), the help screen;
@@ -426,7 +427,8 @@ try:
         json.dump({"name": "mix", "gpus": [
             {"name": "NVIDIA A100-SXM4-80GB",
              "processes": [{"pid": 4000010, "used_memory": 1 << 30, "sm_util": 30}]},
-            {"name": "NVIDIA A100-SXM4-80GB", "utilization": {"gpu": 40, "memory": 10}},
+            {"name": "NVIDIA A100-SXM4-80GB", "utilization": {"gpu": 40, "memory": 10},
+             "faults": {"nvmlDeviceGetPowerUsage": "UNKNOWN", "nvmlDeviceGetClockInfo": "NOT_SUPPORTED"}},
             {"name": "NVIDIA A100-SXM4-80GB", "utilization": {"gpu": 50, "memory": 10}}]}, f)
     start([GPUCTL, "--sim", mix, "run", "--gpus", "1", "--name", "mixjob", "--", "sleep", "120"])
     t = Term("mix", 120, 30)
@@ -437,6 +439,10 @@ try:
     check("a container's process on a GPU nobody leases is marked U, and so is its GPU",
           ok and bool(row) and "(not in this PID namespace)" in row[0] and row[0].rstrip().endswith(" U") and
           bool(gpu0) and gpu0[0].rstrip().endswith(" U"), s)
+    # GPU 1's power and clocks cannot be read: N/A where they go, GPU 2's are shown
+    check("a power draw and a clock that fail show as N/A, the others' as numbers",
+          re.search(r"^ 1 +A100.* \d+C +N/A +N/A", s, re.M) is not None and
+          re.search(r"^ 2 +A100.* \d+C +\d+/\d+W +\d+MHz", s, re.M) is not None, s)
     t.keys("q")
     t.close()
 
