@@ -750,6 +750,26 @@ static void usage(FILE *f)
 		   "  -h, --help             this help; in top, h shows the keys\n");
 }
 
+/* -d: seconds written in decimal (no sign, exponent or hex), 0.1 to 86400 */
+static int parse_delay(const char *arg, double *out)
+{
+	size_t n = strlen(arg);
+	char *end = NULL;
+	double v = -1;
+	if (n && strspn(arg, "0123456789.") == n) {
+		errno = 0;
+		v = strtod(arg, &end);
+		if (errno || end == arg || *end)
+			v = -1;
+	}
+	if (!(v >= 0.1 && v <= 86400)) {
+		cli_err("invalid --delay '%s': expected seconds, 0.1 to 86400 (e.g. 1 or 0.5)", arg);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return EXIT_OK;
+}
+
 int cmd_top(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -771,12 +791,8 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if ((rc = cli_parse_interval("--delay", optarg, &t.delay)))
+			if ((rc = parse_delay(optarg, &t.delay)))
 				return rc;
-			if (t.delay < 0.1) {
-				cli_err("invalid --delay '%s': at least 0.1 seconds", optarg);
-				return EXIT_USAGE;
-			}
 			break;
 		case 'R': t.readonly = true; break;
 		case 'C':
