@@ -2,7 +2,7 @@
 # bench/top.sh [BUILD_DIR] — the CPU `gpuctl top` uses at a 1 s refresh (issue 20).
 #
 # For 8 and 64 simulated GPUs (bench/gen-node.py), `gpuctl top -d 1` runs in a
-# detached tmux terminal (200x60) for SECONDS (default 30) after a 3 s
+# detached tmux terminal (200x60) for RUN_S seconds (default 30) after a 3 s
 # warm-up; its CPU time (/proc/PID/schedstat: ns on a CPU) over that window, as a
 # percentage of one core. Beside it, in the same run: nvtop on the same node
 # when it can be pointed at the simulator (it loads libnvidia-ml.so.1 by name:
@@ -13,7 +13,9 @@
 set -eu
 # shellcheck source=bench/common.sh
 . "$(dirname "$0")/common.sh"
-SECONDS_RUN=${SECONDS:-30}
+# not SECONDS: bash keeps that one as the seconds since it started (0 here)
+RUN_S=${RUN_S:-30}
+case $RUN_S in '' | *[!0-9]* | 0*) die "RUN_S='$RUN_S': expected whole seconds, 1 or more (default 30)" ;; esac
 sh "$ROOT/tests/tui/tmux-up.sh" >/dev/null || die "tmux is needed (tests/tui/tmux-up.sh could not install it)"
 TMP=$(mktemp -d)
 SOCK=$TMP/tmux.sock
@@ -22,18 +24,18 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 export GPUCTL_SIM_LIBDIR="$BUILD/sim" GPUCTL_STATE_DIR="$TMP/state" GPUCTL_SIM_RUNDIR="$TMP/rd" HOME="$TMP"
 ns() { cut -d' ' -f1 "/proc/$1/schedstat"; }
-# cpu PID: % of one core over SECONDS_RUN, after the warm-up
+# cpu PID: % of one core over RUN_S, after the warm-up
 cpu() {
 	sleep 3
 	a=$(ns "$1")
-	sleep "$SECONDS_RUN"
+	sleep "$RUN_S"
 	b=$(ns "$1")
-	awk -v a="$a" -v b="$b" -v s="$SECONDS_RUN" 'BEGIN { printf "%.3f", (b - a) / 1e9 * 100 / s }'
+	awk -v a="$a" -v b="$b" -v s="$RUN_S" 'BEGIN { printf "%.3f", (b - a) / 1e9 * 100 / s }'
 }
 NVTOP=$(command -v nvtop || :)
 mkdir -p "$TMP/nvml"
 ln -s "$BUILD/sim/libnvidia-ml-sim.so" "$TMP/nvml/libnvidia-ml.so.1"
-printf '%s\n' "gpuctl top bench — $(nproc) cores, $(date +%F), ${SECONDS_RUN} s per row, 1 s refresh"
+printf '%s\n' "gpuctl top bench — $(nproc) cores, $(date +%F), ${RUN_S} s per row, 1 s refresh"
 printf '%-40s %12s %8s\n' "" "% of a core" "ratio"
 for n in 8 64; do
 	python3 "$ROOT/bench/gen-node.py" "$n" >"$TMP/node$n.json"
