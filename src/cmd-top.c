@@ -101,22 +101,7 @@ static void conf_load(struct top *t)
 	FILE *f = t->conf[0] ? fopen(t->conf, "re") : NULL;
 	if (!f)
 		return;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		const char *k = line, *val = eq + 1;
-		int c;
-		if (strcmp(k, "sort") == 0 && (c = top_col_parse(val)) >= 0)
-			t->v.sort = (enum top_col)c;
-		else if (strcmp(k, "reverse") == 0)
-			t->v.reverse = strcmp(val, "1") == 0;
-		else if (strcmp(k, "tree") == 0)
-			t->v.tree = strcmp(val, "1") == 0;
-	}
+	top_conf_read(&t->v, f);
 	fclose(f);
 }
 
@@ -147,8 +132,7 @@ static void conf_save(struct top *t)
 		snprintf(t->msg, sizeof t->msg, "cannot save the view in %.300s: %s", t->conf, strerror(errno));
 		return;
 	}
-	fprintf(f, "# gpuctl top: the process table's view, saved when it changes\nsort=%s\nreverse=%d\ntree=%d\n",
-		top_col_name(t->v.sort), t->v.reverse, t->v.tree);
+	top_conf_write(&t->v, f);
 	if (fclose(f) != 0 || rename(tmp, t->conf) != 0) {
 		snprintf(t->msg, sizeof t->msg, "cannot save the view in %.300s: %s", t->conf, strerror(errno));
 		unlink(tmp);

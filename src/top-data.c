@@ -429,6 +429,32 @@ size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows)
 	return n;
 }
 
+void top_conf_read(struct top_view *v, FILE *f)
+{
+	char line[256];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		const char *k = line, *val = eq + 1;
+		int c;
+		if (strcmp(k, "sort") == 0 && (c = top_col_parse(val)) >= 0)
+			v->sort = (enum top_col)c;
+		else if (strcmp(k, "reverse") == 0)
+			v->reverse = strcmp(val, "1") == 0;
+		else if (strcmp(k, "tree") == 0)
+			v->tree = strcmp(val, "1") == 0;
+	}
+}
+
+void top_conf_write(const struct top_view *v, FILE *f)
+{
+	fprintf(f, "# gpuctl top: the process table's view, saved when it changes\nsort=%s\nreverse=%d\ntree=%d\n",
+		top_col_name(v->sort), v->reverse, v->tree);
+}
+
 size_t top_spark(const float *v, size_t n, size_t w, float *out)
 {
 	if (w == 0 || n == 0)

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define TOP_HIST 600 /* samples of history kept per GPU (10 minutes at 1 s, 1 at -d 0.1) */
@@ -108,6 +109,14 @@ size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows);
 const char *top_col_name(enum top_col c);
 /* a column by its name (case-insensitive); -1 when none */
 int top_col_parse(const char *s);
+
+/*
+ * ~/.config/gpuctl/top.conf: "sort=COLUMN", "reverse=0|1", "tree=0|1", one a
+ * line; what is not one of these (comments, unknown keys or columns) is
+ * skipped and leaves v as it was.
+ */
+void top_conf_read(struct top_view *v, FILE *f);
+void top_conf_write(const struct top_view *v, FILE *f);
 
 /*
  * The n samples of v (oldest first; < 0 where none) in at most w cells for a
