@@ -263,14 +263,14 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 		put(y, x, w - x, pair(t, PAIR_BAD, A_REVERSE) | A_BOLD, " GPU LOST: fell off the bus or needs a reset ");
 		return 1;
 	}
-	uint64_t util = 0, used = 0, total = 0, temp = 0, pw = 0, plim = 0, sm = 0, reasons = 0, mig = 0;
+	uint64_t util = 0, used = 0, total = 0, temp = 0, pw = 0, plim = 0, sm = 0, mclk = 0, reasons = 0, mig = 0;
 	bool uk = u64(t, g, GC_V_UTIL_GPU, &util);
 	bool mk = u64(t, g, GC_V_MEM_USED, &used) && u64(t, g, GC_V_MEM_TOTAL, &total) && total;
 	char a[16], b[16];
 	fmt_gib(a, sizeof a, used);
 	fmt_gib(b, sizeof b, total);
 	snprintf(mem, sizeof mem, mk ? "%s/%sG" : "N/A", a, b);
-	int bw = full ? (w - x - 72) / 2 : 0; /* room left for the throttle reasons */
+	int bw = full ? (w - x - 77) / 2 : 0; /* room left for the throttle reasons */
 	if (bw > 30)
 		bw = 30;
 	if (full && bw >= 6) {
@@ -300,11 +300,18 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 	}
 	x += full ? 11 : 6;
 	if (full) {
-		if (u64(t, g, GC_V_CLK_SM, &sm))
-			put(y, x, 9, A_NORMAL, " %4lluMHz", (unsigned long long)sm);
+		/* the SM clock, then the memory's: "1980/2619MHz" */
+		char sc[16] = "?", mc[16] = "?";
+		bool sk = u64(t, g, GC_V_CLK_SM, &sm), mck = u64(t, g, GC_V_CLK_MEM, &mclk);
+		if (sk)
+			snprintf(sc, sizeof sc, "%llu", (unsigned long long)sm);
+		if (mck)
+			snprintf(mc, sizeof mc, "%llu", (unsigned long long)mclk);
+		if (sk || mck)
+			put(y, x, 14, A_NORMAL, " %4s/%sMHz", sc, mc);
 		else
-			put(y, x, 9, A_NORMAL, "  N/A");
-		x += 9;
+			put(y, x, 14, A_NORMAL, "  N/A");
+		x += 14;
 	}
 	if (u64(t, g, GC_V_REASONS, &reasons) && (reasons & GC_REASONS_THROTTLING)) {
 		size_t o = 0;

@@ -193,6 +193,8 @@ try:
     check("the node's processes, with users and SM%",
           re.search(r"4000003 alice +4 +74\.0G +99 ", s) is not None and "bob" in s and "carol" in s, s)
     check("the throttled GPU says why", re.search(r"^ 4 .*THROTTLED: sw_power_cap", s, re.M) is not None, s)
+    clk = re.search(r"^ 0 +H100.* (\d+)/(\d+)MHz", s, re.M)
+    check("the SM and the memory clock", clk is not None and int(clk.group(2)) > 0, s)
     check("the lease holder is named under its GPU", re.search(r"leased: root 'holdjob' since \d\d:\d\d", s) is not None, s)
     check("the waiter is listed", re.search(r"#1 root wants GPU 1: waitjob", s) is not None, s)
     s = t.wait(r"gpuctld queue: 1 running, 1 waiting") or t.screen()
@@ -442,7 +444,7 @@ try:
     # GPU 1's power and clocks cannot be read: N/A where they go, GPU 2's are shown
     check("a power draw and a clock that fail show as N/A, the others' as numbers",
           re.search(r"^ 1 +A100.* \d+C +N/A +N/A", s, re.M) is not None and
-          re.search(r"^ 2 +A100.* \d+C +\d+/\d+W +\d+MHz", s, re.M) is not None, s)
+          re.search(r"^ 2 +A100.* \d+C +\d+/\d+W +\d+/\d+MHz", s, re.M) is not None, s)
     t.keys("q")
     t.close()
 
