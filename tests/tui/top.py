@@ -4,7 +4,8 @@
 On the simulated 8xH100 node, with this test's own state directory,
 simulator run directory and HOME:
   screen:   the 8 GPUs, the node's processes with users and SM%, the
-            throttled GPU, a lease holder (a gpuctl run --name holdjob), a
+            throttled GPU, a lease holder (a gpuctl run --name holdjob) under
+            the GPU gpuctl leases says it holds, a
             waiter behind it, a process of nobody's lease marked U, and
             gpuctld's queue: a running job and a waiting one with its reason;
             on a node of its own, a process of another PID namespace on a
@@ -15,15 +16,17 @@ simulator run directory and HOME:
             parent), the help screen;
   signals:  k on a test process of the same user kills it; not the process
             that got its pid after the question (ns_last_pid); refused for
-            another user's (top run by a second real user) and with
-            --readonly;
+            another user's (top run by a second real user, who kills a
+            process of their own through it) and with --readonly;
   layout:   a resize from 200x60 to 80x24 (one line per GPU) and back; 16
             GPUs in 80x24, with three waiters and three queued jobs under the
-            process table's header and first row; a GPU that falls off the bus mid-run is shown
-            lost while the other keeps updating;
+            process table's header and first row; a GPU that falls off the
+            bus mid-run is shown lost while the other's load keeps changing;
   history:  the sparkline of a GPU sampled every 0.1 s for 16 s or more
             shows the low and the high of a 20 s swing (40 cells of 0.1 s
             would not);
+  colour:   none with --color=never in the C locale (ASCII sparklines),
+            none with NO_COLOR (block sparklines);
   restore:  after q and after SIGTERM the shell works again: a command runs,
             and the terminal is back in canonical mode with echo.
 Usage: top.py GPUCTL SRCDIR
@@ -195,7 +198,14 @@ try:
     check("the throttled GPU says why", re.search(r"^ 4 .*THROTTLED: sw_power_cap", s, re.M) is not None, s)
     clk = re.search(r"^ 0 +H100.* (\d+)/(\d+)MHz", s, re.M)
     check("the SM and the memory clock", clk is not None and int(clk.group(2)) > 0, s)
-    check("the lease holder is named under its GPU", re.search(r"leased: root 'holdjob' since \d\d:\d\d", s) is not None, s)
+    ls = subprocess.run([GPUCTL, "--sim", H100, "leases", "--json"], env=env, capture_output=True, text=True)
+    held = [l["gpu"] for l in json.loads(ls.stdout or "{}").get("leases", []) if l.get("name") == "holdjob"]
+    lines = s.splitlines()
+    row = [i for i, l in enumerate(lines) if held and re.match(r"^ ?%d +H100" % held[0], l)]
+    check("the lease holder is named under its GPU (the one gpuctl leases says it holds)",
+          bool(row) and row[0] + 1 < len(lines) and
+          re.search(r"leased: root 'holdjob' since \d\d:\d\d", lines[row[0] + 1]) is not None and
+          sum("'holdjob'" in l for l in lines) == 1, (held, s))
     check("the waiter is listed", re.search(r"#1 root wants GPU 1: waitjob", s) is not None, s)
     s = t.wait(r"gpuctld queue: 1 running, 1 waiting") or t.screen()
     check("gpuctld's queue: the running job and the waiting one with its reason",
@@ -222,6 +232,12 @@ try:
     conf = os.path.join(HOME, ".config", "gpuctl", "top.conf")
     text = open(conf).read() if os.path.exists(conf) else ""
     check("the sort is saved in ~/.config/gpuctl/top.conf", "sort=SM%" in text and "reverse=1" in text, text)
+    again = Term("again", 200, 60)
+    again.line(top_cmd())
+    ok, s2 = again.until(lambda s: "SM%^" in s and len(sm_column(s)) >= 6 and sm_column(s) == sorted(sm_column(s)))
+    check("a top started again sorts as saved", ok, s2)
+    again.keys("q")
+    again.close()
 
     # the filter
     t.keys("/")
@@ -366,6 +382,17 @@ try:
           "%d colour escapes; %r" % (len(colours), raw[:600]))
     t.keys("q")
 
+    # NO_COLOR (set, not empty) turns the colours off as --color=never does; the blocks stay
+    t.line("NO_COLOR=1 " + top_cmd())
+    t.wait(r"PID USER")
+    time.sleep(1)
+    raw = tmux("capture-pane", "-e", "-p", "-t", t.name)
+    colours = re.findall(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|4[0-8]|9[0-7])(?:;[0-9;]*)?m", raw)
+    check("NO_COLOR: no colours, the sparklines still in blocks (UTF-8)",
+          not colours and re.search(r"util +[\u2581-\u2588]+", raw) is not None,
+          "%d colour escapes; %r" % (len(colours), raw[:600]))
+    t.keys("q")
+
     # --readonly: no signal
     t.line(top_cmd(extra="--readonly"))
     t.wait(r"PID USER")
@@ -392,6 +419,31 @@ try:
             t.k_on("sleep 120")
             s = t.wait(r"is root's: only your own processes can be signalled")
             check("another user's process is refused", s is not None, t.screen())
+            # and their own one goes: a process of theirs on GPU 2, signalled through their top
+            start(["runuser", "-u", u, "--", "env", "GPUCTL_SIM_RUNDIR=" + RUNDIR, HOLD, "--gpu", "2", "--mem", "1G",
+                   "--", "sleep", "141"])
+            mine = []
+            for _ in range(50):
+                mine = subprocess.run(["pgrep", "-u", u, "-x", "sleep"], capture_output=True, text=True).stdout.split()
+                if mine:
+                    break
+                time.sleep(0.1)
+            t.keys("/")
+            t.keys("Escape")
+            t.wait(r"^ +%s .*sleep 141" % (mine[0] if mine else "x"))
+            t.k_on("sleep 141")
+            t.wait(r"signal to pid \d+")
+            t.keys("t")
+            t.wait(r"send SIGTERM to pid \d+\? \[y/N\]")
+            t.keys("y")
+            s = t.wait(r"sent SIGTERM to pid %s\b" % (mine[0] if mine else "x"))
+            gone = False
+            for _ in range(30):
+                gone = bool(mine) and not os.path.exists("/proc/%s" % mine[0])
+                if gone:
+                    break
+                time.sleep(0.1)
+            check("a second user kills their own process through top", s is not None and gone, t.screen())
             t.keys("q")
             t.close()
         finally:
@@ -461,15 +513,28 @@ try:
     spark.keys("q")
     spark.close()
 
-    # a GPU lost mid-run: GPU 1 of lost.json falls off after its second temperature read
+    # a GPU lost mid-run: GPU 1 falls off after its second temperature read (as in
+    # tests/cli/nodes/lost.json), while GPU 0's load swings over 4 s
+    lost = os.path.join(work, "lost.json")
+    with open(lost, "w") as f:
+        json.dump({"name": "lostvary", "gpus": [
+            {"name": "NVIDIA L4", "temperature": 40, "utilization": {"gpu": 50, "memory": 0},
+             "vary": {"period_s": 4, "amplitude": 40}},
+            {"name": "NVIDIA L4", "temperature": 41, "utilization": {"gpu": 5, "memory": 1},
+             "faults": {"nvmlDeviceGetTemperature": {"error": "GPU_IS_LOST", "after": 2}}}]}, f)
     t = Term("lost", 120, 30)
-    t.line(top_cmd(os.path.join(SRC, "tests", "cli", "nodes", "lost.json")))
+    t.line(top_cmd(lost))
     s = t.wait(r"GPU LOST", timeout=10)
-    ok = s is not None and re.search(r"^ 0 +L4 ", s, re.M) is not None
-    first = t.screen()
-    time.sleep(1.2)
-    check("a lost GPU is shown as such, the other still shown and the clock still moving",
-          ok and t.screen() != first and "GPU LOST" in t.screen(), s or first)
+    loads = set()
+    end = time.monotonic() + 2.5
+    while time.monotonic() < end:
+        sc = t.screen()
+        m = re.search(r"^ 0 +L4 .*?(\d+)%", sc, re.M)
+        if m and re.search(r"^ 1 +L4 +GPU LOST", sc, re.M):
+            loads.add(m.group(1))
+        time.sleep(0.2)
+    check("a lost GPU is shown as such, the other still updating (its load changes)",
+          s is not None and len(loads) >= 2, (loads, t.screen()))
     t.keys("q")
     t.close()
 finally:
