@@ -43,6 +43,7 @@ static void usage(FILE *f)
 		"      --backoff=FIRST[:MAX]  wait before a restart, doubling (default 1s:5m)\n"
 		"      --checkpoint-dir=DIR   GPUCTL_CHECKPOINT_DIR, and GPUCTL_RESUME_FROM its newest checkpoint\n"
 		"      --hang-timeout=DUR stop a job whose GPUs show no progress for this long\n"
+		"      --no-explain       do not keep the job's last output to explain a failure\n"
 
 		"\n"
 		"CMD gets CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUCTL_GPUS (indices),\n"

@@ -11,6 +11,8 @@
 #include "runjob.h"
 #include <getopt.h>
 #include "jobs/jobstatus.h"
+#include "jobs/outtail.h"
+#include "diagnose/explain.h"
 #include "util/shquote.h"
 
 #include <errno.h>
@@ -173,6 +175,57 @@ static int dry_run(struct runjob *j, const struct cli_global *g)
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
 
 /*
+ * A failed job explained from the last lines it wrote (outtail.h), after
+ * them, on stderr: what failed, its numbers, the cause and the fix, as
+ * gpuctl explain finds them; nothing when nothing is recognised.
+ */
+static void explain_failure(struct outtail *tail, int status, enum supervise_end end)
+{
+	char *text = NULL;
+	size_t len = outtail_text(tail, &text);
+	char dir[4200], err[512];
+	struct explain_db *db = NULL;
+	struct explain_result r = {0};
+	if (!len || cli_signatures_dir(dir, sizeof dir, true) < 0 || explain_db_load(&db, dir, err, sizeof err) != GC_OK ||
+	    explain_scan_buf(db, text, len, &r) != GC_OK || r.n == 0)
+		goto out;
+	fflush(stdout);
+	char how[64];
+	if (end == SUPERVISE_END_OOM)
+		snprintf(how, sizeof how, "killed by the kernel's OOM killer");
+	else if (status > 128)
+		snprintf(how, sizeof how, "ended by signal %d", status - 128);
+	else
+		snprintf(how, sizeof how, "exit status %d", status);
+	fprintf(stderr, "\ngpuctl: the job failed (%s); its last output shows %zu known failure%s (gpuctl explain):\n",
+		how, r.n, r.n == 1 ? "" : "s");
+	for (size_t i = 0; i < r.n && i < 3; i++) {
+		const struct explain_finding *f = &r.findings[i];
+		fprintf(stderr, "  [%s] %s\n    %.*s%s\n", f->id, f->title, 200, f->line, strlen(f->line) > 200 ? "..." : "");
+		if (f->nvalues) {
+			fprintf(stderr, "    numbers:");
+			for (size_t k = 0; k < f->nvalues; k++) {
+				const struct explain_value *v = &f->values[k];
+				if (v->is_num && explain_whole(v->num))
+					fprintf(stderr, "%s %s=%lld", k ? "," : "", v->name, (long long)v->num);
+				else if (v->is_num)
+					fprintf(stderr, "%s %s=%.2f", k ? "," : "", v->name, v->num);
+				else
+					fprintf(stderr, "%s %s=%s", k ? "," : "", v->name, v->str);
+			}
+			fputc('\n', stderr);
+		}
+		fprintf(stderr, "    cause: %s\n    fix: %s\n", f->cause, f->fix);
+	}
+	if (r.n > 3)
+		fprintf(stderr, "  (%zu more: gpuctl explain on the log shows them)\n", r.n - 3);
+out:
+	explain_result_free(&r);
+	explain_db_free(db);
+	free(text);
+}
+
+/*
  * A job of gpuctld's: its record ("ID RAN STATUS", jobstatus.h) in its
  * user's status file; RAN 0 when the command never started (its GPUs were
  * taken, it could not be found). gpuctld reads it for a job it adopted
@@ -310,8 +363,20 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 				.cloud = cloud, .env = &j->env, .go_fd = j->go_fd, .stop = &got_signal,
 				.open_ctx = open_ctx, .log = job_log,
 			};
+			/* the job's output passes through the tail keeper, so that a failure can be explained */
+			struct outtail *tail = NULL;
+			if (!j->jo.no_explain && !j->dry_run) {
+				char terr[256];
+				if (outtail_open(&tail, OUTTAIL_KEEP, terr, sizeof terr) != GC_OK)
+					cli_err("%s: the job runs, but a failure will not be explained", terr);
+			}
+			j->jo.sv.tail = tail;
 			struct job_run_result res;
 			int jr = job_run(&run, &res, err, sizeof err);
+			j->jo.sv.tail = NULL;
+			if (tail && jr == GC_OK && res.ran && res.sv.status != 0 && res.sv.end != SUPERVISE_END_INTERRUPTED)
+				explain_failure(tail, res.sv.status, res.sv.end);
+			outtail_close(tail);
 			j->go_fd = run.go_fd; /* -1 once job_run has read it */
 			j->no_go = res.no_go;
 			j->ran = res.ran;

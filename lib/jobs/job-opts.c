@@ -217,6 +217,7 @@ int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t err
 		o->spot = true;
 		return GC_OK;
 	case 'A': o->ack = true; return GC_OK;
+	case 'E': o->no_explain = true; return GC_OK;
 	default:
 		return GC_ENOTFOUND;
 	}

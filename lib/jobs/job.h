@@ -142,6 +142,7 @@ void job_request_release(struct job_request *r);
 /* What the supervisor options set. */
 struct job_opts {
 	bool spot, ack;
+	bool no_explain;             /* --no-explain: a failed job's output is not kept nor explained */
 	const char *cloud_arg;       /* --cloud, borrowed; "auto" */
 	struct supervise_opts sv;
 	struct spot_opts so;
@@ -165,7 +166,8 @@ struct job_opts {
 	{"backoff", required_argument, NULL, 'B'},             \
 	{"checkpoint-dir", required_argument, NULL, 'K'},      \
 	{"hang-timeout", required_argument, NULL, 'T'},        \
-	{"on-warning", required_argument, NULL, 'W'}
+	{"on-warning", required_argument, NULL, 'W'},          \
+	{"no-explain", no_argument, NULL, 'E'}
 
 /* the defaults: no spot watcher, never restart, 3 restarts at most, backoff 1s:5m */
 void job_opts_init(struct job_opts *o);

@@ -12,6 +12,7 @@
 #include "jobs/supervise.h"
 #include "util/errbuf.h"
 #include "jobs/ckpt.h"
+#include "jobs/outtail.h"
 #include "util/env.h"
 #include "spot/spot.h"
 #include "device/gpu.h"
@@ -376,7 +377,8 @@ static void on_notice(struct supervise_opts *o, struct attempt *a, const struct 
  * shell script, as execvp and a shell run it: /bin/sh FILE ARGS, FILE
  * found on $PATH as posix_spawnp found it. The posix_spawn error.
  */
-static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *at, char *const *env)
+static int spawn_script(pid_t *pid, char *const *argv, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *at, char *const *env)
 {
 	char found[PATH_MAX];
 	const char *file = argv[0];
@@ -405,7 +407,7 @@ static int spawn_script(pid_t *pid, char *const *argv, const posix_spawnattr_t *
 	sh[1] = (char *)file;
 	for (size_t i = 1; i < n; i++)
 		sh[i + 1] = argv[i];
-	int e = posix_spawn(pid, "/bin/sh", NULL, at, sh, env);
+	int e = posix_spawn(pid, "/bin/sh", fa, at, sh, env);
 	free(sh);
 	return e;
 }
@@ -461,6 +463,18 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		return GC_EIO;
 	}
 	pid_t pid = -1;
+	/* the job's stdout and stderr through the tail keeper, when there is one */
+	posix_spawn_file_actions_t fa, *fap = NULL;
+	int fd1 = -1, fd2 = -1;
+	if (o->tail)
+		outtail_child_fds(o->tail, &fd1, &fd2);
+	if ((fd1 >= 0 || fd2 >= 0) && posix_spawn_file_actions_init(&fa) == 0) {
+		fap = &fa;
+		if (fd1 >= 0)
+			posix_spawn_file_actions_adddup2(&fa, fd1, STDOUT_FILENO);
+		if (fd2 >= 0)
+			posix_spawn_file_actions_adddup2(&fa, fd2, STDERR_FILENO);
+	}
 	int e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 	if (!e)
 		e = posix_spawnattr_setpgroup(&at, 0);
@@ -469,10 +483,12 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 	if (!e)
 		e = posix_spawnattr_setsigmask(&at, orig);
 	if (!e)
-		e = posix_spawnp(&pid, o->argv[0], NULL, &at, o->argv, env.v);
+		e = posix_spawnp(&pid, o->argv[0], fap, &at, o->argv, env.v);
 	if (e == ENOEXEC)
-		e = spawn_script(&pid, o->argv, &at, env.v);
+		e = spawn_script(&pid, o->argv, fap, &at, env.v);
 	posix_spawnattr_destroy(&at);
+	if (fap)
+		posix_spawn_file_actions_destroy(fap);
 	if (e) {
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
@@ -501,10 +517,18 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		if (a.next_check >= 0 && (wake < 0 || a.next_check < wake))
 			wake = a.next_check;
 		int timeout = wake < 0 ? -1 : (int)(wake > now ? wake - now : 0);
-		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
+		/* a terminal's new window size is passed on to the job's within 250 ms */
+		if (o->tail && outtail_has_tty(o->tail) && (timeout < 0 || timeout > 250))
+			timeout = 250;
+		struct pollfd p[4] = {{.fd = sfd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
 		if (o->spot)
 			p[1].fd = spot_watch_fd(o->spot);
-		int n = poll(p, 2, timeout);
+		size_t np = 2 + (o->tail ? outtail_pollfds(o->tail, p + 2, 2) : 0);
+		int n = poll(p, np, timeout);
+		if (n > 0 && np > 2)
+			outtail_pump(o->tail, p + 2, np - 2);
+		if (o->tail && outtail_has_tty(o->tail))
+			outtail_winsize(o->tail);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && (p[0].revents & POLLIN)) {
@@ -542,6 +566,8 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		if (!done && a.next_check >= 0 && now >= a.next_check)
 			check_hang(o, &a, now);
 	}
+	if (o->tail)
+		outtail_drain(o->tail);
 	if (tty)
 		give_back_tty();
 	r->status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;

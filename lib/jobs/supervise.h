@@ -53,6 +53,7 @@ struct supervise_opts {
 					GPUCTL_RUN_ID...; NULL: ours (environ) */
 	struct spot_watcher *spot;   /* borrowed; NULL: no notices */
 	bool take_terminal;          /* hand the job the terminal when we are in the foreground */
+	struct outtail *tail;        /* borrowed: the job's stdout and stderr pass through it (outtail.h); NULL: ours */
 	/* the highest utilization (%) of the job's GPUs: 0 and *pct, or -1 when unknown */
 	int (*gpu_util)(void *arg, int *pct);
 	void (*log)(void *arg, const char *line);   /* one line, no newline */

@@ -162,11 +162,11 @@ try:
 
     for go, want_ran in ((b"", False), (b"x", True)):
         ended, ran, left, _, err = runner_job(f"go-{want_ran}", go)
-        check("go pipe", ended == ["exited", "0"] and ran == want_ran and left == ("1 1 0" if want_ran else "1 0 0"),
+        check("go pipe", ended == ["exited", "0"] and ran == want_ran and left == ("1 1 0 0" if want_ran else "1 0 0 -1"),
               f"go pipe with {go!r}: {ended}, ran {ran}, status record {left!r}, {err!r}")
     # SIGTERM (a cancel) while it holds its GPUs and waits for the byte: the command never starts
     ended, ran, left, leased, err = runner_job("term", b"x", term=True)
-    check("go pipe", leased and ended == ["exited", "143"] and not ran and left == "1 0 143",
+    check("go pipe", leased and ended == ["exited", "143"] and not ran and left == "1 0 143 -1",
           f"SIGTERM before the byte: leased {leased}, {ended}, ran {ran}, status record {left!r}, {err!r}")
     print("go pipe: end of file runs nothing and records '0 0'; a byte runs the command; "
           "SIGTERM while it waits runs nothing")

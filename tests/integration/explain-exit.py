@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""A failed job explains itself (issue 24, part 1): gpuctl run and gpuctl
+launch keep the last MiB of the job's output and, when it fails, print what
+gpuctl explain finds in it, once, after the job's own output, on stderr.
+
+- run, stderr a pipe: a job printing a PyTorch OOM (fragmentation) and
+  exiting 1: its stdout and stderr unchanged, then the block with the class
+  (pytorch-oom), its numbers and the fix; exit status 1.
+- run, output to one file (>f 2>&1): the same block, in the file after the
+  job's lines, and nothing from before the job counted.
+- nothing extra: a job that succeeds after printing the OOM text, a failure
+  nothing recognises, --no-explain.
+- what the job sees: a pipe is still a pipe, a file still a file, a
+  terminal still a terminal (tmux: isatty, the window size, and a \\r
+  progress bar rendered the same with and without capture).
+- a reader that goes away: `gpuctl run -- yes | head -1` ends (yes gets
+  SIGPIPE, 141), gpuctl is not killed by it.
+- launch: a fake torchrun whose worker prints an NCCL watchdog timeout and
+  exits 1: explained as nccl-watchdog-timeout.
+Usage: explain-exit.py GPUCTL SRCDIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
+NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+errors = []
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "79.10 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process has 77.58 GiB memory in use. "
+       "Of the allocated memory 70.12 GiB is allocated by PyTorch, and 6.89 GiB is reserved by PyTorch but "
+       "unallocated. If reserved but unallocated memory is large try setting "
+       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+NCCL = ("[rank1]:[E1122 07:41:09.123456 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600045 "
+        "milliseconds before timing out.")
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name)
+    if not cond:
+        errors.append(f"{name}: {detail}")
+    return cond
+
+
+work = tempfile.mkdtemp(prefix="gpuctl-explain-exit-")
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env.pop("CUDA_VISIBLE_DEVICES", None)
+env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": work,
+            "PATH": os.path.join(work, "bin") + ":" + os.environ.get("PATH", "/usr/bin:/bin")})
+os.makedirs(os.path.join(work, "bin"))
+oomjob = os.path.join(work, "oom.sh")
+with open(oomjob, "w") as f:
+    f.write(f"#!/bin/sh\necho 'epoch 1 step 10 loss 2.31'\necho 'Traceback (most recent call last):' >&2\n"
+            f"echo '{OOM}' >&2\nexit ${{1:-1}}\n")
+os.chmod(oomjob, 0o755)
+
+
+def run(*args, **kw):
+    return subprocess.run([GPUCTL, "--sim", NODE, "run", *args], env=env, capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+try:
+    # run, pipes
+    r = run("--", oomjob)
+    err = r.stderr
+    block = err.find("gpuctl: the job failed (exit status 1)")
+    check("run: exit status 1, stdout unchanged", r.returncode == 1 and r.stdout == "epoch 1 step 10 loss 2.31\n",
+          (r.returncode, r.stdout))
+    check("run: the job's stderr first, then the block, once", err.startswith("Traceback (most recent call last):\n"
+                                                                          + OOM + "\n") and block > 0 and
+          err.count("gpuctl: the job failed") == 1, err)
+    check("run: the class, its numbers, the fix", "[pytorch-oom]" in err and "verdict=fragmentation" in err and
+          "fix: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in err, err[block:])
+    # run, one file for both
+    log = os.path.join(work, "job.log")
+    with open(log, "w") as f:
+        f.write("an earlier run: " + OOM + "\n")
+    with open(log, "a") as f:
+        r = subprocess.run([GPUCTL, "--sim", NODE, "run", "--", "sh", "-c", "echo hello; exit 4"], env=env,
+                           stdout=f, stderr=subprocess.STDOUT, timeout=60)
+    text = open(log).read()
+    check("file: what was there before the job is not the job's failure", r.returncode == 4 and
+          "gpuctl: the job failed" not in text, text)
+    with open(log, "a") as f:
+        r = subprocess.run([GPUCTL, "--sim", NODE, "run", "--", oomjob], env=env, stdout=f, stderr=subprocess.STDOUT,
+                           timeout=60)
+    text = open(log).read()
+    check("file: the block after the job's lines in the same file", r.returncode == 1 and
+          text.rstrip().endswith("to avoid fragmentation.\n" + text.split("to avoid fragmentation.\n")[-1].rstrip())
+          and text.count("gpuctl: the job failed (exit status 1)") == 1 and
+          text.index("gpuctl: the job failed") > text.rindex("epoch 1 step 10"), text[-600:])
+    # nothing extra
+    for args, what in ((["--", oomjob, "0"], "a job that succeeds"),
+                       (["--", "sh", "-c", "echo 'something odd' >&2; exit 3"], "a failure nothing recognises"),
+                       (["--no-explain", "--", oomjob], "--no-explain")):
+        r = run(*args)
+        check(f"nothing extra: {what}", "gpuctl:" not in r.stderr, r.stderr)
+    # what the job sees
+    r = run("--", "sh", "-c", "test -p /dev/stdout && test -p /dev/stderr && echo pipes")
+    check("a pipe stays a pipe", r.stdout == "pipes\n", (r.stdout, r.stderr))
+    out = os.path.join(work, "out.txt")
+    with open(out, "w") as f:
+        subprocess.run([GPUCTL, "--sim", NODE, "run", "--", "sh", "-c", "test -f /proc/self/fd/1 && echo file"],
+                       env=env, stdout=f, timeout=60)
+    check("a file stays a file", open(out).read() == "file\n", open(out).read())
+    # a reader that goes away
+    p = subprocess.run(["bash", "-c", f"'{GPUCTL}' --sim '{NODE}' run -- yes | head -n 1; "
+                        "echo \"gpuctl=${PIPESTATUS[0]}\""], env=env, capture_output=True, text=True, timeout=30)
+    check("a reader that goes away: yes gets SIGPIPE (141), gpuctl ends with it",
+          p.stdout == "y\ngpuctl=141\n", (p.stdout, p.stderr))
+    # a terminal: tmux, with and without the tail kept
+    if shutil.which("tmux"):
+        sock = os.path.join(work, "tmux.sock")
+        bar = os.path.join(work, "bar.sh")
+        with open(bar, "w") as f:
+            f.write("#!/bin/sh\ntest -t 1 && echo STDOUT-TTY; test -t 2 && echo STDERR-TTY; echo SIZE $(stty size)\n"
+                    "for i in 10 20 30 40 50; do printf '\\rprogress %s%% |%s|' $i $(printf '%*s' $((i/10)) '' |"
+                    " tr ' ' '#'); sleep 0.05; done; echo\n")
+        os.chmod(bar, 0o755)
+        screens = []
+        for extra in ([], ["--no-explain"]):
+            name = "e%d" % len(screens)
+            cmd = " ".join([GPUCTL, "--sim", NODE, "run", *extra, "--", bar]) + "; echo DONE; sleep 30"
+            subprocess.run(["tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "97",
+                            "-y", "31", "env", *[f"{k}={v}" for k, v in env.items() if k.startswith(("GPUCTL_", "PATH"))],
+                            "sh", "-c", cmd], check=True, env=dict(os.environ, TMUX=""))
+            screen = ""
+            for _ in range(100):
+                screen = subprocess.run(["tmux", "-S", sock, "capture-pane", "-p", "-t", name], capture_output=True,
+                                        text=True).stdout
+                if "DONE" in screen:
+                    break
+                time.sleep(0.1)
+            screens.append(screen)
+        subprocess.run(["tmux", "-S", sock, "kill-server"], capture_output=True)
+        kept, plain = screens
+        check("a terminal stays a terminal: isatty, its window size", "STDOUT-TTY" in kept and "STDERR-TTY" in kept and
+              "SIZE 31 97" in kept, kept)
+        check("the progress bar renders the same with and without the tail kept", kept == plain and
+              "progress 50% |#####|" in kept, (kept, plain))
+    else:
+        print("skip the terminal check: no tmux")
+    # launch with a fake torchrun whose worker fails
+    with open(os.path.join(work, "bin", "torchrun"), "w") as f:
+        f.write(f"#!/bin/sh\necho 'starting 2 workers'\necho '{NCCL}' >&2\nexit 1\n")
+    os.chmod(os.path.join(work, "bin", "torchrun"), 0o755)
+    r = subprocess.run([GPUCTL, "--sim", NODE, "launch", "-n", "2", "--", "train.py"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    check("launch: the failed torchrun explained (nccl-watchdog-timeout), once, after its output",
+          r.returncode == 1 and r.stderr.count("gpuctl: the job failed") == 1 and
+          "[nccl-watchdog-timeout]" in r.stderr and r.stderr.index(NCCL[:40]) < r.stderr.index("gpuctl: the job failed"),
+          (r.returncode, r.stderr[-800:]))
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
