@@ -36,6 +36,8 @@ struct top {
 	size_t *rows, nrows, rows_cap;
 	size_t sel, first;          /* selected row, first row shown */
 	uint32_t sel_pid;           /* the selected process, kept across samples */
+	enum top_row_kind sel_kind; /* or a job's row (the tree): */
+	struct lease_info sel_lease; /* with TOP_ROW_JOB, its lease */
 	char msg[512];              /* one line for the footer; "" none */
 	char host[64];
 	char conf[4096];            /* ~/.config/gpuctl/top.conf, "" when no home */
@@ -219,6 +221,16 @@ static void fmt_gib(char *buf, size_t len, uint64_t b)
 	snprintf(buf, len, "%.1f", (double)b / (1024.0 * 1024 * 1024));
 }
 
+/* a lease's start, "10:02" ("?" unknown) */
+static void since_text(const struct lease_info *in, char *since, size_t len)
+{
+	snprintf(since, len, "?");
+	time_t s = (time_t)in->since;
+	struct tm tm;
+	if (s > 0 && localtime_r(&s, &tm))
+		strftime(since, len, "%H:%M", &tm);
+}
+
 /* "alice job 'train' since 10:02", or "" */
 static void holder_text(const struct top_holder *h, char *buf, size_t len)
 {
@@ -226,11 +238,8 @@ static void holder_text(const struct top_holder *h, char *buf, size_t len)
 		buf[0] = '\0';
 		return;
 	}
-	char since[16] = "?";
-	time_t s = (time_t)h->info.since;
-	struct tm tm;
-	if (s > 0 && localtime_r(&s, &tm))
-		strftime(since, sizeof since, "%H:%M", &tm);
+	char since[16];
+	since_text(&h->info, since, sizeof since);
 	if (h->info.name[0])
 		snprintf(buf, len, "%s '%s' since %s", h->info.user, h->info.name, since);
 	else
@@ -374,6 +383,36 @@ static void fmt_bytes(char *buf, size_t len, uint64_t b, bool known)
 		snprintf(buf, len, "%lluM", (unsigned long long)(b >> 20));
 }
 
+/* a job's row in the tree: its holder, its name (or command), its GPUs, since when; or "(no lease)" */
+static void draw_job(struct top *t, int y, size_t r, enum top_row_kind kind)
+{
+	char line[1024];
+	if (kind == TOP_ROW_JOB) {
+		const struct top_lease *l = &t->d.leases[t->rows[r] - t->d.nprocs];
+		char since[16];
+		since_text(&l->info, since, sizeof since);
+		snprintf(line, sizeof line, "%8s %-9.9s %3s %8s %4s %6s %7s job '%s' on GPU%s %s since %s%s", "",
+			 l->info.user[0] ? l->info.user : "?", "", "", "", "", "",
+			 l->info.name[0] ? l->info.name : l->info.command, l->ngpus > 1 ? "s" : "", l->gpus, since,
+			 l->info.orphan ? " (its job has exited; a process it left holds the lease)" : "");
+	} else {
+		snprintf(line, sizeof line, "%8s %-9.9s %3s %8s %4s %6s %7s (no lease): of no job that holds their GPU", "",
+			 "", "", "", "", "", "");
+	}
+	attr_t a = (r == t->sel ? A_REVERSE : A_NORMAL) | A_BOLD;
+	if (kind == TOP_ROW_NOLEASE)
+		a |= pair(t, PAIR_DIM, A_NORMAL);
+	else
+		a |= pair(t, PAIR_HEAD, A_NORMAL);
+	move(y, 0);
+	if (r == t->sel) {
+		attron(A_REVERSE);
+		hline(' ', COLS);
+		attroff(A_REVERSE);
+	}
+	put(y, 0, COLS, a, "%s", line);
+}
+
 static void draw_procs(struct top *t, int y, int last)
 {
 	const int w = COLS;
@@ -412,6 +451,11 @@ static void draw_procs(struct top *t, int y, int last)
 	if (t->first > t->nrows)
 		t->first = 0;
 	for (size_t r = t->first; r < t->nrows && y < last; r++, y++) {
+		enum top_row_kind kind = top_row_kind(&t->d, t->rows[r]);
+		if (kind != TOP_ROW_PROC) {
+			draw_job(t, y, r, kind);
+			continue;
+		}
 		const struct top_proc *p = &t->d.procs[t->rows[r]];
 		char gm[16], rss[16], cpu[16], sm[16], line[512];
 		fmt_bytes(gm, sizeof gm, p->gpu_mem, p->mem_known);
@@ -426,8 +470,9 @@ static void draw_procs(struct top *t, int y, int last)
 			snprintf(sm, sizeof sm, "N/A");
 		const char *user = p->user[0] ? p->user : "?";
 		const char *cmd = p->command[0] ? p->command : (p->visible ? "?" : "(not in this PID namespace)");
+		/* in the tree: under its job's row at depth 1, two columns further for each parent */
 		snprintf(line, sizeof line, "%8u %-9.9s %3u %8s %4s %6s %7s %*s%s%s", p->pid, user, p->gpu, gm, sm, cpu,
-			 rss, p->depth * 2, "", p->depth ? "`- " : "", cmd);
+			 rss, p->depth > 1 ? (p->depth - 1) * 2 : 0, "", p->depth ? "`- " : "", cmd);
 		attr_t a = r == t->sel ? A_REVERSE : A_NORMAL;
 		move(y, 0);
 		if (r == t->sel) {
@@ -512,12 +557,17 @@ static const char *const help_lines[] = {
 	"",
 	"  q, F10        quit",
 	"  h, ?          this help (any key closes it)",
-	"  Up/Down, PgUp/PgDn, Home/End   select a process",
+	"  Up/Down, PgUp/PgDn, Home/End   select a row",
 	"  < >           sort by the column to the left / right",
 	"  r             reverse the order",
-	"  t             tree: a job's processes under its first one",
+	"  t             tree: a row per job (lease): holder, name, GPUs, since when;",
+	"                its processes under it, children under their parents; last,",
+	"                (no lease): on GPUs nobody leases, or not the holder's user's.",
+	"                Jobs in the order of their first process; a filter keeps the",
+	"                job's row of a process that matches",
 	"  /             filter by user or command text (Enter keeps it, Esc clears it)",
-	"  k             send a signal to the selected process (TERM, INT or KILL; asks first)",
+	"  k             send a signal to the selected process (TERM, INT or KILL; asks",
+	"                first); a job's row is not a process: nothing is sent",
 	"",
 	"A 'U' at the end of a process row (and of its GPU's): its user holds no lease",
 	"on that GPU while others use leases on this machine (someone bypassing gpuctl run).",
@@ -576,19 +626,36 @@ static void draw(struct top *t)
 
 /* ---- keys -------------------------------------------------------------- */
 
+/* the selection is on row r: the same process, the same lease's job, or "(no lease)" */
+static bool selected(const struct top *t, size_t r)
+{
+	size_t row = t->rows[r];
+	enum top_row_kind kind = top_row_kind(&t->d, row);
+	if (kind != t->sel_kind)
+		return false;
+	if (kind == TOP_ROW_PROC)
+		return t->d.procs[row].pid == t->sel_pid;
+	if (kind == TOP_ROW_JOB)
+		return top_lease_same(&t->d.leases[row - t->d.nprocs].info, &t->sel_lease);
+	return true;
+}
+
 static void rebuild(struct top *t)
 {
-	if (t->d.nprocs > t->rows_cap) {
-		size_t *r = realloc(t->rows, t->d.nprocs * sizeof *r);
-		if (!r)
+	size_t need = top_rows_max(&t->d);
+	if (need > t->rows_cap) {
+		size_t *r = realloc(t->rows, need * sizeof *r);
+		if (!r) {
+			t->nrows = 0; /* the rows would not fit */
 			return;
+		}
 		t->rows = r;
-		t->rows_cap = t->d.nprocs;
+		t->rows_cap = need;
 	}
 	t->nrows = top_rows(&t->d, &t->v, t->rows);
-	/* keep the selection on the same process */
+	/* keep the selection on the same process or job */
 	for (size_t r = 0; r < t->nrows; r++)
-		if (t->d.procs[t->rows[r]].pid == t->sel_pid) {
+		if (selected(t, r)) {
 			t->sel = r;
 			return;
 		}
@@ -605,7 +672,12 @@ static void select_row(struct top *t, long to)
 	if ((size_t)to >= t->nrows)
 		to = (long)t->nrows - 1;
 	t->sel = (size_t)to;
-	t->sel_pid = t->d.procs[t->rows[t->sel]].pid;
+	size_t row = t->rows[t->sel];
+	t->sel_kind = top_row_kind(&t->d, row);
+	if (t->sel_kind == TOP_ROW_PROC)
+		t->sel_pid = t->d.procs[row].pid;
+	else if (t->sel_kind == TOP_ROW_JOB)
+		t->sel_lease = t->d.leases[row - t->d.nprocs].info;
 }
 
 static void ask_signal(struct top *t)
@@ -618,7 +690,19 @@ static void ask_signal(struct top *t)
 		snprintf(t->msg, sizeof t->msg, "no process selected");
 		return;
 	}
-	const struct top_proc *p = &t->d.procs[t->rows[t->sel]];
+	size_t row = t->rows[t->sel];
+	enum top_row_kind kind = top_row_kind(&t->d, row);
+	if (kind == TOP_ROW_JOB) {
+		const struct top_lease *l = &t->d.leases[row - t->d.nprocs];
+		snprintf(t->msg, sizeof t->msg, "job '%.80s' is a row for its processes: k signals one process; select one under it",
+			 l->info.name[0] ? l->info.name : l->info.command);
+		return;
+	}
+	if (kind == TOP_ROW_NOLEASE) {
+		snprintf(t->msg, sizeof t->msg, "(no lease) is a row for the processes under it: select one to signal it");
+		return;
+	}
+	const struct top_proc *p = &t->d.procs[row];
 	if (!p->visible) {
 		snprintf(t->msg, sizeof t->msg, "pid %u is not in this PID namespace: it cannot be signalled from here", p->pid);
 		return;

@@ -47,6 +47,7 @@ void top_data_free(struct top_data *d)
 	gc_snapshot_free(d->snap);
 	free(d->hist);
 	free(d->holder);
+	free(d->leases);
 	free(d->waiters);
 	free(d->procs);
 	free(d->jobs);
@@ -157,6 +158,50 @@ static void leases(struct top_data *d)
 	lease_dir_close(dir);
 }
 
+bool top_lease_same(const struct lease_info *a, const struct lease_info *b)
+{
+	return a->pid == b->pid && a->supervisor == b->supervisor && a->uid == b->uid && a->since == b->since;
+}
+
+/* the GPUs held, one top_lease for each lease (a gpuctl run of two GPUs holds both under one record) */
+static int group_leases(struct top_data *d)
+{
+	free(d->leases);
+	d->leases = NULL;
+	d->nleases = 0;
+	size_t nheld = 0;
+	for (size_t i = 0; i < d->ngpus; i++)
+		nheld += d->holder[i].held;
+	if (!nheld)
+		return GC_OK;
+	if (!(d->leases = calloc(nheld, sizeof *d->leases)))
+		return GC_ENOMEM;
+	for (size_t i = 0; i < d->ngpus; i++) {
+		struct top_holder *h = &d->holder[i];
+		if (!h->held)
+			continue;
+		size_t k = 0;
+		while (k < d->nleases && !top_lease_same(&d->leases[k].info, &h->info))
+			k++;
+		struct top_lease *l = &d->leases[k];
+		if (k == d->nleases) {
+			d->nleases++;
+			l->info = h->info;
+		}
+		h->lease = k;
+		l->ngpus++;
+		char one[24];
+		size_t o = strlen(l->gpus), m = (size_t)snprintf(one, sizeof one, "%s%zu", o ? "," : "", i);
+		if (o >= 4 && strcmp(l->gpus + o - 4, ",...") == 0)
+			continue; /* already cut */
+		if (o + m + 4 < sizeof l->gpus)
+			memcpy(l->gpus + o, one, m + 1);
+		else
+			snprintf(l->gpus + o, sizeof l->gpus - o, ",...");
+	}
+	return GC_OK;
+}
+
 /* gpuctld's jobs that have not ended, when it runs (its socket is there and answers) */
 static void queue(struct top_data *d)
 {
@@ -251,6 +296,8 @@ int top_data_sample(struct top_data *d)
 		push(&d->hist[i], uok ? (float)u : -1.0f, mok ? (float)((double)used * 100.0 / (double)total) : -1.0f);
 	}
 	leases(d);
+	if (group_leases(d) != GC_OK)
+		return GC_ENOMEM;
 	queue(d);
 	bool any_lease = d->nwaiters > 0;
 	for (size_t i = 0; i < d->ngpus; i++)
@@ -285,6 +332,9 @@ int top_data_sample(struct top_data *d)
 					     (!g.visible && strcmp(d->holder[i].info.user, p.user) != 0);
 			else if (any_lease)
 				p.unleased = !d->holder[i].held;
+			/* the job of the GPU's lease, when it is the holder's */
+			if (d->holder[i].held && !p.unleased)
+				p.job = d->holder[i].lease + 1;
 			if (add_proc(d, &p) != GC_OK)
 				return GC_ENOMEM;
 		}
@@ -362,50 +412,49 @@ static bool matches(const struct top_proc *p, const char *f)
 	return strcasestr(p->user, f) || strcasestr(p->command, f);
 }
 
-static bool listed(const struct top_data *d, const size_t *rows, size_t n, pid_t pid, size_t *at)
+/* the group of a process in the tree: its lease's index in d->leases, d->nleases for none */
+static size_t group_of(const struct top_data *d, const struct top_proc *p)
+{
+	return p->job > 0 && p->job <= d->nleases ? p->job - 1 : d->nleases;
+}
+
+static bool job_matches(const struct top_lease *l, const char *f)
+{
+	return strcasestr(l->info.user, f) || strcasestr(l->info.name, f) || strcasestr(l->info.command, f);
+}
+
+/* the first of the n rows of group g that is process pid */
+static bool listed(const struct top_data *d, const size_t *rows, size_t n, size_t g, pid_t pid, size_t *at)
 {
 	for (size_t i = 0; i < n; i++)
-		if ((pid_t)d->procs[rows[i]].pid == pid) {
+		if ((pid_t)d->procs[rows[i]].pid == pid && group_of(d, &d->procs[rows[i]]) == g) {
 			*at = i;
 			return true;
 		}
 	return false;
 }
 
-size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows)
+/*
+ * The processes of group g among the n sorted rows, appended to out[k...]: a
+ * process whose parent is listed in the group goes right after it (and its
+ * other children), one level deeper; the others, at depth 1, keep the sorted
+ * order. Returns the new k.
+ */
+static size_t nest(struct top_data *d, const size_t *rows, size_t n, size_t g, bool *placed, size_t *out, size_t k)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < d->nprocs; i++)
-		if (matches(&d->procs[i], v->filter))
-			rows[n++] = i;
-	cur_view = v;
-	cur_data = d;
-	qsort(rows, n, sizeof *rows, by_view);
-	for (size_t i = 0; i < n; i++)
-		d->procs[rows[i]].depth = 0;
-	if (!v->tree || n < 2)
-		return n;
-	/* the tree: a process whose parent is listed goes right after it (and its other
-	 * children), one level deeper; the roots keep the sorted order */
-	size_t *out = malloc(n * sizeof *out);
-	bool *placed = calloc(n, sizeof *placed);
-	if (!out || !placed) {
-		free(out);
-		free(placed);
-		return n;
-	}
-	size_t k = 0;
 	for (size_t r = 0; r < n; r++) {
 		size_t at;
 		const struct top_proc *p = &d->procs[rows[r]];
-		if (p->ppid > 0 && listed(d, rows, n, p->ppid, &at) && at != r)
+		if (placed[r] || group_of(d, p) != g)
+			continue;
+		if (p->ppid > 0 && listed(d, rows, n, g, p->ppid, &at) && at != r)
 			continue; /* not a root */
 		/* the root, then its descendants depth first */
 		size_t stack[64], depth[64];
 		size_t sp = 0;
 		stack[sp] = r;
-		depth[sp++] = 0;
-		while (sp && k < n) {
+		depth[sp++] = 1;
+		while (sp) {
 			sp--;
 			size_t cur = stack[sp], dep = depth[sp];
 			if (placed[cur])
@@ -414,19 +463,94 @@ size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows)
 			d->procs[rows[cur]].depth = (int)dep;
 			out[k++] = rows[cur];
 			for (size_t c = n; c-- > 0;)
-				if (!placed[c] && d->procs[rows[c]].ppid == (pid_t)d->procs[rows[cur]].pid && sp < 64) {
+				if (!placed[c] && d->procs[rows[c]].ppid == (pid_t)d->procs[rows[cur]].pid &&
+				    group_of(d, &d->procs[rows[c]]) == g && sp < 64) {
 					stack[sp] = c;
 					depth[sp++] = dep + 1;
 				}
 		}
 	}
-	for (size_t r = 0; r < n; r++) /* in a cycle or too deep: at the end, as they are */
-		if (!placed[r])
+	for (size_t r = 0; r < n; r++) /* in a cycle or too deep: at the group's end, as they are */
+		if (!placed[r] && group_of(d, &d->procs[rows[r]]) == g) {
+			placed[r] = true;
+			d->procs[rows[r]].depth = 1;
 			out[k++] = rows[r];
-	memcpy(rows, out, n * sizeof *rows);
+		}
+	return k;
+}
+
+size_t top_rows_max(const struct top_data *d)
+{
+	return d->nprocs + d->nleases + 1;
+}
+
+enum top_row_kind top_row_kind(const struct top_data *d, size_t row)
+{
+	return row < d->nprocs ? TOP_ROW_PROC : row < d->nprocs + d->nleases ? TOP_ROW_JOB : TOP_ROW_NOLEASE;
+}
+
+size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows)
+{
+	size_t n = 0;
+	const char *f = v->filter;
+	for (size_t i = 0; i < d->nprocs; i++) {
+		const struct top_proc *p = &d->procs[i];
+		size_t g = group_of(d, p);
+		if (matches(p, f) || (v->tree && g < d->nleases && job_matches(&d->leases[g], f)))
+			rows[n++] = i;
+	}
+	cur_view = v;
+	cur_data = d;
+	qsort(rows, n, sizeof *rows, by_view);
+	for (size_t i = 0; i < n; i++)
+		d->procs[rows[i]].depth = 0;
+	if (!v->tree)
+		return n;
+	/* the tree: a row for each job, its processes under it */
+	size_t ng = d->nleases + 1, *out = malloc((n + ng) * sizeof *out), *rank = malloc(ng * sizeof *rank);
+	size_t *order = malloc(ng * sizeof *order);
+	bool *placed = calloc(n + 1, sizeof *placed);
+	if (!out || !rank || !order || !placed) {
+		free(out);
+		free(rank);
+		free(order);
+		free(placed);
+		return n; /* sorted, without the tree */
+	}
+	/* a job comes where its first process does in the sort */
+	for (size_t g = 0; g < ng; g++)
+		rank[g] = SIZE_MAX;
+	for (size_t r = n; r-- > 0;)
+		rank[group_of(d, &d->procs[rows[r]])] = r;
+	size_t no = 0;
+	for (size_t g = 0; g < d->nleases; g++) {
+		if (rank[g] == SIZE_MAX && *f && !job_matches(&d->leases[g], f))
+			continue;
+		/* after those it comes after: first by rank, then (none listed) by start, then first GPU */
+		size_t at = no;
+		while (at > 0) {
+			size_t h = order[at - 1];
+			if (rank[h] < rank[g] || (rank[h] == rank[g] && d->leases[h].info.since <= d->leases[g].info.since))
+				break;
+			order[at] = h;
+			at--;
+		}
+		order[at] = g;
+		no++;
+	}
+	if (rank[d->nleases] != SIZE_MAX)
+		order[no++] = d->nleases;
+	size_t k = 0;
+	for (size_t o = 0; o < no; o++) {
+		out[k++] = d->nprocs + order[o];
+		k = nest(d, rows, n, order[o], placed, out, k);
+	}
+	memcpy(rows, out, k * sizeof *rows);
 	free(out);
+	free(rank);
+	free(order);
 	free(placed);
-	return n;
+	return k;
 }
 
 void top_conf_read(struct top_view *v, FILE *f)

@@ -35,15 +35,25 @@ struct top_proc {
 	double cpu;                 /* % of one core since the previous sample; < 0 unknown */
 	uint64_t rss;               /* bytes; 0 unknown */
 	bool unleased;              /* a user who holds no lease on this GPU while others use leases */
-	int depth;                  /* in the tree view: 0 a job's first process, 1 its children */
+	size_t job;                 /* 1 + the index in top_data.leases of the lease whose job it is part of
+	                             * (its GPU's, and of the holder's user: not unleased); 0 none */
+	int depth;                  /* in the tree view: 1 under its job's row, 2 under its parent, ... */
 };
 
 struct top_holder {
 	bool held;
 	struct lease_info info;     /* sanitized */
+	size_t lease;               /* with held: its index in top_data.leases */
 	bool quarantined;           /* out of service (gpuctl quarantine) */
 	char qreason[16];           /* its reason: "xid", "ecc", ... (sanitized) */
 	uint64_t qxid;              /* with "xid" */
+};
+
+/* a lease as one job: what one gpuctl run (or pick --lease) holds, on one GPU or several */
+struct top_lease {
+	struct lease_info info;     /* sanitized (its first GPU's record) */
+	char gpus[128];             /* its GPUs' indices, "2,3" (",..." at the end when they do not fit) */
+	unsigned ngpus;
 };
 
 struct top_gpu {
@@ -72,6 +82,8 @@ struct top_data {
 	size_t ngpus;
 	struct top_gpu *hist;       /* [ngpus] */
 	struct top_holder *holder;  /* [ngpus] */
+	struct top_lease *leases;   /* the leases held, by their first GPU */
+	size_t nleases;
 	struct lease_waiter *waiters;
 	size_t nwaiters;
 	struct top_proc *procs;
@@ -95,16 +107,30 @@ int top_data_sample(struct top_data *d);
 struct top_view {
 	enum top_col sort;
 	bool reverse;               /* largest first for the numeric columns when false */
-	bool tree;                  /* a job's processes under its first one */
+	bool tree;                  /* processes under a row for their job (lease), by parent within it */
 	char filter[64];            /* text in the user or command; "" none */
 };
 
 /*
- * The rows to show, as indices into d->procs (rows[n], the caller's, at
- * least d->nprocs): filtered, then sorted, or in the tree (depth set).
- * Returns how many.
+ * The rows to show (rows[], the caller's, at least top_rows_max(d)): indices
+ * into d->procs, filtered, then sorted. In the tree, job rows too (see
+ * top_row_kind): one per lease, ordered by where its first process comes in
+ * the sort (a lease none of whose processes is listed after those, by when it
+ * started), then "(no lease)" for the processes that are part of no lease's
+ * job; under each, its processes in the sort's order, each child right after
+ * its parent when that is listed in the same job (depth set). With a filter,
+ * a job's row stays while one of its processes is listed, and a job whose
+ * user, name or command matches keeps all its processes; "(no lease)" only
+ * shows with a process under it. Returns how many.
  */
 size_t top_rows(struct top_data *d, const struct top_view *v, size_t *rows);
+/* how many rows top_rows may return */
+size_t top_rows_max(const struct top_data *d);
+/* what a row of top_rows is: d->procs[row]; the job row of d->leases[row - d->nprocs]; "(no lease)" */
+enum top_row_kind { TOP_ROW_PROC, TOP_ROW_JOB, TOP_ROW_NOLEASE };
+enum top_row_kind top_row_kind(const struct top_data *d, size_t row);
+/* the same lease (its job, holder, owner and start), as seen in two samples */
+bool top_lease_same(const struct lease_info *a, const struct lease_info *b);
 /* the column's name in the header and in top.conf ("PID", "GPU-MEM", ...) */
 const char *top_col_name(enum top_col c);
 /* a column by its name (case-insensitive); -1 when none */

@@ -12,8 +12,11 @@ simulator run directory and HOME:
             GPU nobody leases marked U, and a GPU whose power and clocks
             cannot be read showing N/A for them;
   keys:     sorting (> and r; remembered in HOME/.config/gpuctl/top.conf and
-            used by the next top), the filter, the tree (a child under its
-            parent), the help screen;
+            used by the next top), the filter, the tree (a gpuctl run --name
+            ddp on GPUs 2 and 3 is one job row with its two workers, whose
+            parent is on no GPU, under it; alice's processes on those GPUs
+            and the process of no lease under "(no lease)", last; a child
+            under its parent; k on a job row refused), the help screen;
   signals:  k on a test process of the same user kills it; not the process
             that got its pid after the question (ns_last_pid); refused for
             another user's (top run by a second real user, who kills a
@@ -161,6 +164,10 @@ try:
     stray = start([HOLD, "--gpu", "6", "--mem", "1G", "--", "sleep", "120"])
     tree = start([HOLD, "--gpu", "0", "--mem", "1G", "--", "sh", "-c",
                   "%s --gpu 0 --mem 512M -- sleep 120; true" % HOLD])
+    # a job of two workers, one on each of its two GPUs (which alice uses too), under a shell on none
+    ddp = start([GPUCTL, "--sim", H100, "run", "--gpus", "2,3", "--shared", "--name", "ddp", "--", "sh", "-c",
+                 "g=$GPUCTL_GPUS; %s --gpu ${g%%%%,*} --mem 1G -- sleep 122 & %s --gpu ${g##*,} --mem 1G -- sleep 122 & "
+                 "wait" % (HOLD, HOLD)])
 
     # gpuctld with its queue: a job that runs, and one that waits for every GPU
     GPUCTLD = os.path.join(os.path.dirname(os.path.dirname(GPUCTL)), "daemon", "gpuctld")
@@ -253,15 +260,50 @@ try:
     s = t.wait(r"alice")
     check("Esc clears the filter", s is not None, t.screen())
 
-    # the tree: the inner hold's sleep under the outer one's shell
+    # the tree: a row for each job (lease), its processes under it, then "(no lease)"
     t.keys("t")
+    job_re = re.compile(r"^ +\S+ +job '")
+    nolease_re = re.compile(r"^ +\(no lease\)")
+
+    def group_of(lines, i):
+        """the job or "(no lease)" row above row i, up to the previous such row"""
+        while i >= 0 and not (job_re.match(lines[i]) or nolease_re.match(lines[i])):
+            i -= 1
+        return lines[i] if i >= 0 else ""
+
+    def jobs_tree(s):
+        lines = s.splitlines()
+        ddp_rows = [i for i, l in enumerate(lines) if re.match(r"^ +root +job 'ddp' on GPUs 2,3 since \d\d:\d\d", l)]
+        workers = [l for i, l in enumerate(lines) if re.search(r"`- sleep 122", l) and
+                   group_of(lines, i).find("job 'ddp'") >= 0]
+        nolease = [i for i, l in enumerate(lines) if nolease_re.match(l)]
+        stray_at = [i for i, l in enumerate(lines) if re.match(r"^ +%d root +6 " % stray.pid, l)]
+        alice = [i for i, l in enumerate(lines) if re.match(r"^ +400000[12] alice +[23] ", l)]
+        last_job = max([i for i, l in enumerate(lines) if job_re.match(l)] or [-1])
+        return (len(ddp_rows) == 1 and len(workers) == 2 and
+                sorted(re.match(r"^ +\d+ root +(\d) ", l).group(1) for l in workers) == ["2", "3"] and
+                len(nolease) == 1 and nolease[0] > last_job and bool(stray_at) and stray_at[0] > nolease[0] and
+                len(alice) == 2 and min(alice) > nolease[0])
+
+    ok, s = t.until(jobs_tree)
+    check("t: one job row for ddp (root, GPUs 2,3) with both its workers under it; the process of no lease "
+          "and alice's on ddp's GPUs under (no lease), last", ok, s)
+
     def child_under_parent(s):
         lines = s.splitlines()
-        child = [i for i, l in enumerate(lines) if "`- " in l]
-        return bool(child) and "sh -c" in lines[child[0] - 1]
+        sh = [i for i, l in enumerate(lines) if re.search(r"`- sh -c ", l)]
+        if not sh or sh[0] + 1 >= len(lines):
+            return False
+        child = lines[sh[0] + 1]
+        return "`- sleep 120" in child and child.index("`- ") > lines[sh[0]].index("`- ")
 
     ok, s = t.until(child_under_parent)
-    check("t shows a child under its parent", ok, s)
+    check("t shows a child under its parent, inside its group", ok, s)
+    t.k_on("ddp")
+    s = t.wait(r"job 'ddp' is a row for its processes: k signals one process")
+    check("k on a job row signals nothing and says so", s is not None and "signal to pid" not in s, t.screen())
+    t.keys("/")
+    t.keys("Escape")
     t.keys("t")
 
     # help
@@ -409,9 +451,13 @@ try:
         testusers.create("gpuctl top's signal refusal")
         try:
             u = testusers.USERS[0]
+            # a HOME of its own: a top.conf left in a shared one (tree=1) would change what k selects
+            home2 = os.path.join(work, "home2")
+            os.makedirs(home2)
+            shutil.chown(home2, user=u)
             t = Term("other", 200, 60)
             t.line("runuser -u %s -- env HOME=%s GPUCTL_SIM_LIBDIR=%s GPUCTL_SIM_RUNDIR=%s GPUCTL_STATE_DIR=%s %s"
-                   % (u, "/tmp", SIMLIB, RUNDIR, STATE, top_cmd()))
+                   % (u, home2, SIMLIB, RUNDIR, STATE, top_cmd()))
             t.wait(r"PID USER")
             t.keys("/")
             t.keys("holdjob", literal=True)  # no such command: filter by what root's job runs

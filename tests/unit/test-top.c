@@ -1,6 +1,6 @@
 /*
  * test-top.c — src/top-data.c, what `gpuctl top` shows apart from curses:
- * the process table's rows (filter, sort, tree), the abbreviated GPU names,
+ * the process table's rows (filter, sort, the tree of jobs and processes), the abbreviated GPU names,
  * the sparkline's cells and the remembered view (top.conf).
  */
 #include <stdarg.h>
@@ -82,20 +82,125 @@ static void test_rows_tree(void **state)
 	(void)state;
 	struct top_data d = data();
 	struct top_view v = {.sort = TOP_GMEM, .tree = true};
-	size_t rows[4];
-	/* the child (most memory) goes under its parent, one level deeper */
-	assert_int_equal(top_rows(&d, &v, rows), 4);
-	assert_int_equal(procs[rows[0]].pid, 200);
-	assert_int_equal(procs[rows[1]].pid, 100);
-	assert_int_equal(procs[rows[2]].pid, 101);
+	size_t rows[5];
+	/* no lease: all under "(no lease)"; the child (most memory) under its parent, one level deeper */
+	assert_int_equal(top_rows_max(&d), 5);
+	assert_int_equal(top_rows(&d, &v, rows), 5);
+	assert_int_equal(top_row_kind(&d, rows[0]), TOP_ROW_NOLEASE);
+	assert_int_equal(procs[rows[1]].pid, 200);
+	assert_int_equal(procs[rows[2]].pid, 100);
+	assert_int_equal(procs[rows[3]].pid, 101);
+	assert_int_equal(procs[rows[3]].depth, 2);
 	assert_int_equal(procs[rows[2]].depth, 1);
-	assert_int_equal(procs[rows[1]].depth, 0);
-	assert_int_equal(procs[rows[3]].pid, 300);
+	assert_int_equal(procs[rows[4]].pid, 300);
 	/* its parent filtered out: the child is a root */
 	snprintf(v.filter, sizeof v.filter, "python");
-	assert_int_equal(top_rows(&d, &v, rows), 2);
-	assert_int_equal(procs[rows[0]].pid, 101);
+	assert_int_equal(top_rows(&d, &v, rows), 3);
+	assert_int_equal(top_row_kind(&d, rows[0]), TOP_ROW_NOLEASE);
+	assert_int_equal(procs[rows[1]].pid, 101);
+	assert_int_equal(procs[rows[1]].depth, 1);
+	/* without the tree, no job rows */
+	v = (struct top_view){.sort = TOP_GMEM};
+	assert_int_equal(top_rows(&d, &v, rows), 4);
 	assert_int_equal(procs[rows[0]].depth, 0);
+}
+
+/*
+ * Leases as jobs: "ddp" (a gpuctl run --name ddp -- torchrun ...) holds GPUs 2
+ * and 3, its two workers (children of torchrun, which is on no GPU) one on
+ * each, and a child of the first; "train" holds GPU 0; "idle" holds GPU 5 and
+ * runs nothing there; on GPU 6 (nobody's) and GPU 2 (carol is not ddp's
+ * holder) processes of no lease.
+ */
+static struct top_proc jprocs[] = {
+	{.gpu = 2, .pid = 500, .ppid = 400, .visible = true, .user = "root", .command = "python worker.py",
+	 .mem_known = true, .gpu_mem = 6 << 20, .job = 1},
+	{.gpu = 3, .pid = 501, .ppid = 400, .visible = true, .user = "root", .command = "python worker.py",
+	 .mem_known = true, .gpu_mem = 8 << 20, .job = 1},
+	{.gpu = 2, .pid = 502, .ppid = 500, .visible = true, .user = "root", .command = "compile helper",
+	 .mem_known = true, .gpu_mem = 1 << 20, .job = 1},
+	{.gpu = 0, .pid = 600, .ppid = 1, .visible = true, .user = "bob", .command = "python train.py",
+	 .mem_known = true, .gpu_mem = 4 << 20, .job = 2},
+	{.gpu = 6, .pid = 700, .ppid = 1, .visible = true, .user = "root", .command = "sleep 120",
+	 .mem_known = true, .gpu_mem = 2 << 20},
+	{.gpu = 2, .pid = 800, .ppid = 1, .visible = true, .user = "carol", .command = "python eval.py",
+	 .mem_known = true, .gpu_mem = 16 << 20, .unleased = true},
+};
+
+static struct top_lease jleases[] = {
+	{.info = {.pid = 400, .user = "root", .since = 2000, .name = "ddp", .command = "torchrun --nproc-per-node 2 w.py"},
+	 .gpus = "2,3", .ngpus = 2},
+	{.info = {.pid = 410, .user = "bob", .since = 1000, .name = "train", .command = "python train.py"},
+	 .gpus = "0", .ngpus = 1},
+	{.info = {.pid = 420, .user = "dave", .since = 3000, .name = "idle", .command = "sleep 1000"},
+	 .gpus = "5", .ngpus = 1},
+};
+
+#define NJP (sizeof jprocs / sizeof jprocs[0])
+
+static void test_rows_jobs(void **state)
+{
+	(void)state;
+	struct top_data d;
+	memset(&d, 0, sizeof d);
+	d.procs = jprocs;
+	d.nprocs = NJP;
+	d.leases = jleases;
+	d.nleases = sizeof jleases / sizeof jleases[0];
+	struct top_view v = {.sort = TOP_GMEM, .tree = true};
+	size_t rows[NJP + 4], n;
+	assert_int_equal(top_rows_max(&d), NJP + 4);
+	/*
+	 * most GPU memory first: ddp (its first process, 501, comes before train's), train,
+	 * idle (nothing listed), then "(no lease)" last although carol's eval has the most
+	 */
+	n = top_rows(&d, &v, rows);
+	assert_int_equal(n, NJP + 4);
+	size_t want[] = {NJP + 0, 1, 0, 2, NJP + 1, 3, NJP + 2, NJP + 3, 5, 4};
+	int depth[] = {-1, 1, 1, 2, -1, 1, -1, -1, 1, 1};
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(rows[i], want[i]);
+		if (depth[i] >= 0)
+			assert_int_equal(jprocs[rows[i]].depth, depth[i]);
+	}
+	assert_int_equal(top_row_kind(&d, rows[0]), TOP_ROW_JOB);
+	assert_int_equal(top_row_kind(&d, rows[1]), TOP_ROW_PROC);
+	assert_int_equal(top_row_kind(&d, rows[7]), TOP_ROW_NOLEASE);
+	/* by user: bob's train first, then ddp (root); sorted within a job (by user, then GPU, then pid) */
+	v.sort = TOP_USER;
+	n = top_rows(&d, &v, rows);
+	assert_int_equal(n, NJP + 4);
+	size_t want_user[] = {NJP + 1, 3, NJP + 0, 0, 2, 1, NJP + 2, NJP + 3, 5, 4};
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rows[i], want_user[i]);
+	/* a filter matching a process keeps its job's row, not the others' */
+	v.sort = TOP_GMEM;
+	snprintf(v.filter, sizeof v.filter, "WORKER");
+	n = top_rows(&d, &v, rows);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0], NJP + 0);
+	assert_int_equal(rows[1], 1);
+	assert_int_equal(rows[2], 0);
+	/* one matching the job's name keeps the job with all its processes */
+	snprintf(v.filter, sizeof v.filter, "ddp");
+	n = top_rows(&d, &v, rows);
+	assert_int_equal(n, 4);
+	assert_int_equal(rows[0], NJP + 0);
+	assert_int_equal(rows[3], 2);
+	assert_int_equal(jprocs[2].depth, 2);
+	/* and "(no lease)" only with a process under it */
+	snprintf(v.filter, sizeof v.filter, "eval");
+	n = top_rows(&d, &v, rows);
+	assert_int_equal(n, 2);
+	assert_int_equal(top_row_kind(&d, rows[0]), TOP_ROW_NOLEASE);
+	assert_int_equal(rows[1], 5);
+	/* without the tree: the processes alone, as before */
+	v = (struct top_view){.sort = TOP_GMEM};
+	n = top_rows(&d, &v, rows);
+	assert_int_equal(n, NJP);
+	assert_int_equal(rows[0], 5);
+	assert_true(top_lease_same(&jleases[0].info, &jleases[0].info));
+	assert_false(top_lease_same(&jleases[0].info, &jleases[1].info));
 }
 
 static void test_short_name(void **state)
@@ -181,7 +286,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_sorted), cmocka_unit_test(test_rows_filtered),
-		cmocka_unit_test(test_rows_tree),   cmocka_unit_test(test_short_name),
+		cmocka_unit_test(test_rows_tree),   cmocka_unit_test(test_rows_jobs),
+		cmocka_unit_test(test_short_name),
 		cmocka_unit_test(test_spark),       cmocka_unit_test(test_conf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
