@@ -410,8 +410,8 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 			size_t kl = strlen(k);
 			if (kl > 3 && strcmp(k + kl - 3, "_ms") == 0)
 				continue; /* the times, in words below */
-			if (strcmp(k, "pending") == 0)
-				continue; /* pending_reason says it in full */
+			if (strcmp(k, "pending") == 0 || strcmp(k, "diagnosis") == 0)
+				continue; /* pending_reason says it in full; the diagnosis in its own lines below */
 			char *t = NULL;
 			if (strcmp(k, "gpus") == 0) {
 				gpu_list_text(v, safe, sizeof safe);
@@ -424,6 +424,16 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 			free(t);
 		}
 		print_times(j);
+		/* why it failed, as gpuctl explain read its log: class, what, the fix */
+		json_t *d = json_object_get(j, "diagnosis");
+		for (size_t i = 0; i < json_array_size(d); i++) {
+			json_t *f = json_array_get(d, i);
+			char c[128], t[512];
+			cli_safe(c, sizeof c, json_string_value(json_object_get(f, "class")));
+			cli_safe(t, sizeof t, json_string_value(json_object_get(f, "title")));
+			printf("%-14s [%s] %s\n", i ? "" : "diagnosis", c, t);
+			printf("%-14s fix: %s\n", "", cli_safe(safe, sizeof safe, json_string_value(json_object_get(f, "fix"))));
+		}
 		printf("%-14s %s\n", "log", cli_safe(safe, sizeof safe, json_string_value(json_object_get(ans, "log"))));
 	}
 	json_decref(ans);

@@ -201,7 +201,8 @@ static void explain_failure(struct outtail *tail, int status, enum supervise_end
 		how, r.n, r.n == 1 ? "" : "s");
 	for (size_t i = 0; i < r.n && i < 3; i++) {
 		const struct explain_finding *f = &r.findings[i];
-		fprintf(stderr, "  [%s] %s\n    %.*s%s\n", f->id, f->title, 200, f->line, strlen(f->line) > 200 ? "..." : "");
+		char cls[64];
+		fprintf(stderr, "  [%s] %s\n    %.*s%s\n", explain_class(f, cls, sizeof cls), f->title, 200, f->line, strlen(f->line) > 200 ? "..." : "");
 		if (f->nvalues) {
 			fprintf(stderr, "    numbers:");
 			for (size_t k = 0; k < f->nvalues; k++) {

@@ -212,11 +212,18 @@ struct view {
 	int64_t oldest_ms;           /* submission time of the oldest queued job; 0: none */
 	uint64_t started_total;
 	double wait_total;           /* seconds queued, over every job started */
+	struct {
+		char cls[48];
+		uint64_t n;
+	} fail[64];                  /* failed jobs by class (the first 63 classes; the rest as "other") */
+	size_t nfail;
 	long long render_at;         /* monotonic ms when a render is due; 0: up to date */
 	long long rendered;          /* monotonic ms of the last render */
 };
 
 void view_init(struct view *v);
+/* one more failed job of class cls */
+void view_failed(struct view *v, const char *cls);
 void view_free(struct view *v);
 /* render from the live jobs of st now */
 void view_render(struct view *v, struct store *st);
@@ -279,6 +286,10 @@ struct queue {
 	struct view view;
 	struct retention ret;
 	struct usage usage;
+	struct {
+		struct explain_db *db;   /* failure signatures, loaded at the first failure */
+		bool db_failed;          /* they could not be: not tried again */
+	} diag;
 	pthread_t thread;
 	bool started;
 };
@@ -290,5 +301,13 @@ uint64_t queue_proc_start(pid_t pid);
 void queue_log_path(const struct queue *q, int64_t id, char *buf, size_t len);
 bool queue_log_made(const struct queue *q, int64_t id);
 void queue_status_path(const struct queue *q, uid_t uid, char *buf, size_t len);
+
+/*
+ * diagnose.c: failed job id explained from its log's tail: a JSON array of
+ * findings ({class, id, title, numbers, cause, fix}, at most 3), NULL when
+ * nothing is recognised; the first one's class in cls ("unknown" then).
+ */
+json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen);
+void diagnose_free(struct queue *q);
 
 #endif

@@ -354,6 +354,14 @@ static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
 	round_gpus_now(q, &now);
 	add_pending_reason(q, &now, &j, o);
 	round_gpus_release(&now);
+	/* a failed job's diagnosis (diagnose.c), when its log showed something known */
+	char *dj = store_get_diagnosis(q->st, j.id);
+	json_t *diag = dj ? json_loads(dj, 0, NULL) : NULL;
+	free(dj);
+	if (o && diag)
+		json_object_set_new(o, "diagnosis", diag);
+	else
+		json_decref(diag);
 	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", o, "log", log);
 	job_release(&j);
 	return ans;

@@ -147,7 +147,7 @@ int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, i
  * job id's new state as an event (notify.h): job.started, job.ended (done,
  * cancelled), job.preempted (stopped by a spot notice) or job.failed
  */
-static void job_event(struct queue *q, int64_t id, bool preempted)
+static void job_event(struct queue *q, int64_t id, bool preempted, json_t *diagnosis)
 {
 	struct job j;
 	if (!q->o.notify || store_get(q->st, id, &j) != 1)
@@ -170,6 +170,8 @@ static void job_event(struct queue *q, int64_t id, bool preempted)
 		json_object_set_new(o, "exit_code", json_integer(j.exit_code));
 		json_object_set_new(o, "reason", json_string(j.reason));
 		json_object_set_new(o, "preempted", json_boolean(preempted));
+		if (diagnosis)
+			json_object_set(o, "diagnosis", diagnosis);
 	}
 	notify_event(q->o.notify, ev, text, o ? json_pack("{s:o}", "job", o) : NULL);
 	job_release(&j);
@@ -200,7 +202,7 @@ void round_lost(struct queue *q, int64_t id, const char *when)
 	}
 	store_finish(q->st, id, JOB_LOST, 1, why, clock_real_ms());
 	queue_log("job %lld %s", (long long)id, why);
-	job_event(q, id, false);
+	job_event(q, id, false, NULL);
 	q->round.deps_dirty = true;
 }
 
@@ -295,10 +297,22 @@ static void record_end(struct queue *q, struct fin *f)
 		snprintf(why, sizeof why, "stopped by a spot preemption notice (exit status %d)", code);
 	else if (code)
 		snprintf(why, sizeof why, "exit status %d", code);
+	/* a failure explained from its log: kept with the job, counted by class, told in the event */
+	json_t *diag = NULL;
+	if (s == JOB_FAILED && !(end == SUPERVISE_END_PREEMPTED)) {
+		char cls[64];
+		diag = diagnose_job(q, id, cls, sizeof cls);
+		char *dj = diag ? json_dumps(diag, JSON_COMPACT) : NULL;
+		if (dj && store_set_diagnosis(q->st, id, dj) < 0)
+			queue_log("job %lld's diagnosis could not be recorded: %s", (long long)id, store_errmsg(q->st));
+		free(dj);
+		view_failed(&q->view, cls);
+	}
 	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
 		queue_log("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
 	else
-		job_event(q, id, !f->cancelled && end == SUPERVISE_END_PREEMPTED);
+		job_event(q, id, !f->cancelled && end == SUPERVISE_END_PREEMPTED, diag);
+	json_decref(diag);
 	q->round.deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
 }
 
@@ -308,7 +322,7 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 	store_start(q->st, id, 0, 0, gpus, clock_real_ms());
 	store_finish(q->st, id, JOB_FAILED, 1, why, clock_real_ms());
 	queue_log("job %lld failed to start: %s", (long long)id, why);
-	job_event(q, id, false);
+	job_event(q, id, false, NULL);
 	q->round.deps_dirty = true;
 	return -1;
 }
@@ -424,7 +438,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 		close(go[1]); /* it leaves without running anything; the runner reaps it */
 		return -1;
 	}
-	job_event(q, j->id, false);
+	job_event(q, j->id, false, NULL);
 	struct running *r = &q->round.run[q->round.nrun++];
 	memset(r, 0, sizeof *r);
 	r->id = j->id;

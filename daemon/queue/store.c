@@ -22,7 +22,7 @@
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
-	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, NSTMT
+	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, NSTMT
 };
 
 struct store {
@@ -109,6 +109,9 @@ static const char *const migrations[] = {
 	" gpu_index INTEGER NOT NULL, name TEXT NOT NULL DEFAULT '',"
 	" start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, idle_ms INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX usage_end ON usage(end_ms);",
+	/* 5: why a failed job failed, as gpuctl explain reads its log (issue 24); gone with its job */
+	"CREATE TABLE diagnoses (job INTEGER PRIMARY KEY, json TEXT NOT NULL);"
+	"CREATE TRIGGER jobs_diagnosis_gone AFTER DELETE ON jobs BEGIN DELETE FROM diagnoses WHERE job = old.id; END;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -669,6 +672,33 @@ int store_load(struct store *s, size_t limit, void (*job)(void *arg, bool runnin
 		runtime(arg, sqlite3_column_int64(st, 0));
 	done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_set_diagnosis(struct store *s, int64_t id, const char *json)
+{
+	sqlite3_stmt *st = stmt(s, ST_DIAG_SET, "INSERT OR REPLACE INTO diagnoses (job, json) VALUES (?, ?)");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_text(st, 2, json, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+char *store_get_diagnosis(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st = stmt(s, ST_DIAG_GET, "SELECT json FROM diagnoses WHERE job = ?");
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	char *out = NULL;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(st, 0);
+		out = t ? strdup((const char *)t) : NULL;
+	}
+	done(st);
+	return out;
 }
 
 int store_integrity(struct store *s)

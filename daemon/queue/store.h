@@ -72,6 +72,10 @@ int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, c
  * queued one in dispatch order (at most limit in all), to job(); the runtimes
  * of the last 50 jobs that ended well, newest first, to runtime(). 0, or -1.
  */
+/* Job id's diagnosis (a JSON array, diagnose.c), kept until the job is deleted: 0, or -1. */
+int store_set_diagnosis(struct store *s, int64_t id, const char *json);
+/* It, or NULL when none (free()). */
+char *store_get_diagnosis(struct store *s, int64_t id);
 int store_load(struct store *s, size_t limit, void (*job)(void *arg, bool running, unsigned ngpus, int64_t started_ms),
 	       void (*runtime)(void *arg, int64_t ms), void *arg);
 

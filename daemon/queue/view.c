@@ -35,6 +35,25 @@ void view_started(struct view *v, uint64_t n, double wait_s)
 	pthread_mutex_unlock(&v->lock);
 }
 
+void view_failed(struct view *v, const char *cls)
+{
+	pthread_mutex_lock(&v->lock);
+	size_t i = 0;
+	while (i < v->nfail && strcmp(v->fail[i].cls, cls) != 0)
+		i++;
+	if (i == v->nfail && v->nfail == sizeof v->fail / sizeof v->fail[0] - 1)
+		cls = "other";
+	for (i = 0; i < v->nfail && strcmp(v->fail[i].cls, cls) != 0; i++)
+		;
+	if (i == v->nfail) {
+		snprintf(v->fail[i].cls, sizeof v->fail[i].cls, "%s", cls);
+		v->fail[i].n = 0;
+		v->nfail++;
+	}
+	v->fail[i].n++;
+	pthread_mutex_unlock(&v->lock);
+}
+
 /* the counts for /metrics and the jobs for /api/v1/jobs, from the live jobs */
 void view_render(struct view *w, struct store *st)
 {
@@ -156,6 +175,13 @@ size_t queue_metrics(struct queue *q, char *buf, size_t len)
 			 "# TYPE gpuctl_queue_wait_seconds_total counter\ngpuctl_queue_wait_seconds_total %.3f\n",
 			 w->mtext ? w->mtext : "", oldest < 0 ? 0 : oldest, (unsigned long long)w->started_total,
 			 w->wait_total);
+	if (n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "# HELP gpuctl_job_failures_total Queued jobs that failed, by the "
+			      "class gpuctl explain gives their log (unknown: nothing recognised).\n"
+			      "# TYPE gpuctl_job_failures_total counter\n");
+	for (size_t i = 0; n >= 0 && (size_t)n < len && i < w->nfail; i++)
+		n += snprintf(buf + n, len - (size_t)n, "gpuctl_job_failures_total{class=\"%s\"} %llu\n", w->fail[i].cls,
+			      (unsigned long long)w->fail[i].n);
 	pthread_mutex_unlock(&w->lock);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }

@@ -1247,3 +1247,20 @@ void explain_result_free(struct explain_result *r)
 	free(r->findings);
 	memset(r, 0, sizeof *r);
 }
+
+const char *explain_class(const struct explain_finding *f, char *buf, size_t len)
+{
+	const char *verdict = NULL;
+	for (size_t i = 0; i < f->nvalues; i++)
+		if (!f->values[i].is_num && strcmp(f->values[i].name, "verdict") == 0)
+			verdict = f->values[i].str;
+	if (verdict && strstr(f->id, "oom"))
+		snprintf(buf, len, "oom-%s", verdict);
+	else if (strcmp(f->id, "nccl-watchdog-timeout") == 0)
+		snprintf(buf, len, "nccl-timeout");
+	else if (strcmp(f->id, "gpu-fallen-off-bus") == 0)
+		snprintf(buf, len, "gpu-lost");
+	else
+		snprintf(buf, len, "%s", f->id);
+	return buf;
+}

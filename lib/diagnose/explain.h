@@ -51,6 +51,15 @@ struct explain_result {
 	bool binary;                  /* NUL bytes seen */
 };
 
+/*
+ * A finding's failure class, the name a retry policy and a metric use:
+ * "oom-" and the verdict for an out-of-memory finding that has one
+ * (oom-fragmentation, oom-other-process, oom-too-big, oom-size-bug,
+ * oom-host-memory), nccl-timeout (NCCL's watchdog), gpu-lost (fallen off
+ * the bus), else the signature's id (xid, nccl-system-error, ...).
+ */
+const char *explain_class(const struct explain_finding *f, char *buf, size_t len);
+
 /* Load every *.json of dir. 0, or a GC_E* with a message in err. */
 int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen);
 void explain_db_free(struct explain_db *db);

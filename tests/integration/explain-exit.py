@@ -74,7 +74,7 @@ try:
     check("run: the job's stderr first, then the block, once", err.startswith("Traceback (most recent call last):\n"
                                                                           + OOM + "\n") and block > 0 and
           err.count("gpuctl: the job failed") == 1, err)
-    check("run: the class, its numbers, the fix", "[pytorch-oom]" in err and "verdict=fragmentation" in err and
+    check("run: the class (oom-fragmentation), its numbers, the fix", "[oom-fragmentation]" in err and "verdict=fragmentation" in err and
           "fix: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in err, err[block:])
     # run, one file for both
     log = os.path.join(work, "job.log")
@@ -151,9 +151,9 @@ try:
     os.chmod(os.path.join(work, "bin", "torchrun"), 0o755)
     r = subprocess.run([GPUCTL, "--sim", NODE, "launch", "-n", "2", "--", "train.py"], env=env, capture_output=True,
                        text=True, timeout=60)
-    check("launch: the failed torchrun explained (nccl-watchdog-timeout), once, after its output",
+    check("launch: the failed torchrun explained (nccl-timeout), once, after its output",
           r.returncode == 1 and r.stderr.count("gpuctl: the job failed") == 1 and
-          "[nccl-watchdog-timeout]" in r.stderr and r.stderr.index(NCCL[:40]) < r.stderr.index("gpuctl: the job failed"),
+          "[nccl-timeout]" in r.stderr and r.stderr.index(NCCL[:40]) < r.stderr.index("gpuctl: the job failed"),
           (r.returncode, r.stderr[-800:]))
 finally:
     shutil.rmtree(work, ignore_errors=True)

@@ -50,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 4);
+	assert_int_equal(store_schema_version(s), 5);
 	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -283,7 +283,7 @@ static void test_store_migrates_v1(void **state)
 	sqlite3_close(db);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 4);
+	assert_int_equal(store_schema_version(s), 5);
 	struct job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
@@ -317,6 +317,17 @@ static void test_store_migrates_v1(void **state)
 	assert_int_equal(seen.last.end_ms, 9000);
 	assert_int_equal(seen.last.idle_ms, 250);
 	assert_string_equal(seen.last.user, "alice");
+	/* migration 5: a failed job's diagnosis, kept with it and gone with it */
+	assert_null(store_get_diagnosis(s, 42));
+	assert_int_equal(store_set_diagnosis(s, 42, "[{\"class\":\"oom-too-big\"}]"), 0);
+	char *d = store_get_diagnosis(s, 42);
+	assert_non_null(d);
+	assert_string_equal(d, "[{\"class\":\"oom-too-big\"}]");
+	free(d);
+	assert_int_equal(store_start(s, 42, 0, 0, "0", 500), 1);
+	assert_int_equal(store_finish(s, 42, JOB_FAILED, 1, "exit status 1", 1000), 1);
+	assert_true(store_forget(s, 2000) >= 1);
+	assert_null(store_get_diagnosis(s, 42));
 	assert_int_equal(store_integrity(s), 1);
 	store_close(s);
 	assert_int_equal(tmpdir_remove(dir), 0);

@@ -1,0 +1,105 @@
+/*
+ * diagnose.c — a failed queued job explained from the tail of its log
+ * (issue 24): the findings kept with the job (show, --json), counted by
+ * class (/metrics) and carried by its job.failed event. The log is the
+ * job's user's file: opened without following a link or blocking, read
+ * only when it is a regular file, at most its last DIAG_TAIL bytes.
+ */
+#include "queue-int.h"
+
+#include "diagnose/explain.h"
+#include "util/datadir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIAG_TAIL (1u << 20)
+#define DIAG_FINDINGS 3
+
+/* the signatures, loaded once, at the first failure; NULL when they cannot be (said once) */
+static struct explain_db *db_of(struct queue *q)
+{
+	if (q->diag.db || q->diag.db_failed)
+		return q->diag.db;
+	char dir[4200], err[512];
+	if (datadir_signatures(dir, sizeof dir, err, sizeof err) != GC_OK ||
+	    explain_db_load(&q->diag.db, dir, err, sizeof err) != GC_OK) {
+		queue_log("failed jobs are not explained: %s", err);
+		q->diag.db_failed = true;
+		q->diag.db = NULL;
+	}
+	return q->diag.db;
+}
+
+/* the last DIAG_TAIL bytes of job id's log into *buf (free()); its length, 0 when none */
+static size_t log_tail(const struct queue *q, int64_t id, char **buf)
+{
+	*buf = NULL;
+	char path[4300];
+	queue_log_path(q, id, path, sizeof path);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	size_t got = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		size_t want = st.st_size > (off_t)DIAG_TAIL ? DIAG_TAIL : (size_t)st.st_size;
+		off_t from = st.st_size - (off_t)want;
+		*buf = malloc(want + 1);
+		while (*buf && got < want) {
+			ssize_t r = pread(fd, *buf + got, want - got, from + (off_t)got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!got) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return got;
+}
+
+json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen)
+{
+	snprintf(cls, clslen, "unknown");
+	struct explain_db *db = db_of(q);
+	char *text = NULL;
+	size_t len = db ? log_tail(q, id, &text) : 0;
+	struct explain_result r = {0};
+	json_t *a = NULL;
+	if (len && explain_scan_buf(db, text, len, &r) == GC_OK && r.n) {
+		a = json_array();
+		for (size_t i = 0; a && i < r.n && i < DIAG_FINDINGS; i++) {
+			const struct explain_finding *f = &r.findings[i];
+			char c[64];
+			explain_class(f, c, sizeof c);
+			if (i == 0)
+				snprintf(cls, clslen, "%s", c);
+			json_t *nums = json_object();
+			for (size_t k = 0; nums && k < f->nvalues; k++) {
+				const struct explain_value *v = &f->values[k];
+				json_object_set_new(nums, v->name, v->is_num ? json_real(v->num) : json_string(v->str));
+			}
+			json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "class", c, "id", f->id, "title",
+							   f->title, "numbers", nums ? nums : json_object(), "cause",
+							   f->cause, "fix", f->fix));
+		}
+	}
+	explain_result_free(&r);
+	free(text);
+	return a;
+}
+
+void diagnose_free(struct queue *q)
+{
+	explain_db_free(q->diag.db);
+	q->diag.db = NULL;
+}

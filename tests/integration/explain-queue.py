@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""A failed queued job explains itself (issue 24, part 2), two real users on
+a simulated node with gpuctld.
+
+User A's job prints a PyTorch OOM (fragmentation) on stderr and exits 1:
+its log ends with gpuctl run's block; `gpuctl show --json` carries the
+diagnosis (class oom-fragmentation, its numbers, the fix), `gpuctl show`
+prints it; /metrics counts gpuctl_job_failures_total{class=...}; the
+job.failed event (a command hook) carries it. A failure nothing recognises
+is counted as unknown and has no diagnosis. User B cannot see A's job.
+Usage: explain-queue.py GPUCTLD GPUCTL SRCDIR SIMHOLD
+"""
+import json
+import os
+import re
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import policy  # noqa: E402
+from policy import check, finish, gpuctl, setup, start, until  # noqa: E402
+
+A, B = setup("explain-queue")
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "79.10 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process has 77.58 GiB memory in use. "
+       "Of the allocated memory 70.12 GiB is allocated by PyTorch, and 6.89 GiB is reserved by PyTorch but "
+       "unallocated.")
+events = os.path.join(policy.work, "events")
+hook = os.path.join(policy.work, "hook.sh")
+with open(hook, "w") as f:
+    f.write(f"#!/bin/sh\n{{ cat; echo; }} >> {events}\n")
+os.chmod(hook, 0o755)
+
+daemon = None
+try:
+    daemon, url = start("--notify-command", hook)
+    bad = gpuctl("submit", "--name", "oom", "--", "sh", "-c", f"echo step 1; echo '{OOM}' >&2; exit 1",
+                 user=A).stdout.strip()
+    odd = gpuctl("submit", "--name", "odd", "--", "sh", "-c", "echo 'something odd' >&2; exit 2", user=A).stdout.strip()
+    check("A submits two failing jobs", bad.isdigit() and odd.isdigit(), (bad, odd))
+    gpuctl("wait", bad, odd, user=A)
+    show = json.loads(gpuctl("show", bad, "--json", user=A).stdout)
+    j, logpath = show["job"], show["log"]
+    d = j.get("diagnosis") or [{}]
+    check("show --json: the diagnosis, oom-fragmentation, its numbers, the fix",
+          j["state"] == "failed" and d[0].get("class") == "oom-fragmentation" and
+          d[0]["numbers"].get("requested_mib") == 2048 and "expandable_segments" in d[0]["fix"], j)
+    text = gpuctl("show", bad, user=A).stdout
+    check("show: a diagnosis line with the class and the fix", re.search(
+        r"^diagnosis +\[oom-fragmentation\] ", text, re.M) and "fix: set PYTORCH_CUDA_ALLOC_CONF" in text, text)
+    log = open(logpath).read()
+    check("the job's log ends with gpuctl run's block, after the job's lines",
+          log.index(OOM[:40]) < log.index("gpuctl: the job failed (exit status 1)") and "[oom-fragmentation]" in log,
+          log[-500:])
+    jo = json.loads(gpuctl("show", odd, "--json", user=A).stdout)["job"]
+    check("a failure nothing recognises: no diagnosis", jo["state"] == "failed" and "diagnosis" not in jo, jo)
+    metrics = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    check("/metrics counts the failures by class",
+          re.search(r'^gpuctl_job_failures_total\{class="oom-fragmentation"\} 1$', metrics, re.M) and
+          re.search(r'^gpuctl_job_failures_total\{class="unknown"\} 1$', metrics, re.M),
+          [l for l in metrics.splitlines() if "failures" in l])
+    ev = until(lambda: [e for e in (json.loads(l) for l in open(events) if l.strip()) if e["event"] == "job.failed"]
+               if os.path.exists(events) else None)
+    by = {e["job"]["id"]: e["job"] for e in ev or []}
+    check("job.failed carries the diagnosis", by.get(int(bad), {}).get("diagnosis", [{}])[0].get("class") ==
+          "oom-fragmentation" and "diagnosis" not in by.get(int(odd), {"diagnosis": 1}), by)
+    r = gpuctl("show", bad, "--json", user=B)
+    check("B cannot see A's job or its diagnosis", r.returncode != 0 and "oom" not in r.stdout, (r.stdout, r.stderr))
+finally:
+    finish(daemon)
