@@ -16,6 +16,7 @@
 #include "util/shquote.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -179,8 +180,9 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
  * them, on stderr: what failed, its numbers, the cause and the fix, as
  * gpuctl explain finds them; nothing when nothing is recognised.
  */
-static void explain_failure(struct outtail *tail, int status, enum supervise_end end)
+static void explain_failure(struct outtail *tail, int status, enum supervise_end end, char *cls, size_t clslen)
 {
+	cls[0] = '\0';
 	char *text = NULL;
 	size_t len = outtail_text(tail, &text);
 	char dir[4200], err[512];
@@ -189,6 +191,7 @@ static void explain_failure(struct outtail *tail, int status, enum supervise_end
 	if (!len || cli_signatures_dir(dir, sizeof dir, true) < 0 || explain_db_load(&db, dir, err, sizeof err) != GC_OK ||
 	    explain_scan_buf(db, text, len, &r) != GC_OK || r.n == 0)
 		goto out;
+	explain_class(&r.findings[0], cls, clslen);
 	fflush(stdout);
 	char how[64];
 	if (end == SUPERVISE_END_OOM)
@@ -201,8 +204,9 @@ static void explain_failure(struct outtail *tail, int status, enum supervise_end
 		how, r.n, r.n == 1 ? "" : "s");
 	for (size_t i = 0; i < r.n && i < 3; i++) {
 		const struct explain_finding *f = &r.findings[i];
-		char cls[64];
-		fprintf(stderr, "  [%s] %s\n    %.*s%s\n", explain_class(f, cls, sizeof cls), f->title, 200, f->line, strlen(f->line) > 200 ? "..." : "");
+		char fc[64];
+		fprintf(stderr, "  [%s] %s\n    %.*s%s\n", explain_class(f, fc, sizeof fc), f->title, 200, f->line,
+			strlen(f->line) > 200 ? "..." : "");
 		if (f->nvalues) {
 			fprintf(stderr, "    numbers:");
 			for (size_t k = 0; k < f->nvalues; k++) {
@@ -296,6 +300,96 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 	return rc;
 }
 
+/* cur with opt added (a list of key:value pairs, comma-separated), into buf */
+static void alloc_conf_with(const char *cur, const char *opt, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", cur && *cur ? cur : "", cur && *cur ? "," : "", opt);
+}
+
+/*
+ * After a failure of class cls: whether --retry-on asks for a retry and one
+ * is left (--max-restarts), and what it changes: the allocator setting for
+ * fragmentation (merged into the user's own, never replacing it; before
+ * PyTorch 2.1, which refuses expandable_segments, max_split_size_mb), other
+ * GPUs for the other classes (the failed ones excluded). Said on stderr.
+ */
+static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen, unsigned retries)
+{
+	struct job_request *r = &j->r;
+	bool fix_conf = strcmp(cls, "alloc-conf-expandable-segments-unsupported") == 0;
+	if (!fix_conf && !job_retry_listed(&j->jo, cls))
+		return false;
+	if (fix_conf && !job_retry_listed(&j->jo, "oom-fragmentation"))
+		return false;
+	if (retries >= j->jo.sv.max_restarts) {
+		cli_err("not retried: %s again, and --max-restarts %u retries were spent", cls, j->jo.sv.max_restarts);
+		return false;
+	}
+	char what[600];
+	if (strcmp(cls, "oom-fragmentation") == 0 || fix_conf) {
+		const char *cur = job_env_get(&j->env, "PYTORCH_CUDA_ALLOC_CONF");
+		if (!cur)
+			cur = getenv("PYTORCH_CUDA_ALLOC_CONF");
+		char val[512];
+		if (fix_conf) {
+			/* PyTorch before 2.1: take our expandable_segments back out, keep the user's */
+			char base[512] = "";
+			for (const char *p = cur ? cur : ""; *p;) {
+				size_t k = strcspn(p, ",");
+				if (strncmp(p, "expandable_segments:", 20) != 0)
+					snprintf(base + strlen(base), sizeof base - strlen(base), "%s%.*s", base[0] ? "," : "",
+						 (int)k, p);
+				p += k + (p[k] == ',');
+			}
+			if (strstr(base, "max_split_size_mb")) {
+				cli_err("not retried: this PyTorch refuses expandable_segments and max_split_size_mb is set "
+					"already");
+				return false;
+			}
+			alloc_conf_with(base, "max_split_size_mb:128", val, sizeof val);
+		} else {
+			if (cur && strstr(cur, "expandable_segments")) {
+				cli_err("not retried: PYTORCH_CUDA_ALLOC_CONF already sets expandable_segments (%s)", cur);
+				return false;
+			}
+			alloc_conf_with(cur, "expandable_segments:True", val, sizeof val);
+		}
+		if (job_env_set(&j->env, "PYTORCH_CUDA_ALLOC_CONF", val) != GC_OK)
+			return false;
+		snprintf(what, sizeof what, "with PYTORCH_CUDA_ALLOC_CONF=%s", val);
+	} else {
+		/* on other GPUs: the ones it failed on left out */
+		if (r->placed_spec) {
+			cli_err("not retried: gpuctld placed this queued job's GPUs, and it does not move a job to others "
+				"yet (oom-fragmentation is retried in place)");
+			return false;
+		}
+		if (r->jg.gpus_spec) {
+			cli_err("not retried: --gpus names the GPUs, and %s needs others", cls);
+			return false;
+		}
+		char list[256] = "";
+		r->jg.sel.exclude = r->exclude; /* with or without --exclude's own */
+		for (unsigned i = 0; i < r->jg.sel.n && chosen; i++) {
+			if (chosen[i] < r->ngpus && r->exclude)
+				r->exclude[chosen[i]] = true;
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%u", i ? "," : "", chosen[i]);
+		}
+		size_t left = 0;
+		for (size_t i = 0; i < r->ngpus; i++)
+			left += r->exclude && !r->exclude[i];
+		if (left < r->jg.sel.n) {
+			cli_err("not retried: %s, and no %u other GPUs are left here (those it failed on are left out)", cls,
+				r->jg.sel.n);
+			return false;
+		}
+		snprintf(what, sizeof what, "on other GPUs than %s", list);
+	}
+	cli_err("retrying (%u of %u, --retry-on %s): %s", retries + 1, j->jo.sv.max_restarts,
+		fix_conf ? "oom-fragmentation" : cls, what);
+	return true;
+}
+
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 {
 	int rc;
@@ -340,6 +434,10 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 		rc = EXIT_FAIL;
 		goto out_dir;
 	}
+	unsigned retries = 0;
+	bool retry;
+again:
+	retry = false;
 	char why[2048] = "";
 	int ar = job_request_acquire(r, d, &me, j->wait, j->timeout_ms, &got_signal, &l, &t, chosen, why, sizeof why);
 	if (r->note[0])
@@ -375,9 +473,14 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 			struct job_run_result res;
 			int jr = job_run(&run, &res, err, sizeof err);
 			j->jo.sv.tail = NULL;
+			char cls[64] = "";
 			if (tail && jr == GC_OK && res.ran && res.sv.status != 0 && res.sv.end != SUPERVISE_END_INTERRUPTED)
-				explain_failure(tail, res.sv.status, res.sv.end);
+				explain_failure(tail, res.sv.status, res.sv.end, cls, sizeof cls);
 			outtail_close(tail);
+			if (cls[0] && retry_for(j, cls, chosen, retries)) {
+				retries++;
+				retry = true;
+			}
 			j->go_fd = run.go_fd; /* -1 once job_run has read it */
 			j->no_go = res.no_go;
 			j->ran = res.ran;
@@ -392,8 +495,12 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 			}
 		}
 		lease_release(l);
+		l = NULL;
 	}
 	lease_queue_leave(t);
+	t = NULL;
+	if (retry && !got_signal)
+		goto again;
 out_dir:
 	free(chosen);
 	lease_dir_close(d);

@@ -218,9 +218,44 @@ int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t err
 		return GC_OK;
 	case 'A': o->ack = true; return GC_OK;
 	case 'E': o->no_explain = true; return GC_OK;
+	case 'Y': {
+		/* each a class a retry can fix: a typo would never retry */
+		static const char *const known[] = {"oom-fragmentation", "oom-other-process", "nccl-timeout", "xid",
+						    "gpu-lost"};
+		bool ok = *arg != '\0';
+		for (const char *p = arg; ok && *p;) {
+			size_t k = strcspn(p, ",");
+			bool found = false;
+			for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+				found |= strlen(known[i]) == k && strncmp(known[i], p, k) == 0;
+			ok = found;
+			p += k;
+			if (*p == ',' && !*++p)
+				ok = false;
+		}
+		if (!ok) {
+			errbuf_set(err, errlen, "invalid --retry-on '%.100s' (expected classes separated by commas: "
+				   JOB_RETRY_CLASSES ")", arg);
+			return GC_EINVAL;
+		}
+		o->retry_on = arg;
+		return GC_OK;
+	}
 	default:
 		return GC_ENOTFOUND;
 	}
+}
+
+bool job_retry_listed(const struct job_opts *o, const char *cls)
+{
+	size_t l = strlen(cls);
+	for (const char *p = o->retry_on; p && *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == l && strncmp(p, cls, k) == 0)
+			return true;
+		p += k + (p[k] == ',');
+	}
+	return false;
 }
 
 int job_queued_option(struct job_opts *o, const char *opt, char *err, size_t errlen)

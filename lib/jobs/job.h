@@ -143,6 +143,8 @@ void job_request_release(struct job_request *r);
 struct job_opts {
 	bool spot, ack;
 	bool no_explain;             /* --no-explain: a failed job's output is not kept nor explained */
+	const char *retry_on;        /* --retry-on: the failure classes a retry fixes ("oom-fragmentation,..."),
+					borrowed; NULL: none */
 	const char *cloud_arg;       /* --cloud, borrowed; "auto" */
 	struct supervise_opts sv;
 	struct spot_opts so;
@@ -167,7 +169,13 @@ struct job_opts {
 	{"checkpoint-dir", required_argument, NULL, 'K'},      \
 	{"hang-timeout", required_argument, NULL, 'T'},        \
 	{"on-warning", required_argument, NULL, 'W'},          \
-	{"no-explain", no_argument, NULL, 'E'}
+	{"no-explain", no_argument, NULL, 'E'},                \
+	{"retry-on", required_argument, NULL, 'Y'}
+
+/* the classes --retry-on takes, comma-separated in the message of a bad one */
+#define JOB_RETRY_CLASSES "oom-fragmentation, oom-other-process, nccl-timeout, xid, gpu-lost"
+/* Is class (explain_class's) in the --retry-on list? */
+bool job_retry_listed(const struct job_opts *o, const char *cls);
 
 /* the defaults: no spot watcher, never restart, 3 restarts at most, backoff 1s:5m */
 void job_opts_init(struct job_opts *o);

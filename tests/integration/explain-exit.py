@@ -16,7 +16,11 @@ gpuctl explain finds in it, once, after the job's own output, on stderr.
 - a reader that goes away: `gpuctl run -- yes | head -1` ends (yes gets
   SIGPIPE, 141), gpuctl is not killed by it.
 - launch: a fake torchrun whose worker prints an NCCL watchdog timeout and
-  exits 1: explained as nccl-watchdog-timeout.
+  exits 1: explained as nccl-timeout.
+- retries (--retry-on): oom-fragmentation again with expandable_segments
+  merged into the user's PYTORCH_CUDA_ALLOC_CONF (max_split_size_mb where
+  PyTorch refuses it), nccl-timeout on other GPUs, --max-restarts bounding
+  it, a class not listed not retried.
 Usage: explain-exit.py GPUCTL SRCDIR
 """
 import os
@@ -145,6 +149,49 @@ try:
               "progress 50% |#####|" in kept, (kept, plain))
     else:
         print("skip the terminal check: no tmux")
+    # retries (part 3): only the classes asked for, with what fixes them, at most --max-restarts
+    frag = os.path.join(work, "frag.sh")
+    with open(frag, "w") as f:
+        f.write("#!/bin/sh\necho \"attempt conf=${PYTORCH_CUDA_ALLOC_CONF:-unset}\"\n"
+                "case \"$PYTORCH_CUDA_ALLOC_CONF\" in *expandable_segments:True*) echo trained; exit 0;; esac\n"
+                f"echo '{OOM}' >&2\nexit 1\n")
+    os.chmod(frag, 0o755)
+    r = subprocess.run([GPUCTL, "--sim", NODE, "run", "--retry-on", "oom-fragmentation", "--", frag], capture_output=True,
+                       text=True, timeout=60, env=dict(env, PYTORCH_CUDA_ALLOC_CONF="garbage_collection_threshold:0.6"))
+    check("retry oom-fragmentation: again with expandable_segments merged into the user's own value, then it succeeds",
+          r.returncode == 0 and r.stdout == "attempt conf=garbage_collection_threshold:0.6\nattempt conf="
+          "garbage_collection_threshold:0.6,expandable_segments:True\ntrained\n" and
+          "gpuctl: retrying (1 of 3, --retry-on oom-fragmentation): with PYTORCH_CUDA_ALLOC_CONF="
+          "garbage_collection_threshold:0.6,expandable_segments:True" in r.stderr, (r.returncode, r.stdout, r.stderr))
+    old = os.path.join(work, "old-torch.sh")
+    with open(old, "w") as f:
+        f.write("#!/bin/sh\necho \"attempt conf=${PYTORCH_CUDA_ALLOC_CONF:-unset}\"\n"
+                "case \"$PYTORCH_CUDA_ALLOC_CONF\" in *expandable_segments*) echo 'RuntimeError: Unrecognized "
+                "CachingAllocator option: expandable_segments' >&2; exit 1;; *max_split_size_mb*) echo trained; "
+                f"exit 0;; esac\necho '{OOM}' >&2\nexit 1\n")
+    os.chmod(old, 0o755)
+    r = run("--retry-on", "oom-fragmentation", "--", old)
+    check("before PyTorch 2.1 (it refuses expandable_segments): max_split_size_mb instead",
+          r.returncode == 0 and r.stdout.splitlines() == ["attempt conf=unset", "attempt conf=expandable_segments:True",
+                                                          "attempt conf=max_split_size_mb:128", "trained"],
+          (r.returncode, r.stdout, r.stderr[-400:]))
+    nccl = os.path.join(work, "nccl.sh")
+    with open(nccl, "w") as f:
+        f.write(f"#!/bin/sh\necho \"attempt on $GPUCTL_GPUS\"\necho '{NCCL}' >&2\nexit 1\n")
+    os.chmod(nccl, 0o755)
+    r = run("-n", "2", "--retry-on", "nccl-timeout", "--max-restarts", "2", "--", nccl)
+    tries = [l.split()[-1] for l in r.stdout.splitlines()]
+    check("retry nccl-timeout: on other GPUs each time, --max-restarts 2 bounds it (3 attempts)",
+          r.returncode == 1 and len(tries) == 3 and len(set(tries)) == 3 and
+          not set(tries[0].split(",")) & set(tries[1].split(",")) and
+          "not retried: nccl-timeout again, and --max-restarts 2 retries were spent" in r.stderr,
+          (tries, r.stderr[-300:]))
+    r = run("--retry-on", "xid", "--", oomjob)
+    check("a class not listed is not retried", r.returncode == 1 and r.stdout.count("epoch 1") == 1 and
+          "retrying" not in r.stderr, (r.stdout, r.stderr[-300:]))
+    r = run("--retry-on", "oom-fragmentation,oops", "--", "true")
+    check("a bad --retry-on: one line, exit 2", r.returncode == 2 and "invalid --retry-on" in r.stderr and
+          r.stderr.count("\n") == 1, r.stderr)
     # launch with a fake torchrun whose worker fails
     with open(os.path.join(work, "bin", "torchrun"), "w") as f:
         f.write(f"#!/bin/sh\necho 'starting 2 workers'\necho '{NCCL}' >&2\nexit 1\n")

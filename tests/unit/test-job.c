@@ -268,6 +268,9 @@ static void test_job_options(void **st)
 		{"--max-restarts=-1", "invalid --max-restarts"},
 		{"--checkpoint-dir=", "empty --checkpoint-dir"},
 		{"--cloud=ibm", "invalid --cloud 'ibm'"},
+		{"--retry-on=oom", "invalid --retry-on 'oom' (expected classes separated by commas"},
+		{"--retry-on=xid,", "invalid --retry-on 'xid,'"},
+		{"--retry-on=", "invalid --retry-on ''"},
 		{"--grace", "is not a gpuctl run option a queued job may take"},  /* needs its value */
 		{"--spot=yes", "is not a gpuctl run option a queued job may take"}, /* takes none */
 		{"--gpus=1", "--spot, --cloud"},                                   /* not a supervisor option */
