@@ -360,8 +360,8 @@ static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen,
 	} else {
 		/* on other GPUs: the ones it failed on left out */
 		if (r->placed_spec) {
-			cli_err("not retried: gpuctld placed this queued job's GPUs, and it does not move a job to others "
-				"yet (oom-fragmentation is retried in place)");
+			cli_err("not retried here: gpuctld placed this queued job's GPUs; it queues the job again "
+				"without them");
 			return false;
 		}
 		if (r->jg.gpus_spec) {

@@ -178,7 +178,7 @@ void round_gpus_sample(struct queue *q, struct gpus_now *g);
 void round_gpus_now(struct queue *q, struct gpus_now *g);
 void round_gpus_release(struct gpus_now *g);
 /* job j's GPU request (rq: its request JSON) as select.c takes it */
-void round_job_request(const struct job *j, const json_t *rq, struct select_request *r);
+void round_job_request(const struct job *j, const json_t *rq, struct select_request *r, bool excl[MAX_GPUS]);
 /* the GPUs request r may use now, whether or not free: e[now->n] */
 void round_job_eligible(const struct gpus_now *now, const struct select_request *r, bool *e);
 /* are the jobs j runs --after done? *failed: one never will be */

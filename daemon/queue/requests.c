@@ -109,7 +109,8 @@ static void add_pending_reason(struct queue *q, const struct gpus_now *now, cons
 	} else {
 		json_t *rq = json_loads(j->request, 0, NULL);
 		struct select_request r;
-		round_job_request(j, rq, &r);
+		bool excl[MAX_GPUS];
+		round_job_request(j, rq, &r, excl);
 		bool e[MAX_GPUS];
 		size_t ever = 0, fit = 0;
 		round_job_eligible(now, &r, e);
@@ -221,7 +222,8 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	round_gpus_sample(q, &now);
 	struct job asked = {.ngpus = (unsigned)n};
 	struct select_request sr;
-	round_job_request(&asked, req, &sr);
+	bool excl[MAX_GPUS];
+	round_job_request(&asked, req, &sr, excl);
 	size_t fit = 0, mig = 0;
 	json_int_t want = json_integer_value(minfree);
 	for (size_t g = 0; g < now.n; g++) {

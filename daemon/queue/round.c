@@ -20,6 +20,7 @@
 #include "jobs/jobstatus.h"
 #include "jobs/quarantine.h"
 #include "jobs/supervise.h"
+#include "jobs/job.h"
 #include "notify.h"
 
 #include <errno.h>
@@ -84,7 +85,7 @@ void round_gpus_release(struct gpus_now *g)
  * select.c takes it: the queue asks select_could and select_eligible, the
  * rules gpuctl run and gpuctl pick decide by. rq is the job's request JSON.
  */
-void round_job_request(const struct job *j, const json_t *rq, struct select_request *r)
+void round_job_request(const struct job *j, const json_t *rq, struct select_request *r, bool excl[MAX_GPUS])
 {
 	json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
 	memset(r, 0, sizeof *r);
@@ -93,6 +94,16 @@ void round_job_request(const struct job *j, const json_t *rq, struct select_requ
 	r->min_free_mem = minfree > 0 ? (uint64_t)minfree : 0;
 	r->max_util = -1;
 	r->uid = j->uid;
+	/* the GPUs a --retry-on requeue left out: those it failed on (indices) */
+	json_t *x = json_object_get(rq, "exclude");
+	memset(excl, 0, MAX_GPUS * sizeof *excl);
+	for (size_t i = 0; i < json_array_size(x); i++) {
+		json_int_t g = json_integer_value(json_array_get(x, i));
+		if (g >= 0 && g < MAX_GPUS) {
+			excl[g] = true;
+			r->exclude = excl;
+		}
+	}
 }
 
 /* the GPUs request r may use now, whether or not free: e[now->n] */
@@ -239,6 +250,94 @@ static bool failed_on_xid(struct queue *q, const struct job *j, char *why, size_
 	return hit;
 }
 
+/* the value of run option "--NAME=" in a job's request ("run" array), or NULL */
+static const char *run_option(const json_t *rq, const char *name)
+{
+	json_t *run = json_object_get(rq, "run");
+	size_t l = strlen(name);
+	for (size_t i = 0; i < json_array_size(run); i++) {
+		const char *o = json_string_value(json_array_get(run, i));
+		if (o && strncmp(o, name, l) == 0 && o[l] == '=')
+			return o + l + 1;
+	}
+	return NULL;
+}
+
+/*
+ * A failure of class cls that --retry-on lists, and that other GPUs fix
+ * (oom-fragmentation is retried in place by the job's gpuctl run): the job
+ * queued again with the GPUs it failed on left out, while --max-restarts
+ * allows (its starts so far). 1 when it was, 0 when not.
+ */
+static int retry_elsewhere(struct queue *q, int64_t id, const char *cls)
+{
+	static const char *const elsewhere[] = {"oom-other-process", "nccl-timeout", "xid", "gpu-lost"};
+	bool other = false;
+	for (size_t i = 0; i < sizeof elsewhere / sizeof elsewhere[0]; i++)
+		other |= strcmp(cls, elsewhere[i]) == 0;
+	struct job j;
+	if (!other || store_get(q->st, id, &j) != 1)
+		return 0;
+	int done = 0;
+	json_t *rq = json_loads(j.request, 0, NULL);
+	struct job_opts jo;
+	job_opts_init(&jo);
+	const char *list = rq ? run_option(rq, "--retry-on") : NULL;
+	const char *max = rq ? run_option(rq, "--max-restarts") : NULL;
+	char err[200];
+	jo.retry_on = list;
+	if (max && job_option(&jo, 'X', max, err, sizeof err) != GC_OK)
+		max = NULL;
+	if (!list || !job_retry_listed(&jo, cls) || j.starts > jo.sv.max_restarts)
+		goto out;
+	/* the GPUs it failed on join those left out before */
+	json_t *x = json_object_get(rq, "exclude");
+	if (!json_is_array(x)) {
+		x = json_array();
+		json_object_set_new(rq, "exclude", x);
+	}
+	bool out_[MAX_GPUS] = {false};
+	for (size_t i = 0; i < json_array_size(x); i++) {
+		json_int_t g = json_integer_value(json_array_get(x, i));
+		if (g >= 0 && g < MAX_GPUS)
+			out_[g] = true;
+	}
+	for (const char *p = j.gpus; *p;) {
+		char *end;
+		long g = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (g >= 0 && g < MAX_GPUS && !out_[g]) {
+			out_[g] = true;
+			json_array_append_new(x, json_integer(g));
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	/* enough GPUs must be left for it, or it would wait forever */
+	struct gpus_now now;
+	round_gpus_sample(q, &now);
+	size_t left = 0;
+	for (size_t g = 0; g < now.n; g++)
+		left += !out_[g];
+	round_gpus_release(&now);
+	char *nj = left >= j.ngpus ? json_dumps(rq, JSON_COMPACT) : NULL;
+	char why[400];
+	snprintf(why, sizeof why, "failed with %s on GPU%s %s: queued again without %s (--retry-on, %u of %u)", cls,
+		 strchr(j.gpus, ',') ? "s" : "", j.gpus, strchr(j.gpus, ',') ? "them" : "it", j.starts, jo.sv.max_restarts);
+	if (!nj)
+		queue_log("job %lld failed with %s on GPUs %s: not queued again, no %u other GPUs are left", (long long)id,
+			  cls, j.gpus, j.ngpus);
+	else if (store_set_request(q->st, id, nj) == 0 && store_requeue(q->st, id, why) == 1) {
+		queue_log("job %lld %s", (long long)id, why);
+		done = 1;
+	}
+	free(nj);
+out:
+	json_decref(rq);
+	job_release(&j);
+	return done;
+}
+
 /*
  * Inside the round's transaction: a job's supervisor ended with exit code
  * f->code (from waitpid, or -1 unknown).
@@ -307,6 +406,10 @@ static void record_end(struct queue *q, struct fin *f)
 			queue_log("job %lld's diagnosis could not be recorded: %s", (long long)id, store_errmsg(q->st));
 		free(dj);
 		view_failed(&q->view, cls);
+		if (diag && !f->cancelled && retry_elsewhere(q, id, cls)) {
+			json_decref(diag);
+			return;
+		}
 	}
 	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
 		queue_log("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
@@ -661,7 +764,8 @@ static void dispatch(struct queue *q)
 			bool *e = &elig[ns * MAX_GPUS];
 			json_t *rq = json_loads(v[i].request, 0, NULL);
 			struct select_request r;
-			round_job_request(&v[i], rq, &r);
+			bool excl[MAX_GPUS];
+			round_job_request(&v[i], rq, &r, excl);
 			round_job_eligible(&now, &r, e);
 			json_decref(rq);
 			sj[ns++] = (struct dispatch_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,

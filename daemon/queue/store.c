@@ -22,7 +22,7 @@
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
-	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, NSTMT
+	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_SET_REQUEST, NSTMT
 };
 
 struct store {
@@ -684,6 +684,18 @@ int store_set_diagnosis(struct store *s, int64_t id, const char *json)
 	int rc = sqlite3_step(st);
 	done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_set_request(struct store *s, int64_t id, const char *json)
+{
+	sqlite3_stmt *st = stmt(s, ST_SET_REQUEST, "UPDATE jobs SET request = ? WHERE id = ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE && sqlite3_changes(s->db) == 1 ? 0 : -1;
 }
 
 char *store_get_diagnosis(struct store *s, int64_t id)

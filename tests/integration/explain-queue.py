@@ -8,6 +8,10 @@ diagnosis (class oom-fragmentation, its numbers, the fix), `gpuctl show`
 prints it; /metrics counts gpuctl_job_failures_total{class=...}; the
 job.failed event (a command hook) carries it. A failure nothing recognises
 is counted as unknown and has no diagnosis. User B cannot see A's job.
+Retries (--retry-on on submit): an nccl-timeout job is queued again with the
+GPUs it failed on left out and ends done on others; a class not listed is
+not queued again; oom-fragmentation is retried in place by the job's gpuctl
+run.
 Usage: explain-queue.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
@@ -64,6 +68,36 @@ try:
     by = {e["job"]["id"]: e["job"] for e in ev or []}
     check("job.failed carries the diagnosis", by.get(int(bad), {}).get("diagnosis", [{}])[0].get("class") ==
           "oom-fragmentation" and "diagnosis" not in by.get(int(odd), {"diagnosis": 1}), by)
+    # retries: nccl-timeout queued again without the GPUs it failed on; oom-fragmentation in place
+    seen = os.path.join(policy.work, "seen")
+    NCCL = ("[rank1]:[E1122 07:41:09.123456 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+            "600045 milliseconds before timing out.")
+    job = (f"echo \"$GPUCTL_GPUS\" >> {seen}; [ $(wc -l < {seen}) -ge 2 ] && exit 0; echo '{NCCL}' >&2; exit 1")
+    nc = gpuctl("submit", "-n", "2", "--retry-on", "nccl-timeout", "--max-restarts", "2", "--", "sh", "-c", job,
+                user=A).stdout.strip()
+    gpuctl("wait", nc, user=A)
+    jn = json.loads(gpuctl("show", nc, "--json", user=A).stdout)["job"]
+    tries = open(seen).read().split() if os.path.exists(seen) else []
+    check("queue, nccl-timeout: queued again on other GPUs, then done",
+          jn["state"] == "done" and jn["starts"] == 2 and len(tries) == 2 and
+          not set(tries[0].split(",")) & set(tries[1].split(",")), (jn, tries))
+    check("queue: the requeue said in gpuctld's log", any(f"job {nc} failed with nccl-timeout on GPUs {tries[0]}: "
+                                                          "queued again without them (--retry-on, 1 of 2)" in l
+                                                          for l in policy.log) if tries else False, policy.log[-5:])
+    once = gpuctl("submit", "--retry-on", "xid", "--", "sh", "-c", f"echo '{NCCL}' >&2; exit 1", user=A).stdout.strip()
+    gpuctl("wait", once, user=A)
+    jo1 = json.loads(gpuctl("show", once, "--json", user=A).stdout)["job"]
+    check("queue: a class not listed is not queued again", jo1["state"] == "failed" and jo1["starts"] == 1, jo1)
+    frag = (f"case \"$PYTORCH_CUDA_ALLOC_CONF\" in *expandable_segments:True*) echo trained; exit 0;; esac; "
+            f"echo '{OOM}' >&2; exit 1")
+    fr = gpuctl("submit", "--retry-on", "oom-fragmentation", "--", "sh", "-c", frag, user=A).stdout.strip()
+    gpuctl("wait", fr, user=A)
+    fs = json.loads(gpuctl("show", fr, "--json", user=A).stdout)
+    flog = open(fs["log"]).read()
+    check("queue, oom-fragmentation: retried in place by its gpuctl run, then done",
+          fs["job"]["state"] == "done" and fs["job"]["starts"] == 1 and "trained" in flog and
+          "retrying (1 of 3, --retry-on oom-fragmentation)" in flog, (fs["job"], flog[-400:]))
     r = gpuctl("show", bad, "--json", user=B)
     check("B cannot see A's job or its diagnosis", r.returncode != 0 and "oom" not in r.stdout, (r.stdout, r.stderr))
 finally:
