@@ -145,7 +145,7 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 			       "--requeue: if its gpuctl run is found gone after a gpuctld restart, queue it again.\n"
 			       "Run options, as for gpuctl run: --spot --cloud --poll --grace --on-notice --ack\n"
 			       "--on-warning --restart --max-restarts --backoff --checkpoint-dir --hang-timeout\n"
-			       "--no-explain --retry-on.\n");
+			       "--no-explain --retry-on --bigger.\n");
 			return EXIT_OK;
 		default:
 			return cli_bad_option("submit", c, argv);

@@ -180,9 +180,11 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd);
  * them, on stderr: what failed, its numbers, the cause and the fix, as
  * gpuctl explain finds them; nothing when nothing is recognised.
  */
-static void explain_failure(struct outtail *tail, int status, enum supervise_end end, char *cls, size_t clslen)
+static void explain_failure(struct outtail *tail, int status, enum supervise_end end, char *cls, size_t clslen,
+			    double *need_mib)
 {
 	cls[0] = '\0';
+	*need_mib = 0;
 	char *text = NULL;
 	size_t len = outtail_text(tail, &text);
 	char dir[4200], err[512];
@@ -192,6 +194,12 @@ static void explain_failure(struct outtail *tail, int status, enum supervise_end
 	    explain_scan_buf(db, text, len, &r) != GC_OK || r.n == 0)
 		goto out;
 	explain_class(&r.findings[0], cls, clslen);
+	/* what an oom-too-big needed on one GPU: what PyTorch held plus what it asked for */
+	for (size_t k = 0; k < r.findings[0].nvalues; k++) {
+		const struct explain_value *v = &r.findings[0].values[k];
+		if (v->is_num && (strcmp(v->name, "allocated_mib") == 0 || strcmp(v->name, "requested_mib") == 0))
+			*need_mib += v->num;
+	}
 	fflush(stdout);
 	char how[64];
 	if (end == SUPERVISE_END_OOM)
@@ -313,7 +321,7 @@ static void alloc_conf_with(const char *cur, const char *opt, char *buf, size_t 
  * PyTorch 2.1, which refuses expandable_segments, max_split_size_mb), other
  * GPUs for the other classes (the failed ones excluded). Said on stderr.
  */
-static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen, unsigned retries)
+static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen, unsigned retries, double need_mib)
 {
 	struct job_request *r = &j->r;
 	bool fix_conf = strcmp(cls, "alloc-conf-expandable-segments-unsupported") == 0;
@@ -326,7 +334,30 @@ static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen,
 		return false;
 	}
 	char what[600];
-	if (strcmp(cls, "oom-fragmentation") == 0 || fix_conf) {
+	if (strcmp(cls, "oom-too-big") == 0) {
+		/* GPUs with more free memory than it needed, when the machine has any */
+		if (!j->jo.bigger) {
+			cli_err("not retried: oom-too-big moves to bigger GPUs only with --bigger");
+			return false;
+		}
+		if (r->jg.gpus_spec || r->placed_spec) {
+			cli_err("not retried: %s names the GPUs, and oom-too-big needs bigger ones",
+				r->placed_spec ? "gpuctld's placement" : "--gpus");
+			return false;
+		}
+		uint64_t need = (uint64_t)(need_mib * 1048576.0) + (256ull << 20); /* and a margin for the context */
+		uint64_t most = 0;
+		for (size_t i = 0; i < r->snap.ngpus; i++)
+			if (r->snap.gpus[i].mem_total > most)
+				most = r->snap.gpus[i].mem_total;
+		if (need_mib <= 0 || need <= r->jg.sel.min_free_mem || need > most) {
+			cli_err("not retried: it needs about %.1f GiB on one GPU and the largest here has %.1f GiB (gpuctl "
+				"advise tells what would fit)", (double)need / 1073741824.0, (double)most / 1073741824.0);
+			return false;
+		}
+		r->jg.sel.min_free_mem = need;
+		snprintf(what, sizeof what, "on GPUs with at least %.1f GiB free", (double)need / 1073741824.0);
+	} else if (strcmp(cls, "oom-fragmentation") == 0 || fix_conf) {
 		const char *cur = job_env_get(&j->env, "PYTORCH_CUDA_ALLOC_CONF");
 		if (!cur)
 			cur = getenv("PYTORCH_CUDA_ALLOC_CONF");
@@ -474,10 +505,11 @@ again:
 			int jr = job_run(&run, &res, err, sizeof err);
 			j->jo.sv.tail = NULL;
 			char cls[64] = "";
+			double need_mib = 0;
 			if (tail && jr == GC_OK && res.ran && res.sv.status != 0 && res.sv.end != SUPERVISE_END_INTERRUPTED)
-				explain_failure(tail, res.sv.status, res.sv.end, cls, sizeof cls);
+				explain_failure(tail, res.sv.status, res.sv.end, cls, sizeof cls, &need_mib);
 			outtail_close(tail);
-			if (cls[0] && retry_for(j, cls, chosen, retries)) {
+			if (cls[0] && retry_for(j, cls, chosen, retries, need_mib)) {
 				retries++;
 				retry = true;
 			}

@@ -145,6 +145,7 @@ struct job_opts {
 	bool no_explain;             /* --no-explain: a failed job's output is not kept nor explained */
 	const char *retry_on;        /* --retry-on: the failure classes a retry fixes ("oom-fragmentation,..."),
 					borrowed; NULL: none */
+	bool bigger;                 /* --bigger: an oom-too-big moves to GPUs with more free memory */
 	const char *cloud_arg;       /* --cloud, borrowed; "auto" */
 	struct supervise_opts sv;
 	struct spot_opts so;
@@ -170,10 +171,11 @@ struct job_opts {
 	{"hang-timeout", required_argument, NULL, 'T'},        \
 	{"on-warning", required_argument, NULL, 'W'},          \
 	{"no-explain", no_argument, NULL, 'E'},                \
-	{"retry-on", required_argument, NULL, 'Y'}
+	{"retry-on", required_argument, NULL, 'Y'},            \
+	{"bigger", no_argument, NULL, 'Z'}
 
 /* the classes --retry-on takes, comma-separated in the message of a bad one */
-#define JOB_RETRY_CLASSES "oom-fragmentation, oom-other-process, nccl-timeout, xid, gpu-lost"
+#define JOB_RETRY_CLASSES "oom-fragmentation, oom-other-process, oom-too-big, nccl-timeout, xid, gpu-lost"
 /* Is class (explain_class's) in the --retry-on list? */
 bool job_retry_listed(const struct job_opts *o, const char *cls);
 

@@ -19,8 +19,9 @@ gpuctl explain finds in it, once, after the job's own output, on stderr.
   exits 1: explained as nccl-timeout.
 - retries (--retry-on): oom-fragmentation again with expandable_segments
   merged into the user's PYTORCH_CUDA_ALLOC_CONF (max_split_size_mb where
-  PyTorch refuses it), nccl-timeout on other GPUs, --max-restarts bounding
-  it, a class not listed not retried.
+  PyTorch refuses it), nccl-timeout on other GPUs, oom-too-big with --bigger
+  on a GPU with the memory it needed, --max-restarts bounding it, a class
+  not listed not retried.
 Usage: explain-exit.py GPUCTL SRCDIR
 """
 import os
@@ -186,6 +187,27 @@ try:
           not set(tries[0].split(",")) & set(tries[1].split(",")) and
           "not retried: nccl-timeout again, and --max-restarts 2 retries were spent" in r.stderr,
           (tries, r.stderr[-300:]))
+    # oom-too-big with --bigger: to a GPU with the memory it needed (an L4, then the H100 beside it)
+    mixed = os.path.join(SRC, "tests", "cli", "nodes", "mixed-2x.json")
+    big = os.path.join(work, "big.sh")
+    with open(big, "w") as f:
+        f.write("#!/bin/sh\necho \"attempt on $GPUCTL_GPUS\"\n[ \"$GPUCTL_GPUS\" = 1 ] && { echo trained; exit 0; }\n"
+                "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total "
+                "capacity of 22.05 GiB of which 1.50 GiB is free. Of the allocated memory 20.12 GiB is allocated by "
+                "PyTorch, and 0.10 GiB is reserved by PyTorch but unallocated.' >&2\nexit 1\n")
+    os.chmod(big, 0o755)
+    holder = subprocess.Popen([GPUCTL, "--sim", mixed, "run", "--gpus", "1", "--", "sleep", "1.5"], env=env)
+    time.sleep(0.4)  # the H100 is taken: the job lands on the L4
+    r = subprocess.run([GPUCTL, "--sim", mixed, "run", "--wait", "30", "--retry-on", "oom-too-big", "--bigger", "--",
+                        big], env=env, capture_output=True, text=True, timeout=60)
+    holder.wait()
+    check("retry oom-too-big --bigger: on a GPU with the memory it needed",
+          r.returncode == 0 and r.stdout == "attempt on 0\nattempt on 1\ntrained\n" and
+          "on GPUs with at least 40.4 GiB free" in r.stderr, (r.returncode, r.stdout, r.stderr[-300:]))
+    r = subprocess.run([GPUCTL, "--sim", mixed, "run", "--gpus", "0", "--retry-on", "oom-too-big", "--", big], env=env,
+                       capture_output=True, text=True, timeout=60)
+    check("oom-too-big without --bigger: not retried, said", r.returncode == 1 and r.stdout == "attempt on 0\n" and
+          "only with --bigger" in r.stderr, (r.stdout, r.stderr[-300:]))
     r = run("--retry-on", "xid", "--", oomjob)
     check("a class not listed is not retried", r.returncode == 1 and r.stdout.count("epoch 1") == 1 and
           "retrying" not in r.stderr, (r.stdout, r.stderr[-300:]))
