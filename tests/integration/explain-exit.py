@@ -19,7 +19,8 @@ gpuctl explain finds in it, once, after the job's own output, on stderr.
   exits 1: explained as nccl-timeout.
 - retries (--retry-on): oom-fragmentation again with expandable_segments
   merged into the user's PYTORCH_CUDA_ALLOC_CONF (max_split_size_mb where
-  PyTorch refuses it), nccl-timeout on other GPUs, oom-too-big with --bigger
+  PyTorch refuses it), nccl-timeout and oom-other-process on other GPUs,
+  oom-too-big with --bigger
   on a GPU with the memory it needed, --max-restarts bounding it, a class
   not listed not retried.
 Usage: explain-exit.py GPUCTL SRCDIR
@@ -187,6 +188,21 @@ try:
           not set(tries[0].split(",")) & set(tries[1].split(",")) and
           "not retried: nccl-timeout again, and --max-restarts 2 retries were spent" in r.stderr,
           (tries, r.stderr[-300:]))
+    # oom-other-process: on a GPU without the other process
+    other = os.path.join(work, "other.sh")
+    with open(other, "w") as f:
+        f.write("#!/bin/sh\necho \"attempt on $GPUCTL_GPUS\"\n[ -e \"$0.done\" ] && { echo trained; exit 0; }\n"
+                "touch \"$0.done\"\necho 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 "
+                "has a total capacity of 23.55 GiB of which 2.31 GiB is free. Process 1187 has 14.20 GiB memory in "
+                "use. Including non-PyTorch memory, this process has 7.02 GiB memory in use. Of the allocated memory "
+                "6.41 GiB is allocated by PyTorch, and 148.27 MiB is reserved by PyTorch but unallocated.' >&2\n"
+                "exit 1\n")
+    os.chmod(other, 0o755)
+    r = run("--retry-on", "oom-other-process", "--", other)
+    tries = [l.split()[-1] for l in r.stdout.splitlines() if l.startswith("attempt on")]
+    check("retry oom-other-process: on another GPU", r.returncode == 0 and len(tries) == 2 and tries[0] != tries[1] and
+          "[oom-other-process]" in r.stderr and "retrying (1 of 3, --retry-on oom-other-process): on other GPUs than "
+          + tries[0] in r.stderr, (r.returncode, r.stdout, r.stderr[-300:]))
     # oom-too-big with --bigger: to a GPU with the memory it needed (an L4, then the H100 beside it)
     mixed = os.path.join(SRC, "tests", "cli", "nodes", "mixed-2x.json")
     big = os.path.join(work, "big.sh")
