@@ -41,35 +41,15 @@ static void fmt_wait(char *buf, size_t len, int64_t ms)
 		snprintf(buf, len, "~%.1f h", (double)ms / 3600e3);
 }
 
-static void fmt_money(char *buf, size_t len, double v)
-{
-	if (v < 0)
-		snprintf(buf, len, "-");
-	else if (v < 100)
-		snprintf(buf, len, "$%.2f", v);
-	else
-		snprintf(buf, len, "$%.0f", v);
-}
-
-static void fmt_hours(char *buf, size_t len, double h)
-{
-	if (h * 3600 < 59.5)
-		snprintf(buf, len, "%.0f s", h * 3600);
-	else if (h < 1)
-		snprintf(buf, len, "%.0f min", h * 60);
-	else
-		snprintf(buf, len, "%.1f h", h);
-}
-
 /* "2x H100 (tp1, 41.3 GB each), 3.1 h, $15.50 at $2.50 per GPU-hour" */
 static void plan_line(const advise_plan *p, double price, char *buf, size_t len)
 {
 	char t[32], c[96] = "";
-	fmt_hours(t, sizeof t, p->hours);
+	advise_fmt_hours(t, sizeof t, p->hours);
 	if (price >= 0) {
 		char m[32], pr[32];
-		fmt_money(m, sizeof m, p->cost);
-		fmt_money(pr, sizeof pr, price);
+		advise_fmt_money(m, sizeof m, p->cost);
+		advise_fmt_money(pr, sizeof pr, price);
 		snprintf(c, sizeof c, ", %s at %s/GPU-hour", m, pr);
 	}
 	snprintf(buf, len, "%ux %s (tp%u, %.1f GB each), %s%s", p->gpus, p->gpu->name, p->tp, p->mem.total / GB, t, c);
@@ -120,7 +100,7 @@ static int64_t queue_wait(unsigned k, unsigned free_now, unsigned total, char *w
 					      "(interactive leases, other users' processes)");
 		else {
 			char r[32];
-			fmt_hours(r, sizeof r, runtime / 3600e3);
+			advise_fmt_hours(r, sizeof r, runtime / 3600e3);
 			snprintf(why, whylen, "%zu job%s running, %zu queued; a job runs %s typically (the last %lld)", nrun,
 				 nrun == 1 ? "" : "s", nq, r, (long long)json_integer_value(json_object_get(ans, "runtimes")));
 		}
@@ -217,7 +197,7 @@ int advise_here(const struct cli_global *g, const struct advise_result *res, dou
 		if (res->np) {
 			const advise_plan *c = &res->plans[0];
 			char tot[32];
-			fmt_money(tot, sizeof tot, res->req.spot ? c->spot_cost : c->cost);
+			advise_fmt_money(tot, sizeof tot, res->req.spot ? c->spot_cost : c->cost);
 			snprintf(rent, sizeof rent, "; cheapest rental: %s %s in %s, %ux %s, %s", c->row->cloud,
 				 c->row->instance, c->row->region, c->gpus, c->gpu->name, tot);
 		} else {

@@ -13,6 +13,10 @@
 
 #include <jansson.h>
 
+/* advise's own formats (cmd-advise.c): "41 min", "3.1 h", "2.5 days"; "$8.28", "$123", "-" unknown */
+void advise_fmt_hours(char *buf, size_t len, double h);
+void advise_fmt_money(char *buf, size_t len, double v);
+
 /*
  * The answer for res on this machine at price $/GPU-hour (< 0: none): a JSON
  * object (kind, text, ...) in *out, and whether the workload fits here.

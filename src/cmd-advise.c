@@ -39,7 +39,7 @@ static void fmt_gb(char *buf, size_t len, double bytes)
 	snprintf(buf, len, bytes >= 10 * GB ? "%.0f GB" : "%.1f GB", bytes / GB);
 }
 
-static void fmt_hours(char *buf, size_t len, double h)
+void advise_fmt_hours(char *buf, size_t len, double h)
 {
 	if (h < 1.0 / 60)
 		snprintf(buf, len, "%.0f s", h * 3600);
@@ -51,7 +51,7 @@ static void fmt_hours(char *buf, size_t len, double h)
 		snprintf(buf, len, "%.1f days", h / 24);
 }
 
-static void fmt_money(char *buf, size_t len, double v)
+void advise_fmt_money(char *buf, size_t len, double v)
 {
 	if (v < 0)
 		snprintf(buf, len, "-");
@@ -557,10 +557,10 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 				plan_text(p, train, planb, sizeof planb);
 				fmt_gb(memb, sizeof memb, p->mem.total);
 				snprintf(use, sizeof use, "%s/%.0f", memb, p->gpu->mem / GB);
-				fmt_hours(tb, sizeof tb, p->hours);
-				fmt_money(ph, sizeof ph, r.spot ? p->spot_h : p->price_h);
-				fmt_money(tot, sizeof tot, r.spot ? p->spot_cost : p->cost);
-				fmt_money(other, sizeof other, r.spot ? p->cost : p->spot_cost);
+				advise_fmt_hours(tb, sizeof tb, p->hours);
+				advise_fmt_money(ph, sizeof ph, r.spot ? p->spot_h : p->price_h);
+				advise_fmt_money(tot, sizeof tot, r.spot ? p->spot_cost : p->cost);
+				advise_fmt_money(other, sizeof other, r.spot ? p->cost : p->spot_cost);
 				printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", p->row->cloud,
 				       p->row->instance, p->row->region, gpusb, planb, use, tb, ph, tot, other);
 			}
