@@ -3,6 +3,7 @@
  */
 #include "jobs/outtail.h"
 #include "gpuctl/gpuctl.h"
+#include "util/clock.h"
 #include "util/errbuf.h"
 
 #include <errno.h>
@@ -23,6 +24,14 @@
 enum kind { K_NONE, K_FILE, K_TTY, K_PIPE };
 
 #define CHUNK ((size_t)1 << 20) /* at most this much moved per splice: the job's pipe is as large */
+/*
+ * A pipe that gave less than this at a wake-up is not read again for
+ * HOLD_MS: a job writing 8 KiB at a time would wake the relay for each
+ * write; 2 ms later they come together (a pipe holds 1 MiB, so the job does
+ * not wait). A terminal is read at once.
+ */
+#define GATHER ((size_t)64 << 10)
+#define HOLD_MS 2
 
 struct chan {
 	enum kind kind;
@@ -41,6 +50,7 @@ struct chan {
 	size_t ring_len, ring_at;
 	bool open;           /* src not yet at end of file */
 	off_t start;         /* K_FILE: its size when the job started (what was there before is not the job's) */
+	int64_t hold_until;  /* K_PIPE: not read again before (monotonic ms): small writes gathered */
 };
 
 struct outtail {
@@ -276,14 +286,26 @@ void outtail_child_fds(const struct outtail *t, int *fd1, int *fd2)
 size_t outtail_pollfds(const struct outtail *t, struct pollfd *p, size_t max)
 {
 	size_t n = 0;
+	int64_t now = clock_mono_ms();
 	for (int i = 0; i < 2 && n < max; i++) {
 		const struct chan *c = &t->c[i];
 		if (c->pend)
 			p[n++] = (struct pollfd){.fd = c->out, .events = POLLOUT};
-		else if (c->open)
+		else if (c->open && c->hold_until <= now)
 			p[n++] = (struct pollfd){.fd = c->src, .events = POLLIN};
 	}
 	return n;
+}
+
+int outtail_timeout_ms(const struct outtail *t)
+{
+	int64_t now = clock_mono_ms(), next = -1;
+	for (int i = 0; i < 2; i++) {
+		const struct chan *c = &t->c[i];
+		if (c->open && !c->pend && c->hold_until > now && (next < 0 || c->hold_until < next))
+			next = c->hold_until;
+	}
+	return next < 0 ? -1 : (int)(next - now);
 }
 
 /* K_PIPE with splice: the tee'd bytes still in the job's pipe on to out; false: out does not take splice */
@@ -376,9 +398,13 @@ static void pump_one(struct outtail *t, struct chan *c)
 	if (c->kind == K_PIPE && c->splice_out) {
 		if (c->pend && !splice_pending(c))
 			c->splice_out = false;
+		int avail = 0;
+		bool small = ioctl(c->src, FIONREAD, &avail) == 0 && (size_t)avail < GATHER;
 		for (int round = 0; round < 16 && c->splice_out && !c->pend && c->open; round++)
 			if (splice_some(t, c) <= 0)
 				break;
+		if (small)
+			c->hold_until = clock_mono_ms() + HOLD_MS;
 		if (c->splice_out)
 			return;
 		/* fallen back: what splice had taken is still in the job's pipe, and tee'd: read it on */

@@ -35,6 +35,8 @@ int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen);
 void outtail_child_fds(const struct outtail *t, int *fd1, int *fd2);
 /* The descriptors to poll for the job's output, into p[0..max): how many. */
 size_t outtail_pollfds(const struct outtail *t, struct pollfd *p, size_t max);
+/* How long the poll may wait for a channel held back (small writes gathered): ms, -1 none. */
+int outtail_timeout_ms(const struct outtail *t);
 /* After poll: move what the job wrote on (and into the tail); true while a channel is open. */
 bool outtail_pump(struct outtail *t, const struct pollfd *p, size_t n);
 /* Once the job has ended: what is left in the channels, without waiting for its descendants. */

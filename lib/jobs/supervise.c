@@ -520,6 +520,9 @@ static int run_attempt(struct supervise_opts *o, int sfd, const sigset_t *orig, 
 		/* a terminal's new window size is passed on to the job's within 250 ms */
 		if (o->tail && outtail_has_tty(o->tail) && (timeout < 0 || timeout > 250))
 			timeout = 250;
+		int held = o->tail ? outtail_timeout_ms(o->tail) : -1;
+		if (held >= 0 && (timeout < 0 || timeout > held))
+			timeout = held;
 		struct pollfd p[4] = {{.fd = sfd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
 		if (o->spot)
 			p[1].fd = spot_watch_fd(o->spot);
