@@ -51,6 +51,7 @@ struct chan {
 	bool open;           /* src not yet at end of file */
 	off_t start;         /* K_FILE: its size when the job started (what was there before is not the job's) */
 	int64_t hold_until;  /* K_PIPE: not read again before (monotonic ms): small writes gathered */
+	int64_t fast_until;  /* K_PIPE: a fast writer filled the pipe while held: no holding before */
 };
 
 struct outtail {
@@ -399,12 +400,16 @@ static void pump_one(struct outtail *t, struct chan *c)
 		if (c->pend && !splice_pending(c))
 			c->splice_out = false;
 		int avail = 0;
-		bool small = ioctl(c->src, FIONREAD, &avail) == 0 && (size_t)avail < GATHER;
+		int64_t now = clock_mono_ms();
+		bool got = ioctl(c->src, FIONREAD, &avail) == 0;
+		if (got && (size_t)avail >= CHUNK / 2)
+			c->fast_until = now + 1000;
+		bool small = got && (size_t)avail < GATHER && now >= c->fast_until;
 		for (int round = 0; round < 16 && c->splice_out && !c->pend && c->open; round++)
 			if (splice_some(t, c) <= 0)
 				break;
 		if (small)
-			c->hold_until = clock_mono_ms() + HOLD_MS;
+			c->hold_until = now + HOLD_MS;
 		if (c->splice_out)
 			return;
 		/* fallen back: what splice had taken is still in the job's pipe, and tee'd: read it on */
