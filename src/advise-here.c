@@ -122,6 +122,7 @@ int advise_here(const struct cli_global *g, const struct advise_result *res, dou
 	struct job_request r;
 	job_request_init(&r);
 	r.jg.sel.n = 1;
+	r.jg.n_given = true;
 	r.peek_only = true;
 	if (request_prepare(&r, g) != EXIT_OK) {
 		json_object_set_new(o, "kind", json_string("no-gpus"));
@@ -226,7 +227,8 @@ int advise_here(const struct cli_global *g, const struct advise_result *res, dou
 	}
 	r.jg.sel.n = p.gpus;
 	r.jg.sel.min_free_mem = (uint64_t)ceil(p.mem.total);
-	unsigned *chosen = calloc(p.gpus, sizeof *chosen);
+	/* inside an ancestor's lease the request becomes that lease's GPUs: room for every GPU */
+	unsigned *chosen = calloc(r.ngpus + p.gpus + 1, sizeof *chosen);
 	char why[2048] = "";
 	struct lease_info me;
 	char *argv0[] = {(char *)"(gpuctl advise --here)", NULL};
@@ -236,7 +238,7 @@ int advise_here(const struct cli_global *g, const struct advise_result *res, dou
 	lease_release(l);
 	if (tr == GC_OK) {
 		bool sel[4096] = {false};
-		for (unsigned i = 0; i < p.gpus; i++)
+		for (unsigned i = 0; i < r.jg.sel.n; i++)
 			if (chosen[i] < 4096)
 				sel[chosen[i]] = true;
 		char list[512];

@@ -151,6 +151,15 @@ static int submit(int argc, char **argv, struct runjob *rj, json_t *runopts)
 			return cli_bad_option("submit", c, argv);
 		}
 	}
+	if (rj->jo.no_explain && rj->jo.retry_on) {
+		cli_err("--retry-on retries by the class the failure is explained as: not with --no-explain");
+		return EXIT_USAGE;
+	}
+	if (job_retry_listed(&rj->jo, "oom-too-big") || rj->jo.bigger) {
+		cli_err("--retry-on oom-too-big and --bigger are gpuctl run's: gpuctld does not move a queued job to bigger "
+			"GPUs");
+		return EXIT_USAGE;
+	}
 	enum spot_cloud cloud;
 	bool autodetect;
 	if (spot_parse_cloud(rj->jo.cloud_arg, &cloud, &autodetect) < 0) {

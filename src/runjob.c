@@ -321,29 +321,32 @@ static void alloc_conf_with(const char *cur, const char *opt, char *buf, size_t 
  * PyTorch 2.1, which refuses expandable_segments, max_split_size_mb), other
  * GPUs for the other classes (the failed ones excluded). Said on stderr.
  */
-static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen, unsigned retries, double need_mib)
+enum retry { RETRY_NO, RETRY_IN_PLACE, RETRY_ELSEWHERE };
+
+static enum retry retry_for(struct runjob *j, const char *cls, const unsigned *chosen, unsigned retries,
+			    double need_mib)
 {
 	struct job_request *r = &j->r;
 	bool fix_conf = strcmp(cls, "alloc-conf-expandable-segments-unsupported") == 0;
 	if (!fix_conf && !job_retry_listed(&j->jo, cls))
-		return false;
+		return RETRY_NO;
 	if (fix_conf && !job_retry_listed(&j->jo, "oom-fragmentation"))
-		return false;
+		return RETRY_NO;
 	if (retries >= j->jo.sv.max_restarts) {
 		cli_err("not retried: %s again, and --max-restarts %u retries were spent", cls, j->jo.sv.max_restarts);
-		return false;
+		return RETRY_NO;
 	}
 	char what[600];
 	if (strcmp(cls, "oom-too-big") == 0) {
 		/* GPUs with more free memory than it needed, when the machine has any */
 		if (!j->jo.bigger) {
 			cli_err("not retried: oom-too-big moves to bigger GPUs only with --bigger");
-			return false;
+			return RETRY_NO;
 		}
 		if (r->jg.gpus_spec || r->placed_spec) {
 			cli_err("not retried: %s names the GPUs, and oom-too-big needs bigger ones",
 				r->placed_spec ? "gpuctld's placement" : "--gpus");
-			return false;
+			return RETRY_NO;
 		}
 		uint64_t need = (uint64_t)(need_mib * 1048576.0) + (256ull << 20); /* and a margin for the context */
 		uint64_t most = 0;
@@ -353,7 +356,7 @@ static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen,
 		if (need_mib <= 0 || need <= r->jg.sel.min_free_mem || need > most) {
 			cli_err("not retried: it needs about %.1f GiB on one GPU and the largest here has %.1f GiB (gpuctl "
 				"advise tells what would fit)", (double)need / 1073741824.0, (double)most / 1073741824.0);
-			return false;
+			return RETRY_NO;
 		}
 		r->jg.sel.min_free_mem = need;
 		snprintf(what, sizeof what, "on GPUs with at least %.1f GiB free", (double)need / 1073741824.0);
@@ -375,29 +378,29 @@ static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen,
 			if (strstr(base, "max_split_size_mb")) {
 				cli_err("not retried: this PyTorch refuses expandable_segments and max_split_size_mb is set "
 					"already");
-				return false;
+				return RETRY_NO;
 			}
 			alloc_conf_with(base, "max_split_size_mb:128", val, sizeof val);
 		} else {
 			if (cur && strstr(cur, "expandable_segments")) {
 				cli_err("not retried: PYTORCH_CUDA_ALLOC_CONF already sets expandable_segments (%s)", cur);
-				return false;
+				return RETRY_NO;
 			}
 			alloc_conf_with(cur, "expandable_segments:True", val, sizeof val);
 		}
 		if (job_env_set(&j->env, "PYTORCH_CUDA_ALLOC_CONF", val) != GC_OK)
-			return false;
+			return RETRY_NO;
 		snprintf(what, sizeof what, "with PYTORCH_CUDA_ALLOC_CONF=%s", val);
 	} else {
 		/* on other GPUs: the ones it failed on left out */
 		if (r->placed_spec) {
 			cli_err("not retried here: gpuctld placed this queued job's GPUs; it queues the job again "
 				"without them");
-			return false;
+			return RETRY_NO;
 		}
 		if (r->jg.gpus_spec) {
 			cli_err("not retried: --gpus names the GPUs, and %s needs others", cls);
-			return false;
+			return RETRY_NO;
 		}
 		char list[256] = "";
 		r->jg.sel.exclude = r->exclude; /* with or without --exclude's own */
@@ -412,18 +415,23 @@ static bool retry_for(struct runjob *j, const char *cls, const unsigned *chosen,
 		if (left < r->jg.sel.n) {
 			cli_err("not retried: %s, and no %u other GPUs are left here (those it failed on are left out)", cls,
 				r->jg.sel.n);
-			return false;
+			return RETRY_NO;
 		}
 		snprintf(what, sizeof what, "on other GPUs than %s", list);
 	}
 	cli_err("retrying (%u of %u, --retry-on %s): %s", retries + 1, j->jo.sv.max_restarts,
 		fix_conf ? "oom-fragmentation" : cls, what);
-	return true;
+	/* the allocator's setting changes nothing of the GPUs: the lease is kept */
+	return strcmp(cls, "oom-fragmentation") == 0 || fix_conf ? RETRY_IN_PLACE : RETRY_ELSEWHERE;
 }
 
 static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 {
 	int rc;
+	if (j->jo.no_explain && j->jo.retry_on) {
+		cli_err("--retry-on retries by the class the failure is explained as: not with --no-explain");
+		return EXIT_USAGE;
+	}
 	j->jo.sv.argv = cmd;
 	enum spot_cloud cloud = SPOT_NONE;
 	if (j->jo.spot) {
@@ -487,7 +495,8 @@ again:
 	}
 	if (l) {
 		rc = job_ready(j, chosen, d);
-		if (rc == EXIT_OK) {
+		for (bool again_here = rc == EXIT_OK; again_here;) {
+			again_here = false;
 			struct job_run run = {
 				.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t, .jo = &j->jo,
 				.cloud = cloud, .env = &j->env, .go_fd = j->go_fd, .stop = &got_signal,
@@ -509,9 +518,11 @@ again:
 			if (tail && jr == GC_OK && res.ran && res.sv.status != 0 && res.sv.end != SUPERVISE_END_INTERRUPTED)
 				explain_failure(tail, res.sv.status, res.sv.end, cls, sizeof cls, &need_mib);
 			outtail_close(tail);
-			if (cls[0] && retry_for(j, cls, chosen, retries, need_mib)) {
+			enum retry how = cls[0] ? retry_for(j, cls, chosen, retries, need_mib) : RETRY_NO;
+			if (how != RETRY_NO) {
 				retries++;
-				retry = true;
+				again_here = how == RETRY_IN_PLACE && !got_signal; /* the same GPUs, still leased */
+				retry = how == RETRY_ELSEWHERE;
 			}
 			j->go_fd = run.go_fd; /* -1 once job_run has read it */
 			j->no_go = res.no_go;

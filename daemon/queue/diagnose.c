@@ -67,15 +67,47 @@ static size_t log_tail(const struct queue *q, int64_t id, char **buf)
 	return got;
 }
 
+#define MARK "gpuctld: job "
+#define MARK_END " queued again"
+
+void diagnose_mark(const struct queue *q, int64_t id, uid_t uid, const char *why)
+{
+	char path[4300];
+	queue_log_path(q, id, path, sizeof path);
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid) {
+		char line[600];
+		int n = snprintf(line, sizeof line, "\n" MARK "%lld" MARK_END ": %s\n", (long long)id, why);
+		if (n > 0)
+			(void)!write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* where the last start's output begins in text: after the last "queued again" mark, else 0 */
+static size_t last_start(const char *text, size_t len, int64_t id)
+{
+	char mark[96];
+	int ml = snprintf(mark, sizeof mark, "\n" MARK "%lld" MARK_END, (long long)id);
+	size_t from = 0;
+	for (const char *p = text; ml > 0 && (p = memmem(p, len - (size_t)(p - text), mark, (size_t)ml)); p++)
+		from = (size_t)(p - text) + (size_t)ml;
+	return from;
+}
+
 json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen)
 {
 	snprintf(cls, clslen, "unknown");
 	struct explain_db *db = db_of(q);
 	char *text = NULL;
 	size_t len = db ? log_tail(q, id, &text) : 0;
+	/* a job queued again appends to its log: only this start's output is its failure */
+	size_t from = len ? last_start(text, len, id) : 0;
 	struct explain_result r = {0};
 	json_t *a = NULL;
-	if (len && explain_scan_buf(db, text, len, &r) == GC_OK && r.n) {
+	if (len > from && explain_scan_buf(db, text + from, len - from, &r) == GC_OK && r.n) {
 		a = json_array();
 		for (size_t i = 0; a && i < r.n && i < DIAG_FINDINGS; i++) {
 			const struct explain_finding *f = &r.findings[i];

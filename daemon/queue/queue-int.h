@@ -308,6 +308,9 @@ void queue_status_path(const struct queue *q, uid_t uid, char *buf, size_t len);
  * nothing is recognised; the first one's class in cls ("unknown" then).
  */
 json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen);
+/* A line in job id's log (uid's regular file) saying it was queued again and why: the next start's
+ * diagnosis reads only what comes after it. */
+void diagnose_mark(const struct queue *q, int64_t id, uid_t uid, const char *why);
 void diagnose_free(struct queue *q);
 
 #endif

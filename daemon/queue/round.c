@@ -329,6 +329,8 @@ static int retry_elsewhere(struct queue *q, int64_t id, const char *cls)
 			  cls, j.gpus, j.ngpus);
 	else if (store_set_request(q->st, id, nj) == 0 && store_requeue(q->st, id, why) == 1) {
 		queue_log("job %lld %s", (long long)id, why);
+		(void)store_clear_diagnosis(q->st, id);
+		diagnose_mark(q, id, j.uid, why);
 		done = 1;
 	}
 	free(nj);
@@ -381,6 +383,7 @@ static void record_end(struct queue *q, struct fin *f)
 			job_release(&j);
 			if (again && store_requeue(q->st, id, xwhy) == 1) {
 				queue_log("job %lld %s", (long long)id, xwhy);
+				diagnose_mark(q, id, f->uid, xwhy);
 				return;
 			}
 		}
@@ -398,6 +401,8 @@ static void record_end(struct queue *q, struct fin *f)
 		snprintf(why, sizeof why, "exit status %d", code);
 	/* a failure explained from its log: kept with the job, counted by class, told in the event */
 	json_t *diag = NULL;
+	if (s != JOB_FAILED)
+		(void)store_clear_diagnosis(q->st, id); /* an earlier start's, if any */
 	if (s == JOB_FAILED && !(end == SUPERVISE_END_PREEMPTED)) {
 		char cls[64];
 		diag = diagnose_job(q, id, cls, sizeof cls);

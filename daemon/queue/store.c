@@ -22,7 +22,7 @@
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
-	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_SET_REQUEST, NSTMT
+	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST, NSTMT
 };
 
 struct store {
@@ -681,6 +681,17 @@ int store_set_diagnosis(struct store *s, int64_t id, const char *json)
 		return -1;
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_text(st, 2, json, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_clear_diagnosis(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st = stmt(s, ST_DIAG_CLEAR, "DELETE FROM diagnoses WHERE job = ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
 	int rc = sqlite3_step(st);
 	done(st);
 	return rc == SQLITE_DONE ? 0 : -1;

@@ -76,6 +76,8 @@ int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, c
 int store_set_diagnosis(struct store *s, int64_t id, const char *json);
 /* It, or NULL when none (free()). */
 char *store_get_diagnosis(struct store *s, int64_t id);
+/* Job id's diagnosis gone (it runs again, or succeeded): 0, or -1. */
+int store_clear_diagnosis(struct store *s, int64_t id);
 /* Job id's request (its filters as JSON) replaced: 0, or -1. */
 int store_set_request(struct store *s, int64_t id, const char *json);
 int store_load(struct store *s, size_t limit, void (*job)(void *arg, bool running, unsigned ngpus, int64_t started_ms),

@@ -41,7 +41,7 @@ void view_failed(struct view *v, const char *cls)
 	size_t i = 0;
 	while (i < v->nfail && strcmp(v->fail[i].cls, cls) != 0)
 		i++;
-	if (i == v->nfail && v->nfail == sizeof v->fail / sizeof v->fail[0] - 1)
+	if (i == v->nfail && v->nfail >= sizeof v->fail / sizeof v->fail[0] - 1)
 		cls = "other";
 	for (i = 0; i < v->nfail && strcmp(v->fail[i].cls, cls) != 0; i++)
 		;

@@ -52,6 +52,7 @@ struct chan {
 	off_t start;         /* K_FILE: its size when the job started (what was there before is not the job's) */
 	int64_t hold_until;  /* K_PIPE: not read again before (monotonic ms): small writes gathered */
 	int64_t fast_until;  /* K_PIPE: a fast writer filled the pipe while held: no holding before */
+	size_t pipe_sz;      /* K_PIPE: the job's pipe's size (holding only when it is CHUNK) */
 };
 
 struct outtail {
@@ -86,17 +87,20 @@ static void ring_add(struct chan *c, size_t keep, const char *b, size_t n)
  * reader that stops (a paused pager, ^S) then holds the job up, as it would
  * have, but never the supervisor, which must still hear signals and notices.
  */
-static void reopen_out(struct chan *c)
+static bool reopen_out(struct chan *c)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/fd/%d", c->ours);
 	int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-	c->out = fd >= 0 ? fd : c->ours;
-	c->own_out = fd >= 0;
+	if (fd < 0)
+		return false; /* a socket, another user's terminal: ours could block us, so nothing is put in between */
+	c->out = fd;
+	c->own_out = true;
 	/* a pipe as large as the job's: a relay through a 64 KiB pipe wakes up sixteen times as often */
 	struct stat st;
 	if (fstat(c->out, &st) == 0 && S_ISFIFO(st.st_mode) && fcntl(c->out, F_GETPIPE_SZ) < (int)CHUNK)
 		(void)fcntl(c->out, F_SETPIPE_SZ, (int)CHUNK);
+	return true;
 }
 
 /*
@@ -106,9 +110,11 @@ static void reopen_out(struct chan *c)
  */
 static void sigpipe_hold(sigset_t *old)
 {
+	/* and SIGTTOU: the job holds the terminal's foreground; under stty tostop our write would stop us */
 	sigset_t s;
 	sigemptyset(&s);
 	sigaddset(&s, SIGPIPE);
+	sigaddset(&s, SIGTTOU);
 	pthread_sigmask(SIG_BLOCK, &s, old);
 }
 
@@ -118,6 +124,15 @@ static void sigpipe_release(const sigset_t *old, bool raised)
 		sigset_t s;
 		sigemptyset(&s);
 		sigaddset(&s, SIGPIPE);
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&s, NULL, &zero) > 0)
+			;
+	}
+	if (!sigismember(old, SIGTTOU)) {
+		/* a SIGTTOU the write raised while blocked: taken, not left to stop us later */
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGTTOU);
 		struct timespec zero = {0, 0};
 		while (sigtimedwait(&s, NULL, &zero) > 0)
 			;
@@ -163,6 +178,8 @@ static void flush_buf(struct chan *c)
 
 static int setup_tty(struct outtail *t, struct chan *c, char *err, size_t errlen)
 {
+	if (!reopen_out(c))
+		return GC_OK; /* left as it is (K_NONE) */
 	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0) {
 		errbuf_set(err, errlen, "cannot open a pseudo-terminal for the job's output: %s", strerror(errno));
@@ -195,7 +212,6 @@ static int setup_tty(struct outtail *t, struct chan *c, char *err, size_t errlen
 		return GC_ENOMEM;
 	}
 	c->kind = K_TTY;
-	reopen_out(c);
 	c->src = m;
 	c->child = s;
 	(void)fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK);
@@ -204,14 +220,17 @@ static int setup_tty(struct outtail *t, struct chan *c, char *err, size_t errlen
 
 static int setup_pipe(struct outtail *t, struct chan *c, char *err, size_t errlen)
 {
+	if (!reopen_out(c))
+		return GC_OK; /* left as it is (K_NONE) */
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		errbuf_set(err, errlen, "cannot make a pipe for the job's output: %s", strerror(errno));
 		return GC_EIO;
 	}
 	(void)fcntl(p[0], F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups; as large as an unprivileged pipe gets */
+	int psz = fcntl(p[0], F_GETPIPE_SZ);
+	c->pipe_sz = psz > 0 ? (size_t)psz : 0;
 	c->kind = K_PIPE;
-	reopen_out(c);
 	c->src = p[0];
 	c->child = p[1];
 	(void)fcntl(p[0], F_SETFL, O_NONBLOCK);
@@ -349,9 +368,13 @@ static int splice_some(struct outtail *t, struct chan *c)
 	if (ioctl(c->tail[0], FIONREAD, &queued) == 0 && queued > 0 && (size_t)queued + a > c->tail_cap)
 		(void)splice(c->tail[0], NULL, t->devnull, NULL, (size_t)queued + a - c->tail_cap, SPLICE_F_NONBLOCK);
 	ssize_t n = tee(c->src, c->tail[1], a, SPLICE_F_NONBLOCK);
-	if (n < 0 && errno == EAGAIN) {
-		/* the tail's pipe had no room for it after all (pages, not bytes): empty it and once more */
-		(void)splice(c->tail[0], NULL, t->devnull, NULL, c->tail_cap, SPLICE_F_NONBLOCK);
+	for (int k = 0; k < 8 && n < 0 && errno == EAGAIN; k++) {
+		/* the tail's pipe is out of slots (a slot per tee'd buffer, not bytes): its oldest quarter
+		   goes, not all of it, so the tail keeps what it can */
+		if (ioctl(c->tail[0], FIONREAD, &queued) < 0 || queued <= 0)
+			break;
+		size_t drop = (size_t)queued / 4 > 4096 ? (size_t)queued / 4 : 4096;
+		(void)splice(c->tail[0], NULL, t->devnull, NULL, drop, SPLICE_F_NONBLOCK);
 		n = tee(c->src, c->tail[1], a, SPLICE_F_NONBLOCK);
 	}
 	if (n < 0)
@@ -404,7 +427,7 @@ static void pump_one(struct outtail *t, struct chan *c)
 		bool got = ioctl(c->src, FIONREAD, &avail) == 0;
 		if (got && (size_t)avail >= CHUNK / 2)
 			c->fast_until = now + 1000;
-		bool small = got && (size_t)avail < GATHER && now >= c->fast_until;
+		bool small = got && (size_t)avail < GATHER && now >= c->fast_until && c->pipe_sz >= CHUNK;
 		for (int round = 0; round < 16 && c->splice_out && !c->pend && c->open; round++)
 			if (splice_some(t, c) <= 0)
 				break;
@@ -440,9 +463,10 @@ void outtail_drain(struct outtail *t)
 		/* what is queued now; a descendant still writing is not waited for, nor a reader that stopped */
 		for (int round = 0; (c->open || c->pend) && round < 256; round++) {
 			int q = 0;
-			if (c->pend) {
-				struct pollfd p = {.fd = c->out, .events = POLLOUT};
-				if (poll(&p, 1, 100) <= 0)
+			struct pollfd p = {.fd = c->pend ? c->out : c->src, .events = c->pend ? POLLOUT : POLLIN};
+			if (c->pend || c->kind == K_TTY) {
+				/* a pty's last bytes may still be on their way to the master: poll, not FIONREAD */
+				if (poll(&p, 1, c->pend ? 100 : 20) <= 0)
 					break;
 			} else if (ioctl(c->src, FIONREAD, &q) < 0 || q <= 0) {
 				break;
@@ -501,7 +525,7 @@ static void tail_of(struct outtail *t, struct chan *c, char **buf, size_t *len)
 		}
 		if (fd >= 0)
 			close(fd);
-	} else if (c->kind == K_PIPE && c->splice_out && c->tail[0] >= 0) {
+	} else if (c->kind == K_PIPE && c->tail[0] >= 0) {
 		/* the tail's pipe holds the last tail_cap bytes at most: read them out */
 		while (got < want) {
 			ssize_t r = read(c->tail[0], dst + got, want - got);
@@ -511,8 +535,15 @@ static void tail_of(struct outtail *t, struct chan *c, char **buf, size_t *len)
 		}
 		/* what went through read-and-write after a splice fallback is in the ring */
 		if (c->ring_len) {
-			size_t room = want - got < c->ring_len ? want - got : c->ring_len;
-			size_t start = (c->ring_at + c->ring_len - room) % t->keep;
+			/* what came after a splice fallback is newer: the ring's newest bytes last, the oldest of
+			   the pipe's dropped for them */
+			size_t room = c->ring_len < want ? c->ring_len : want;
+			if (got + room > want) {
+				size_t cut = got + room - want;
+				memmove(dst, dst + cut, got - cut);
+				got -= cut;
+			}
+			size_t start = (c->ring_at + t->keep - room) % t->keep;
 			for (size_t k = 0; k < room; k++)
 				dst[got + k] = c->ring[(start + k) % t->keep];
 			got += room;

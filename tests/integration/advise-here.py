@@ -70,6 +70,16 @@ try:
     check("no fit: kind no-fit, what it needs of these GPUs and the cheapest rental",
           h.get("kind") == "no-fit" and "here: does not fit: needs " in h["text"] and "x H100 (" in h["text"] and
           "this machine has 8 (80 GB each); cheapest rental: " in h["text"], (h, r.stderr))
+    # inside a lease of several GPUs (the request becomes the lease's): no overrun, still an answer
+    r = gpuctl("run", "-n", "4", "--", policy.GPUCTL, "--sim", policy.NODE, "advise", "--model", "llama-2-7b", "--here",
+               "--json", user=B)
+    try:
+        inner = json.loads(r.stdout)["here"]
+    except (ValueError, KeyError):
+        inner = {}
+    check("inside a 4-GPU lease: an answer, no crash", r.returncode == 0 and inner.get("kind") in ("free-now", "busy",
+                                                                                                 "queue"),
+          (r.returncode, r.stderr[-300:]))
     for args, said in ((["--here-price", "cheap"], "invalid --here-price 'cheap'"),
                        (["--here", "--emit", "skypilot", "--", "true"], "--here adds this machine")):
         r = gpuctl("advise", "--model", "llama-2-7b", *args, user=B)

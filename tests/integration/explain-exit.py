@@ -227,6 +227,8 @@ try:
     r = run("--retry-on", "xid", "--", oomjob)
     check("a class not listed is not retried", r.returncode == 1 and r.stdout.count("epoch 1") == 1 and
           "retrying" not in r.stderr, (r.stdout, r.stderr[-300:]))
+    r = run("--retry-on", "xid", "--no-explain", "--", "true")
+    check("--retry-on with --no-explain: refused", r.returncode == 2 and "not with --no-explain" in r.stderr, r.stderr)
     r = run("--retry-on", "oom-fragmentation,oops", "--", "true")
     check("a bad --retry-on: one line, exit 2", r.returncode == 2 and "invalid --retry-on" in r.stderr and
           r.stderr.count("\n") == 1, r.stderr)

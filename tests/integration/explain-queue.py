@@ -79,12 +79,30 @@ try:
     gpuctl("wait", nc, user=A)
     jn = json.loads(gpuctl("show", nc, "--json", user=A).stdout)["job"]
     tries = open(seen).read().split() if os.path.exists(seen) else []
-    check("queue, nccl-timeout: queued again on other GPUs, then done",
-          jn["state"] == "done" and jn["starts"] == 2 and len(tries) == 2 and
+    check("queue, nccl-timeout: queued again on other GPUs, then done, with no diagnosis left",
+          jn["state"] == "done" and jn["starts"] == 2 and len(tries) == 2 and "diagnosis" not in jn and
           not set(tries[0].split(",")) & set(tries[1].split(",")), (jn, tries))
+    nlog = open(json.loads(gpuctl("show", nc, "--json", user=A).stdout)["log"]).read()
+    check("queue: the log says where the next start began", f"gpuctld: job {nc} queued again: failed with "
+          "nccl-timeout" in nlog, nlog[-400:])
     check("queue: the requeue said in gpuctld's log", any(f"job {nc} failed with nccl-timeout on GPUs {tries[0]}: "
                                                           "queued again without them (--retry-on, 1 of 2)" in l
                                                           for l in policy.log) if tries else False, policy.log[-5:])
+    # after a requeue, only the new start's output is its failure
+    seen2 = os.path.join(policy.work, "seen2")
+    job2 = (f"echo x >> {seen2}; if [ $(wc -l < {seen2}) -ge 2 ]; then echo 'something odd' >&2; exit 3; fi; "
+            f"echo '{NCCL}' >&2; exit 1")
+    n2 = gpuctl("submit", "--retry-on", "nccl-timeout", "--max-restarts", "3", "--", "sh", "-c", job2,
+                user=A).stdout.strip()
+    gpuctl("wait", n2, user=A)
+    j2 = json.loads(gpuctl("show", n2, "--json", user=A).stdout)["job"]
+    check("queue: the second start's own failure (unrecognised) is its diagnosis, not the first's",
+          j2["state"] == "failed" and j2["starts"] == 2 and "diagnosis" not in j2 and j2["exit_code"] == 3, j2)
+    for args, said in ((["--retry-on", "xid", "--no-explain"], "not with --no-explain"),
+                       (["--retry-on", "oom-too-big"], "gpuctld does not move a queued job to bigger GPUs")):
+        r = gpuctl("submit", *args, "--", "true", user=A)
+        check(f"submit {' '.join(args)}: refused, one line", r.returncode == 2 and said in r.stderr and
+              r.stderr.count("\n") == 1, r.stderr)
     once = gpuctl("submit", "--retry-on", "xid", "--", "sh", "-c", f"echo '{NCCL}' >&2; exit 1", user=A).stdout.strip()
     gpuctl("wait", once, user=A)
     jo1 = json.loads(gpuctl("show", once, "--json", user=A).stdout)["job"]
