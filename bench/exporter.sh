@@ -144,8 +144,11 @@ start_gpuctld() { # NAME NODE [OPTION...]: sets PID and PORT
 	name=$1 node=$2
 	shift 2
 	# shellcheck disable=SC2086 # PIN_SERVER is a command prefix or nothing
+	# wrk is one local user: its CONNECTIONS must fit that user's share (--max-per-client, default 32),
+	# or the rest are refused and counted as errors
 	$PIN_SERVER "$GPUCTLD" --sim "$node" --listen 127.0.0.1:0 --interval 1s \
-		--threads "$GPUCTLD_THREADS" --config /dev/null "$@" 2>"$TMP/$name.err" &
+		--threads "$GPUCTLD_THREADS" --max-per-client "${CONNECTIONS:-64}" --config /dev/null "$@" \
+		2>"$TMP/$name.err" &
 	PID=$!
 	PIDS="$PIDS $PID"
 	PORT=""
