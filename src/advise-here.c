@@ -259,9 +259,26 @@ int advise_here(const struct cli_global *g, const struct advise_result *res, dou
 			json_object_set_new(o, "kind", json_string("queue"));
 			json_object_set_new(o, "wait_s", json_real((double)wait / 1000));
 		} else {
-			snprintf(text, sizeof text, "here: fits on %s, none free now (%.400s); no wait estimate: %s", pl,
-				 why[0] ? why : "busy", qwhy);
+			/* why not, counted by reason (each GPU's in full in the JSON's "why") */
+			static const struct {
+				enum select_why w;
+				const char *what;
+			} reasons[] = {{SELECT_LEASED, "leased"}, {SELECT_MEMORY, "short of the free memory"},
+				       {SELECT_OTHER_USER, "in use by another user"}, {SELECT_UTIL, "busy"},
+				       {SELECT_QUARANTINED, "quarantined"}};
+			char sum[300] = "";
+			for (size_t k = 0; k < sizeof reasons / sizeof reasons[0]; k++) {
+				unsigned cnt = 0;
+				for (size_t i = 0; r.why && i < r.ngpus; i++)
+					cnt += r.why[i] == reasons[k].w;
+				if (cnt)
+					snprintf(sum + strlen(sum), sizeof sum - strlen(sum), "%s%u %s", sum[0] ? ", " : "",
+						 cnt, reasons[k].what);
+			}
+			snprintf(text, sizeof text, "here: fits on %s, none free now (%s); no wait estimate: %s", pl,
+				 sum[0] ? sum : "busy", qwhy);
 			json_object_set_new(o, "kind", json_string("busy"));
+			json_object_set_new(o, "why", json_string(why));
 		}
 	}
 	json_object_set_new(o, "text", json_string(text));

@@ -64,6 +64,14 @@ try:
     check("busy: the text", h.get("text", "").startswith("here: fits here after ~1 min in gpuctld's queue: 1x H100")
           and "1 job running, 1 queued" in h["text"], h.get("text"))
     check("busy: nothing of A's jobs but their sizes and times", "secret" not in r.stdout, r.stdout[-400:])
+    # the same, without a queue to ask: busy, the reasons counted, each GPU's in the JSON
+    sock = policy.env["GPUCTL_QUEUE_SOCKET"]
+    policy.env["GPUCTL_QUEUE_SOCKET"] = os.path.join(policy.work, "no.sock")
+    r, h = here(B, "--model", "llama-2-7b")
+    policy.env["GPUCTL_QUEUE_SOCKET"] = sock
+    check("no queue to ask: kind busy, '8 leased', no wait estimate, each GPU's reason in the JSON",
+          h.get("kind") == "busy" and "none free now (8 leased); no wait estimate: no gpuctld queue at" in h["text"]
+          and h.get("why", "").count("is leased by") == 8, h)
     gpuctl("cancel", running, queued, user=A)
 
     r, h = here(B, "--model", "llama-2-70b", "--task", "train-full")
