@@ -60,11 +60,9 @@ static void snapshot_date(catalog *c, const char *data, size_t len)
 	}
 }
 
-/* indices of rows sorted by place (cloud, instance, region, accelerators), ties in file order */
-static int by_place(const void *a, const void *b, void *rows)
+/* two rows' place: cloud, instance, region, accelerators; 0 when the same */
+static int place_cmp(const cat_row *x, const cat_row *y)
 {
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
-	const cat_row *x = (const cat_row *)rows + i, *y = (const cat_row *)rows + j;
 	int k = strcmp(x->cloud, y->cloud);
 	if (!k)
 		k = strcmp(x->instance, y->instance);
@@ -74,6 +72,14 @@ static int by_place(const void *a, const void *b, void *rows)
 		k = strcmp(x->acc, y->acc);
 	if (!k)
 		k = x->count < y->count ? -1 : x->count > y->count;
+	return k;
+}
+
+/* indices of rows sorted by place, ties in file order */
+static int by_place(const void *a, const void *b, void *rows)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int k = place_cmp((const cat_row *)rows + i, (const cat_row *)rows + j);
 	return k ? k : i < j ? -1 : i > j;
 }
 
@@ -105,8 +111,7 @@ static void merge_zones(catalog *c, size_t from)
 		cat_row *m = &v[ix[a]];
 		for (; b < n; b++) {
 			const cat_row *x = &v[ix[b]];
-			if (strcmp(x->cloud, m->cloud) || strcmp(x->instance, m->instance) || strcmp(x->region, m->region) ||
-			    strcmp(x->acc, m->acc) || x->count != m->count)
+			if (place_cmp(x, m))
 				break;
 			m->price = lower(m->price, x->price);
 			if (x->spot >= 0 && (m->spot < 0 || x->spot < m->spot)) {
