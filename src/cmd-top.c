@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -935,7 +936,7 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 	if (t.nrows)
 		select_row(&t, 0);
 	int64_t next = clock_mono_ms() + (int64_t)(t.delay * 1000);
-	bool go = true;
+	bool go = true, hung_up = false;
 	while (go && !quit_sig) {
 		draw(&t);
 		int64_t left = next - clock_mono_ms();
@@ -945,6 +946,14 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 			clear();
 		} else if (k != ERR) {
 			go = key(&t, k);
+		} else {
+			/* a terminal that is gone (the ssh session or tmux ended, its master closed) gives ERR at
+			   once: leave, rather than redraw for nobody in a busy loop */
+			struct pollfd pf = {.fd = STDIN_FILENO, .events = POLLIN};
+			if (poll(&pf, 1, 0) == 1 && (pf.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+				hung_up = true;
+				break;
+			}
 		}
 		if (clock_mono_ms() >= next) {
 			if (top_data_sample(&t.d) != GC_OK && !t.msg[0])
@@ -957,5 +966,5 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 	top_data_free(&t.d);
 	free(t.rows);
 	gc_ctx_free(ctx);
-	return quit_sig ? 128 + quit_sig : EXIT_OK;
+	return quit_sig ? 128 + quit_sig : hung_up ? 128 + SIGHUP : EXIT_OK;
 }

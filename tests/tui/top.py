@@ -583,6 +583,23 @@ try:
           s is not None and len(loads) >= 2, (loads, t.screen()))
     t.keys("q")
     t.close()
+
+    # the terminal goes away (an ssh session or tmux ends): top leaves, 128+SIGHUP, instead of redrawing
+    # for nobody in a busy loop (it did: found running at 100 % of a core after the suite)
+    master, slave = os.openpty()
+    hup = subprocess.Popen([GPUCTL, "--sim", os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json"), "top",
+                            "-d", "0.3"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                           env=dict(os.environ, TERM="xterm", GPUCTL_SIM_LIBDIR=SIMLIB, GPUCTL_SIM_RUNDIR=RUNDIR,
+                                    GPUCTL_STATE_DIR=STATE, HOME=HOME))
+    procs.append(hup)
+    os.close(slave)
+    time.sleep(1.0)
+    os.close(master)
+    try:
+        rc = hup.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check("its terminal closed, top ends (129) instead of spinning", rc == 129, rc)
 finally:
     for p in procs:
         if p.poll() is None:
