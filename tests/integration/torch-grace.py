@@ -25,24 +25,17 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchup import PY, torch_up  # noqa: E402
+
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-PY = "/usr/bin/python3"
 SAVE_S = 45
 
-up = subprocess.run(["bash", os.path.join(SRC, "tests", "torch", "torch-up.sh"), PY], capture_output=True, text=True,
-                    timeout=600)
-if up.returncode != 0:
-    msg = up.stderr.strip().splitlines()
-    print("SKIP: " + (msg[-1] if msg else f"torch-up.sh exit {up.returncode}"))
-    sys.exit(77 if up.returncode == 77 else 1)
-TORCH = up.stdout.strip().split("=", 1)[1]
-TORCHRUN = shutil.which("torchrun", path="/usr/bin")
+TORCH, PYVER, TORCHRUN = torch_up(SRC)
 if not TORCHRUN:
     print("FAIL: python3-torch is installed but /usr/bin/torchrun is not")
     sys.exit(1)
-PYVER = tuple(int(x) for x in subprocess.run([PY, "-c", "import sys; print(*sys.version_info[:2])"],
-                                             capture_output=True, text=True, check=True).stdout.split())
 # PyTorch < 2.0 on Python >= 3.11 needs --redirects/--tee (tests/integration/torch.py)
 STD = ["--redirects=1", "--tee=1"] if tuple(int(x) for x in TORCH.split(".")[:2]) < (2, 0) and PYVER >= (3, 11) else []
 

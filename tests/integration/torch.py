@@ -29,20 +29,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchup import PY, torch_up  # noqa: E402
+
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-PY = "/usr/bin/python3"
 start = time.monotonic()
-up = subprocess.run(["bash", os.path.join(SRC, "tests", "torch", "torch-up.sh"), PY], capture_output=True, text=True,
-                    timeout=600)
-if up.returncode != 0:
-    msg = up.stderr.strip().splitlines()
-    print("SKIP: " + (msg[-1] if msg else f"torch-up.sh exit {up.returncode}"))
-    sys.exit(77 if up.returncode == 77 else 1)
-TORCH = up.stdout.strip().split("=", 1)[1]
-PYVER = tuple(int(x) for x in subprocess.run([PY, "-c", "import sys; print(*sys.version_info[:2])"],
-                                             capture_output=True, text=True, check=True).stdout.split())
-TORCHRUN = shutil.which("torchrun", path="/usr/bin")
+TORCH, PYVER, TORCHRUN = torch_up(SRC)
 m = re.match(r"(\d+)\.(\d+)", TORCH)
 TV = (int(m.group(1)), int(m.group(2)))
 STD_BUG = TV < (2, 0) and PYVER >= (3, 11)
