@@ -13,11 +13,12 @@ Usage: spot-e2e.py GPUCTL SRCDIR
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mockjob import case_env, ctl, run_until, start_mock  # noqa: E402
 
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
@@ -49,16 +50,9 @@ for k in range(start, @STEPS@):
 '''.replace("@STEPS@", str(STEPS))
 
 
-def ctl(base, path):
-    urllib.request.urlopen(urllib.request.Request(base + path, method="POST"), timeout=5).read()
-
-
 def main():
     work = tempfile.mkdtemp(prefix="gpuctl-e2e-")
-    mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
-                            stdout=subprocess.PIPE, text=True)
-    port = int(mock.stdout.readline().split()[-1])
-    base = f"http://127.0.0.1:{port}"
+    mock, base = start_mock(SRC)
     errors = []
     try:
         # the last: an AWS notice whose time has already passed still leaves the job its
@@ -69,27 +63,11 @@ def main():
             ck = os.path.join(work, case, "ck")
             log = os.path.join(work, case, "steps.log")
             os.makedirs(os.path.dirname(log))
-            env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-            env.pop("CUDA_VISIBLE_DEVICES", None)
-            env.update({"GPUCTL_STATE_DIR": os.path.join(work, case, "state"),
-                        "GPUCTL_SIM_RUNDIR": os.path.join(work, case, "rd"),
-                        "GPUCTL_METADATA_URL": base})
-            p = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2", "--ack",
-                                  "--restart", "on-preempt", "--max-restarts", "3", "--backoff", "0.2s",
-                                  "--checkpoint-dir", ck, "--", sys.executable, "-c", JOB, GPUCTL, log],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                if os.path.exists(log) and len(open(log).read().splitlines()) >= 5:
-                    break
-                time.sleep(0.02)
-            ctl(base, f"/_ctl/preempt?cloud={cloud}&in={when}")
-            try:
-                out, err = p.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-                errors.append(f"{case}: gpuctl did not finish")
+            env = case_env(work, case, base)
+            p, out, err = run_until([GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2", "--ack",
+                                     "--restart", "on-preempt", "--max-restarts", "3", "--backoff", "0.2s",
+                                     "--checkpoint-dir", ck, "--", sys.executable, "-c", JOB, GPUCTL, log],
+                                    env, log, 5, base, f"/_ctl/preempt?cloud={cloud}&in={when}", case, errors)
             lines = [l.split() for l in open(log).read().splitlines()] if os.path.exists(log) else []
             steps = [int(l[1]) for l in lines]
             attempts = sorted({l[0] for l in lines})

@@ -9,11 +9,11 @@ would kill it, completes). Usage: spot-warning.py GPUCTL SRCDIR
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mockjob import case_env, ctl, run_until, start_mock  # noqa: E402
 
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
@@ -33,16 +33,9 @@ for i in range(@STEPS@):
 '''.replace("@STEPS@", str(STEPS))
 
 
-def ctl(base, path):
-    urllib.request.urlopen(urllib.request.Request(base + path, method="POST"), timeout=5).read()
-
-
 def main():
     work = tempfile.mkdtemp(prefix="gpuctl-warn-")
-    mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
-                            stdout=subprocess.PIPE, text=True)
-    port = int(mock.stdout.readline().split()[-1])
-    base = f"http://127.0.0.1:{port}"
+    mock, base = start_mock(SRC)
     errors = []
     try:
         for cloud, opt in (("aws", True), ("gcp", True), ("azure", True), ("aws", False)):
@@ -50,27 +43,12 @@ def main():
             case = cloud + ("" if opt else "-no-option")
             log = os.path.join(work, case, "job.log")
             os.makedirs(os.path.dirname(log))
-            env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
-            env.pop("CUDA_VISIBLE_DEVICES", None)
-            env.update({"GPUCTL_STATE_DIR": os.path.join(work, case, "state"),
-                        "GPUCTL_SIM_RUNDIR": os.path.join(work, case, "rd"), "GPUCTL_METADATA_URL": base})
+            env = case_env(work, case, base)
             args = [GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2"]
             if opt:
                 args += ["--on-warning", "USR1"]
-            p = subprocess.Popen(args + ["--", sys.executable, "-c", JOB, log, "trap" if opt else "default"],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                if os.path.exists(log) and len(open(log).read().splitlines()) >= 5:
-                    break
-                time.sleep(0.02)
-            ctl(base, f"/_ctl/warning?cloud={cloud}")
-            try:
-                out, err = p.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-                errors.append(f"{case}: gpuctl did not finish")
+            p, out, err = run_until(args + ["--", sys.executable, "-c", JOB, log, "trap" if opt else "default"], env,
+                                    log, 5, base, f"/_ctl/warning?cloud={cloud}", case, errors)
             lines = open(log).read().splitlines() if os.path.exists(log) else []
             steps = [int(l.split()[1]) for l in lines if l.startswith("step ")]
             usr1 = [l for l in lines if l.startswith("usr1 ")]
