@@ -10,22 +10,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* numbers to two decimals (MiB to the hundredth, as PyTorch prints them), whole ones without any */
 static void print_value(const struct explain_value *v)
 {
-	double x = round(v->num * 100) / 100;
-	if (!v->is_num)
-		printf("%s=%s", v->name, v->str);
-	else if (explain_whole(x))
-		printf("%s=%lld", v->name, (long long)x);
-	else
-		printf("%s=%.2f", v->name, v->num);
+	char b[160];
+	explain_value_text(v, b, sizeof b);
+	fputs(b, stdout);
 }
 
 static void text(const char *name, const struct explain_result *r)

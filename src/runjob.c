@@ -218,13 +218,9 @@ static void explain_failure(struct outtail *tail, int status, enum supervise_end
 		if (f->nvalues) {
 			fprintf(stderr, "    numbers:");
 			for (size_t k = 0; k < f->nvalues; k++) {
-				const struct explain_value *v = &f->values[k];
-				if (v->is_num && explain_whole(v->num))
-					fprintf(stderr, "%s %s=%lld", k ? "," : "", v->name, (long long)v->num);
-				else if (v->is_num)
-					fprintf(stderr, "%s %s=%.2f", k ? "," : "", v->name, v->num);
-				else
-					fprintf(stderr, "%s %s=%s", k ? "," : "", v->name, v->str);
+				char b[160];
+				explain_value_text(&f->values[k], b, sizeof b);
+				fprintf(stderr, "%s %s", k ? "," : "", b);
 			}
 			fputc('\n', stderr);
 		}

@@ -1264,3 +1264,14 @@ const char *explain_class(const struct explain_finding *f, char *buf, size_t len
 		snprintf(buf, len, "%s", f->id);
 	return buf;
 }
+
+void explain_value_text(const struct explain_value *v, char *buf, size_t len)
+{
+	double x = round(v->num * 100) / 100;
+	if (!v->is_num)
+		snprintf(buf, len, "%s=%s", v->name, v->str);
+	else if (explain_whole(x))
+		snprintf(buf, len, "%s=%lld", v->name, (long long)x);
+	else
+		snprintf(buf, len, "%s=%.2f", v->name, v->num);
+}

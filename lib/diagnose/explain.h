@@ -81,6 +81,9 @@ void explain_result_free(struct explain_result *r);
 char *explain_result_json(const char *source, const struct explain_result *r);
 /* a number explain shows without decimals */
 bool explain_whole(double x);
+/* "name=value" as explain shows it: numbers to two decimals (MiB to the hundredth, as PyTorch
+ * prints them), whole ones without any */
+void explain_value_text(const struct explain_value *v, char *buf, size_t len);
 
 /* Remove ANSI escape sequences and CRs from s[len] into out (outlen >= len + 1). */
 size_t explain_clean_line(const char *s, size_t len, char *out);
