@@ -98,6 +98,37 @@ python3 $T handover --label "flock -x FILE (floor)" --target 20 --count "$HANDOV
 	--holder "'$FLOCK' -x '$TMP/lock2'" \
 	--waiter "'$FLOCK' -x '$TMP/lock2'"
 echo
+
+# ---- 3. authority mode: the same, with gpuctld granting every lease -------
+if [ "$(id -u)" = 0 ] && [ -x "$BUILD/daemon/gpuctld" ]; then
+	mkdir -m 0755 "$TMP/auth"
+	"$BUILD/daemon/gpuctld" --sim "$NODE" --listen 127.0.0.1:0 --authority --authority-dir "$TMP/auth" \
+		--queue-db "$TMP/q.db" --log-dir "$TMP/logs" --gpuctl "$GPUCTL" --config /dev/null 2>"$TMP/gpuctld.log" &
+	gpid=$!
+	i=0
+	while [ ! -e "$TMP/auth/authority" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -e "$TMP/auth/authority" ] || die "gpuctld --authority did not start: $(cat "$TMP/gpuctld.log")"
+	GPUCTL_AUTHORITY_DIR=$TMP/auth
+	export GPUCTL_AUTHORITY_DIR
+	"$GPUCTL" --sim "$NODE" run -n 1 -- sh -c 'test -n "$CUDA_VISIBLE_DEVICES"' ||
+		die "gpuctl run -n 1 failed in authority mode"
+	printf '%-34s %9s %9s\n' "3. authority mode (wall time)" "median ms" "min ms"
+	python3 $T multi --runs "$RUNS" \
+		--cmd "true" "'$TRUE'" \
+		--cmd "flock -x FILE true (floor)" "'$FLOCK' -x '$TMP/lock' '$TRUE'" \
+		--cmd "gpuctl run -n 1 -- true" "'$GPUCTL' --sim '$NODE' run -n 1 -- '$TRUE'" \
+		--diff "gpuctl run - floor" "gpuctl run -n 1 -- true" "flock -x FILE true (floor)" 1
+	python3 $T handover --label "authority: run --gpus 0 [--wait]" --target 5 --count "$HANDOVERS" \
+		--stamp "$STAMP" --dir "$TMP/ho" --authority "$TMP/auth/gpuctld.sock" \
+		--holder "'$GPUCTL' --sim '$NODE' run --gpus 0 --" \
+		--waiter "'$GPUCTL' --sim '$NODE' run --gpus 0 --wait --"
+	unset GPUCTL_AUTHORITY_DIR
+	kill "$gpid" 2>/dev/null || true
+	wait "$gpid" 2>/dev/null || true
+	echo
+else
+	echo "3. authority mode: skipped (needs root, to run gpuctld --authority)"
+fi
 cat <<'EOF'
 1. Wall time from posix_spawn to wait4, stdout to /dev/null, no shell; the five
    commands run in turn (A B C D E A B ...). "gpuctl run - floor" is what gpuctl
@@ -116,4 +147,8 @@ cat <<'EOF'
    least 5 ms before the holder's job ended, else it is retried; slack = the
    least such margin (ms), retries = samples thrown away. p90 is the nearest
    rank. Target: median < 20 ms. A MISS is not a failure.
+3. The same in authority mode (gpuctld --authority on the same node, its
+   grants stored in its database before the holder hears of them): run's
+   overhead over the floor (target ≤ 1 ms) and the hand-over (target median
+   ≤ 5 ms), the waiter seen queued in gpuctld's line.
 EOF

@@ -191,6 +191,25 @@ def queued_ticket(qdir, pid):
     return False
 
 
+def queued_grant(sock, pid):
+    """gpuctld's line (authority mode) holds a request of pid's"""
+    import socket
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sock)
+        s.sendall(b'{"op":"leases"}\n')
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return any(w.get("supervisor") == pid for w in json.loads(data).get("waiters", []))
+    except (OSError, ValueError):
+        return False
+
+
 def queued_lock(pid):
     """the waiter blocks in flock(): a '->' line of its pid in /proc/locks"""
     with open("/proc/locks") as f:
@@ -238,7 +257,8 @@ def handover(args):
         waiter = spawn(wait + [args.stamp, fb], env, null)
         seen = None
         while True:
-            q = queued_ticket(args.queue, waiter) if args.queue else queued_lock(waiter)
+            q = queued_ticket(args.queue, waiter) if args.queue else \
+                queued_grant(args.authority, waiter) if args.authority else queued_lock(waiter)
             if q:
                 seen = time.time_ns()
                 break
@@ -334,6 +354,7 @@ def main():
     hq = h.add_mutually_exclusive_group(required=True)
     hq.add_argument("--queue")
     hq.add_argument("--locks", action="store_true")
+    hq.add_argument("--authority", metavar="SOCK")
     k = sub.add_parser("calls")
     k.add_argument("label")
     k.add_argument("gpuctl")

@@ -13,6 +13,7 @@
 #include "price.h"
 #include "reclaim.h"
 #include "queue/queue.h"
+#include "jobs/authority.h"
 #include "util/units.h"
 #include "sampler.h"
 
@@ -64,6 +65,10 @@ static void usage(FILE *f)
 		"  --labels dcgm|snake   dcgm (default): dcgm-exporter's modelName label; snake: model_name,\n"
 		"                        which promtool check metrics does not flag\n"
 		"  --no-queue            no job queue (metrics and dashboard only)\n"
+		"  --authority           authority mode, for a shared machine: gpuctld alone grants leases,\n"
+		"                        ports and places in line (docs/security.md); needs root and the queue\n"
+		"  --authority-dir DIR   its socket and marker (default /run/gpuctld; clients read\n"
+		"                        GPUCTL_AUTHORITY_DIR)\n"
 		"  --queue-db FILE       the queue (default /var/lib/gpuctl/queue.db)\n"
 		"  --queue-socket PATH   where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)\n"
 		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
@@ -161,6 +166,8 @@ static const struct option opts[] = {
 	{"threads", required_argument, NULL, 'T'},
 	{"labels", required_argument, NULL, 'L'},
 	{"no-queue", no_argument, NULL, 'Q'},
+	{"authority", no_argument, NULL, 'y'},
+	{"authority-dir", required_argument, NULL, 'd'},
 	{"queue-db", required_argument, NULL, 'D'},
 	{"queue-socket", required_argument, NULL, 'S'},
 	{"log-dir", required_argument, NULL, 'O'},
@@ -205,6 +212,9 @@ struct settings {
 	struct reclaim_opts ro;
 	const char *price_cloud;       /* --gpu-hour-price auto|aws|gcp|azure, or NULL */
 	bool queue_on;
+	bool authority;
+	const char *authority_dir;
+	bool socket_given;
 };
 
 /* One option, from the command line or the configuration file: EXIT_OK, or a message and an exit code. */
@@ -279,8 +289,10 @@ static int apply(struct settings *st, int c, const char *arg)
 		}
 		break;
 	case 'Q': st->queue_on = false; break;
+	case 'y': st->authority = true; break;
+	case 'd': st->authority_dir = arg; break;
 	case 'D': st->qo.db = arg; break;
-	case 'S': st->qo.socket = arg; break;
+	case 'S': st->qo.socket = arg; st->socket_given = true; break;
 	case 'O': st->qo.log_dir = arg; break;
 	case 'K':
 		if (strcmp(arg, "0") == 0)
@@ -634,6 +646,32 @@ int main(int argc, char **argv)
 		/* accounting and fair share live in the queue's database: said, not silently dropped */
 		fprintf(stderr, "gpuctld: warning: %s has no effect with --no-queue (accounting and fair share are the "
 			"queue's)\n", qo.fair_half_life_ms > 0 ? "--fair-share-half-life" : "--gpu-hour-price");
+	char auth_sock[PATH_MAX];
+	if (st.authority) {
+		/* its socket is in a directory of root's alone, where clients look for it (authority.h) */
+		const char *dir = st.authority_dir ? st.authority_dir : AUTHORITY_DIR;
+		if (!queue_on) {
+			cli_err("--authority needs the queue: it grants leases in one line with queued jobs (drop --no-queue)");
+			return EXIT_USAGE;
+		}
+		if (snprintf(auth_sock, sizeof auth_sock, "%s/%s", dir, AUTHORITY_SOCKET) >= 100) {
+			cli_err("invalid --authority-dir '%s': too long a path for a socket", dir);
+			return EXIT_USAGE;
+		}
+		if (st.socket_given && strcmp(qo.socket, auth_sock) != 0) {
+			cli_err("--queue-socket with --authority: the socket is '%s' (set --authority-dir instead)", auth_sock);
+			return EXIT_USAGE;
+		}
+		if (!check_only && geteuid() != 0) {
+			cli_err("--authority needs root: only root's gpuctld is believed by clients");
+			return EXIT_USAGE;
+		}
+		qo.socket = auth_sock;
+		qo.authority_dir = dir;
+	} else if (st.authority_dir && strcmp(st.authority_dir, AUTHORITY_DIR) != 0) {
+		/* said, not silently dropped */
+		fprintf(stderr, "gpuctld: warning: --authority-dir has no effect without --authority\n");
+	}
 	if (check_only) {
 		/* the file and the command line parsed: say what was read, start nothing */
 		printf("gpuctld: configuration OK (%s%s)\n", named || access(config, F_OK) == 0 ? config : "no file, ",
@@ -686,6 +724,9 @@ int main(int argc, char **argv)
 	}
 	st.hlo.sim = so.sim;
 	st.hlo.notify = st.eo.notify = st.ro.notify = so.notify = qo.notify = nt;
+	/* authority mode: this process's lease functions read the grant table, never the socket */
+	if (qo.authority_dir)
+		lease_serve(queue_lease_source());
 	struct enforce *ef = enforce_new(&st.eo);
 	struct reclaim *rc_ = st.ro.after_ms > 0 ? reclaim_new(&st.ro) : NULL;
 	so.reclaim = rc_;
@@ -725,6 +766,27 @@ int main(int argc, char **argv)
 			(void)mkdir(DEFAULT_DB_DIR, 0711);
 		if (strcmp(qo.socket, DEFAULT_SOCKET) == 0 && mkdir(DEFAULT_SOCKET_DIR, 0700) == 0)
 			(void)chmod(DEFAULT_SOCKET_DIR, 01777); /* shared with gpuctl's leases, like /tmp */
+		struct stat ads;
+		rc = EXIT_OK;
+		if (qo.authority_dir && (mkdir(qo.authority_dir, 0755) == 0 || errno == EEXIST) &&
+		    (lstat(qo.authority_dir, &ads) < 0 || !S_ISDIR(ads.st_mode) || ads.st_uid != 0 ||
+		     (ads.st_mode & (S_IWGRP | S_IWOTH)))) {
+			cli_err("invalid --authority-dir '%s': it must be a directory of root's, writable by root alone",
+				qo.authority_dir);
+			rc = EXIT_USAGE;
+		}
+		if (qo.authority_dir && rc == EXIT_OK && access(qo.authority_dir, W_OK) < 0) {
+			cli_err("cannot use --authority-dir '%s': %s", qo.authority_dir, strerror(errno));
+			rc = EXIT_FAIL;
+		}
+		if (rc) {
+			sampler_stop(s);
+			health_stop(hl);
+			enforce_free(ef);
+			reclaim_free(rc_);
+			notify_stop(nt);
+			return rc;
+		}
 		if ((rc = parent_dir_exists("--queue-db", qo.db)) || (rc = parent_dir_exists("--queue-socket", qo.socket)) ||
 		    (rc = parent_dir_exists("--log-dir", qo.log_dir))) {
 			sampler_stop(s);

@@ -3,11 +3,15 @@
  *
  * A lease is known by its holder (the gpuctl that took it: the supervisor
  * pid of its record, the record's uid and since); its GPUs are those whose
- * claim names that holder in this sample.
+ * claim names that holder in this sample. In authority mode a lease is a
+ * grant, known by its number, and when the steps run out gpuctld revokes
+ * it: the grant ends, and every process that holds it (an orphan the job
+ * left included) is stopped, whatever those processes do.
  */
 #include "reclaim.h"
 
 #include "device/proc.h"
+#include "jobs/authority.h"
 #include "notify.h"
 #include "util/grow.h"
 #include "util/units.h"
@@ -21,6 +25,7 @@
 enum stage { WATCH, NOTIFIED, CHECKPOINT, TERMED, KILLED };
 
 struct held {
+	uint64_t grant;                    /* authority mode: gpuctld's grant (the key); 0 otherwise */
 	pid_t supervisor, job;
 	uid_t uid;
 	int64_t since;                     /* the record's: with the pids, which lease this is */
@@ -89,7 +94,8 @@ static bool gpu_idle(const gc_gpu *g, unsigned util)
 static struct held *find(struct reclaim *r, const struct lease_info *h)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->v[i].supervisor == h->supervisor && r->v[i].uid == h->uid && r->v[i].since == h->since)
+		if (h->grant ? r->v[i].grant == h->grant
+			     : r->v[i].supervisor == h->supervisor && r->v[i].uid == h->uid && r->v[i].since == h->since)
 			return &r->v[i];
 	struct held *nv = grow(r->v, &r->cap, r->n, sizeof *nv, 8);
 	if (!nv)
@@ -97,6 +103,7 @@ static struct held *find(struct reclaim *r, const struct lease_info *h)
 	r->v = nv;
 	struct held *x = &r->v[r->n++];
 	memset(x, 0, sizeof *x);
+	x->grant = h->grant;
 	x->supervisor = h->supervisor;
 	x->job = h->pid;
 	x->uid = h->uid;
@@ -171,7 +178,13 @@ static void step(struct reclaim *r, struct held *x, int64_t now)
 			(void)proc_signal(x->job, x->job_start, x->uid, SIGKILL);
 		if (x->supervisor)
 			(void)proc_signal(x->supervisor, x->sup_start, x->uid, SIGKILL);
-		say(r, x, "lease.reclaiming", "still held: SIGKILL");
+		if (x->grant && lease_served()) {
+			/* gpuctld's alone to end: the grant goes, and so does every process holding it */
+			(void)lease_served()->revoke(lease_served()->arg, x->grant, "reclaim: still held after SIGTERM");
+			say(r, x, "lease.reclaiming", "still held: grant revoked, its processes killed");
+		} else {
+			say(r, x, "lease.reclaiming", "still held: SIGKILL");
+		}
 		break;
 	case KILLED:
 		return;

@@ -17,6 +17,7 @@
 #include "util/slurp.h"
 #include "capture.h"
 #include "cli.h"
+#include "jobs/authority.h"
 #include "diagnose/doctor.h"
 #include "torchprobe.h"
 
@@ -251,6 +252,11 @@ int cmd_doctor(const struct cli_global *g, int argc, char **argv)
 		e.launcher_rc = tp.rc;
 		e.launcher_out = tp.out;
 	}
+
+	char asock[4200], amsg[512] = "";
+	e.lease_mode = authority_find(asock, sizeof asock, amsg, sizeof amsg);
+	e.lease_dir = authority_dir();
+	e.lease_mode_msg = amsg;
 
 	struct doctor_report r;
 	int rc = EXIT_OK;

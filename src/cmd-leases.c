@@ -3,6 +3,7 @@
  * line for one (first come, first served), as text or JSON.
  */
 #include "request.h"
+#include "jobs/authority.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -110,8 +111,9 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 	if (nh > 1)
 		qsort_r(held, nh, sizeof *held, by_index, have_snap ? &snap : NULL);
 	if (json) {
-		json_t *root = json_pack("{s:s, s:o}", "schema", "gpuctl.leases/1", "state_dir",
-					 d ? json_string(lease_dir_path(d)) : json_null());
+		json_t *root = json_pack("{s:s, s:o, s:s}", "schema", "gpuctl.leases/1", "state_dir",
+					 d ? json_string(lease_dir_path(d)) : json_null(), "mode",
+					 lease_dir_authority(d) ? "authority" : "cooperative");
 		json_t *a = json_array();
 		for (size_t i = 0; i < nh; i++) {
 			json_t *o2 = info_json(&held[i].info);
@@ -167,6 +169,12 @@ int cmd_leases(const struct cli_global *g, int argc, char **argv)
 			       in->request, in->command);
 		}
 	}
+	/* which mode is in force (docs/security.md) */
+	if (lease_dir_authority(d))
+		printf("\nauthority mode: gpuctld grants every lease (%s)\n", authority_dir());
+	else
+		printf("\ncooperative mode: claim files in %s, which prevent accidents, not a hostile user "
+		       "(docs/security.md)\n", d ? lease_dir_path(d) : "the state directory");
 out:
 	free(held);
 	free(waiting);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "jobs/authority.h"
 #include "runjob.h"
 #include "runner.h"
 
@@ -98,10 +99,18 @@ static int take_sim_after_verb(struct cli_global *g, int *argc, char **argv)
 	return EXIT_OK;
 }
 
+/* authority mode: gpuctld is down or restarting, and this command waits for it */
+static void say_waiting(void *arg, const char *sock)
+{
+	(void)arg;
+	cli_err("waiting for gpuctld at '%s' (authority mode: leases are granted by it alone)", sock);
+}
+
 static int gpuctl_main(int argc, char **argv)
 {
 	struct cli_global g;
 	cli_global_init(&g);
+	authority_on_wait(say_waiting, NULL);
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];

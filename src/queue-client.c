@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "jobs/authority.h"
+
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -21,7 +23,14 @@
 const char *queue_socket_path(void)
 {
 	const char *p = getenv("GPUCTL_QUEUE_SOCKET");
-	return p && *p ? p : "/run/gpuctl/gpuctld.sock";
+	if (p && *p)
+		return p;
+	/* authority mode: gpuctld's one socket is in its directory of root's */
+	static char auth[4200];
+	char err[256];
+	if (!auth[0] && authority_find(auth, sizeof auth, err, sizeof err) != 1)
+		auth[0] = '\0';
+	return auth[0] ? auth : "/run/gpuctl/gpuctld.sock";
 }
 
 json_t *queue_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t errlen)

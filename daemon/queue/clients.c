@@ -42,7 +42,8 @@ bool clients_is_admin(const struct clients *cs, uid_t uid, gid_t gid)
 
 static void drop(struct clients *cs, size_t i)
 {
-	close(cs->cl[i].fd);
+	if (cs->cl[i].fd >= 0)
+		close(cs->cl[i].fd);
 	free(cs->cl[i].buf);
 	free(cs->cl[i].out);
 	cs->cl[i] = cs->cl[--cs->ncl];
@@ -68,7 +69,7 @@ void clients_accept(struct clients *cs)
 		close(fd);
 		return;
 	}
-	cs->cl[cs->ncl++] = (struct client){.fd = fd, .uid = cr.uid, .gid = cr.gid,
+	cs->cl[cs->ncl++] = (struct client){.fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid,
 					  .deadline = clock_mono_ms() + CLIENT_TIMEOUT_MS};
 }
 
@@ -131,6 +132,15 @@ static void serve(struct clients *cs, size_t i)
 			ans = requests_fail("a NUL byte in the request");
 		else
 			ans = cs->answer(cs->arg, c, c->buf);
+		if (c->taken) {
+			/* a lease request: the connection is grants.c's now, and so is its descriptor */
+			json_decref(ans);
+			free(c->buf);
+			c->fd = -1;
+			c->buf = NULL;
+			cs->cl[i] = cs->cl[--cs->ncl];
+			return;
+		}
 	}
 	char *out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
 	json_decref(ans);

@@ -13,6 +13,8 @@ static int order(const void *a, const void *b)
 		return x->priority > y->priority ? -1 : 1;
 	if (x->share != y->share)
 		return x->share < y->share ? -1 : 1;
+	if (x->arrival != y->arrival)
+		return x->arrival < y->arrival ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -45,10 +47,11 @@ size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_f
 	size_t k = 0;
 	for (size_t i = 0; i < n && k < max; i++) {
 		const struct dispatch_job *j = v[i];
-		size_t possible = 0, now = 0;
+		size_t possible = 0, now = 0, own = 0;
 		for (size_t g = 0; g < ngpu; g++) {
 			possible += can_use(j, g);
 			now += can_use(j, g) && avail[g];
+			own += can_use(j, g) && j->own && j->own[g];
 		}
 		if (j->ngpus == 0 || j->ngpus > possible || j->ngpus > 64)
 			continue; /* can never run: not ours to hold GPUs for */
@@ -63,6 +66,9 @@ size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_f
 				}
 			continue;
 		}
+		/* one that will not wait, or that waits on GPUs its own user holds, holds nothing */
+		if (j->nowait || j->ngpus > possible - own)
+			continue;
 		/* blocked: the free GPUs it could use are held for it, from now on */
 		for (size_t g = 0; g < ngpu; g++)
 			if (can_use(j, g))

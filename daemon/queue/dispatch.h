@@ -8,7 +8,9 @@
  * of 1-GPU jobs cannot keep a 4-GPU job waiting forever. A job behind it
  * may still start on GPUs the blocked job cannot use (its filters exclude
  * them). No runtime estimates are asked for, so there is no backfill that
- * could delay the blocked job. Pure policy: no I/O, no clock.
+ * could delay the blocked job. A job that could not start without GPUs its
+ * own user holds holds nothing either: a user's own leases never make
+ * others wait for it. Pure policy: no I/O, no clock.
  */
 #ifndef GPUCTL_DAEMON_DISPATCH_H
 #define GPUCTL_DAEMON_DISPATCH_H
@@ -19,10 +21,13 @@
 
 struct dispatch_job {
 	int64_t id;
-	int priority;             /* higher first; ties by share, then by id (submission order) */
+	int priority;             /* higher first; ties by share, then by arrival, then by id */
 	double share;             /* fair share: its user's recent GPU time (lower first); 0 for all: FIFO */
+	int64_t arrival;          /* when it joined the line (ms); queued jobs and waiters share one clock */
 	unsigned ngpus;           /* >= 1 */
 	const bool *eligible;     /* borrowed: [ngpu] GPUs its filters allow; NULL: all */
+	const bool *own;          /* borrowed: [ngpu] GPUs its own user holds; NULL: none */
+	bool nowait;              /* starts now or never: holds nothing for itself */
 };
 
 struct dispatch_start {

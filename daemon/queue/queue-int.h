@@ -25,12 +25,14 @@
 #include "queue.h"
 
 #include "device/gpu.h"
+#include "jobs/authority.h"
 #include "jobs/lease.h"
 #include "jobs/select.h"
 #include "jobs/spawnreq.h"
 #include "store.h"
 
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,6 +58,8 @@ struct client {
 	int fd;
 	uid_t uid;
 	gid_t gid;
+	pid_t pid;               /* SO_PEERCRED's, when it connected */
+	bool taken;              /* handed to grants.c (a lease request): not closed with the client */
 	char *buf;
 	size_t len;
 	long long deadline;
@@ -70,7 +74,7 @@ struct clients {
 	size_t ncl;
 	gid_t admin_gid;             /* (gid_t)-1: none */
 	/* the answer to one request line (requests.c) */
-	json_t *(*answer)(void *arg, const struct client *c, const char *line);
+	json_t *(*answer)(void *arg, struct client *c, const char *line);
 	void *arg;
 };
 
@@ -88,7 +92,7 @@ void clients_close(struct clients *cs);
 /* {"ok": false, "error": ...} */
 json_t *requests_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* the answer to a request line from c (struct queue *q as arg) */
-json_t *requests_answer(void *q, const struct client *c, const char *line);
+json_t *requests_answer(void *q, struct client *c, const char *line);
 
 /* ---- runner-link.c ---- */
 
@@ -273,6 +277,106 @@ void usage_stop(struct queue *q);
 /* gpuctl usage: GPU-hours since since_ms by "user", "gpu" or "day"; cost at price a GPU-hour (0: none). */
 json_t *usage_report(struct queue *q, int64_t since_ms, const char *by, double price);
 
+/* ---- grants.c: authority mode (lib/jobs/authority.h, docs/security.md) ---- */
+
+#define MAX_WAITERS 2048
+#define WAITERS_PER_USER 256        /* requests one user (not root) may have in line at once */
+#define PORTS_PER_USER 8            /* launch rendezvous ports one user (not root) may hold */
+#define MAX_GRANTS 1024
+
+struct grant {
+	uint64_t id;
+	int fd;                      /* the holder's connection; -1: none (kept across a restart: held by
+					the processes that still have its other end, ino) */
+	uid_t uid;
+	gid_t gid;
+	struct lease_info info;      /* uid, user, since and grant are ours; pid, name, command the holder's word */
+	char (*uuid)[LEASE_UUID_MAX];
+	int64_t *idle_ms;            /* per GPU: the time it sat idle (usage) */
+	size_t n;
+	int port;                    /* a rendezvous port: n is 0 */
+	int64_t job;                 /* a queued job's (its runner asked): 0 none */
+	int64_t since_ms;
+	uint64_t ino;                /* the holder's end of the connection */
+	int pidfd[8];                /* without a connection: pidfds of processes seen holding ino */
+	size_t npidfd;
+	char buf[512];               /* what the holder sends (its pids), up to a line */
+	size_t len;
+	bool stored;                 /* in the store (its row goes with its usage) */
+	bool told;                   /* its holder has been told (after the commit that stored it) */
+	bool ended;                  /* released or revoked: its usage goes into the next round */
+	int64_t ended_ms;
+};
+
+struct waiter {
+	int fd;
+	uid_t uid;
+	gid_t gid;
+	pid_t peer;
+	uint64_t seq;                /* its place, among waiters, by arrival */
+	int64_t arrival_ms;          /* its place in the one line with queued jobs */
+	struct lease_info info;
+	char (*uuid)[LEASE_UUID_MAX];  /* the GPUs it may use (NULL: any), nuuid of them */
+	size_t nuuid;
+	unsigned n;                  /* 0: every free one (a power of two) */
+	bool exact, wait, told;
+	int port;                    /* a port request: no line */
+	int64_t job;                 /* its runner's request for a started job's GPUs: no line */
+	struct select_request sel;   /* the filters (sel.model points to model) */
+	char model[128];
+	bool started;                /* granted in this round: answered after the commit */
+};
+
+struct grants {
+	bool on;                     /* --authority */
+	struct grant *g;
+	size_t n, cap;
+	struct waiter w[MAX_WAITERS];
+	size_t nw;
+	uint64_t next_id, next_seq;
+	int wakefd;                  /* eventfd: another thread asked for a revocation */
+	pthread_mutex_t lock;        /* pub and revoke, which the sampler's thread uses */
+	struct lease_entry *pub;     /* the GPU grants, as the sampler and list read them */
+	size_t npub;
+	struct lease_waiter *wpub;
+	size_t nwpub;
+	uint64_t revoke[64];
+	size_t nrevoke;
+	bool detached;               /* some grant has no connection: look for its holders every second */
+	bool rescan;                 /* ... and at once: a holder seen last time has ended */
+	long long looked_ms;
+};
+
+struct client;
+void grants_init(struct queue *q);
+void grants_free(struct queue *q);
+/* after a restart: the grants the store kept, each still held or ended now */
+void grants_recover(struct queue *q);
+/* a lease request: the connection becomes a waiter (NULL: taken), or the refusal to send */
+json_t *grants_take(struct queue *q, struct client *c, json_t *req);
+json_t *grants_list_json(struct queue *q);
+json_t *grants_ours_json(struct queue *q, const struct client *c, const char *uuid, bool drop);
+/* its descriptors into p (at most max): how many */
+size_t grants_poll(struct queue *q, struct pollfd *p, size_t max);
+/* p as grants_poll filled it, after poll */
+void grants_ready(struct queue *q, const struct pollfd *p, size_t np);
+/* once a loop: revocations asked for, holders of grants without a connection, idle time */
+void grants_tick(struct queue *q);
+/* which GPUs (uuids[n], NULLs skipped) are granted; mine[] (NULL: not wanted) those of uid */
+void grants_held(struct queue *q, const char *const *uuids, size_t n, bool *held);
+/* the round: the requests in line as dispatch jobs; their eligible/own arrays live in *mem (free it) */
+struct dispatch_job;
+struct gpus_now;
+size_t grants_line(struct queue *q, const struct gpus_now *now, struct dispatch_job *out, size_t max, bool **mem);
+/* the GPUs uid holds, of now (own[now->n]) */
+void grants_own(struct queue *q, const struct gpus_now *now, uid_t uid, bool *own);
+/* dispatch chose waiter -id (dispatch ids of waiters are negative) to start on gpus */
+void grants_start(struct queue *q, int64_t id, const unsigned *gpus, unsigned n, const struct gpus_now *now);
+/* in the round's transaction: new grants stored, ended ones recorded as usage and removed */
+void grants_flush(struct queue *q);
+/* after the commit (ok) or its failure: answer those granted, refuse what did not start and will not wait */
+void grants_committed(struct queue *q, bool ok);
+
 struct queue {
 	struct queue_opts o;
 	struct sampler *s;
@@ -286,6 +390,7 @@ struct queue {
 	struct view view;
 	struct retention ret;
 	struct usage usage;
+	struct grants grants;
 	struct {
 		struct explain_db *db;   /* failure signatures, loaded at the first failure */
 		bool db_failed;          /* they could not be: not tried again */

@@ -86,6 +86,7 @@ static int sooner(int wait, long long at)
 static void *loop(void *arg)
 {
 	struct queue *q = arg;
+	grants_recover(q);
 	retention_recover(q);
 	if (q->o.log_keep_ms > 0 || q->o.job_keep_ms > 0)
 		q->ret.prune_at = clock_mono_ms(); /* at once, then every half --log-keep or --job-keep */
@@ -94,7 +95,7 @@ static void *loop(void *arg)
 	if (q->view.render_at)
 		view_render(&q->view, q->st);
 	for (;;) {
-		struct pollfd p[4 + MAX_CLIENTS + MAX_RUNNING];
+		struct pollfd p[4 + MAX_CLIENTS + MAX_RUNNING + 1 + MAX_GRANTS + MAX_WAITERS];
 		size_t np = 0;
 		p[np++] = (struct pollfd){.fd = q->stopfd, .events = POLLIN};
 		p[np++] = (struct pollfd){.fd = q->clients.lfd, .events = POLLIN};
@@ -106,6 +107,8 @@ static void *loop(void *arg)
 		/* the runner's children end through its records; adopted jobs through their pidfds */
 		for (size_t i = 0; i < q->round.nrun; i++)
 			p[np++] = (struct pollfd){.fd = q->round.run[i].child ? -1 : q->round.run[i].pidfd, .events = POLLIN};
+		size_t gbase = np;
+		np += grants_poll(q, p + np, sizeof p / sizeof p[0] - np);
 		if (poll(p, np, sooner(sooner(sooner(1000, q->view.render_at), q->ret.prune_at), q->usage.due_ms)) < 0 &&
 		    errno != EINTR)
 			break;
@@ -118,7 +121,10 @@ static void *loop(void *arg)
 			lease_watch_drain(q->round.leases);
 			q->round.dirty = true;
 		}
-		usage_observe(q, changed);
+		if (!q->grants.on)
+			usage_observe(q, changed); /* authority mode: grants.c records usage itself */
+		grants_ready(q, p + gbase, np - gbase);
+		grants_tick(q);
 		/* clients and jobs, from the end so removal does not skip one */
 		size_t base = 4, ncl = q->clients.ncl;
 		for (size_t i = ncl; i-- > 0;)
@@ -140,7 +146,8 @@ static void *loop(void *arg)
 		if (q->ret.prune_at && clock_mono_ms() >= q->ret.prune_at)
 			retention_prune(q);
 	}
-	usage_stop(q);
+	if (!q->grants.on)
+		usage_stop(q); /* a grant is recorded once, when it ends, whatever restarts come between */
 	return NULL;
 }
 
@@ -211,6 +218,8 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 		goto fail;
 	if (store_open(&q->st, o->db, err, errlen) < 0)
 		goto fail;
+	if (o->authority_dir)
+		grants_init(q);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	if (strlen(o->socket) >= sizeof a.sun_path) {
 		errbuf_set(err, errlen, "socket path '%s' is too long", o->socket);
@@ -230,6 +239,20 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 		goto fail;
 	}
 	q->started = true;
+	if (o->authority_dir) {
+		/* listening: now clients may know that leases are ours to grant. The marker stays when we
+		 * stop, so that they wait for us instead of falling back to claim files */
+		char marker[PATH_MAX];
+		snprintf(marker, sizeof marker, "%s/%s", o->authority_dir, AUTHORITY_MARKER);
+		int mfd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (mfd < 0 || fchmod(mfd, 0644) < 0 || dprintf(mfd, "gpuctld %ld\n", (long)getpid()) < 0) {
+			errbuf_set(err, errlen, "cannot write the authority marker '%s': %s", marker, strerror(errno));
+			if (mfd >= 0)
+				close(mfd);
+			goto fail;
+		}
+		close(mfd);
+	}
 	*out = q;
 	return 0;
 fail:
@@ -247,6 +270,7 @@ void queue_stop(struct queue *q)
 		pthread_join(q->thread, NULL);
 	}
 	clients_close(&q->clients);
+	grants_free(q); /* the grants stay in the store: the next gpuctld keeps those still held */
 	runner_link_free(&q->runner); /* the jobs it started run on */
 	round_free(&q->round);
 	if (q->clients.lfd >= 0) {

@@ -30,7 +30,15 @@ struct queue_opts {
 	double gpu_hour_price;   /* gpuctl usage's cost of a GPU-hour; 0: none */
 	const char *price_source; /* borrowed: where that price comes from (--gpu-hour-price auto), or NULL */
 	long long fair_half_life_ms; /* fair share: usage decays by half this often; 0: off (FIFO) */
+	const char *authority_dir;   /* authority mode (--authority): its directory (socket, marker); NULL: off */
 };
+
+/*
+ * Authority mode: the grant table as this process's lease functions see it
+ * (lib/jobs/authority.h's lease_serve), empty until the queue starts.
+ */
+struct lease_source;
+const struct lease_source *queue_lease_source(void);
 
 struct queue;
 

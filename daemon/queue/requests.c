@@ -454,7 +454,7 @@ static json_t *op_load(struct queue *q)
 			 l.running, "queued", l.queued, "runtime_ms", median, "runtimes", (json_int_t)l.nrt);
 }
 
-json_t *requests_answer(void *arg, const struct client *c, const char *line)
+json_t *requests_answer(void *arg, struct client *c, const char *line)
 {
 	struct queue *q = arg;
 	json_error_t e;
@@ -479,8 +479,17 @@ json_t *requests_answer(void *arg, const struct client *c, const char *line)
 		ans = op_usage(q, req);
 	else if (strcmp(op, "load") == 0)
 		ans = op_load(q);
+	else if (!q->grants.on && (!strcmp(op, "lease") || !strcmp(op, "leases") || !strcmp(op, "ours") || !strcmp(op, "drop")))
+		ans = requests_fail("this gpuctld is not the lease authority (gpuctld --authority)");
+	else if (strcmp(op, "lease") == 0)
+		ans = grants_take(q, c, req);
+	else if (strcmp(op, "leases") == 0)
+		ans = grants_list_json(q);
+	else if (strcmp(op, "ours") == 0 || strcmp(op, "drop") == 0)
+		ans = grants_ours_json(q, c, json_string_value(json_object_get(req, "uuid")), op[0] == 'd');
 	else
-		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel, usage or load)", op);
+		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel, usage, load, lease, leases, "
+				    "ours or drop)", op);
 	json_decref(req);
 	return ans;
 }

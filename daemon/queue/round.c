@@ -63,7 +63,10 @@ void round_gpus_now(struct queue *q, struct gpus_now *g)
 	for (size_t i = 0; i < g->n; i++)
 		uuids[i] = uuid_of(&g->view, i);
 	struct lease_dir *d = q->round.leases;
-	if (!d || lease_held(d, uuids, g->n, held) < 0 || quarantine_marked(d, uuids, g->n, g->quarantined) < 0)
+	if (q->grants.on)
+		grants_held(q, uuids, g->n, held); /* authority mode: the grants are the leases */
+	if (!d || (!q->grants.on && lease_held(d, uuids, g->n, held) < 0) ||
+	    quarantine_marked(d, uuids, g->n, g->quarantined) < 0)
 		return; /* none free this round */
 	for (size_t i = 0; i < g->n; i++) {
 		g->nquarantined += g->quarantined[i];
@@ -491,7 +494,8 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	for (size_t i = 0; i < nopts; i++)
 		opts[i] = json_string_value(json_array_get(run, i)); /* rq lives until after the spawn */
 	/* the daemon's view of the node wins over what the submitter's environment said */
-	char idv[40], simv[4200], *keep[] = {"GPUCTL_SIM_LIBDIR", "GPUCTL_SIM_RUNDIR", "GPUCTL_STATE_DIR", NULL};
+	char idv[40], simv[4200], authv[4200];
+	char *keep[] = {"GPUCTL_SIM_LIBDIR", "GPUCTL_SIM_RUNDIR", "GPUCTL_STATE_DIR", "GPUCTL_AUTHORITY_DIR", NULL};
 	snprintf(idv, sizeof idv, "GPUCTL_JOB_ID=%lld", (long long)j->id);
 	size_t m = 0;
 	for (size_t i = 0; i < ne; i++) {
@@ -508,6 +512,12 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	if (q->o.sim) {
 		snprintf(simv, sizeof simv, "GPUCTL_SIM=%s", q->o.sim);
 		env[m++] = simv;
+	}
+	if (q->o.authority_dir) {
+		/* the job's gpuctl run asks this gpuctld for the GPUs it was placed on */
+		snprintf(authv, sizeof authv, "GPUCTL_AUTHORITY_DIR=%s", q->o.authority_dir);
+		env[m++] = authv;
+		keep[3] = NULL;
 	}
 	for (size_t x = 0; keep[x]; x++) {
 		const char *v = getenv(keep[x]);
@@ -531,7 +541,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	pid_t pid = runner_link_spawn(&q->runner, &sr, fds, why, sizeof why);
 	close(go[0]);
 	for (size_t i = 0; env[i]; i++)
-		if (env[i] != idv && env[i] != simv)
+		if (env[i] != idv && env[i] != simv && env[i] != authv)
 			free(env[i]);
 	free(env);
 	vec_free(cmd);
@@ -726,7 +736,12 @@ static void dispatch(struct queue *q)
 	size_t ngpu = now.n;
 	for (size_t g = 0; g < ngpu; g++)
 		nfree += is_free[g];
+	/* authority mode: the requests of gpuctl run, pick, launch and Python wait in the same line */
+	struct dispatch_job line[MAX_WAITERS];
+	bool *linemem = NULL;
+	size_t nline = grants_line(q, &now, line, MAX_WAITERS, &linemem);
 	if (!nfree) {
+		free(linemem);
 		round_gpus_release(&now);
 		return;
 	}
@@ -751,7 +766,7 @@ static void dispatch(struct queue *q)
 			n = 0;
 			break;
 		}
-		sj = calloc(n ? n : 1, sizeof *sj);
+		sj = calloc(n + nline + 1, sizeof *sj);
 		elig = calloc((n ? n : 1) * MAX_GPUS, sizeof *elig);
 		if (!sj || !elig)
 			break;
@@ -774,9 +789,24 @@ static void dispatch(struct queue *q)
 			round_job_eligible(&now, &r, e);
 			json_decref(rq);
 			sj[ns++] = (struct dispatch_job){.id = v[i].id, .priority = v[i].priority, .ngpus = v[i].ngpus,
-						      .eligible = e, .share = usage_share(q, v[i].uid)};
+						      .eligible = e, .share = usage_share(q, v[i].uid),
+						      .arrival = v[i].submitted_ms};
 		}
+		/* a user's own grants never make others wait for it (dispatch.h) */
+		bool *own = q->grants.on ? calloc(ns ? ns : 1, MAX_GPUS * sizeof *own) : NULL;
+		for (size_t i = 0, x = 0; own && i < n && x < ns; i++)
+			if (sj[x].id == v[i].id) {
+				grants_own(q, &now, v[i].uid, &own[x * MAX_GPUS]);
+				sj[x].own = &own[x * MAX_GPUS];
+				x++;
+			}
+		memcpy(sj + ns, line, nline * sizeof *line);
+		ns += nline;
 		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
+		/* the starts refer to own[] no more */
+		for (size_t i = 0; i < ns; i++)
+			sj[i].own = NULL;
+		free(own);
 		if (left == 0 || n < limit)
 			break;
 		k = 0;
@@ -785,6 +815,10 @@ static void dispatch(struct queue *q)
 		bool g[MAX_GPUS] = {false};
 		for (unsigned x = 0; x < out[s].n; x++)
 			g[out[s].gpus[x]] = true;
+		if (out[s].id < 0) {
+			grants_start(q, out[s].id, out[s].gpus, out[s].n, &now);
+			continue;
+		}
 		struct job j;
 		if (store_get(q->st, out[s].id, &j) == 1) {
 			launch(q, &j, g, &now.view);
@@ -793,6 +827,7 @@ static void dispatch(struct queue *q)
 	}
 	free(sj);
 	free(elig);
+	free(linemem);
 	store_list_free(v, n);
 	round_gpus_release(&now);
 }
@@ -813,8 +848,10 @@ void round_settle(struct queue *q)
 	for (size_t i = 0; i < q->round.nfin; i++)
 		record_end(q, &q->round.fin[i]);
 	dispatch(q);
+	grants_flush(q);
 	if (store_commit(q->st) < 0) {
 		queue_log("cannot commit the queue's changes: %s; trying again", store_errmsg(q->st));
+		grants_committed(q, false);
 		for (size_t i = 0; i < q->round.ngo; i++) {
 			close(q->round.go[i].fd); /* it leaves without running anything; the runner reaps it */
 			for (size_t r = 0; r < q->round.nrun; r++)
@@ -830,6 +867,7 @@ void round_settle(struct queue *q)
 		return;
 	}
 	q->round.nfin = 0;
+	grants_committed(q, true);
 	long long now = clock_real_ms();
 	for (size_t i = 0; i < q->round.ngo; i++) {
 		(void)!write(q->round.go[i].fd, "x", 1); /* go */

@@ -22,7 +22,8 @@
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
-	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST, NSTMT
+	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST,
+	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, NSTMT
 };
 
 struct store {
@@ -112,6 +113,11 @@ static const char *const migrations[] = {
 	/* 5: why a failed job failed, as gpuctl explain reads its log (issue 24); gone with its job */
 	"CREATE TABLE diagnoses (job INTEGER PRIMARY KEY, json TEXT NOT NULL);"
 	"CREATE TRIGGER jobs_diagnosis_gone AFTER DELETE ON jobs BEGIN DELETE FROM diagnoses WHERE job = old.id; END;",
+	/* 6: authority mode's grants (grants.c), each durable before its holder hears of it, gone once
+	 * its usage is recorded */
+	"CREATE TABLE grants (id INTEGER PRIMARY KEY, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+	" gpus TEXT NOT NULL, port INTEGER NOT NULL DEFAULT 0, since_ms INTEGER NOT NULL, job INTEGER NOT NULL DEFAULT 0,"
+	" ino INTEGER NOT NULL DEFAULT 0, info TEXT NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -736,4 +742,55 @@ int store_integrity(struct store *s)
 	}
 	sqlite3_finalize(st);
 	return ok;
+}
+
+int store_grant_add(struct store *s, const struct grant_row *g)
+{
+	static const char sql[] = "INSERT INTO grants (id, uid, gid, gpus, port, since_ms, job, ino, info)"
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+	sqlite3_stmt *st = stmt(s, ST_GRANT_ADD, sql);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)g->id);
+	sqlite3_bind_int64(st, 2, g->uid);
+	sqlite3_bind_int64(st, 3, g->gid);
+	sqlite3_bind_text(st, 4, g->gpus, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, g->port);
+	sqlite3_bind_int64(st, 6, g->since_ms);
+	sqlite3_bind_int64(st, 7, g->job);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)g->ino);
+	sqlite3_bind_text(st, 9, g->info, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_grant_del(struct store *s, uint64_t id)
+{
+	sqlite3_stmt *st = stmt(s, ST_GRANT_DEL, "DELETE FROM grants WHERE id = ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+	int rc = sqlite3_step(st);
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_grant_all(struct store *s, void (*fn)(void *arg, const struct grant_row *g), void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_GRANT_ALL, "SELECT id, uid, gid, gpus, port, since_ms, job, ino, info FROM grants ORDER BY id");
+	if (!st)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *gpus = (const char *)sqlite3_column_text(st, 3), *info = (const char *)sqlite3_column_text(st, 8);
+		struct grant_row g = {.id = (uint64_t)sqlite3_column_int64(st, 0), .uid = (uid_t)sqlite3_column_int64(st, 1),
+				      .gid = (gid_t)sqlite3_column_int64(st, 2), .gpus = gpus ? gpus : "",
+				      .port = sqlite3_column_int(st, 4), .since_ms = sqlite3_column_int64(st, 5),
+				      .job = sqlite3_column_int64(st, 6), .ino = (uint64_t)sqlite3_column_int64(st, 7),
+				      .info = info ? info : "{}"};
+		fn(arg, &g);
+	}
+	done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
 }

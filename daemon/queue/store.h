@@ -83,6 +83,23 @@ int store_set_request(struct store *s, int64_t id, const char *json);
 int store_load(struct store *s, size_t limit, void (*job)(void *arg, bool running, unsigned ngpus, int64_t started_ms),
 	       void (*runtime)(void *arg, int64_t ms), void *arg);
 
+/* one grant of authority mode (grants.c), as kept until its usage is recorded (migration 6) */
+struct grant_row {
+	uint64_t id;
+	uid_t uid;
+	gid_t gid;
+	const char *gpus;        /* borrowed: UUIDs, comma-separated ("" for a port) */
+	int port;                /* 0: GPUs */
+	int64_t since_ms;
+	int64_t job;             /* the queued job it is for; 0: none */
+	uint64_t ino;            /* the holder's end of the connection (its socket's inode) */
+	const char *info;        /* borrowed: the holder's record, JSON */
+};
+int store_grant_add(struct store *s, const struct grant_row *g);
+int store_grant_del(struct store *s, uint64_t id);
+/* fn for each kept grant, oldest first (its strings live during the call). 0, or -1. */
+int store_grant_all(struct store *s, void (*fn)(void *arg, const struct grant_row *g), void *arg);
+
 /* Open (creating, migrating) the database at path. 0, or -1 with err. */
 int store_open(struct store **out, const char *path, char *err, size_t errlen);
 void store_close(struct store *s);

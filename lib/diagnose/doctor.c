@@ -1045,6 +1045,26 @@ static void check_mig(const gc_snapshot *s, struct doctor_report *r)
 	free(flag);
 }
 
+/* who decides who holds a GPU here (docs/security.md) */
+static void check_lease_mode(const struct doctor_env *env, struct doctor_report *r)
+{
+	struct doctor_check *c = add(r, "leases.mode", env->lease_mode < 0 ? DOCTOR_FAIL : DOCTOR_OK);
+	if (!c)
+		return;
+	const char *dir = env->lease_dir ? env->lease_dir : "/run/gpuctld";
+	if (env->lease_mode > 0) {
+		snprintf(c->found, sizeof c->found, "authority mode: gpuctld grants every lease (%s)", dir);
+	} else if (env->lease_mode == 0) {
+		snprintf(c->found, sizeof c->found, "cooperative mode: leases are claim files, which keep jobs apart by "
+			 "accident, not against a hostile user");
+		snprintf(c->fix, sizeof c->fix, "on a machine several people share, run gpuctld --authority as root "
+			 "(contrib/gpuctld.service does; docs/security.md)");
+	} else {
+		snprintf(c->found, sizeof c->found, "%s", env->lease_mode_msg ? env->lease_mode_msg : "authority mode refused");
+		snprintf(c->fix, sizeof c->fix, "remove %s, or let root's gpuctld --authority make it", dir);
+	}
+}
+
 int doctor_run(const gc_snapshot *snap, const struct doctor_env *env, struct doctor_report *r)
 {
 	memset(r, 0, sizeof *r);
@@ -1056,6 +1076,7 @@ int doctor_run(const gc_snapshot *snap, const struct doctor_env *env, struct doc
 		check_mig(snap, r);
 	}
 	check_xid(env, r);
+	check_lease_mode(env, r);
 	check_toolkit(snap, env, r);
 	check_framework(snap, env, r, "torch", "python.torch", "PyTorch");
 	check_framework(snap, env, r, "tensorflow", "python.tensorflow", "TensorFlow");

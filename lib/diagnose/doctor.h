@@ -29,6 +29,9 @@ struct doctor_env {
 	const char *cuda_visible_devices, *cuda_device_order, *alloc_conf;
 	const char *nccl_async, *torch_nccl_async;  /* (TORCH_)NCCL_ASYNC_ERROR_HANDLING */
 	bool in_container;
+	int lease_mode;              /* authority_find's: 1 authority, 0 cooperative, <0 refused (lease_mode_msg) */
+	const char *lease_dir;       /* the authority directory looked at */
+	const char *lease_mode_msg;
 	int64_t shm_bytes;           /* size of /dev/shm, -1 unknown */
 	const char *kernel_log;      /* kernel messages already read (may be NULL: not readable) */
 	size_t kernel_log_len;

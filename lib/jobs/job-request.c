@@ -407,6 +407,70 @@ int job_request_try(struct job_request *r, struct lease_dir *d, const struct lea
 	return rc;
 }
 
+/*
+ * Authority mode: gpuctld chooses, in its one line (docs/queue.md), among the GPUs
+ * this request may use (CUDA_VISIBLE_DEVICES, --gpus, --exclude), by its filters.
+ * 1 when the caller should go on as in cooperative mode instead (inside an
+ * ancestor's lease, whose GPUs are used and never leased again; a placement).
+ */
+static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct lease_info *me, bool wait,
+			long long timeout_ms, const volatile int *stop, struct lease **out, unsigned *chosen, char *why,
+			size_t whylen)
+{
+	if (r->placed_spec || r->peek_only)
+		return 1;
+	if (lease_held(d, r->uuids, r->ngpus, r->leased) < 0) {
+		snprintf(why, whylen, "cannot read gpuctld's grants");
+		return GC_EIO;
+	}
+	int rc = inside_own_lease(r, d, why, whylen);
+	if (rc)
+		return rc;
+	if (r->nown)
+		return 1;
+	bool exact = r->jg.gpus_spec != NULL;
+	const char **allowed = calloc(r->ngpus ? r->ngpus : 1, sizeof *allowed);
+	char(*got)[LEASE_UUID_MAX] = calloc(r->ngpus ? r->ngpus : 1, sizeof *got);
+	if (!allowed || !got) {
+		free(allowed);
+		free(got);
+		snprintf(why, whylen, "out of memory");
+		return GC_ENOMEM;
+	}
+	for (size_t i = 0; i < r->ngpus; i++)
+		if (r->uuids[i] && r->allowed[i] && !r->exclude[i] && (!exact || r->wanted[i]))
+			allowed[i] = r->uuids[i];
+	struct lease_ask a = {.n = r->jg.n_auto ? 0 : r->jg.sel.n, .allowed = allowed, .nallowed = r->ngpus,
+			      .exact = exact, .min_free_mem = r->jg.sel.min_free_mem, .max_util = r->jg.sel.max_util,
+			      .model = r->jg.sel.model, .shared = r->jg.sel.shared, .wait = wait, .timeout_ms = timeout_ms};
+	size_t ngot = 0;
+	rc = lease_ask(d, &a, me, stop, out, got, r->ngpus, &ngot, why, whylen);
+	if (rc == GC_OK) {
+		/* the GPUs granted, as our indices, ascending */
+		unsigned k = 0;
+		for (size_t i = 0; i < r->ngpus; i++)
+			for (size_t g = 0; g < ngot; g++)
+				if (r->uuids[i] && strcmp(r->uuids[i], got[g]) == 0)
+					chosen[k++] = (unsigned)i;
+		if (k != ngot) {
+			snprintf(why, whylen, "gpuctld granted a GPU this process does not see");
+			lease_release(*out);
+			*out = NULL;
+			rc = GC_EIO;
+		} else if (r->jg.n_auto) {
+			if (k < r->jg.sel.n && !r->auto_said) {
+				snprintf(r->note, sizeof r->note, "-n auto: took %u GPU%s, a power of two of those free", k,
+					 k > 1 ? "s" : "");
+				r->auto_said = true;
+			}
+			r->jg.sel.n = k;
+		}
+	}
+	free(allowed);
+	free(got);
+	return rc;
+}
+
 int job_request_acquire(struct job_request *r, struct lease_dir *d, const struct lease_info *me, bool wait,
 			long long timeout_ms, const volatile int *stop, struct lease **out, struct lease_ticket **ticket,
 			unsigned *chosen, char *why, size_t whylen)
@@ -415,6 +479,8 @@ int job_request_acquire(struct job_request *r, struct lease_dir *d, const struct
 	int rc;
 	*out = NULL;
 	*ticket = NULL;
+	if (lease_dir_authority(d) && (rc = auth_acquire(r, d, me, wait, timeout_ms, stop, out, chosen, why, whylen)) != 1)
+		return rc;
 	if (wait && lease_queue_join(d, me, ticket, err, sizeof err) != GC_OK) {
 		snprintf(why, whylen, "%s", err);
 		return GC_EIO;

@@ -54,6 +54,7 @@
  * symbolic link is refused) and O_NONBLOCK (a planted FIFO cannot hang an open).
  */
 #include "util/clock.h"
+#include "jobs/authority.h"
 #include "jobs/lease.h"
 #include "util/errbuf.h"
 #include "device/proc.h"
@@ -87,6 +88,11 @@ struct lease_dir {
 	int ino;    /* inotify, -1 until a waiter needs it */
 	uid_t uid;  /* ours (effective) */
 	char path[PATH_MAX];
+	/* authority mode (authority.h): leases are gpuctld's grants, asked for at sock; the
+	 * directory keeps only the quarantine marks. Inside gpuctld, src is its grant table. */
+	bool auth;
+	char sock[PATH_MAX];
+	const struct lease_source *src;
 };
 
 /* the order of claims and tickets: all three from the kernel but num, which only breaks ties */
@@ -102,6 +108,7 @@ struct claim {
 };
 
 struct lease {
+	int afd;                /* authority mode: the grant's connection to gpuctld (n is 0); -1 otherwise */
 	struct lease_dir *d;    /* &own: a lease may outlive the handle it was taken through */
 	struct lease_dir own;   /* its directory (a descriptor of its own), for the release */
 	struct lease_info me;
@@ -207,6 +214,14 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 		return GC_ENOMEM;
 	d->dfd = d->ino = -1;
 	d->uid = geteuid();
+	if ((d->src = lease_served()) == NULL) {
+		int a = authority_find(d->sock, sizeof d->sock, err, errlen);
+		if (a < 0) {
+			free(d);
+			return a;
+		}
+		d->auth = a == 1;
+	}
 	const char *env = getenv("GPUCTL_STATE_DIR");
 	int fd = -1;
 	if (!path && env && *env)
@@ -229,6 +244,11 @@ int lease_dir_open(struct lease_dir **out, const char *path, bool create, char *
 		}
 		snprintf(d->path, sizeof d->path, "%s/gpuctl", xdg);
 		fd = open_dir(d->path, 0700, create, err, errlen);
+	}
+	if (fd < 0 && d->auth && !create && errno == ENOENT) {
+		/* authority mode: the leases are gpuctld's; the directory only has quarantine marks */
+		*out = d;
+		return GC_OK;
 	}
 	if (fd < 0) {
 		int e = errno;
@@ -337,6 +357,11 @@ static int64_t ctime_ns(const struct stat *st)
 {
 	return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
+
+/* authority mode: the same functions as requests to gpuctld (at the end of this file) */
+static int auth_list(struct lease_dir *d, struct lease_entry **out, size_t *n, struct lease_waiter **wout, size_t *wn);
+static int auth_try(struct lease_dir *d, const char *kind, const char *const *uuids, size_t n, int port,
+		    const struct lease_info *me, struct lease **out, size_t *busy, char *err, size_t errlen);
 
 /* ---- records ------------------------------------------------------------ */
 
@@ -665,6 +690,22 @@ static void note_orphan(struct lease_info *info, dev_t dev, ino_t ino)
 
 int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 {
+	if (d->auth || d->src) {
+		struct lease_entry *e = NULL;
+		size_t n = 0;
+		int rc = auth_list(d, &e, &n, NULL, NULL);
+		if (rc < 0)
+			return rc;
+		int found = 0;
+		for (size_t i = 0; i < n && !found; i++)
+			if (strcmp(e[i].uuid, uuid) == 0) {
+				found = 1;
+				if (info)
+					*info = e[i].info;
+			}
+		free(e);
+		return found;
+	}
 	if (!valid_uuid(uuid))
 		return GC_EINVAL;
 	struct find f = {.uuid = uuid, .want_record = info != NULL};
@@ -715,6 +756,21 @@ static int find_ours(struct lease_dir *d, const char *name, void *arg)
 
 int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info)
 {
+	if (d->src)
+		return 0; /* gpuctld itself holds no lease */
+	if (d->auth) {
+		json_t *ans = NULL;
+		char err[256];
+		int rc = authority_call(d->sock, json_pack("{s:s, s:s}", "op", "ours", "uuid", uuid), &ans, err, sizeof err);
+		if (rc == GC_OK && (rc = authority_answer_rc(ans, err, sizeof err)) == GC_OK) {
+			rc = json_is_true(json_object_get(ans, "ours"));
+			json_t *h = json_object_get(ans, "holder");
+			if (info && h)
+				authority_info_read(h, info);
+		}
+		json_decref(ans);
+		return rc;
+	}
 	if (!valid_uuid(uuid))
 		return GC_EINVAL;
 	struct ours o = {.uuid = uuid};
@@ -728,6 +784,17 @@ int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info)
 
 int lease_drop_ours(struct lease_dir *d, const char *uuid)
 {
+	if (d->src)
+		return 0;
+	if (d->auth) {
+		json_t *ans = NULL;
+		char err[256];
+		int rc = authority_call(d->sock, json_pack("{s:s, s:s}", "op", "drop", "uuid", uuid), &ans, err, sizeof err);
+		if (rc == GC_OK && (rc = authority_answer_rc(ans, err, sizeof err)) == GC_OK)
+			rc = json_is_true(json_object_get(ans, "dropped"));
+		json_decref(ans);
+		return rc;
+	}
 	if (!valid_uuid(uuid))
 		return GC_EINVAL;
 	struct ours o = {.uuid = uuid};
@@ -819,6 +886,7 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 		free(rec);
 		return GC_ENOMEM;
 	}
+	l->afd = -1;
 	l->own = *d;
 	l->own.ino = -1;
 	l->own.dfd = fcntl(d->dfd, F_DUPFD_CLOEXEC, 0);
@@ -884,6 +952,8 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 int lease_try(struct lease_dir *d, const char *const *uuids, size_t n, const struct lease_info *me,
 	      struct lease **out, size_t *busy, char *err, size_t errlen)
 {
+	if (d->auth)
+		return auth_try(d, "gpu", uuids, n, 0, me, out, busy, err, errlen);
 	return claim_try(d, "gpu-", uuids, n, me, out, busy, err, errlen);
 }
 
@@ -898,6 +968,8 @@ int lease_port_try(struct lease_dir *d, int port, const struct lease_info *me, s
 	snprintf(id, sizeof id, "%d", port);
 	const char *ids[1] = {id};
 	size_t busy;
+	if (d->auth)
+		return auth_try(d, "port", NULL, 0, port, me, out, &busy, err, errlen);
 	return claim_try(d, "port-", ids, 1, me, out, &busy, err, errlen);
 }
 
@@ -906,6 +978,13 @@ void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)
 	l->me.pid = pid;
 	if (supervisor)
 		l->me.supervisor = supervisor;
+	if (l->afd >= 0) {
+		/* gpuctld checks that they are the caller's own processes; no answer */
+		char err[128];
+		(void)authority_send(l->afd, json_pack("{s:s, s:i, s:i}", "op", "pid", "pid", (int)pid, "supervisor",
+						      (int)l->me.supervisor), err, sizeof err);
+		return;
+	}
 	char *rec = record_json(&l->me, 0);
 	if (!rec)
 		return;
@@ -927,6 +1006,8 @@ void lease_set_pid(struct lease *l, pid_t pid, pid_t supervisor)
 
 int lease_inherit(struct lease *l)
 {
+	if (l->afd >= 0 && fcntl(l->afd, F_SETFD, 0) < 0)
+		return GC_EIO;
 	for (size_t i = 0; i < l->n; i++)
 		if (fcntl(l->c[i].fd, F_SETFD, 0) < 0)
 			return GC_EIO;
@@ -937,8 +1018,11 @@ void lease_release(struct lease *l)
 {
 	if (!l)
 		return;
+	if (l->afd >= 0)
+		close(l->afd); /* the grant ends once no other process (the job's) holds it */
 	drop_claims(l->d, l->c, l->n);
-	close(l->own.dfd);
+	if (l->own.dfd >= 0)
+		close(l->own.dfd);
 	free(l);
 }
 
@@ -1064,6 +1148,16 @@ int lease_held(struct lease_dir *d, const char *const *uuids, size_t n, bool *he
 {
 	for (size_t i = 0; i < n; i++)
 		held[i] = false;
+	if (d->auth || d->src) {
+		struct lease_entry *e = NULL;
+		size_t ne = 0;
+		int rc = auth_list(d, &e, &ne, NULL, NULL);
+		for (size_t k = 0; rc == GC_OK && k < ne; k++)
+			for (size_t i = 0; i < n; i++)
+				held[i] |= uuids[i] && strcmp(uuids[i], e[k].uuid) == 0;
+		free(e);
+		return rc;
+	}
 	struct freecount f = {uuids, n, held};
 	return scan(d, note_held, &f);
 }
@@ -1197,6 +1291,11 @@ void lease_unwatch(struct lease_dir *d)
 
 int lease_wait(struct lease_dir *d, int timeout_ms)
 {
+	if (d->auth || d->src) {
+		/* gpuctld's grants change out of sight: look again after a short while */
+		poll(NULL, 0, timeout_ms >= 0 && timeout_ms < 200 ? timeout_ms : 200);
+		return 1;
+	}
 	if (watch(d) < 0)
 		return GC_EIO;
 	struct pollfd p = {.fd = d->ino, .events = POLLIN};
@@ -1213,6 +1312,8 @@ int lease_wait(struct lease_dir *d, int timeout_ms)
 
 int lease_watch_fd(struct lease_dir *d)
 {
+	if (d->auth || d->src)
+		return -1; /* gpuctld's grant table says itself when it changes */
 	return watch(d) < 0 ? GC_EIO : d->ino;
 }
 
@@ -1279,6 +1380,8 @@ int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
+	if (d->auth || d->src)
+		return auth_list(d, out, n, NULL, NULL);
 	struct items it = {.rc = GC_OK};
 	int rc = scan(d, collect, &it);
 	if (rc < 0 || it.rc != GC_OK) {
@@ -1315,6 +1418,8 @@ int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
+	if (d->auth || d->src)
+		return auth_list(d, NULL, NULL, out, n);
 	struct items it = {.tickets = true, .rc = GC_OK};
 	int rc = scan(d, collect, &it);
 	if (rc < 0 || it.rc != GC_OK) {
@@ -1396,3 +1501,236 @@ void lease_holder_text(const struct lease_info *raw, char *buf, size_t len)
 		snprintf(buf + w, len - (size_t)w, ")");
 }
 
+
+/* ---- authority mode (authority.h) ----------------------------------------- */
+
+bool lease_dir_authority(const struct lease_dir *d)
+{
+	return d && (d->auth || d->src);
+}
+
+/* gpuctld's grants on GPUs and its line, as lease_list and lease_queue_list give them (either may be NULL) */
+static int auth_list(struct lease_dir *d, struct lease_entry **out, size_t *n, struct lease_waiter **wout, size_t *wn)
+{
+	if (d->src) {
+		int rc = GC_OK;
+		if (out && (rc = d->src->list(d->src->arg, out, n)) != GC_OK)
+			return rc;
+		if (wout && (rc = d->src->waiters(d->src->arg, wout, wn)) != GC_OK) {
+			if (out) {
+				free(*out);
+				*out = NULL;
+				*n = 0;
+			}
+		}
+		return rc;
+	}
+	json_t *ans = NULL;
+	char err[256];
+	int rc = authority_call(d->sock, json_pack("{s:s}", "op", "leases"), &ans, err, sizeof err);
+	if (rc == GC_OK)
+		rc = authority_answer_rc(ans, err, sizeof err);
+	json_t *g = json_object_get(ans, "grants"), *w = json_object_get(ans, "waiters");
+	size_t ng = json_array_size(g), nw = json_array_size(w);
+	struct lease_entry *e = out && rc == GC_OK ? calloc(ng ? ng : 1, sizeof *e) : NULL;
+	struct lease_waiter *v = wout && rc == GC_OK ? calloc(nw ? nw : 1, sizeof *v) : NULL;
+	if (rc == GC_OK && ((out && !e) || (wout && !v)))
+		rc = GC_ENOMEM;
+	if (rc != GC_OK) {
+		free(e);
+		free(v);
+		json_decref(ans);
+		return rc;
+	}
+	if (out) {
+		for (size_t i = 0; i < ng; i++) {
+			json_t *o = json_array_get(g, i);
+			const char *u = json_string_value(json_object_get(o, "uuid"));
+			snprintf(e[i].uuid, sizeof e[i].uuid, "%s", u ? u : "");
+			authority_info_read(o, &e[i].info);
+		}
+		*out = e;
+		*n = ng;
+	}
+	if (wout) {
+		for (size_t i = 0; i < nw; i++) {
+			json_t *o = json_array_get(w, i);
+			v[i].ticket = (uint64_t)json_integer_value(json_object_get(o, "ticket"));
+			authority_info_read(o, &v[i].info);
+		}
+		*wout = v;
+		*wn = nw;
+	}
+	json_decref(ans);
+	return GC_OK;
+}
+
+/* a lease that is a connection to gpuctld */
+static struct lease *auth_lease(const struct lease_info *me, int fd)
+{
+	struct lease *l = calloc(1, sizeof *l);
+	if (!l)
+		return NULL;
+	l->afd = fd;
+	l->own.dfd = l->own.ino = -1;
+	l->d = &l->own;
+	l->me = *me;
+	return l;
+}
+
+static json_t *auth_me(const struct lease_info *me)
+{
+	json_t *o = authority_info_json(me);
+	/* who we are is SO_PEERCRED's word, not ours */
+	json_object_del(o, "uid");
+	json_object_del(o, "user");
+	json_object_del(o, "grant");
+	json_object_del(o, "orphan");
+	json_object_del(o, "live");
+	return o;
+}
+
+/*
+ * Ask on a new connection; the connection is the grant when it is granted. A
+ * gpuctld that goes away before it answers (a restart) is asked again once it is
+ * back, within the time left: a waiter's place is then its new arrival.
+ */
+static int auth_request(struct lease_dir *d, json_t *req, long long timeout_ms, const volatile int *stop,
+			const struct lease_info *me, struct lease **out, json_t **granted, char *err, size_t errlen)
+{
+	*out = NULL;
+	*granted = NULL;
+	long long deadline = timeout_ms < 0 ? -1 : clock_mono_ms() + timeout_ms;
+	int rc, fd = -1;
+	for (int attempt = 0;; attempt++) {
+		long long left = deadline < 0 ? -1 : deadline - clock_mono_ms();
+		if (deadline >= 0 && left < 0)
+			left = 0;
+		fd = authority_connect(d->sock, left, stop, err, errlen);
+		if (fd < 0) {
+			rc = fd;
+			break;
+		}
+		rc = authority_send(fd, json_incref(req), err, errlen);
+		bool answered = false;
+		while (rc == GC_OK) {
+			json_t *ans = NULL;
+			left = deadline < 0 ? -1 : deadline - clock_mono_ms();
+			rc = authority_recv(fd, deadline >= 0 && left < 0 ? 0 : left, stop, &ans, err, errlen);
+			if (rc != GC_OK)
+				break;
+			answered = true;
+			if ((rc = authority_answer_rc(ans, err, errlen)) != GC_OK) {
+				json_t *busy = json_object_get(ans, "busy");
+				if (json_is_integer(busy))
+					*granted = json_incref(ans);
+				json_decref(ans);
+				break;
+			}
+			const char *state = json_string_value(json_object_get(ans, "state"));
+			if (state && strcmp(state, "granted") == 0) {
+				*granted = ans;
+				if (!(*out = auth_lease(me, fd)))
+					rc = GC_ENOMEM;
+				else
+					(*out)->me.grant = (uint64_t)json_integer_value(json_object_get(ans, "grant"));
+				break;
+			}
+			/* waiting in line: why, for a timeout's message */
+			const char *w = json_string_value(json_object_get(ans, "why"));
+			if (w)
+				errbuf_set(err, errlen, "%s", w);
+			json_decref(ans);
+		}
+		/* gpuctld closed the connection before granting: it is stopping or restarting */
+		bool gone = rc == GC_EIO && !*out && (!answered || *granted == NULL) && attempt < 100;
+		if (!gone || (stop && *stop))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	json_decref(req);
+	if (rc == GC_ETIMEDOUT && !err[0])
+		errbuf_set(err, errlen, "waiting in gpuctld's line");
+	if (rc != GC_OK) {
+		if (fd >= 0)
+			close(fd);
+		if (*out) {
+			free(*out);
+			*out = NULL;
+		}
+		if (rc != GC_EBUSY) {
+			json_decref(*granted);
+			*granted = NULL;
+		}
+	}
+	return rc;
+}
+
+static int auth_try(struct lease_dir *d, const char *kind, const char *const *uuids, size_t n, int port,
+		    const struct lease_info *me, struct lease **out, size_t *busy, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (n == 0 && !port) {
+		/* nothing to lease (every GPU is an ancestor's): a lease that holds none */
+		return (*out = auth_lease(me, -1)) ? GC_OK : GC_ENOMEM;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:o}", "op", "lease", "kind", kind, "me", auth_me(me));
+	if (port)
+		json_object_set_new(req, "port", json_integer(port));
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(uuids[i]));
+	json_object_set_new(req, "gpus", a);
+	json_object_set_new(req, "n", json_integer((json_int_t)n));
+	json_object_set_new(req, "exact", json_true());
+	json_t *got = NULL;
+	int rc = auth_request(d, req, -1, NULL, me, out, &got, err, errlen);
+	if (rc == GC_EBUSY) {
+		json_int_t b = json_integer_value(json_object_get(got, "busy"));
+		*busy = b >= 0 && (size_t)b < n ? (size_t)b : 0;
+	}
+	json_decref(got);
+	return rc;
+}
+
+int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease_info *me, const volatile int *stop,
+	      struct lease **out, char (*got)[LEASE_UUID_MAX], size_t maxgot, size_t *ngot, char *why, size_t whylen)
+{
+	*out = NULL;
+	*ngot = 0;
+	if (!d->auth) {
+		errbuf_set(why, whylen, "not in authority mode");
+		return GC_EINVAL;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:o, s:i, s:b, s:b, s:I, s:i, s:b}", "op", "lease", "kind", "gpu", "me",
+				auth_me(me), "n", (int)a->n, "exact", a->exact, "wait", a->wait, "min_free_mem",
+				(json_int_t)a->min_free_mem, "max_util", a->max_util, "shared", a->shared);
+	if (a->model)
+		json_object_set_new(req, "model", json_string(a->model));
+	if (a->allowed) {
+		json_t *al = json_array();
+		for (size_t i = 0; i < a->nallowed; i++)
+			if (a->allowed[i])
+				json_array_append_new(al, json_string(a->allowed[i]));
+		json_object_set_new(req, "gpus", al);
+	}
+	json_t *ans = NULL;
+	int rc = auth_request(d, req, a->wait ? a->timeout_ms : -1, stop, me, out, &ans, why, whylen);
+	if (rc == GC_OK) {
+		json_t *g = json_object_get(ans, "gpus");
+		for (size_t i = 0; i < json_array_size(g) && i < maxgot; i++) {
+			const char *u = json_string_value(json_array_get(g, i));
+			snprintf(got[(*ngot)++], LEASE_UUID_MAX, "%s", u ? u : "");
+		}
+	}
+	json_decref(ans);
+	return rc;
+}
+
+int lease_revoke(struct lease_dir *d, uint64_t grant, const char *why)
+{
+	if (!d || !d->src || !d->src->revoke)
+		return GC_EINVAL;
+	return d->src->revoke(d->src->arg, grant, why);
+}

@@ -36,6 +36,7 @@ struct lease_info {
 	 * exited but the lease is still held, by a process the job left behind */
 	bool orphan;
 	pid_t live;         /* with orphan: a process that holds it now; 0 when none can be seen */
+	uint64_t grant;     /* authority mode: gpuctld's number for the grant (authority.h); 0 otherwise */
 };
 
 struct lease_dir;
@@ -165,6 +166,33 @@ int lease_wait(struct lease_dir *d, int timeout_ms);
  */
 int lease_watch_fd(struct lease_dir *d);
 void lease_watch_drain(struct lease_dir *d);
+
+/* Is authority mode in force for d (gpuctld grants every lease: authority.h)? */
+bool lease_dir_authority(const struct lease_dir *d);
+
+/*
+ * Authority mode: ask gpuctld for a.n GPUs of a.allowed (UUIDs; NULL: any), chosen
+ * by its line (docs/queue.md) and its last sample with these filters: now, or
+ * with a.wait in line for at most a.timeout_ms (-1: no limit). 0 with *out and
+ * got[] (the UUIDs granted, *ngot of them; got holds a.n, or every GPU for n_auto);
+ * GC_EBUSY (not now) or GC_ETIMEDOUT with why; GC_ECANCELED when *stop was set.
+ */
+struct lease_ask {
+	unsigned n;                  /* 0: every GPU free now (a power of two, at least 1) */
+	const char *const *allowed;  /* borrowed UUIDs the request may use; NULL: any */
+	size_t nallowed;
+	bool exact;                  /* every one of allowed, or nothing */
+	uint64_t min_free_mem;
+	int max_util;                /* -1: any */
+	const char *model;
+	bool shared;
+	bool wait;
+	long long timeout_ms;
+};
+int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease_info *me, const volatile int *stop,
+	      struct lease **out, char (*got)[LEASE_UUID_MAX], size_t maxgot, size_t *ngot, char *why, size_t whylen);
+/* gpuctld only: end grant `grant` now (reclaim, enforcement). 0, GC_ENOTFOUND, GC_EINVAL when d is no authority's */
+int lease_revoke(struct lease_dir *d, uint64_t grant, const char *why);
 
 /* Everything held now: uuids[] (caller frees with free) and infos. */
 struct lease_entry {

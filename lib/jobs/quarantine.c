@@ -92,8 +92,8 @@ static int read_mark(int dfd, const char *name, struct quarantine_info *info)
 int quarantine_get(struct lease_dir *d, const char *uuid, struct quarantine_info *info)
 {
 	char name[LEASE_UUID_MAX + 16];
-	if (!name_for(uuid, name, sizeof name))
-		return 0;
+	if (!name_for(uuid, name, sizeof name) || lease_dir_fd(d) < 0)
+		return 0; /* no directory (authority mode, nothing made yet): no mark */
 	return read_mark(lease_dir_fd(d), name, info);
 }
 
@@ -115,6 +115,8 @@ int quarantine_list(struct lease_dir *d, struct quarantine_info **out, size_t *n
 {
 	*out = NULL;
 	*n = 0;
+	if (lease_dir_fd(d) < 0)
+		return GC_OK; /* no directory: no mark */
 	int fd = dup(lease_dir_fd(d));
 	DIR *dir = fd < 0 ? NULL : fdopendir(fd);
 	if (!dir) {

@@ -80,7 +80,7 @@ try:
         state = os.path.join(root, "state")
         os.mkdir(state, 0o700)
         simdir = os.path.join(libdir, "gpuctl")
-        renv = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") and k != "CUDA_VISIBLE_DEVICES"}
+        renv = {k: v for k, v in os.environ.items() if (not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR") and k != "CUDA_VISIBLE_DEVICES"}
         renv.update(LD_LIBRARY_PATH=libdir, GPUCTL_SIM_LIBDIR=simdir)
         ckdir = os.path.join(root, "ckpt")
         os.mkdir(ckdir, 0o700)

@@ -53,7 +53,7 @@ n1-standard-8,8.0,30.0,,,,us-central1,us-central1-a,0.38,0.08
 
 
 def advise(gpuctl, args, home):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR"}
     env["HOME"] = home
     return subprocess.run([gpuctl, "advise", "--model", "llama-2-7b", "--precision", "int4", "--batch", "1",
                            *args], capture_output=True, text=True, timeout=60, env=env)

@@ -107,7 +107,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as rundir:
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+               if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
         env.update({"GPUCTL_SIM_RUNDIR": rundir, "GPUCTL_STATE_DIR": os.path.join(rundir, "state"),
                     "LC_ALL": "C", "TZ": "UTC", "NO_COLOR": ""})
         env.pop("CUDA_VISIBLE_DEVICES", None)

@@ -34,7 +34,7 @@ GAP = 0.02         # between arrivals
 VICTIMS = {17, 53, 90}  # jobs killed with SIGKILL mid-run
 
 work = tempfile.mkdtemp(prefix="gpuctl-conc-")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.pop("CUDA_VISIBLE_DEVICES", None)
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 rec = os.path.join(work, "rec")

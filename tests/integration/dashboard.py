@@ -251,7 +251,7 @@ def run():
     libdir = os.environ.get("GPUCTL_SIM_LIBDIR") or os.path.join(
         os.path.dirname(os.path.abspath(GPUCTLD)), "..", "sim")
     hold_bin = os.path.join(libdir, "gpuctl-sim-hold")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR"}
     env.update({"GPUCTL_SIM_LIBDIR": libdir,
                 "GPUCTL_SIM_RUNDIR": tempfile.mkdtemp(prefix="run-", dir=tmp),
                 "GPUCTL_STATE_DIR": tempfile.mkdtemp(prefix="state-", dir=tmp)})

@@ -76,7 +76,7 @@ def doctor(node, extra_env=None, want_exit=None, name="", args_extra=()):
     env = {k: v for k, v in os.environ.items()
            if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTORCH_CUDA_ALLOC_CONF",
                         "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING")
-           and (not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR")}
+           and (not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR"))}
     env.update({"GPUCTL_DATA_DIR": os.path.join(SRC, "data"), "GPUCTL_DOCTOR_KERNEL_LOG": quiet,
                 "GPUCTL_DOCTOR_CONTAINER": "0", "GPUCTL_SIM_RUNDIR": tmp,
                 # no nvcc or python of this machine's: only the fakes

@@ -53,7 +53,7 @@ def check(name, cond, detail=""):
 
 
 work = tempfile.mkdtemp(prefix="gpuctl-explain-exit-")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.pop("CUDA_VISIBLE_DEVICES", None)
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": work,
             "PATH": os.path.join(work, "bin") + ":" + os.environ.get("PATH", "/usr/bin:/bin")})

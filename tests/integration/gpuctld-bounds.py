@@ -38,7 +38,7 @@ import gpuctld_proc
 GPUCTLD, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "examples", "nodes", "l4-2x.json")
 work = tempfile.mkdtemp(prefix="gpuctld-bounds-")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 errors = []
 

@@ -32,7 +32,7 @@ if os.geteuid() != 0:
     sys.exit(77)
 work = tempfile.mkdtemp(prefix="gpuctl-qcrash-")
 sock, db, out = os.path.join(work, "q.sock"), os.path.join(work, "q.db"), os.path.join(work, "ran")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 errors = []
 random.seed(11)

@@ -49,7 +49,7 @@ A, B = testusers.create("the queue test creates two users")
 work = tempfile.mkdtemp(prefix="gpuctl-queue-")
 os.chmod(work, 0o755)
 sock = os.path.join(work, "q.sock")
-base_env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+base_env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 base_env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
                  "GPUCTL_QUEUE_SOCKET": sock})
 # shared by every user, as /run/gpuctl is

@@ -86,7 +86,7 @@ def install(name, text=FAKE):
 
 install("torchrun")
 base_env = {k: v for k, v in os.environ.items()
-            if not k.startswith(("GPUCTL_", "TORCH_", "NCCL_", "SLURM_")) or k == "GPUCTL_SIM_LIBDIR"}
+            if not k.startswith(("GPUCTL_", "TORCH_", "NCCL_", "SLURM_")) or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF"):
     base_env.pop(k, None)
 base_env.update({"PATH": bindir + ":/usr/bin:/bin", "FAKE_REC": rec,

@@ -23,7 +23,7 @@ def start_mock(src):
 
 def case_env(work, case, base):
     """our environment without GPUCTL_* (but the simulator's), a state of the case's own, the mock"""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     env.update({"GPUCTL_STATE_DIR": os.path.join(work, case, "state"),
                 "GPUCTL_SIM_RUNDIR": os.path.join(work, case, "rd"), "GPUCTL_METADATA_URL": base})

@@ -32,7 +32,7 @@ def setup(what):
     work = tempfile.mkdtemp(prefix=f"gpuctl-{what}-")
     os.chmod(work, 0o777)
     sock = os.path.join(work, "q.sock")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
     env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
                 "GPUCTL_QUEUE_SOCKET": sock,
                 "PATH": os.path.dirname(GPUCTL) + ":" + os.environ.get("PATH", "/usr/bin:/bin")})

@@ -37,7 +37,7 @@ NODE = os.path.join(work, "node.json")
 with open(NODE, "w") as f:
     json.dump(node, f)
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 
 

@@ -76,7 +76,7 @@ os.chmod(work, 0o755)
 shared = os.path.join(work, "run")  # shared by every user, as /run/gpuctl is
 os.makedirs(shared)
 os.chmod(shared, 0o1777)
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": shared, "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 os.makedirs(env["GPUCTL_SIM_RUNDIR"])
 os.chmod(env["GPUCTL_SIM_RUNDIR"], 0o1777)

@@ -79,7 +79,7 @@ with open(os.path.join(bindir, "torchrun"), "w") as f:
 os.chmod(os.path.join(bindir, "torchrun"), 0o755)
 
 env = {k: v for k, v in os.environ.items()
-       if not k.startswith(("GPUCTL_", "SLURM_", "TORCH_")) or k == "GPUCTL_SIM_LIBDIR"}
+       if not k.startswith(("GPUCTL_", "SLURM_", "TORCH_")) or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.pop("CUDA_VISIBLE_DEVICES", None)
 env.update({"SLURM_CONF": conf, "PATH": bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin",
             "FAKE_REC": rec, "FAKE_GPUCTL": GPUCTL, "GPUCTL_SIM": NODE,

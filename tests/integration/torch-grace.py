@@ -81,7 +81,7 @@ def main():
         # control: the real torchrun, SIGTERM to torchrun
         out = os.path.join(work, "control")
         os.mkdir(out)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR"}
         t = subprocess.Popen([TORCHRUN, "--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d",
                               "--rdzv_endpoint=127.0.0.1:0", *STD, script, out, str(SAVE_S)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -107,7 +107,7 @@ def main():
         base = "http://127.0.0.1:%d" % int(mock.stdout.readline().split()[-1])
         out = os.path.join(work, "gpuctl")
         os.mkdir(out)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
         env.pop("CUDA_VISIBLE_DEVICES", None)
         env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
                     "GPUCTL_METADATA_URL": base, "PATH": "/usr/bin:/bin"})

@@ -67,7 +67,7 @@ job = os.path.join(work, "job.py")
 with open(job, "w") as f:
     f.write(JOB)
 env = {k: v for k, v in os.environ.items()
-       if not k.startswith(("GPUCTL_", "TORCH_", "NCCL_", "PET_", "SLURM_")) or k == "GPUCTL_SIM_LIBDIR"}
+       if not k.startswith(("GPUCTL_", "TORCH_", "NCCL_", "PET_", "SLURM_")) or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 for k in ("CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS", "PYTHONPATH"):
     env.pop(k, None)
 # the test's own PATH first (here a pyenv python3 without torch), /usr/bin after it

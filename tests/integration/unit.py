@@ -183,7 +183,7 @@ try:
         argv = ["setpriv"] + (["--nnp"] if on("NoNewPrivileges") else []) + \
             (["--bounding-set", ",".join(bset)] if bset else []) + ["--"] + argv
     sh.append("exec " + " ".join(shlex.quote(a) for a in argv))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
     env["GPUCTL_SIM_RUNDIR"] = os.path.join(work, "rd")
     os.makedirs(env["GPUCTL_SIM_RUNDIR"])
     os.chmod(env["GPUCTL_SIM_RUNDIR"], 0o1777)
@@ -219,7 +219,12 @@ try:
         shutil.chown(utmp, A)
         with open(os.path.join(utmp, "in"), "w") as f:
             f.write("done\n")
-        uenv = dict(env, GPUCTL_QUEUE_SOCKET=os.path.join(run_dir, "gpuctld.sock"), GPUCTL_STATE_DIR=run_dir)
+        # authority mode (--authority in ExecStart): gpuctld's socket is in /run/gpuctld
+        authority = "--authority" in argv
+        qsock = os.path.join(roots["/run"], "gpuctld", "gpuctld.sock") if authority else \
+            os.path.join(run_dir, "gpuctld.sock")
+        uenv = dict(env, GPUCTL_QUEUE_SOCKET=qsock, GPUCTL_STATE_DIR=run_dir,
+                    GPUCTL_AUTHORITY_DIR=os.path.join(roots["/run"], "gpuctld"))
         p = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "submit", "--", "sh", "-c",
                                                  "echo hello from $(pwd); grep -E '^(NoNewPrivs|CapBnd):' "
                                                  f"/proc/self/status; cat {utmp}/in > result"),

@@ -17,7 +17,7 @@ GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 HOLD = 3.0
 work = tempfile.mkdtemp(prefix="gpuctl-waitfree-")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update(GPUCTL_STATE_DIR=os.path.join(work, "state"), GPUCTL_SIM_RUNDIR=os.path.join(work, "rd"))
 env.pop("CUDA_VISIBLE_DEVICES", None)
 errors = []

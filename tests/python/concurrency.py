@@ -28,7 +28,7 @@ GAP = 0.02
 VICTIMS = {21, 45}  # Python holders SIGKILLed while they hold
 
 work = tempfile.mkdtemp(prefix="gpuctl-pyconc-")
-env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.pop("CUDA_VISIBLE_DEVICES", None)
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
             "GPUCTL_SIM": NODE})

@@ -49,7 +49,7 @@ for name, code in recipes.items():
         f.write(code)
 
 base_env = {k: v for k, v in os.environ.items()
-            if not k.startswith(("GPUCTL_", "TORCH_", "NCCL_", "PET_", "SLURM_")) or k == "GPUCTL_SIM_LIBDIR"}
+            if not k.startswith(("GPUCTL_", "TORCH_", "NCCL_", "PET_", "SLURM_")) or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
     base_env.pop(k, None)
 base_env.update({"GPUCTL_SIM": NODE, "GPUCTL_STATE_DIR": os.path.join(work, "state"),

@@ -50,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 5);
+	assert_int_equal(store_schema_version(s), 6);
 	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -283,7 +283,7 @@ static void test_store_migrates_v1(void **state)
 	sqlite3_close(db);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 5);
+	assert_int_equal(store_schema_version(s), 6);
 	struct job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
