@@ -848,7 +848,6 @@ void round_settle(struct queue *q)
 	for (size_t i = 0; i < q->round.nfin; i++)
 		record_end(q, &q->round.fin[i]);
 	dispatch(q);
-	grants_flush(q);
 	if (store_commit(q->st) < 0) {
 		queue_log("cannot commit the queue's changes: %s; trying again", store_errmsg(q->st));
 		grants_committed(q, false);
@@ -867,7 +866,22 @@ void round_settle(struct queue *q)
 		return;
 	}
 	q->round.nfin = 0;
-	grants_committed(q, true);
+	/*
+	 * The grants of the round, and the usage of those that ended, in a transaction of their
+	 * own that waits for the write, not the disk: a grant must outlive gpuctld, not the
+	 * machine (a power loss ends its holders). So a hand-over costs no fsync.
+	 */
+	if (q->grants.on) {
+		bool ok = store_sync(q->st, false) == 0 && store_begin(q->st) == 0;
+		if (ok) {
+			grants_flush(q);
+			ok = store_commit(q->st) == 0;
+		}
+		if (!ok)
+			queue_log("cannot store the round's grants: %s; trying again", store_errmsg(q->st));
+		(void)store_sync(q->st, true);
+		grants_committed(q, ok);
+	}
 	long long now = clock_real_ms();
 	for (size_t i = 0; i < q->round.ngo; i++) {
 		(void)!write(q->round.go[i].fd, "x", 1); /* go */

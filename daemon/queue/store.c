@@ -479,6 +479,11 @@ void store_rollback(struct store *s)
 		run(s, ST_ROLLBACK, "ROLLBACK");
 }
 
+int store_sync(struct store *s, bool full)
+{
+	return exec(s, full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+}
+
 int store_commit(struct store *s)
 {
 	if (run(s, ST_COMMIT, "COMMIT") == 0)

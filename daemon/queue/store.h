@@ -142,6 +142,13 @@ int store_brief(struct store *s, enum store_which which, size_t limit, struct jo
  * begin and commit 0 or -1; a failed commit is rolled back.
  */
 int store_begin(struct store *s);
+/*
+ * Whether a commit waits for the disk (FULL, the default: a job's state survives a
+ * power loss) or only for the write (NORMAL: it survives a crash of gpuctld, not of
+ * the machine; for grants, whose holders a power loss ends anyway). Outside a
+ * transaction only. 0, or -1.
+ */
+int store_sync(struct store *s, bool full);
 int store_commit(struct store *s);
 void store_rollback(struct store *s);
 void job_release(struct job *j);

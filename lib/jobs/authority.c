@@ -177,37 +177,48 @@ int authority_recv(int fd, long long timeout_ms, const volatile int *stop, json_
 			continue;
 		if (r <= 0)
 			continue;
-		/* one byte at a time up to the line's end: what follows belongs to later answers */
-		char c;
-		ssize_t n = recv(fd, &c, 1, 0);
+		/* up to the line's end, no further: what follows belongs to later answers (peek, then take) */
+		char chunk[4096];
+		ssize_t n = recv(fd, chunk, sizeof chunk, MSG_PEEK);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0) {
 			errbuf_set(err, errlen, "gpuctld closed the connection (stopped or restarting)");
 			break;
 		}
-		if (c == '\n') {
-			json_error_t je;
-			*ans = json_loadb(buf ? buf : "", len, 0, &je);
-			if (!*ans)
-				errbuf_set(err, errlen, "gpuctld's answer is not JSON: %s", je.text);
-			rc = *ans ? GC_OK : GC_EIO;
-			break;
-		}
-		if (len + 1 > ANSWER_MAX) {
+		char *nl = memchr(chunk, '\n', (size_t)n);
+		size_t take = nl ? (size_t)(nl - chunk) + 1 : (size_t)n;
+		if (len + take > ANSWER_MAX) {
 			errbuf_set(err, errlen, "gpuctld's answer is too long");
 			break;
 		}
-		if (len == cap) {
-			char *b = realloc(buf, cap = cap ? cap * 2 : 256);
+		if (len + take > cap) {
+			size_t ncap = cap ? cap : 4096;
+			while (ncap < len + take)
+				ncap *= 2;
+			char *b = realloc(buf, ncap);
 			if (!b) {
 				errbuf_set(err, errlen, "out of memory");
 				rc = GC_ENOMEM;
 				break;
 			}
 			buf = b;
+			cap = ncap;
 		}
-		buf[len++] = c;
+		n = recv(fd, buf + len, take, 0);
+		if (n != (ssize_t)take) {
+			errbuf_set(err, errlen, "gpuctld's answer was cut short");
+			break;
+		}
+		len += take;
+		if (nl) {
+			json_error_t je;
+			*ans = json_loadb(buf, len - 1, 0, &je);
+			if (!*ans)
+				errbuf_set(err, errlen, "gpuctld's answer is not JSON: %s", je.text);
+			rc = *ans ? GC_OK : GC_EIO;
+			break;
+		}
 	}
 	free(buf);
 	return rc;

@@ -419,15 +419,19 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 {
 	if (r->placed_spec || r->peek_only)
 		return 1;
-	if (lease_held(d, r->uuids, r->ngpus, r->leased) < 0) {
-		snprintf(why, whylen, "cannot read gpuctld's grants");
-		return GC_EIO;
+	/* inside an ancestor's lease (a pick --lease shell, an outer gpuctl run), whose
+	 * CUDA_VISIBLE_DEVICES we have: one look at the grants says which are ours */
+	int rc;
+	if (r->parent_set) {
+		if (lease_held(d, r->uuids, r->ngpus, r->leased) < 0) {
+			snprintf(why, whylen, "cannot read gpuctld's grants");
+			return GC_EIO;
+		}
+		if ((rc = inside_own_lease(r, d, why, whylen)))
+			return rc;
+		if (r->nown)
+			return 1;
 	}
-	int rc = inside_own_lease(r, d, why, whylen);
-	if (rc)
-		return rc;
-	if (r->nown)
-		return 1;
 	bool exact = r->jg.gpus_spec != NULL;
 	const char **allowed = calloc(r->ngpus ? r->ngpus : 1, sizeof *allowed);
 	char(*got)[LEASE_UUID_MAX] = calloc(r->ngpus ? r->ngpus : 1, sizeof *got);

@@ -1685,7 +1685,7 @@ static int auth_try(struct lease_dir *d, const char *kind, const char *const *uu
 	json_object_set_new(req, "n", json_integer((json_int_t)n));
 	json_object_set_new(req, "exact", json_true());
 	json_t *got = NULL;
-	int rc = auth_request(d, req, -1, NULL, me, out, &got, err, errlen);
+	int rc = auth_request(d, req, AUTHORITY_CONNECT_MS, NULL, me, out, &got, err, errlen);
 	if (rc == GC_EBUSY) {
 		json_int_t b = json_integer_value(json_object_get(got, "busy"));
 		*busy = b >= 0 && (size_t)b < n ? (size_t)b : 0;
@@ -1716,7 +1716,7 @@ int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease
 		json_object_set_new(req, "gpus", al);
 	}
 	json_t *ans = NULL;
-	int rc = auth_request(d, req, a->wait ? a->timeout_ms : -1, stop, me, out, &ans, why, whylen);
+	int rc = auth_request(d, req, a->wait ? a->timeout_ms : AUTHORITY_CONNECT_MS, stop, me, out, &ans, why, whylen);
 	if (rc == GC_OK) {
 		json_t *g = json_object_get(ans, "gpus");
 		for (size_t i = 0; i < json_array_size(g) && i < maxgot; i++) {
