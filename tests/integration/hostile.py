@@ -19,6 +19,7 @@ checked by its outcome and order, never by a duration:
                  whole grant, as gpuctld's own record of it says
  13 one line     a queued 3-GPU job waiting for GPUs holds them against a later
                  interactive run -n 1 (refused without --wait; with it, served after)
+    python       gpuctl.lease(wait=True) waits in gpuctld's line and holds a grant
   2 orphan       a job that leaves a process behind keeps its grant until reclaim's
                  steps run out; then the grant ends and the orphan is killed
   3 raw grant    a grant held by a process of B's own (the socket, by hand) that
@@ -218,6 +219,28 @@ while time.time() < end:
     b_ms = int(open(stamp).read()) if os.path.exists(stamp) else 0
     check("13: the queued job started no later than B's later request",
           show.get("started_ms", 0) and b_ms and show["started_ms"] <= b_ms, f"{show.get('started_ms')} {b_ms}")
+
+    # ---- Python's lease() asks gpuctld too, and waits in the same line ----
+    pyenv = dict(env, PYTHONPATH=os.path.join(policy.SRC, "python"), GPUCTL_SIM=policy.NODE,
+                 GPUCTL_LIBRARY=os.path.join(os.path.dirname(GPUCTL), "..", "lib", "libgpuctl.so.0"))
+    PY = ("import gpuctl, os, sys, time\n"
+          "with gpuctl.lease(n=int(sys.argv[1]), wait=True, timeout=60) as l:\n"
+          "    print(os.environ.get('CUDA_VISIBLE_DEVICES'), flush=True)\n"
+          "    time.sleep(float(sys.argv[2]))\n")
+    blk = bg(A, GPUCTL, "--sim", policy.NODE, "run", "-n", "8", "--", "sleep", "60")
+    until(lambda: len(holders()) == 8)
+    pl = subprocess.Popen(testusers.as_user_cmd(B, sys.executable, "-c", PY, "2", "3"), env=pyenv,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work, start_new_session=True)
+    check("python: lease(wait=True) of B's waits in gpuctld's line", until(lambda: any(
+        w["user"] == B for w in leases()["waiters"]), 30))
+    os.killpg(blk.pid, signal.SIGTERM)
+    blk.wait()
+    first = pl.stdout.readline().strip()
+    check("python: B's lease is granted once A let go", len(first.split(",")) == 2, first + pl.stderr.read()[-500:]
+          if not first else first)
+    check("python: gpuctld names B as the holder", until(lambda: list(holders().values()).count(B) == 2))
+    pl.wait()
+    check("python: the grant ends with the with block", until(lambda: B not in holders().values()))
 finally:
     gpuctld_proc.stop(d)
 
