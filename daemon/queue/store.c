@@ -23,7 +23,7 @@ enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
 	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST,
-	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, NSTMT
+	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, NSTMT
 };
 
 struct store {
@@ -798,4 +798,16 @@ int store_grant_all(struct store *s, void (*fn)(void *arg, const struct grant_ro
 	}
 	done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int64_t store_usage_last_end(struct store *s, const char *gpu, uid_t uid)
+{
+	sqlite3_stmt *st = stmt(s, ST_USAGE_LAST, "SELECT MAX(end_ms) FROM usage WHERE gpu = ? AND uid = ?");
+	if (!st)
+		return 0;
+	sqlite3_bind_text(st, 1, gpu, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, uid);
+	int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	done(st);
+	return v;
 }

@@ -65,6 +65,8 @@ struct usage_row {
 };
 /* Record one. 0, or -1 (store_errmsg). */
 int store_usage_add(struct store *s, const struct usage_row *r);
+/* When the last recorded lease of uid on GPU gpu ended (ms), 0 when none. */
+int64_t store_usage_last_end(struct store *s, const char *gpu, uid_t uid);
 /* fn for each row that ended after since_ms, oldest first. 0, or -1. */
 int store_usage_since(struct store *s, int64_t since_ms, void (*fn)(void *arg, const struct usage_row *r), void *arg);
 /*

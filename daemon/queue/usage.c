@@ -130,6 +130,11 @@ void usage_observe(struct queue *q, bool changed)
 			/* seen now, within ms of its claim; one that was there when gpuctld started, since
 			 * its record says (seconds) */
 			o->start_ms = !u->started && in->since > 0 && in->since * 1000 < now ? in->since * 1000 : now;
+			/* ... but not again the part an earlier gpuctld recorded when it stopped (issue 32: a
+			 * lease across a restart was counted twice from its since) */
+			int64_t last = !u->started ? store_usage_last_end(q->st, o->uuid, o->uid) : 0;
+			if (last > o->start_ms && last <= now)
+				o->start_ms = last;
 		}
 		o->seen = true;
 	}

@@ -89,6 +89,21 @@ try:
     u2 = usage()
     check("the records outlive a gpuctld restart", isinstance(u2, dict) and isinstance(u, dict) and
           abs(u2["total"]["gpu_hours"] - u["total"]["gpu_hours"]) < 1e-6, (u2, u))
+    # a lease across a restart (cooperative mode): recorded up to the stop, then from there on, not
+    # again from its start (issue 32: +40 % and +54 % before)
+    before = usage(user=B)
+    c = os.path.join(work, "c")
+    lease = policy.bg(B, policy.GPUCTL, "--sim", NODE, "run", "-n", "1", "--", "sh", "-c", STAMP.format(c, 4))
+    policy.until(lambda: os.path.exists(c + ".start"))
+    time.sleep(2.5)
+    gpuctld_proc.stop(daemon)
+    daemon = start()
+    lease.wait()
+    time.sleep(0.3)
+    after = usage(user=B)
+    got = (after["total"]["gpu_hours"] - before["total"]["gpu_hours"]) * 3600 if isinstance(after, dict) else -1
+    check(f"a lease across a restart is counted once ({got:.3f} s for {took(c):.3f} s)",
+          abs(got - took(c)) <= 0.02 * took(c) + 0.05, (before, after))
     r = as_user(A, "usage", "--since", "1s")
     check("--since 1s: nothing that old", r.returncode == 0 and re.search(r"^total +0\.000", r.stdout, re.M), r)
     for args, said in ((["--by", "week"], "expected user, gpu or day"), (["--since", "soon"], "--since")):
