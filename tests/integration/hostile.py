@@ -140,6 +140,13 @@ try:
     check("4: once A let go, A's 8-GPU request is served", until(lambda: a8.poll() == 0, 30))
     a1.wait()
 
+    # ---- a grant ends with the job's last process, SIGKILL included ----
+    k = bg(A, GPUCTL, "--sim", policy.NODE, "run", "-n", "1", "--", "sleep", "60")
+    until(lambda: A in holders().values())
+    os.killpg(k.pid, signal.SIGKILL)
+    k.wait()
+    check("SIGKILL of the job and its gpuctl run frees the grant", until(lambda: A not in holders().values()))
+
     # ---- 5: 2 000 live claims, rewritten in a loop ----
     churn = os.path.join(work, "churn.py")
     with open(churn, "w") as f:
