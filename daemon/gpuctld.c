@@ -634,6 +634,16 @@ int main(int argc, char **argv)
 		/* accounting and fair share live in the queue's database: said, not silently dropped */
 		fprintf(stderr, "gpuctld: warning: %s has no effect with --no-queue (accounting and fair share are the "
 			"queue's)\n", qo.fair_half_life_ms > 0 ? "--fair-share-half-life" : "--gpu-hour-price");
+	/* what start would refuse as a mistake of the command line, --check-config refuses too */
+	char lerr[512];
+	if (http_check_listen(&ho, lerr, sizeof lerr) < 0) {
+		cli_err("%s", lerr);
+		return EXIT_USAGE;
+	}
+	if (queue_on && ((strcmp(qo.db, DEFAULT_DB) != 0 && (rc = parent_dir_exists("--queue-db", qo.db))) ||
+			 (strcmp(qo.socket, DEFAULT_SOCKET) != 0 && (rc = parent_dir_exists("--queue-socket", qo.socket))) ||
+			 (strcmp(qo.log_dir, DEFAULT_DB_DIR "/logs") != 0 && (rc = parent_dir_exists("--log-dir", qo.log_dir)))))
+		return rc;
 	if (check_only) {
 		/* the file and the command line parsed: say what was read, start nothing */
 		printf("gpuctld: configuration OK (%s%s)\n", named || access(config, F_OK) == 0 ? config : "no file, ",
@@ -679,32 +689,9 @@ int main(int argc, char **argv)
 	struct http *h = NULL;
 	struct health *hl = NULL;
 	struct notify *nt = NULL;
-	st.no.hostname = host;
-	if (notify_start(&nt, &st.no, err, sizeof err) < 0) {
-		cli_err("%s", err);
-		return EXIT_FAIL;
-	}
-	st.hlo.sim = so.sim;
-	st.hlo.notify = st.eo.notify = st.ro.notify = so.notify = qo.notify = nt;
-	struct enforce *ef = enforce_new(&st.eo);
-	struct reclaim *rc_ = st.ro.after_ms > 0 ? reclaim_new(&st.ro) : NULL;
-	so.reclaim = rc_;
-	int gr = ef && (rc_ || !st.ro.after_ms) ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
-	if (gr == GC_ENOMEM)
-		snprintf(err, sizeof err, "out of memory");
-	if (gr == GC_OK) {
-		so.health = hl;
-		so.enforce = ef;
-		gr = sampler_start(&s, &so, err, sizeof err);
-	}
-	if (gr != GC_OK) {
-		cli_err("%s", err);
-		health_stop(hl);
-		enforce_free(ef);
-		reclaim_free(rc_);
-		notify_stop(nt);
-		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
-	}
+	struct enforce *ef = NULL;
+	struct reclaim *rc_ = NULL;
+	struct queue *q = NULL;
 	/* --gpu-hour-price auto: the cloud instance's price, from advise's catalog */
 	char price_desc[300] = "";
 	if (queue_on && st.price_cloud) {
@@ -717,7 +704,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gpuctld: --gpu-hour-price %s: %s; gpuctl usage shows no cost\n", st.price_cloud, err);
 		}
 	}
-	struct queue *q = NULL;
+	/*
+	 * First take everything that another gpuctld or another program may hold:
+	 * the queue's locks, its socket, the listen address. Only then does anything
+	 * act (enforcement, reclaim, quarantine, dispatch, notifications): a gpuctld
+	 * that cannot start has signalled, marked and started nothing.
+	 */
+	rc = EXIT_FAIL;
 	if (queue_on) {
 		/* the default places, /var/lib/gpuctl for the database and logs and /run/gpuctl for the
 		 * socket, are made when missing; a directory named on the command line must exist */
@@ -725,36 +718,48 @@ int main(int argc, char **argv)
 			(void)mkdir(DEFAULT_DB_DIR, 0711);
 		if (strcmp(qo.socket, DEFAULT_SOCKET) == 0 && mkdir(DEFAULT_SOCKET_DIR, 0700) == 0)
 			(void)chmod(DEFAULT_SOCKET_DIR, 01777); /* shared with gpuctl's leases, like /tmp */
-		if ((rc = parent_dir_exists("--queue-db", qo.db)) || (rc = parent_dir_exists("--queue-socket", qo.socket)) ||
-		    (rc = parent_dir_exists("--log-dir", qo.log_dir))) {
-			sampler_stop(s);
-			health_stop(hl);
-			enforce_free(ef);
-			reclaim_free(rc_);
-		notify_stop(nt);
-			return rc;
-		}
-		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
+		int drc;
+		if ((drc = parent_dir_exists("--queue-db", qo.db)) || (drc = parent_dir_exists("--queue-socket", qo.socket)) ||
+		    (drc = parent_dir_exists("--log-dir", qo.log_dir)))
+			return drc;
+		if (queue_open(&q, &qo, err, sizeof err) < 0) {
 			cli_err("%s", err);
-			sampler_stop(s);
-			health_stop(hl);
-			enforce_free(ef);
-			reclaim_free(rc_);
-		notify_stop(nt);
 			return EXIT_FAIL;
 		}
 	}
-	ho.queue = q;
 	bool bad_usage = false;
-	if (http_start(&h, s, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
+	if (http_open(&h, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
 		cli_err("%s", err);
-		queue_stop(q);
-		sampler_stop(s);
-		health_stop(hl);
-		enforce_free(ef);
-		reclaim_free(rc_);
-		notify_stop(nt);
-		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
+		rc = bad_usage ? EXIT_USAGE : EXIT_FAIL;
+		goto out;
+	}
+	/* held: now the parts that act */
+	st.no.hostname = host;
+	if (notify_start(&nt, &st.no, err, sizeof err) < 0) {
+		cli_err("%s", err);
+		goto out;
+	}
+	st.hlo.sim = so.sim;
+	st.hlo.notify = st.eo.notify = st.ro.notify = so.notify = nt;
+	ef = enforce_new(&st.eo);
+	rc_ = st.ro.after_ms > 0 ? reclaim_new(&st.ro) : NULL;
+	so.reclaim = rc_;
+	int gr = ef && (rc_ || !st.ro.after_ms) ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
+	if (gr == GC_ENOMEM)
+		snprintf(err, sizeof err, "out of memory");
+	if (gr == GC_OK) {
+		so.health = hl;
+		so.enforce = ef;
+		gr = sampler_start(&s, &so, err, sizeof err);
+	}
+	if (gr != GC_OK) {
+		cli_err("%s", err);
+		rc = cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
+		goto out;
+	}
+	if (http_serve(h, s, q, err, sizeof err) < 0 || (q && queue_run(q, s, nt, err, sizeof err) < 0)) {
+		cli_err("%s", err);
+		goto out;
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -770,12 +775,14 @@ int main(int argc, char **argv)
 	while (!stop_sig)
 		sigsuspend(&old);
 	fprintf(stderr, "gpuctld: stopping (signal %d)\n", (int)stop_sig);
+	rc = EXIT_OK;
+out:
 	http_stop(h);
 	queue_stop(q);
 	sampler_stop(s);
 	health_stop(hl);
 	enforce_free(ef);
 	reclaim_free(rc_);
-		notify_stop(nt);
-	return EXIT_OK;
+	notify_stop(nt);
+	return rc;
 }

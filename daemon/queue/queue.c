@@ -163,7 +163,7 @@ static int take_lock(int *fd, const char *path, const char *what, char *err, siz
 	return *fd < 0 ? -1 : 0;
 }
 
-int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen)
+int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct queue *q = calloc(1, sizeof *q);
@@ -172,7 +172,6 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 		return -1;
 	}
 	q->o = *o;
-	q->s = s;
 	q->clients.lfd = q->stopfd = q->dblock = q->socklock = -1;
 	q->clients.admin_gid = o->admin_gid;
 	q->clients.answer = requests_answer;
@@ -224,17 +223,24 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 		errbuf_set(err, errlen, "cannot listen on '%s': %s", o->socket, strerror(errno));
 		goto fail;
 	}
-	q->stopfd = eventfd(0, EFD_CLOEXEC);
-	if (q->stopfd < 0 || (errno = pthread_create(&q->thread, NULL, loop, q)) != 0) {
-		errbuf_set(err, errlen, "cannot start the queue thread: %s", strerror(errno));
-		goto fail;
-	}
-	q->started = true;
 	*out = q;
 	return 0;
 fail:
 	queue_stop(q);
 	return -1;
+}
+
+int queue_run(struct queue *q, struct sampler *s, struct notify *nt, char *err, size_t errlen)
+{
+	q->s = s;
+	q->o.notify = nt;
+	q->stopfd = eventfd(0, EFD_CLOEXEC);
+	if (q->stopfd < 0 || (errno = pthread_create(&q->thread, NULL, loop, q)) != 0) {
+		errbuf_set(err, errlen, "cannot start the queue thread: %s", strerror(errno));
+		return -1;
+	}
+	q->started = true;
+	return 0;
 }
 
 void queue_stop(struct queue *q)

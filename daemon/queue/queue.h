@@ -26,7 +26,7 @@ struct queue_opts {
 	long max_queued;         /* queued jobs one user (not root, not the admin group) may have; 0: no limit */
 	size_t max_job_bytes;    /* a job's argv and environment as stored (JSON); 0: no limit */
 	long long job_keep_ms;   /* an ended job's record is deleted this long after it ended; 0: kept */
-	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL */
+	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL; set by queue_run */
 	double gpu_hour_price;   /* gpuctl usage's cost of a GPU-hour; 0: none */
 	const char *price_source; /* borrowed: where that price comes from (--gpu-hour-price auto), or NULL */
 	long long fair_half_life_ms; /* fair share: usage decays by half this often; 0: off (FIFO) */
@@ -48,7 +48,19 @@ size_t queue_metrics(struct queue *q, char *buf, size_t len);
  */
 char *queue_jobs_json(struct queue *q, size_t *len);
 
-/* Open the store, listen, start the thread. 0, or -1 with err. */
-int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen);
+/*
+ * Take the database's and the socket's locks, open the store and listen on
+ * the socket, acting on nothing yet: no job is started, adopted or recorded
+ * until queue_run (gpuctld holds everything it needs before any policy runs).
+ * o->notify is not used (queue_run's is). 0, or -1 with a one-line message in
+ * err. Release it with queue_stop.
+ */
+int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t errlen);
+/*
+ * Start the queue's thread: recovery of the jobs an earlier gpuctld left, then
+ * dispatch. s (the sampler) and nt (job events; NULL: none) are borrowed for
+ * as long as q runs. 0, or -1 with err; queue_stop releases q either way.
+ */
+int queue_run(struct queue *q, struct sampler *s, struct notify *nt, char *err, size_t errlen);
 void queue_stop(struct queue *q);
 #endif
