@@ -102,7 +102,8 @@ static void usage(FILE *f)
 		"                        that time decaying by half each DUR (default 0: off, first come first\n"
 		"                        served)\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
-		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
+		"                        before the command line (default $GPUCTLD_CONFIG, else\n"
+		"                        /etc/gpuctl/gpuctld.conf if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
 		"                        good (exit 0, or 2 with the error), and start nothing\n");
 }
@@ -471,13 +472,14 @@ static char *config_text;
  * skipped. The command line comes after it, so its options win. A missing
  * default file is no error.
  */
-static int read_config(const char *path, bool named, struct settings *st)
+static int read_config(const char *path, bool named, bool from_env, struct settings *st)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		if (!named && errno == ENOENT)
 			return EXIT_OK;
-		cli_err("cannot read the configuration file '%s': %s", path, strerror(errno));
+		cli_err("cannot read the configuration file '%s'%s: %s", path, from_env ? " (GPUCTLD_CONFIG)" : "",
+			strerror(errno));
 		return EXIT_USAGE;
 	}
 	size_t len = 0;
@@ -591,19 +593,25 @@ int main(int argc, char **argv)
 	char herr[256];
 	(void)health_parse_xids("reset", &st.hlo, herr, sizeof herr);
 	int c, rc;
-	/* the configuration file first (--config, else the default one), then the command line */
-	const char *config = DEFAULT_CONFIG;
-	bool named = false, check_only = false;
+	/* the configuration file first (--config, else $GPUCTLD_CONFIG, else the default one), then the
+	 * command line; a file named either way must exist */
+	const char *config = DEFAULT_CONFIG, *cenv = getenv("GPUCTLD_CONFIG");
+	bool named = false, from_env = false, check_only = false;
+	if (cenv && *cenv) {
+		config = cenv;
+		named = from_env = true;
+	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'C') {
 			config = optarg;
 			named = true;
+			from_env = false;
 		} else if (c == 'h' || c == 'V' || c == '?' || c == ':') {
 			break;
 		}
 	}
-	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, &st)))
+	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, from_env, &st)))
 		return rc;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {

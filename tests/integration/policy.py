@@ -33,10 +33,12 @@ def setup(what):
     os.chmod(work, 0o777)
     sock = os.path.join(work, "q.sock")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k == "GPUCTL_SIM_LIBDIR"}
+    # HOME: the user's ~/.sky/catalogs would change what gpuctl advise says (issue 32)
+    env.pop("XDG_CONFIG_HOME", None)
     env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
-                "GPUCTL_QUEUE_SOCKET": sock,
+                "GPUCTL_QUEUE_SOCKET": sock, "HOME": os.path.join(work, "home"),
                 "PATH": os.path.dirname(GPUCTL) + ":" + os.environ.get("PATH", "/usr/bin:/bin")})
-    for d in ("state", "rd", "logs"):
+    for d in ("state", "rd", "logs", "home"):
         os.makedirs(os.path.join(work, d))
         os.chmod(os.path.join(work, d), 0o1777)
     return users
