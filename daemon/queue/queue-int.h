@@ -94,6 +94,7 @@ json_t *requests_answer(void *q, const struct client *c, const char *line);
 
 struct runner_link {
 	const char *gpuctl;          /* the binary: `gpuctl --runner 3` */
+	uint64_t log_max;            /* every request's log cap (--log-max-size; spawnreq.h) */
 	int nullfd;                  /* its stdin (borrowed) */
 	pid_t rpid;                  /* 0: none */
 	int rfd;                     /* its socket, non-blocking; -1: none */

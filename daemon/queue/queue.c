@@ -178,6 +178,7 @@ int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t
 	q->clients.arg = q;
 	view_init(&q->view);
 	runner_link_init(&q->runner, q->o.gpuctl, -1, round_runner_down, q);
+	q->runner.log_max = o->log_max;
 	/* /dev/null for the jobs' stdin; fds 0-2 taken first if the daemon was started without them */
 	while ((q->nullfd = open("/dev/null", O_RDWR)) >= 0 && q->nullfd < 3)
 		;
