@@ -36,8 +36,8 @@ static void usage(FILE *f)
 		"               [--history DUR] [--max-connections N] [--max-per-client N] [--timeout DUR]\n"
 		"               [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
-		"               --log-dir DIR --log-keep DUR --log-max-size SIZE --job-keep DUR --gpuctl PATH\n"
-		"               --admin-group GROUP\n"
+		"               --log-dir DIR --log-keep DUR --log-max-size SIZE --log-user-max SIZE --job-keep DUR\n"
+		"               --gpuctl PATH --admin-group GROUP\n"
 		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
 		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
 		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
@@ -72,6 +72,8 @@ static void usage(FILE *f)
 		"  --log-keep DUR        remove a job's log this long after it ended (default 30d; 0: never)\n"
 		"  --log-max-size SIZE   a job's log is cut, its oldest output first, to stay under SIZE; the log\n"
 		"                        says how much was cut (default 1GiB; at least 64KiB; 0: no cap)\n"
+		"  --log-user-max SIZE   one user's logs in all: over it, the logs of that user's ended jobs are\n"
+		"                        removed, the oldest ended first (default 10GiB; 0: no limit)\n"
 
 		"  --job-keep DUR        forget a job (its record and log) this long after it ended (default 90d;\n"
 		"                        0: never)\n"
@@ -172,6 +174,7 @@ static const struct option opts[] = {
 	{"log-dir", required_argument, NULL, 'O'},
 	{"log-keep", required_argument, NULL, 'K'},
 	{"log-max-size", required_argument, NULL, 'z'},
+	{"log-user-max", required_argument, NULL, 'u'},
 	{"gpuctl", required_argument, NULL, 'g'},
 	{"admin-group", required_argument, NULL, 'a'},
 	{"max-queued", required_argument, NULL, 'M'},
@@ -295,14 +298,19 @@ static int apply(struct settings *st, int c, const char *arg)
 		else if ((rc = cli_parse_duration("--log-keep", arg, &st->qo.log_keep_ms)))
 			return rc;
 		break;
-	case 'z': {
+	case 'z':
+	case 'u': {
 		uint64_t bytes = 0;
 		char err[200];
 		if (strcmp(arg, "0") != 0 && (units_parse_size(arg, &bytes, err, sizeof err) != 0 || bytes < JOBLOG_MIN)) {
-			cli_err("invalid --log-max-size '%s' (a size of at least 64KiB, e.g. 1G, or 0 for no cap)", arg);
+			if (c == 'z')
+				cli_err("invalid --log-max-size '%s' (a size of at least 64KiB, e.g. 1G, or 0 for no cap)", arg);
+			else
+				cli_err("invalid --log-user-max '%s' (a size of at least 64KiB, e.g. 10G, or 0 for no limit)",
+					arg);
 			return EXIT_USAGE;
 		}
-		st->qo.log_max = bytes;
+		*(c == 'z' ? &st->qo.log_max : &st->qo.log_user_max) = bytes;
 		break;
 	}
 	case 'J':
@@ -597,7 +605,7 @@ int main(int argc, char **argv)
 		},
 		.qo = {
 			.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
-			.log_keep_ms = 30 * 86400000LL, .log_max = 1ULL << 30,
+			.log_keep_ms = 30 * 86400000LL, .log_max = 1ULL << 30, .log_user_max = 10ULL << 30,
 			.gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
 			.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
 		},

@@ -644,8 +644,8 @@ int cmd_logs(const struct cli_global *g, int argc, char **argv)
 	if (fd >= 0) {
 		close(fd);
 	} else if (done) {
-		cli_err("job %lld has no log: it ended, and gpuctld removed its log (--log-keep) or could not create it",
-			id);
+		cli_err("job %lld has no log: it ended, and gpuctld removed its log (--log-keep, --log-user-max) or could "
+			"not create it", id);
 		return EXIT_FAIL;
 	} else if (!follow) {
 		cli_err("job %lld has no log yet (it has not started)", id);

@@ -89,6 +89,7 @@ static void *loop(void *arg)
 	retention_recover(q);
 	if (q->o.log_keep_ms > 0 || q->o.job_keep_ms > 0)
 		q->ret.prune_at = clock_mono_ms(); /* at once, then every half --log-keep or --job-keep */
+	retention_users_soon(q); /* at once, then when jobs end and every minute */
 	q->round.dirty = q->round.deps_dirty = true;
 	round_settle(q);
 	if (q->view.render_at)
@@ -106,7 +107,8 @@ static void *loop(void *arg)
 		/* the runner's children end through its records; adopted jobs through their pidfds */
 		for (size_t i = 0; i < q->round.nrun; i++)
 			p[np++] = (struct pollfd){.fd = q->round.run[i].child ? -1 : q->round.run[i].pidfd, .events = POLLIN};
-		if (poll(p, np, sooner(sooner(sooner(1000, q->view.render_at), q->ret.prune_at), q->usage.due_ms)) < 0 &&
+		if (poll(p, np, sooner(sooner(sooner(sooner(1000, q->view.render_at), q->ret.prune_at), q->usage.due_ms),
+				       q->ret.users_at)) < 0 &&
 		    errno != EINTR)
 			break;
 		if (p[0].revents)
@@ -133,12 +135,16 @@ static void *loop(void *arg)
 		if (q->runner.rfd >= 0 && p[3].revents && runner_link_read(&q->runner) < 0)
 			runner_link_down(&q->runner, "it went away; its jobs are adopted");
 		round_runner_exits(q);
+		if (q->round.nfin)
+			retention_users_soon(q); /* jobs ended: their logs may now go */
 		if (q->round.dirty || q->round.nfin)
 			round_settle(q);
 		if (q->view.render_at && clock_mono_ms() >= q->view.render_at)
 			view_render(&q->view, q->st);
 		if (q->ret.prune_at && clock_mono_ms() >= q->ret.prune_at)
 			retention_prune(q);
+		if (q->ret.users_at && clock_mono_ms() >= q->ret.users_at)
+			retention_users(q);
 	}
 	usage_stop(q);
 	return NULL;

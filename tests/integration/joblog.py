@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Queued jobs' logs under a cap (issue 32, item 12), two real users, gpuctld
-with --log-max-size 1M:
+with --log-max-size 1M --log-user-max 3M:
 
   cap:     a job of user A writes 6.2 MB of numbered lines, then waits: while it
            still runs its log is at most 1 MiB (the cut is made as it writes,
@@ -15,7 +15,10 @@ with --log-max-size 1M:
            bursts has been cut: every line it prints is whole (but one whose
            rest was cut) and later than the one before, a marker line says
            where it missed output, and it ends with the job's last line;
-  options: bad --log-max-size values exit 2 with one line.
+  user:    A's logs in all over --log-user-max: the oldest ended jobs' logs
+           are removed (gpuctld's log says so, gpuctl logs says it has none),
+           the newest and a running job's stay, and B's are untouched;
+  options: bad --log-max-size and --log-user-max values exit 2 with one line.
 Usage: joblog.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
@@ -29,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import policy  # noqa: E402
 import testusers  # noqa: E402
-from policy import GPUCTL, GPUCTLD, check, finish, gpuctl, setup, start, until  # noqa: E402
+from policy import GPUCTL, GPUCTLD, check, finish, gpuctl, log, setup, start, until  # noqa: E402
 
 A, B = setup("joblog")
 MiB = 1 << 20
@@ -82,7 +85,7 @@ def lines_ok(text, n_total):
 
 daemon = None
 try:
-    daemon, url = start("--log-max-size", "1M")
+    daemon, url = start("--log-max-size", "1M", "--log-user-max", "3M")
 
     # ---- cap: 200 000 lines (6.2 MB), then the job waits until told
     go = os.path.join(policy.work, "go")
@@ -172,14 +175,41 @@ try:
     gaps = sum(1 for a, b in zip(nums, nums[1:]) if b != a + 1) + (nums[0] != 0 if nums else 0)
     check("follow: a marker line wherever it missed output", marks == gaps and marks >= 1, (marks, gaps))
 
+    # ---- user: A's logs in all over 3M (a running job's 0.9 MB, then three more of 0.9 MB); B's job
+    run_go = os.path.join(policy.work, "go2")
+    running = submit(A, *writer(29000, f"while [ ! -e {run_go} ]; do sleep 0.1; done"))
+    until(lambda: size(running) >= 29000 * 31, 30)
+    bjob = submit(B, *writer(20000))
+    small = [submit(A, *writer(29000)) for _ in range(3)]  # 0.9 MB each, not cut
+    for j in small:
+        until(lambda: state(j) == "done", 60)
+    until(lambda: state(bjob, B) == "done", 60)
+
+    def a_total():
+        return sum(size(j) for j in [big, flood, slow, *small, running])
+    check("user: A's logs come under --log-user-max", until(lambda: a_total() <= 3 * MiB, 15), a_total())
+    check("user: the oldest ended jobs' logs are the ones removed",
+          not os.path.exists(logpath(big)) and not os.path.exists(logpath(flood)),
+          sorted(os.listdir(os.path.join(policy.work, "logs"))))
+    check("user: the newest ended job's log and the running job's stay",
+          os.path.exists(logpath(small[-1])) and os.path.exists(logpath(running)))
+    check("user: B's log is untouched", size(bjob) == 20000 * 31, size(bjob))
+    check("user: gpuctld's log says so", any(f"of {A}'s ended jobs" in ln and "--log-user-max 3 MiB" in ln
+                                             for ln in log), log[-5:])
+    r = gpuctl("logs", big, user=A)
+    check("user: gpuctl logs of a removed log says why", r.returncode == 1 and "--log-user-max" in r.stderr, r)
+    open(run_go, "w").close()
+    until(lambda: state(running) == "done")
+
     # ---- options
     for args, frag in [(["--log-max-size", "10K"], "invalid --log-max-size '10K' (a size of at least 64KiB"),
-                       (["--log-max-size", "big"], "invalid --log-max-size 'big'")]:
+                       (["--log-max-size", "big"], "invalid --log-max-size 'big'"),
+                       (["--log-user-max", "-1G"], "invalid --log-user-max '-1G' (a size of at least 64KiB")]:
         r = subprocess.run([GPUCTLD, *args, "--check-config"], env=policy.env, capture_output=True, text=True)
         check(f"options: {' '.join(args)} exits 2 with one line", r.returncode == 2 and frag in r.stderr and
               r.stderr.count("\n") == 1, r)
-    r = subprocess.run([GPUCTLD, "--log-max-size", "0", "--check-config"], env=policy.env, capture_output=True,
-                       text=True)
-    check("options: 0 turns it off", r.returncode == 0, r)
+    r = subprocess.run([GPUCTLD, "--log-max-size", "0", "--log-user-max", "0", "--check-config"], env=policy.env,
+                       capture_output=True, text=True)
+    check("options: 0 turns both off", r.returncode == 0, r)
 finally:
     finish(daemon)
