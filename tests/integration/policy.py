@@ -109,7 +109,11 @@ def finish(*daemons):
     """stop the gpuctlds, kill what bg() started, remove the work directory, report; exits.
     Called from a finally: an exception on its way out is a failure, not hidden by the exit."""
     exc = sys.exc_info()[1]
-    if exc is not None and not isinstance(exc, SystemExit):
+    if isinstance(exc, SystemExit):
+        # start()'s "FAIL: gpuctld did not start: ..." is a failure, not a pass by way of this exit
+        if exc.code not in (None, 0):
+            errors.append(str(exc.code).removeprefix("FAIL: "))
+    elif exc is not None:
         import traceback
         traceback.print_exception(type(exc), exc, exc.__traceback__)
         errors.append(f"the test raised {type(exc).__name__}: {exc}")
