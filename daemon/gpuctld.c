@@ -14,6 +14,7 @@
 #include "reclaim.h"
 #include "queue/queue.h"
 #include "jobs/authority.h"
+#include "jobs/joblog.h"
 #include "util/units.h"
 #include "sampler.h"
 
@@ -36,7 +37,8 @@ static void usage(FILE *f)
 		"               [--history DUR] [--max-connections N] [--max-per-client N] [--timeout DUR]\n"
 		"               [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
-		"               --log-dir DIR --log-keep DUR --job-keep DUR --gpuctl PATH --admin-group GROUP\n"
+		"               --log-dir DIR --log-keep DUR --log-max-size SIZE --log-user-max SIZE --job-keep DUR\n"
+		"               --gpuctl PATH --admin-group GROUP\n"
 		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
 		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
 		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
@@ -73,6 +75,11 @@ static void usage(FILE *f)
 		"  --queue-socket PATH   where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)\n"
 		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
 		"  --log-keep DUR        remove a job's log this long after it ended (default 30d; 0: never)\n"
+		"  --log-max-size SIZE   a job's log is cut, its oldest output first, to stay under SIZE; the log\n"
+		"                        says how much was cut (default 1GiB; at least 64KiB; 0: no cap)\n"
+		"  --log-user-max SIZE   one user's logs in all: over it, the logs of that user's ended jobs are\n"
+		"                        removed, the oldest ended first (default 10GiB; 0: no limit)\n"
+
 		"  --job-keep DUR        forget a job (its record and log) this long after it ended (default 90d;\n"
 		"                        0: never)\n"
 		"  --gpuctl PATH         the gpuctl that runs jobs (default: beside gpuctld, else on PATH)\n"
@@ -107,7 +114,8 @@ static void usage(FILE *f)
 		"                        that time decaying by half each DUR (default 0: off, first come first\n"
 		"                        served)\n"
 		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
-		"                        before the command line (default /etc/gpuctl/gpuctld.conf, if it exists)\n"
+		"                        before the command line (default $GPUCTLD_CONFIG, else\n"
+		"                        /etc/gpuctl/gpuctld.conf if it exists)\n"
 		"  --check-config        read the configuration and the command line, say whether they are\n"
 		"                        good (exit 0, or 2 with the error), and start nothing\n");
 }
@@ -172,6 +180,8 @@ static const struct option opts[] = {
 	{"queue-socket", required_argument, NULL, 'S'},
 	{"log-dir", required_argument, NULL, 'O'},
 	{"log-keep", required_argument, NULL, 'K'},
+	{"log-max-size", required_argument, NULL, 'z'},
+	{"log-user-max", required_argument, NULL, 'u'},
 	{"gpuctl", required_argument, NULL, 'g'},
 	{"admin-group", required_argument, NULL, 'a'},
 	{"max-queued", required_argument, NULL, 'M'},
@@ -300,6 +310,21 @@ static int apply(struct settings *st, int c, const char *arg)
 		else if ((rc = cli_parse_duration("--log-keep", arg, &st->qo.log_keep_ms)))
 			return rc;
 		break;
+	case 'z':
+	case 'u': {
+		uint64_t bytes = 0;
+		char err[200];
+		if (strcmp(arg, "0") != 0 && (units_parse_size(arg, &bytes, err, sizeof err) != 0 || bytes < JOBLOG_MIN)) {
+			if (c == 'z')
+				cli_err("invalid --log-max-size '%s' (a size of at least 64KiB, e.g. 1G, or 0 for no cap)", arg);
+			else
+				cli_err("invalid --log-user-max '%s' (a size of at least 64KiB, e.g. 10G, or 0 for no limit)",
+					arg);
+			return EXIT_USAGE;
+		}
+		*(c == 'z' ? &st->qo.log_max : &st->qo.log_user_max) = bytes;
+		break;
+	}
 	case 'J':
 		if (strcmp(arg, "0") == 0)
 			st->qo.job_keep_ms = 0;
@@ -483,13 +508,14 @@ static char *config_text;
  * skipped. The command line comes after it, so its options win. A missing
  * default file is no error.
  */
-static int read_config(const char *path, bool named, struct settings *st)
+static int read_config(const char *path, bool named, bool from_env, struct settings *st)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		if (!named && errno == ENOENT)
 			return EXIT_OK;
-		cli_err("cannot read the configuration file '%s': %s", path, strerror(errno));
+		cli_err("cannot read the configuration file '%s'%s: %s", path, from_env ? " (GPUCTLD_CONFIG)" : "",
+			strerror(errno));
 		return EXIT_USAGE;
 	}
 	size_t len = 0;
@@ -591,7 +617,8 @@ int main(int argc, char **argv)
 		},
 		.qo = {
 			.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
-			.log_keep_ms = 30 * 86400000LL, .gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
+			.log_keep_ms = 30 * 86400000LL, .log_max = 1ULL << 30, .log_user_max = 10ULL << 30,
+			.gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
 			.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
 		},
 		.hlo = {.faults = HEALTH_ALL},
@@ -603,19 +630,25 @@ int main(int argc, char **argv)
 	char herr[256];
 	(void)health_parse_xids("reset", &st.hlo, herr, sizeof herr);
 	int c, rc;
-	/* the configuration file first (--config, else the default one), then the command line */
-	const char *config = DEFAULT_CONFIG;
-	bool named = false, check_only = false;
+	/* the configuration file first (--config, else $GPUCTLD_CONFIG, else the default one), then the
+	 * command line; a file named either way must exist */
+	const char *config = DEFAULT_CONFIG, *cenv = getenv("GPUCTLD_CONFIG");
+	bool named = false, from_env = false, check_only = false;
+	if (cenv && *cenv) {
+		config = cenv;
+		named = from_env = true;
+	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'C') {
 			config = optarg;
 			named = true;
+			from_env = false;
 		} else if (c == 'h' || c == 'V' || c == '?' || c == ':') {
 			break;
 		}
 	}
-	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, &st)))
+	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, from_env, &st)))
 		return rc;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -672,6 +705,17 @@ int main(int argc, char **argv)
 		/* said, not silently dropped */
 		fprintf(stderr, "gpuctld: warning: --authority-dir has no effect without --authority\n");
 	}
+	/* what start would refuse as a mistake of the command line, --check-config refuses too */
+	char lerr[512];
+	if (http_check_listen(&ho, lerr, sizeof lerr) < 0) {
+		cli_err("%s", lerr);
+		return EXIT_USAGE;
+	}
+	if (queue_on && ((strcmp(qo.db, DEFAULT_DB) != 0 && (rc = parent_dir_exists("--queue-db", qo.db))) ||
+			 (!qo.authority_dir && strcmp(qo.socket, DEFAULT_SOCKET) != 0 &&
+			  (rc = parent_dir_exists("--queue-socket", qo.socket))) ||
+			 (strcmp(qo.log_dir, DEFAULT_DB_DIR "/logs") != 0 && (rc = parent_dir_exists("--log-dir", qo.log_dir)))))
+		return rc;
 	if (check_only) {
 		/* the file and the command line parsed: say what was read, start nothing */
 		printf("gpuctld: configuration OK (%s%s)\n", named || access(config, F_OK) == 0 ? config : "no file, ",
@@ -717,35 +761,9 @@ int main(int argc, char **argv)
 	struct http *h = NULL;
 	struct health *hl = NULL;
 	struct notify *nt = NULL;
-	st.no.hostname = host;
-	if (notify_start(&nt, &st.no, err, sizeof err) < 0) {
-		cli_err("%s", err);
-		return EXIT_FAIL;
-	}
-	st.hlo.sim = so.sim;
-	st.hlo.notify = st.eo.notify = st.ro.notify = so.notify = qo.notify = nt;
-	/* authority mode: this process's lease functions read the grant table, never the socket */
-	if (qo.authority_dir)
-		lease_serve(queue_lease_source());
-	struct enforce *ef = enforce_new(&st.eo);
-	struct reclaim *rc_ = st.ro.after_ms > 0 ? reclaim_new(&st.ro) : NULL;
-	so.reclaim = rc_;
-	int gr = ef && (rc_ || !st.ro.after_ms) ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
-	if (gr == GC_ENOMEM)
-		snprintf(err, sizeof err, "out of memory");
-	if (gr == GC_OK) {
-		so.health = hl;
-		so.enforce = ef;
-		gr = sampler_start(&s, &so, err, sizeof err);
-	}
-	if (gr != GC_OK) {
-		cli_err("%s", err);
-		health_stop(hl);
-		enforce_free(ef);
-		reclaim_free(rc_);
-		notify_stop(nt);
-		return cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
-	}
+	struct enforce *ef = NULL;
+	struct reclaim *rc_ = NULL;
+	struct queue *q = NULL;
 	/* --gpu-hour-price auto: the cloud instance's price, from advise's catalog */
 	char price_desc[300] = "";
 	if (queue_on && st.price_cloud) {
@@ -758,7 +776,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gpuctld: --gpu-hour-price %s: %s; gpuctl usage shows no cost\n", st.price_cloud, err);
 		}
 	}
-	struct queue *q = NULL;
+	/*
+	 * First take everything that another gpuctld or another program may hold:
+	 * the queue's locks, its socket, the listen address. Only then does anything
+	 * act (enforcement, reclaim, quarantine, dispatch, notifications): a gpuctld
+	 * that cannot start has signalled, marked and started nothing.
+	 */
+	rc = EXIT_FAIL;
 	if (queue_on) {
 		/* the default places, /var/lib/gpuctl for the database and logs and /run/gpuctl for the
 		 * socket, are made when missing; a directory named on the command line must exist */
@@ -767,56 +791,59 @@ int main(int argc, char **argv)
 		if (strcmp(qo.socket, DEFAULT_SOCKET) == 0 && mkdir(DEFAULT_SOCKET_DIR, 0700) == 0)
 			(void)chmod(DEFAULT_SOCKET_DIR, 01777); /* shared with gpuctl's leases, like /tmp */
 		struct stat ads;
-		rc = EXIT_OK;
 		if (qo.authority_dir && (mkdir(qo.authority_dir, 0755) == 0 || errno == EEXIST) &&
 		    (lstat(qo.authority_dir, &ads) < 0 || !S_ISDIR(ads.st_mode) || ads.st_uid != 0 ||
 		     (ads.st_mode & (S_IWGRP | S_IWOTH)))) {
 			cli_err("invalid --authority-dir '%s': it must be a directory of root's, writable by root alone",
 				qo.authority_dir);
-			rc = EXIT_USAGE;
+			return EXIT_USAGE;
 		}
-		if (qo.authority_dir && rc == EXIT_OK && access(qo.authority_dir, W_OK) < 0) {
+		if (qo.authority_dir && access(qo.authority_dir, W_OK) < 0) {
 			cli_err("cannot use --authority-dir '%s': %s", qo.authority_dir, strerror(errno));
-			rc = EXIT_FAIL;
+			return EXIT_FAIL;
 		}
-		if (rc) {
-			sampler_stop(s);
-			health_stop(hl);
-			enforce_free(ef);
-			reclaim_free(rc_);
-			notify_stop(nt);
-			return rc;
-		}
-		if ((rc = parent_dir_exists("--queue-db", qo.db)) || (rc = parent_dir_exists("--queue-socket", qo.socket)) ||
-		    (rc = parent_dir_exists("--log-dir", qo.log_dir))) {
-			sampler_stop(s);
-			health_stop(hl);
-			enforce_free(ef);
-			reclaim_free(rc_);
-		notify_stop(nt);
-			return rc;
-		}
-		if (queue_start(&q, s, &qo, err, sizeof err) < 0) {
+		int drc;
+		if ((drc = parent_dir_exists("--queue-db", qo.db)) || (drc = parent_dir_exists("--queue-socket", qo.socket)) ||
+		    (drc = parent_dir_exists("--log-dir", qo.log_dir)))
+			return drc;
+		if (queue_open(&q, &qo, err, sizeof err) < 0) {
 			cli_err("%s", err);
-			sampler_stop(s);
-			health_stop(hl);
-			enforce_free(ef);
-			reclaim_free(rc_);
-		notify_stop(nt);
 			return EXIT_FAIL;
 		}
 	}
-	ho.queue = q;
 	bool bad_usage = false;
-	if (http_start(&h, s, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
+	if (http_open(&h, &ho, url, sizeof url, &bad_usage, err, sizeof err) < 0) {
 		cli_err("%s", err);
-		queue_stop(q);
-		sampler_stop(s);
-		health_stop(hl);
-		enforce_free(ef);
-		reclaim_free(rc_);
-		notify_stop(nt);
-		return bad_usage ? EXIT_USAGE : EXIT_FAIL;
+		rc = bad_usage ? EXIT_USAGE : EXIT_FAIL;
+		goto out;
+	}
+	/* held: now the parts that act */
+	st.no.hostname = host;
+	if (notify_start(&nt, &st.no, err, sizeof err) < 0) {
+		cli_err("%s", err);
+		goto out;
+	}
+	st.hlo.sim = so.sim;
+	st.hlo.notify = st.eo.notify = st.ro.notify = so.notify = nt;
+	ef = enforce_new(&st.eo);
+	rc_ = st.ro.after_ms > 0 ? reclaim_new(&st.ro) : NULL;
+	so.reclaim = rc_;
+	int gr = ef && (rc_ || !st.ro.after_ms) ? health_start(&hl, &st.hlo, err, sizeof err) : GC_ENOMEM;
+	if (gr == GC_ENOMEM)
+		snprintf(err, sizeof err, "out of memory");
+	if (gr == GC_OK) {
+		so.health = hl;
+		so.enforce = ef;
+		gr = sampler_start(&s, &so, err, sizeof err);
+	}
+	if (gr != GC_OK) {
+		cli_err("%s", err);
+		rc = cli_exit_code(gr) == EXIT_OK ? EXIT_FAIL : cli_exit_code(gr);
+		goto out;
+	}
+	if (http_serve(h, s, q, err, sizeof err) < 0 || (q && queue_run(q, s, nt, err, sizeof err) < 0)) {
+		cli_err("%s", err);
+		goto out;
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -829,15 +856,20 @@ int main(int argc, char **argv)
 		(long long)(so.history_ms / 1000));
 	if (q)
 		fprintf(stderr, "gpuctld: queue on %s (%s; jobs run with %s)\n", qo.socket, qo.db, qo.gpuctl);
+	if (qo.authority_dir)
+		fprintf(stderr, "gpuctld: authority mode: every lease, port and place in line is granted here (marker %s/%s)\n",
+			qo.authority_dir, AUTHORITY_MARKER);
 	while (!stop_sig)
 		sigsuspend(&old);
 	fprintf(stderr, "gpuctld: stopping (signal %d)\n", (int)stop_sig);
+	rc = EXIT_OK;
+out:
 	http_stop(h);
 	queue_stop(q);
 	sampler_stop(s);
 	health_stop(hl);
 	enforce_free(ef);
 	reclaim_free(rc_);
-		notify_stop(nt);
-	return EXIT_OK;
+	notify_stop(nt);
+	return rc;
 }

@@ -55,6 +55,8 @@ struct conn {
 };
 
 struct http {
+	struct http_opts o;
+	char url[128];
 	struct MHD_Daemon *d;
 	struct sampler *s;
 	struct queue *q;
@@ -437,24 +439,34 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 	return n;
 }
 
-int http_start(struct http **out, struct sampler *s, const struct http_opts *o, char *url, size_t urllen,
-	       bool *usage, char *err, size_t errlen)
+int http_check_listen(const struct http_opts *o, char *err, size_t errlen)
 {
-	*out = NULL;
-	*usage = false;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	bool loopback;
-	if (route_listen(o->listen, &ss, &len, &loopback, err, errlen) < 0) {
-		*usage = true;
+	if (route_listen(o->listen, &ss, &len, &loopback, err, errlen) < 0)
 		return -1;
-	}
 	if (!loopback && !o->allow_remote) {
 		errbuf_set(err, errlen, "--listen '%s' is not a loopback address: anyone who can reach it sees "
 			   "every GPU, process and user; add --allow-remote to serve it anyway", o->listen);
+		return -1;
+	}
+	return 0;
+}
+
+int http_open(struct http **out, const struct http_opts *o, char *url, size_t urllen, bool *usage, char *err,
+	      size_t errlen)
+{
+	*out = NULL;
+	*usage = false;
+	if (http_check_listen(o, err, errlen) < 0) {
 		*usage = true;
 		return -1;
 	}
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool loopback;
+	(void)route_listen(o->listen, &ss, &len, &loopback, err, errlen);
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
@@ -486,22 +498,31 @@ int http_start(struct http **out, struct sampler *s, const struct http_opts *o, 
 		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
-	h->s = s;
-	h->q = o->queue;
+	h->o = *o;
 	h->fd = fd;
+	h->stop = -1;
 	h->self = ss;
+	snprintf(h->url, sizeof h->url, "%s", url);
 	h->max_connections = o->max_connections;
 	h->per_client = o->per_client ? o->per_client : o->max_connections;
 	h->timeout_ms = (long long)o->timeout_s * 1000;
 	pthread_mutex_init(&h->mu, NULL);
+	*out = h;
+	return 0;
+}
+
+int http_serve(struct http *h, struct sampler *s, struct queue *q, char *err, size_t errlen)
+{
+	h->s = s;
+	h->q = q;
 	h->stop = eventfd(0, EFD_CLOEXEC);
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ITC |
-			 MHD_USE_NO_LISTEN_SOCKET | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+			 MHD_USE_NO_LISTEN_SOCKET | (h->self.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
 	h->d = h->stop < 0 ? NULL
 			   : MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
-					      MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : 1,
-					      MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
-					      MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+					      MHD_OPTION_THREAD_POOL_SIZE, h->o.threads ? h->o.threads : 1,
+					      MHD_OPTION_CONNECTION_LIMIT, h->o.max_connections,
+					      MHD_OPTION_CONNECTION_TIMEOUT, h->o.timeout_s,
 					      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)POOL_BYTES,
 					      MHD_OPTION_NOTIFY_COMPLETED, done, h,
 					      MHD_OPTION_NOTIFY_CONNECTION, notify, h,
@@ -509,18 +530,11 @@ int http_start(struct http **out, struct sampler *s, const struct http_opts *o, 
 					      MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
 					      MHD_OPTION_END);
 	if (!h->d || pthread_create(&h->acceptor, NULL, acceptor, h) != 0) {
-		errbuf_set(err, errlen, "cannot start the HTTP server on %s (libmicrohttpd refused its options)", url);
-		if (h->d)
-			MHD_stop_daemon(h->d);
-		if (h->stop >= 0)
-			close(h->stop);
-		close(fd);
-		pthread_mutex_destroy(&h->mu);
-		free(h);
+		errbuf_set(err, errlen, "cannot start the HTTP server on %s (libmicrohttpd refused its options)",
+			   h->url);
 		return -1;
 	}
 	h->started = true;
-	*out = h;
 	return 0;
 }
 
@@ -533,9 +547,11 @@ void http_stop(struct http *h)
 		(void)write(h->stop, &one, sizeof one);
 		pthread_join(h->acceptor, NULL);
 	}
-	MHD_stop_daemon(h->d); /* closes the connections it has */
+	if (h->d)
+		MHD_stop_daemon(h->d); /* closes the connections it has */
 	close(h->fd);
-	close(h->stop);
+	if (h->stop >= 0)
+		close(h->stop);
 	pthread_mutex_destroy(&h->mu);
 	free(h->conns);
 	free(h);

@@ -19,17 +19,32 @@ struct http_opts {
 	unsigned per_client;         /* connections one local user (by uid) or one remote address may hold */
 	unsigned timeout_s;          /* a request not answered this long after it began is cut off */
 	unsigned threads;            /* worker threads */
-	struct queue *queue;         /* borrowed: its lines join /metrics; NULL: no queue */
 };
 
 struct http;
 
 /*
- * Bind, listen and serve. *url gets "http://HOST:PORT/" with the port
- * actually bound. 0, or -1 with a one-line message in err and *usage set
- * when the mistake is the command line's (a bad or non-loopback --listen).
+ * --check-config's look at --listen, and http_open's first step: the
+ * address parses (numeric, port 0 to 65535) and is loopback unless
+ * allow_remote. 0, or -1 with a one-line message in err.
  */
-int http_start(struct http **out, struct sampler *s, const struct http_opts *o, char *url, size_t urllen,
-	       bool *usage, char *err, size_t errlen);
+int http_check_listen(const struct http_opts *o, char *err, size_t errlen);
+
+/*
+ * Bind and listen, serving nothing yet: gpuctld holds its address before any
+ * policy runs (docs/daemon.md, "Start-up"). *url gets "http://HOST:PORT/"
+ * with the port actually bound. 0, or -1 with a one-line message in err and
+ * *usage set when the mistake is the command line's (a bad or non-loopback
+ * --listen). Stop it with http_stop.
+ */
+int http_open(struct http **out, const struct http_opts *o, char *url, size_t urllen, bool *usage, char *err,
+	      size_t errlen);
+
+/*
+ * Serve what h listens on from the sampler s (borrowed) and the queue q
+ * (borrowed: its lines join /metrics; NULL: no queue). 0, or -1 with err;
+ * http_stop releases h either way.
+ */
+int http_serve(struct http *h, struct sampler *s, struct queue *q, char *err, size_t errlen);
 void http_stop(struct http *h);
 #endif

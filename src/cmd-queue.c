@@ -5,11 +5,13 @@
  * so nothing here can claim to be someone else.
  */
 #include "cli.h"
+#include "jobs/joblog.h"
 #include "queue-client.h"
 #include "runjob.h"
 #include "spot/spot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -376,6 +378,19 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	return fflush(stdout) == 0 ? rc : EXIT_FAIL;
 }
 
+/* whether job's log at path was cut (joblog.h): true with what its first line says */
+static bool log_cut(const char *path, uint64_t *cut, char *limit, size_t limlen)
+{
+	int fd = path && *path ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return false;
+	char head[JOBLOG_MARK_MAX];
+	ssize_t n = pread(fd, head, sizeof head, 0);
+	close(fd);
+	size_t mlen;
+	return n > 0 && joblog_parse_mark(head, (size_t)n, cut, &mlen, limit, limlen);
+}
+
 int cmd_show(const struct cli_global *g, int argc, char **argv)
 {
 	(void)g;
@@ -408,7 +423,12 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 	if (!ans)
 		return EXIT_FAIL;
 	int out = EXIT_OK;
+	uint64_t cut = 0;
+	char limit[32] = "";
+	bool was_cut = log_cut(json_string_value(json_object_get(ans, "log")), &cut, limit, sizeof limit);
 	if (json) {
+		if (was_cut)
+			json_object_set_new(ans, "log_cut", json_pack("{s:I, s:s}", "bytes", (json_int_t)cut, "limit", limit));
 		out = cli_put_json(ans);
 	} else {
 		json_t *j = json_object_get(ans, "job");
@@ -444,6 +464,9 @@ int cmd_show(const struct cli_global *g, int argc, char **argv)
 			printf("%-14s fix: %s\n", "", cli_safe(safe, sizeof safe, json_string_value(json_object_get(f, "fix"))));
 		}
 		printf("%-14s %s\n", "log", cli_safe(safe, sizeof safe, json_string_value(json_object_get(ans, "log"))));
+		if (was_cut)
+			printf("%-14s %llu bytes of output cut, the oldest first: the log is kept under %s (gpuctld "
+			       "--log-max-size)\n", "log cut", (unsigned long long)cut, cli_safe(safe, sizeof safe, limit));
 	}
 	json_decref(ans);
 	return out;
@@ -553,6 +576,12 @@ int cmd_wait(const struct cli_global *g, int argc, char **argv)
 	return rc;
 }
 
+static void put_out(void *arg, const char *b, size_t n)
+{
+	(void)arg;
+	fwrite(b, 1, n, stdout);
+}
+
 int cmd_logs(const struct cli_global *g, int argc, char **argv)
 {
 	(void)g;
@@ -585,21 +614,19 @@ int cmd_logs(const struct cli_global *g, int argc, char **argv)
 		return EXIT_FAIL;
 	bool done = final_state(json_string_value(json_object_get(j, "state")));
 	json_decref(j);
-	FILE *f = NULL;
-	off_t off = 0;
+	/* read by its place in the whole output: a capped log that is cut meanwhile is followed on (joblog.h) */
+	int fd = -1;
+	struct joblog_pos pos = {0};
 	for (;;) {
-		if (!f && !(f = fopen(path, "re")) && errno != ENOENT) {
+		if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 && errno != ENOENT) {
 			cli_err("cannot read the log of job %lld '%s': %s", id, path, strerror(errno));
 			return EXIT_FAIL;
 		}
-		if (f) {
-			char buf[65536];
-			size_t n;
-			clearerr(f);
-			fseeko(f, off, SEEK_SET);
-			while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-				fwrite(buf, 1, n, stdout);
-				off += (off_t)n;
+		if (fd >= 0) {
+			if (joblog_read(fd, &pos, put_out, NULL) < 0) {
+				cli_err("cannot read the log of job %lld '%s': %s", id, path, strerror(errno));
+				close(fd);
+				return EXIT_FAIL;
 			}
 			fflush(stdout);
 		}
@@ -614,11 +641,11 @@ int cmd_logs(const struct cli_global *g, int argc, char **argv)
 		done = final_state(json_string_value(json_object_get(j, "state")));
 		json_decref(j);
 	}
-	if (f) {
-		fclose(f);
+	if (fd >= 0) {
+		close(fd);
 	} else if (done) {
-		cli_err("job %lld has no log: it ended, and gpuctld removed its log (--log-keep) or could not create it",
-			id);
+		cli_err("job %lld has no log: it ended, and gpuctld removed its log (--log-keep, --log-user-max) or could "
+			"not create it", id);
 		return EXIT_FAIL;
 	} else if (!follow) {
 		cli_err("job %lld has no log yet (it has not started)", id);

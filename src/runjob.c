@@ -9,6 +9,7 @@
  */
 #include "util/clock.h"
 #include "runjob.h"
+#include "runner.h"
 #include <getopt.h>
 #include "jobs/jobstatus.h"
 #include "jobs/outtail.h"
@@ -267,6 +268,7 @@ int runjob_spawned(const struct spawnreq *r)
 	j.status_file = r->status;
 	j.status_slot = r->slot > 0 && r->slot <= INT64_MAX ? (long long)r->slot : -1;
 	j.go_fd = SPAWNREQ_GO_FD;
+	j.log_drained = runner_log_drained;
 	char err[400];
 	for (size_t i = 0; i < r->nopts && rc == EXIT_OK; i++) {
 		if (job_queued_option(&j.jo, r->opts[i], err, sizeof err) != GC_OK) {
@@ -299,6 +301,8 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 	int rc = exec_job(j, g, cmd);
 	if (j->no_go && !got_signal)
 		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
+	if (j->log_drained && j->log_drained() < 0 && rc == EXIT_OK)
+		rc = EXIT_FAIL; /* its output was lost (a full disk): not a success; gpuctld's log says why */
 	if (write_status(j, j->ran, rc) < 0 && rc == EXIT_OK)
 		rc = EXIT_FAIL; /* whoever reads it would not learn how the job ended */
 	return rc;

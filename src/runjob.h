@@ -37,6 +37,9 @@ struct runjob {
 	long long status_slot;       /* its id, >= 1 (jobstatus.h); -1: no status file */
 	int go_fd;                   /* one byte read once the GPUs are leased; end of file: never run; -1 */
 	bool no_go;                  /* the go pipe gave end of file: nothing ran */
+	/* before the status is written: the job's output is in its log (its writer's, runner.h); -1 when it
+	 * could not all be written, and a job that had succeeded is failed (exit status 1); NULL: nothing */
+	int (*log_drained)(void);
 	bool ran;                    /* the command started; end says how it ended */
 	enum supervise_end end;
 	struct job_env env;          /* what the job gets besides our environment (runjob_setenv) */

@@ -12,7 +12,9 @@
 #include "runner.h"
 
 #include "cli.h"
+#include "jobs/joblog.h"
 #include "jobs/spawnreq.h"
+#include "logwriter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,18 +125,19 @@ static void title_area(char **argv)
 }
 
 /*
- * What ps and pkill -f show for the child, "gpuctl job-ID[-NAME] -- CMD ARGS",
- * written over the runner's own argv and environment strings (no longer
- * in use: environ points at the request), cut to their length. Past the
- * end of the original argv the kernel reads on up to the first NUL.
+ * What ps and pkill -f show for the child, "gpuctl job-ID[-NAME] -- CMD ARGS"
+ * (its log's writer: "gpuctl job-ID[-NAME] log"), written over the runner's
+ * own argv and environment strings (no longer in use: environ points at the
+ * request), cut to their length. Past the end of the original argv the
+ * kernel reads on up to the first NUL.
  */
-static void set_title(const struct spawnreq *r)
+static void set_title_of(const struct spawnreq *r, bool writer)
 {
 	if (title_len < 2)
 		return;
 	size_t off = 0;
-	const char *head[] = {"gpuctl", r->name, "--"};
-	for (size_t i = 0; off < title_len - 1 && i < 3 + r->argc; i++) {
+	const char *head[] = {"gpuctl", r->name, writer ? "log" : "--"};
+	for (size_t i = 0; off < title_len - 1 && i < 3 + (writer ? 0 : r->argc); i++) {
 		const char *w = i < 3 ? head[i] : r->argv[i - 3];
 		if (i)
 			title_at[off++] = ' ';
@@ -147,6 +150,36 @@ static void set_title(const struct spawnreq *r)
 	memset(title_at + off, 0, title_len - off);
 }
 
+static void set_title(const struct spawnreq *r)
+{
+	set_title_of(r, false);
+}
+
+static void set_writer_title(void *r)
+{
+	set_title_of(r, true);
+}
+
+/* the log's writer's handshake (logwriter.h), once, at the job's end: its fd, and whose it is */
+static int drain_fd = -1;
+static pid_t drain_pid;
+static int drained = 1; /* 1: not yet; else what it said */
+
+int runner_log_drained(void)
+{
+	fflush(NULL);
+	if (drain_fd < 0 || getpid() != drain_pid)
+		return 0; /* no writer; or a fork of the supervisor that failed to exec the job: not the job's end */
+	if (drained == 1)
+		drained = logwriter_drained(drain_fd);
+	return drained;
+}
+
+static void drain_at_exit(void)
+{
+	(void)runner_log_drained();
+}
+
 /*
  * The job's log, made anew (O_EXCL): a file already there is this job's own
  * log only when it is the job's user's regular file (a job queued again goes
@@ -156,7 +189,8 @@ static void set_title(const struct spawnreq *r)
  */
 static int open_log(const struct spawnreq *r)
 {
-	const int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
+	/* read too: a capped log's writer moves its newest output up when it cuts (joblog.h) */
+	const int flags = O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
 	int fd = open(r->log, flags | O_CREAT | O_EXCL, 0600);
 	if (fd >= 0 || errno != EEXIST)
 		return fd;
@@ -192,12 +226,32 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 		cli_err("runner: cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
 		_exit(126);
 	}
+	/*
+	 * A capped log (gpuctld --log-max-size) is written by a writer of its own,
+	 * root's, through a pipe: the cap holds while the job writes. The job's
+	 * end waits for it (drain_at_exit) on fd 4.
+	 */
+	int out = log, ctl = -1;
+	if (r->log_max >= JOBLOG_MIN) {
+		const int shut[] = {fds[0], fds[1]};
+		if (logwriter_start(log, r->log_max, r->log, r->uid, r->gid, set_writer_title, (void *)r, shut, 2, &out,
+				    &ctl) < 0) {
+			cli_err("runner: cannot start the writer of the log '%s': %s", r->log, strerror(errno));
+			_exit(126);
+		}
+	}
 	/* the go pipe becomes SPAWNREQ_GO_FD, where the job waits for it (the log is on 1 and 2 before) */
-	if (dup2(fds[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(fds[1], SPAWNREQ_GO_FD) < 0) {
+	if (dup2(fds[0], 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || dup2(fds[1], SPAWNREQ_GO_FD) < 0 ||
+	    (ctl >= 0 && dup3(ctl, 4, O_CLOEXEC) < 0)) {
 		cli_err("runner: cannot set up the job's files: %s", strerror(errno));
 		_exit(126);
 	}
-	close_range(4, ~0u, 0); /* the received fds, the socket, the signalfd */
+	close_range(ctl >= 0 ? 5 : 4, ~0u, 0); /* the received fds, the socket, the signalfd, the log */
+	if (ctl >= 0) {
+		drain_fd = 4;
+		drain_pid = getpid();
+		atexit(drain_at_exit);
+	}
 	if (setgroups(r->ngroups, r->groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
 	    setresuid(r->uid, r->uid, r->uid) < 0 || (r->uid != 0 && setuid(0) == 0)) {
 		cli_err("runner: cannot become the job's user (uid %u, gid %u): %s", (unsigned)r->uid, (unsigned)r->gid,

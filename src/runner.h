@@ -21,4 +21,13 @@
 struct spawnreq;
 int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnreq *r));
 
+/*
+ * In a runner's child whose job has ended: stdio flushed, and, when its log
+ * has a writer (a capped log, logwriter.h), what the job wrote put into the
+ * log before anyone is told the job ended. 0, or -1 when the writer could
+ * not write it all (a full disk; it said so on gpuctld's log). Done once;
+ * at exit when not before.
+ */
+int runner_log_drained(void);
+
 #endif

@@ -277,10 +277,6 @@ static int src_revoke(void *arg, uint64_t grant, const char *why)
 
 static const struct lease_source the_source = {.list = src_list, .waiters = src_waiters, .revoke = src_revoke};
 
-const struct lease_source *queue_lease_source(void)
-{
-	return &the_source;
-}
 
 void grants_init(struct queue *q)
 {

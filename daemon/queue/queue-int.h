@@ -98,6 +98,7 @@ json_t *requests_answer(void *q, struct client *c, const char *line);
 
 struct runner_link {
 	const char *gpuctl;          /* the binary: `gpuctl --runner 3` */
+	uint64_t log_max;            /* every request's log cap (--log-max-size; spawnreq.h) */
 	int nullfd;                  /* its stdin (borrowed) */
 	pid_t rpid;                  /* 0: none */
 	int rfd;                     /* its socket, non-blocking; -1: none */
@@ -241,10 +242,19 @@ void view_started(struct view *v, uint64_t n, double wait_s);
 struct retention {
 	long long prune_at;          /* monotonic ms of the next look for logs to remove; 0: never */
 	int64_t pruned_until;        /* logs of jobs that ended up to then are gone */
+	long long users_at;          /* monotonic ms of the next look at each user's logs in all; 0: never */
+	long long users_last;        /* monotonic ms of the last one */
 };
+
+#define RETENTION_USERS_MS 60000     /* each user's logs in all are looked at this often, */
+#define RETENTION_USERS_MIN_MS 1000  /* and when jobs end, at most this often */
 
 /* --log-keep, --job-keep: remove what is due, and say when to look again (ret.prune_at) */
 void retention_prune(struct queue *q);
+/* --log-user-max: each user's logs in all; the oldest of ended jobs removed while over (ret.users_at) */
+void retention_users(struct queue *q);
+/* jobs may have ended: look at the users' logs soon (at most every RETENTION_USERS_MIN_MS) */
+void retention_users_soon(struct queue *q);
 /* after a restart: the jobs that were running when the daemon went away */
 void retention_recover(struct queue *q);
 

@@ -90,6 +90,7 @@ static void *loop(void *arg)
 	retention_recover(q);
 	if (q->o.log_keep_ms > 0 || q->o.job_keep_ms > 0)
 		q->ret.prune_at = clock_mono_ms(); /* at once, then every half --log-keep or --job-keep */
+	retention_users_soon(q); /* at once, then when jobs end and every minute */
 	q->round.dirty = q->round.deps_dirty = true;
 	round_settle(q);
 	if (q->view.render_at)
@@ -109,7 +110,8 @@ static void *loop(void *arg)
 			p[np++] = (struct pollfd){.fd = q->round.run[i].child ? -1 : q->round.run[i].pidfd, .events = POLLIN};
 		size_t gbase = np;
 		np += grants_poll(q, p + np, sizeof p / sizeof p[0] - np);
-		if (poll(p, np, sooner(sooner(sooner(1000, q->view.render_at), q->ret.prune_at), q->usage.due_ms)) < 0 &&
+		if (poll(p, np, sooner(sooner(sooner(sooner(1000, q->view.render_at), q->ret.prune_at), q->usage.due_ms),
+				       q->ret.users_at)) < 0 &&
 		    errno != EINTR)
 			break;
 		if (p[0].revents)
@@ -139,12 +141,16 @@ static void *loop(void *arg)
 		if (q->runner.rfd >= 0 && p[3].revents && runner_link_read(&q->runner) < 0)
 			runner_link_down(&q->runner, "it went away; its jobs are adopted");
 		round_runner_exits(q);
+		if (q->round.nfin)
+			retention_users_soon(q); /* jobs ended: their logs may now go */
 		if (q->round.dirty || q->round.nfin)
 			round_settle(q);
 		if (q->view.render_at && clock_mono_ms() >= q->view.render_at)
 			view_render(&q->view, q->st);
 		if (q->ret.prune_at && clock_mono_ms() >= q->ret.prune_at)
 			retention_prune(q);
+		if (q->ret.users_at && clock_mono_ms() >= q->ret.users_at)
+			retention_users(q);
 	}
 	if (!q->grants.on)
 		usage_stop(q); /* a grant is recorded once, when it ends, whatever restarts come between */
@@ -170,7 +176,7 @@ static int take_lock(int *fd, const char *path, const char *what, char *err, siz
 	return *fd < 0 ? -1 : 0;
 }
 
-int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen)
+int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct queue *q = calloc(1, sizeof *q);
@@ -179,13 +185,13 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 		return -1;
 	}
 	q->o = *o;
-	q->s = s;
 	q->clients.lfd = q->stopfd = q->dblock = q->socklock = -1;
 	q->clients.admin_gid = o->admin_gid;
 	q->clients.answer = requests_answer;
 	q->clients.arg = q;
 	view_init(&q->view);
 	runner_link_init(&q->runner, q->o.gpuctl, -1, round_runner_down, q);
+	q->runner.log_max = o->log_max;
 	/* /dev/null for the jobs' stdin; fds 0-2 taken first if the daemon was started without them */
 	while ((q->nullfd = open("/dev/null", O_RDWR)) >= 0 && q->nullfd < 3)
 		;
@@ -233,31 +239,38 @@ int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *
 		errbuf_set(err, errlen, "cannot listen on '%s': %s", o->socket, strerror(errno));
 		goto fail;
 	}
-	q->stopfd = eventfd(0, EFD_CLOEXEC);
-	if (q->stopfd < 0 || (errno = pthread_create(&q->thread, NULL, loop, q)) != 0) {
-		errbuf_set(err, errlen, "cannot start the queue thread: %s", strerror(errno));
-		goto fail;
-	}
-	q->started = true;
-	if (o->authority_dir) {
-		/* listening: now clients may know that leases are ours to grant. The marker stays when we
-		 * stop, so that they wait for us instead of falling back to claim files */
-		char marker[PATH_MAX];
-		snprintf(marker, sizeof marker, "%s/%s", o->authority_dir, AUTHORITY_MARKER);
-		int mfd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (mfd < 0 || fchmod(mfd, 0644) < 0 || dprintf(mfd, "gpuctld %ld\n", (long)getpid()) < 0) {
-			errbuf_set(err, errlen, "cannot write the authority marker '%s': %s", marker, strerror(errno));
-			if (mfd >= 0)
-				close(mfd);
-			goto fail;
-		}
-		close(mfd);
-	}
 	*out = q;
 	return 0;
 fail:
 	queue_stop(q);
 	return -1;
+}
+
+int queue_run(struct queue *q, struct sampler *s, struct notify *nt, char *err, size_t errlen)
+{
+	q->s = s;
+	q->o.notify = nt;
+	q->stopfd = eventfd(0, EFD_CLOEXEC);
+	if (q->stopfd < 0 || (errno = pthread_create(&q->thread, NULL, loop, q)) != 0) {
+		errbuf_set(err, errlen, "cannot start the queue thread: %s", strerror(errno));
+		return -1;
+	}
+	q->started = true;
+	if (q->o.authority_dir) {
+		/* serving: now clients may know that leases are ours to grant. The marker stays when we
+		 * stop, so that they wait for us instead of falling back to claim files */
+		char marker[PATH_MAX];
+		snprintf(marker, sizeof marker, "%s/%s", q->o.authority_dir, AUTHORITY_MARKER);
+		int mfd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (mfd < 0 || fchmod(mfd, 0644) < 0 || dprintf(mfd, "gpuctld %ld\n", (long)getpid()) < 0) {
+			errbuf_set(err, errlen, "cannot write the authority marker '%s': %s", marker, strerror(errno));
+			if (mfd >= 0)
+				close(mfd);
+			return -1;
+		}
+		close(mfd);
+	}
+	return 0;
 }
 
 void queue_stop(struct queue *q)

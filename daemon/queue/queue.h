@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sampler.h"
@@ -20,25 +21,21 @@ struct queue_opts {
 	const char *socket;      /* the Unix socket path */
 	const char *log_dir;     /* per-job logs: LOG_DIR/ID.log, owned by the job's user */
 	long long log_keep_ms;   /* a log is removed this long after its job ended; 0: kept */
+	uint64_t log_max;        /* a job's log is cut to stay under this (lib/jobs/joblog.h); 0: no cap */
+	uint64_t log_user_max;   /* one user's logs in all: over it, the oldest of ended jobs go; 0: no cap */
 	const char *gpuctl;      /* the gpuctl binary jobs run under */
 	const char *sim;         /* the simulated node, passed on to jobs; NULL for the driver */
 	gid_t admin_gid;         /* members may act on every job; (gid_t)-1: none */
 	long max_queued;         /* queued jobs one user (not root, not the admin group) may have; 0: no limit */
 	size_t max_job_bytes;    /* a job's argv and environment as stored (JSON); 0: no limit */
 	long long job_keep_ms;   /* an ended job's record is deleted this long after it ended; 0: kept */
-	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL */
+	struct notify *notify;   /* borrowed: job events go to it (notify.h), or NULL; set by queue_run */
 	double gpu_hour_price;   /* gpuctl usage's cost of a GPU-hour; 0: none */
 	const char *price_source; /* borrowed: where that price comes from (--gpu-hour-price auto), or NULL */
 	long long fair_half_life_ms; /* fair share: usage decays by half this often; 0: off (FIFO) */
 	const char *authority_dir;   /* authority mode (--authority): its directory (socket, marker); NULL: off */
 };
 
-/*
- * Authority mode: the grant table as this process's lease functions see it
- * (lib/jobs/authority.h's lease_serve), empty until the queue starts.
- */
-struct lease_source;
-const struct lease_source *queue_lease_source(void);
 
 struct queue;
 
@@ -56,7 +53,19 @@ size_t queue_metrics(struct queue *q, char *buf, size_t len);
  */
 char *queue_jobs_json(struct queue *q, size_t *len);
 
-/* Open the store, listen, start the thread. 0, or -1 with err. */
-int queue_start(struct queue **out, struct sampler *s, const struct queue_opts *o, char *err, size_t errlen);
+/*
+ * Take the database's and the socket's locks, open the store and listen on
+ * the socket, acting on nothing yet: no job is started, adopted or recorded
+ * until queue_run (gpuctld holds everything it needs before any policy runs).
+ * o->notify is not used (queue_run's is). 0, or -1 with a one-line message in
+ * err. Release it with queue_stop.
+ */
+int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t errlen);
+/*
+ * Start the queue's thread: recovery of the jobs an earlier gpuctld left, then
+ * dispatch. s (the sampler) and nt (job events; NULL: none) are borrowed for
+ * as long as q runs. 0, or -1 with err; queue_stop releases q either way.
+ */
+int queue_run(struct queue *q, struct sampler *s, struct notify *nt, char *err, size_t errlen);
 void queue_stop(struct queue *q);
 #endif

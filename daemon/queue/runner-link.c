@@ -203,7 +203,9 @@ pid_t runner_link_spawn(struct runner_link *l, const struct spawnreq *r, const i
 {
 	char *buf;
 	size_t n;
-	if (spawnreq_encode(r, &buf, &n) < 0) {
+	struct spawnreq rq = *r;
+	rq.log_max = l->log_max; /* the runner-wide cap, whoever built the request */
+	if (spawnreq_encode(&rq, &buf, &n) < 0) {
 		snprintf(why, len, "the job's command line and environment are larger than %u bytes", SPAWNREQ_MAX);
 		return -1;
 	}

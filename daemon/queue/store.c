@@ -22,7 +22,7 @@
 enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
-	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST,
+	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST, ST_END_OF,
 	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, NSTMT
 };
 
@@ -454,6 +454,21 @@ int store_state(struct store *s, int64_t id, enum job_state *out)
 		*out = state_of((const char *)sqlite3_column_text(st, 0));
 	done(st);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_end_of(struct store *s, int64_t id, int64_t *ended_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_END_OF, "SELECT state, ended_ms FROM jobs WHERE id = ?");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	int rc = sqlite3_step(st), found = 0;
+	if (rc == SQLITE_ROW) {
+		found = job_state_final(state_of((const char *)sqlite3_column_text(st, 0))) ? 1 : 0;
+		*ended_ms = sqlite3_column_int64(st, 1);
+	}
+	done(st);
+	return rc == SQLITE_ROW ? found : rc == SQLITE_DONE ? 2 : -1;
 }
 
 int store_forget(struct store *s, int64_t to_ms)

@@ -125,6 +125,9 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, si
 	       struct job **out, size_t *n);
 /* A job's state alone (its command line is not read): 1 found, 0 no such job, -1 error. */
 int store_state(struct store *s, int64_t id, enum job_state *out);
+/* Whether job id has ended (done, failed, cancelled, lost): 1 with *ended_ms, 0 when not (queued,
+ * running), 2 when there is no such job, -1 on error. */
+int store_end_of(struct store *s, int64_t id, int64_t *ended_ms);
 /* Delete the jobs that ended at to_ms or before: how many, or -1. */
 int store_forget(struct store *s, int64_t to_ms);
 void store_list_free(struct job *v, size_t n);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPAWNREQ_MAGIC 0x67707233u     /* "gpr3": bumped when the layout changes */
+#define SPAWNREQ_MAGIC 0x67707234u     /* "gpr4": bumped when the layout changes */
 #define SPAWNREQ_MAX (4u << 20)        /* a payload, environment included */
 #define SPAWNREQ_MAX_GROUPS 65536u     /* NGROUPS_MAX on Linux */
 #define SPAWNREQ_NFDS 2                /* stdin, the go pipe (SPAWNREQ_GO_FD in the job) */
@@ -39,6 +39,7 @@ struct spawnreq {
 	gid_t *groups;                  /* ngroups supplementary groups */
 	const char *cwd;
 	const char *log;                /* stdout and stderr: created if missing, owned by uid */
+	uint64_t log_max;               /* the log's cap (lib/jobs/joblog.h), bytes; 0: none */
 	/* the job, as gpuctl run takes it in the runner's child (runjob_spawned) */
 	const char *placed;             /* the GPUs, "INDEX=UUID,…": chosen and checked by gpuctld */
 	const char *name;               /* its lease's name ("job-ID[-NAME]") */

@@ -80,7 +80,10 @@ try:
         state = os.path.join(root, "state")
         os.mkdir(state, 0o700)
         simdir = os.path.join(libdir, "gpuctl")
-        renv = {k: v for k, v in os.environ.items() if (not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR") and k != "CUDA_VISIBLE_DEVICES"}
+        # a HOME of its own: the user's ~/.sky/catalogs would change what advise says (issue 32)
+        renv = {k: v for k, v in os.environ.items()
+                if (not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR") and k not in ("CUDA_VISIBLE_DEVICES", "XDG_CONFIG_HOME")}
+        renv["HOME"] = os.path.join(root, "home")
         renv.update(LD_LIBRARY_PATH=libdir, GPUCTL_SIM_LIBDIR=simdir)
         ckdir = os.path.join(root, "ckpt")
         os.mkdir(ckdir, 0o700)

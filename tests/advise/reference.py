@@ -19,12 +19,15 @@ A row with counted=no is shown, with why, but not checked (an ambiguous setup).
 
 Usage: reference.py GPUCTL SRCDIR [--markdown]
 """
+import atexit
 import csv
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 UNITS = {"GB": 1e9, "GiB": 2.0**30, "MiB": 2.0**20, "MB": 1e6, "gpu-hours": 1.0}
 
@@ -64,6 +67,10 @@ def fmt(v, unit):
 
 def main():
     gpuctl, src = sys.argv[1], sys.argv[2]
+    # SkyPilot's catalogs in the user's ~/.sky would change the prices: a HOME of its own (issue 32)
+    home = tempfile.mkdtemp(prefix="gpuctl-reference-home-")
+    atexit.register(shutil.rmtree, home, True)
+    os.environ["HOME"] = home
     markdown = "--markdown" in sys.argv[3:]
     rows, sources = load(src)
     out, errors, counted, used = [], [], 0, set()

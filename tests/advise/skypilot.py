@@ -133,6 +133,9 @@ def main():
     gpuctl, src = sys.argv[1], sys.argv[2]
     load = yaml_loader()
     tmp = tempfile.mkdtemp(prefix="gpuctl-sky-")
+    # SkyPilot's catalogs in the user's ~/.sky would change what advise ranks: a HOME of its own (issue 32)
+    os.environ["HOME"] = os.path.join(tmp, "home")
+    os.makedirs(os.environ["HOME"])
     try:
         # the ranked plans, in the order --json ranks them
         base = ["--model", "llama-3-8b", "--task", "qlora", "--spot", "--top", "6"]

@@ -108,9 +108,11 @@ def main():
     with tempfile.TemporaryDirectory() as rundir:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
+        # a HOME of its own: the user's ~/.config/gpuctl/top.conf or ~/.sky/catalogs never change a case
         env.update({"GPUCTL_SIM_RUNDIR": rundir, "GPUCTL_STATE_DIR": os.path.join(rundir, "state"),
-                    "LC_ALL": "C", "TZ": "UTC", "NO_COLOR": ""})
+                    "LC_ALL": "C", "TZ": "UTC", "NO_COLOR": "", "HOME": os.path.join(rundir, "home")})
         env.pop("CUDA_VISIBLE_DEVICES", None)
+        env.pop("XDG_CONFIG_HOME", None)
         for e in case["env"]:
             k, _, v = expand(e).partition("=")
             env[k] = v

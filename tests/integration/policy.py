@@ -33,10 +33,12 @@ def setup(what):
     os.chmod(work, 0o777)
     sock = os.path.join(work, "q.sock")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
+    # HOME: the user's ~/.sky/catalogs would change what gpuctl advise says (issue 32)
+    env.pop("XDG_CONFIG_HOME", None)
     env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
-                "GPUCTL_QUEUE_SOCKET": sock,
+                "GPUCTL_QUEUE_SOCKET": sock, "HOME": os.path.join(work, "home"),
                 "PATH": os.path.dirname(GPUCTL) + ":" + os.environ.get("PATH", "/usr/bin:/bin")})
-    for d in ("state", "rd", "logs"):
+    for d in ("state", "rd", "logs", "home"):
         os.makedirs(os.path.join(work, d))
         os.chmod(os.path.join(work, d), 0o1777)
     return users
@@ -107,7 +109,11 @@ def finish(*daemons):
     """stop the gpuctlds, kill what bg() started, remove the work directory, report; exits.
     Called from a finally: an exception on its way out is a failure, not hidden by the exit."""
     exc = sys.exc_info()[1]
-    if exc is not None and not isinstance(exc, SystemExit):
+    if isinstance(exc, SystemExit):
+        # start()'s "FAIL: gpuctld did not start: ..." is a failure, not a pass by way of this exit
+        if exc.code not in (None, 0):
+            errors.append(str(exc.code).removeprefix("FAIL: "))
+    elif exc is not None:
         import traceback
         traceback.print_exception(type(exc), exc, exc.__traceback__)
         errors.append(f"the test raised {type(exc).__name__}: {exc}")

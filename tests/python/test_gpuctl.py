@@ -34,6 +34,9 @@ STATE = tempfile.mkdtemp(prefix="gpuctl-py-")
 os.environ["GPUCTL_STATE_DIR"] = STATE
 os.environ.pop("CUDA_VISIBLE_DEVICES", None)
 os.environ.pop("GPUCTL_GPUS", None)
+# a HOME of its own: the user's ~/.sky/catalogs would change what advise() says (issue 32)
+os.environ["HOME"] = os.path.join(STATE, "home")
+os.environ.pop("XDG_CONFIG_HOME", None)
 
 import gpuctl  # noqa: E402
 

@@ -32,7 +32,7 @@ if not CHROMIUM:
     sys.exit("screenshot.py: chromium is needed (apt-get install chromium)")
 
 work = tempfile.mkdtemp(prefix="gpuctl-shot-")
-env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX"))}
+env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX")) and k != "XDG_CONFIG_HOME"}
 env.update(GPUCTL_SIM_LIBDIR=SIMLIB, GPUCTL_STATE_DIR=work + "/state", GPUCTL_SIM_RUNDIR=work + "/rd", HOME=work,
            LANG="C.UTF-8", TERM="xterm-256color")
 os.makedirs(work + "/rd")

@@ -61,7 +61,8 @@ for d in (STATE, RUNDIR, HOME):
     os.makedirs(d)
 os.chmod(RUNDIR, 0o1777)
 SOCK = os.path.join(work, "tmux.sock")
-env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX")) and k != "CUDA_VISIBLE_DEVICES"}
+env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX")) and
+       k not in ("CUDA_VISIBLE_DEVICES", "XDG_CONFIG_HOME")}  # top.conf in HOME below, never the user's
 # all set before the tmux server starts: its sessions get the server's environment
 QSOCK = os.path.join(work, "q.sock")
 env.update(GPUCTL_SIM_LIBDIR=SIMLIB, GPUCTL_SIM_RUNDIR=RUNDIR, GPUCTL_STATE_DIR=STATE, HOME=HOME,

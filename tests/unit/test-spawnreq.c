@@ -34,7 +34,7 @@ static struct spawnreq sample(void)
 	return (struct spawnreq){.uid = 1001, .gid = 1001, .ngroups = 3, .groups = groups_, .cwd = "/home/a/w",
 				 .log = "/var/lib/gpuctl/logs/12.log", .placed = "0=GPU-a,3=GPU-b", .name = "job-12",
 				 .status = "/var/lib/gpuctl/logs/user-1001.status", .slot = 0x100000012ull,
-				 .nopts = 2, .opts = opts_, .argc = 3, .argv = argv_, .envc = 2, .env = env_};
+				 .log_max = 0x240000000ull, .nopts = 2, .opts = opts_, .argc = 3, .argv = argv_, .envc = 2, .env = env_};
 }
 
 /* the payload of an encoded request (after its header), in a buffer of its own */
@@ -72,6 +72,7 @@ static void test_round_trip(void **state)
 	assert_string_equal(out.name, "job-12");
 	assert_string_equal(out.status, "/var/lib/gpuctl/logs/user-1001.status");
 	assert_true(out.slot == 0x100000012ull);
+	assert_true(out.log_max == 0x240000000ull); /* 9 GiB: both halves */
 	assert_int_equal(out.nopts, 2);
 	assert_string_equal(out.opts[0], "--spot");
 	assert_string_equal(out.opts[1], "--hang-timeout=10m");
