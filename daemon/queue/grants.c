@@ -383,8 +383,11 @@ static void stop_holders(struct queue *q, struct grant *g)
 	uid_t uid = g->uid;
 	if (g->ino)
 		holders_scan(&g->ino, &uid, 1, kill_holder, &uid);
-	signal_as(g->info.pid, uid, SIGKILL);
+	/* the pids it reported: its holder, and (only when the kernel could not name the holders)
+	 * its job; never a pick --lease's shell, which holds nothing and lives on */
 	signal_as(g->info.supervisor, uid, SIGKILL);
+	if (!g->ino && strncmp(g->info.command, "(shell of gpuctl pick --lease)", 30) != 0)
+		signal_as(g->info.pid, uid, SIGKILL);
 	gc_snapshot snap = {0};
 	if (sampler_snapshot(q->s, &snap) == GC_OK) {
 		for (size_t i = 0; i < snap.ngpus; i++)
@@ -851,9 +854,13 @@ static void grant_direct(struct queue *q, const struct gpus_now *now)
 			continue;
 		if (w->port) {
 			bool taken = false;
-			for (size_t k = 0; k < gs->n && !taken; k++)
+			size_t mine = 0;
+			for (size_t k = 0; k < gs->n && !taken; k++) {
 				taken = gs->g[k].port == w->port && !gs->g[k].ended;
-			if (!taken)
+				mine += gs->g[k].port && !gs->g[k].ended && gs->g[k].uid == w->uid;
+			}
+			/* the cap again: requests that arrived together are granted here together */
+			if (!taken && (w->uid == 0 || mine < PORTS_PER_USER))
 				grant_from(q, w, NULL, 0, NULL);
 			continue;
 		}
@@ -1046,7 +1053,8 @@ void grants_committed(struct queue *q, bool ok)
 		if (!w->wait) {
 			char msg[200];
 			if (w->port)
-				snprintf(msg, sizeof msg, "port %d is another launch's", w->port);
+				snprintf(msg, sizeof msg, "port %d is another launch's (or you hold %d ports already)", w->port,
+					 PORTS_PER_USER);
 			else
 				snprintf(msg, sizeof msg, "not now: earlier requests in gpuctld's line, other leases or the "
 					 "filters keep %s", w->n == 1 ? "it" : "them");

@@ -449,6 +449,18 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 			      .model = r->jg.sel.model, .shared = r->jg.sel.shared, .wait = wait, .timeout_ms = timeout_ms};
 	size_t ngot = 0;
 	rc = lease_ask(d, &a, me, stop, out, got, r->ngpus, &ngot, why, whylen);
+	if (rc == GC_EBUSY) {
+		/* why, as cooperative mode says it: who holds what, which filter keeps which GPU out;
+		 * when nothing does, it is the line */
+		bool peek = r->peek_only;
+		unsigned *tmp = calloc(r->ngpus + r->jg.sel.n + 1, sizeof *tmp);
+		r->peek_only = true;
+		if (tmp && job_request_try(r, d, me, NULL, tmp, why, whylen) == GC_OK)
+			snprintf(why, whylen, "GPUs for it are free, but earlier requests in gpuctld's line wait for them "
+				 "(gpuctl leases and gpuctl queue show them)");
+		r->peek_only = peek;
+		free(tmp);
+	}
 	if (rc == GC_OK) {
 		/* the GPUs granted, as our indices, ascending */
 		unsigned k = 0;

@@ -180,9 +180,10 @@ try:
     running = submit(A, *writer(29000, f"while [ ! -e {run_go} ]; do sleep 0.1; done"))
     until(lambda: size(running) >= 29000 * 31, 30)
     bjob = submit(B, *writer(20000))
-    small = [submit(A, *writer(29000)) for _ in range(3)]  # 0.9 MB each, not cut
-    for j in small:
-        until(lambda: state(j) == "done", 60)
+    small = []  # 0.9 MB each, not cut; one after the other, so that small[-1] ended last
+    for _ in range(3):
+        small.append(submit(A, *writer(29000)))
+        until(lambda: state(small[-1]) == "done", 60)
     until(lambda: state(bjob, B) == "done", 60)
 
     def a_total():
