@@ -241,9 +241,9 @@ while time.time() < end:
     blk = bg(A, GPUCTL, "--sim", policy.NODE, "run", "-n", "8", "--", "sleep", "60")
     until(lambda: len(holders()) == 8)
     # a sanitized build's library needs its runtimes loaded first into python (tests/meson.build)
-    pre = os.environ.get("TEST_PY_PRELOAD")
-    wrap = ["/usr/bin/env", f"LD_PRELOAD={pre}", "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0"] if pre else []
-    pl = subprocess.Popen(testusers.as_user_cmd(B, *wrap, sys.executable, "-c", PY, "2", "3"), env=pyenv,
+    if os.environ.get("TEST_PY_PRELOAD"):
+        pyenv.update(LD_PRELOAD=os.environ["TEST_PY_PRELOAD"], ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0")
+    pl = subprocess.Popen(testusers.as_user_cmd(B, sys.executable, "-c", PY, "2", "3"), env=pyenv,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work, start_new_session=True)
     check("python: lease(wait=True) of B's waits in gpuctld's line", until(lambda: any(
         w["user"] == B for w in leases()["waiters"]), 30))
