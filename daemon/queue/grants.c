@@ -775,6 +775,10 @@ void grants_tick(struct queue *q)
 		gs->looked_ms = now;
 		if (gs->detached)
 			look_for_holders(q);
+		/* what keeps a request waiting may change with no grant ending (another user's process
+		 * leaves a GPU, a sample shows memory freed): the line is looked at again each second */
+		for (size_t i = 0; i < gs->nw && !q->round.dirty; i++)
+			q->round.dirty = !gs->w[i].started && !gs->w[i].port && !gs->w[i].job;
 	}
 	if (gs->rescan)
 		look_for_holders(q);

@@ -138,17 +138,19 @@ try:
     check("4: A's request still waits", alive(a8) and len(leases()["waiters"]) == 1)
     os.killpg(a1.pid, signal.SIGTERM)
     check("4: once A let go, A's 8-GPU request is served", until(lambda: a8.poll() == 0, 30),
-          f"{a8.poll()} {leases()}")
+          f"{a8.poll()} {leases()} {gpuctl('ls').stdout}")
     a1.wait()
 
     # ---- a grant ends with the job's last process, SIGKILL included ----
     k = bg(A, GPUCTL, "--sim", policy.NODE, "run", "-n", "1", "--", "sleep", "60")
     until(lambda: A in holders().values() and all(g["pid"] != k.pid for g in leases()["grants"]))
-    job = [g["pid"] for g in leases()["grants"] if g["user"] == A][0]
+    job = ([g["pid"] for g in leases()["grants"] if g["user"] == A] or [0])[0]
+    check("A's job holds a grant", job > 0, str(leases()))
     os.killpg(k.pid, signal.SIGKILL)  # gpuctl run (the job has a process group of its own)
     k.wait()
     check("the job holds its grant without its gpuctl run", A in holders().values())
-    os.kill(job, signal.SIGKILL)
+    if job > 0:
+        os.kill(job, signal.SIGKILL)
     check("SIGKILL of the job's last process frees the grant", until(lambda: A not in holders().values()))
 
     # ---- 5: 2 000 live claims, rewritten in a loop ----
