@@ -15,9 +15,13 @@ runs for the whole of that row:
   ports         B holds its 8 ports and keeps asking for more
   connections   B keeps 32 connections open that never say anything
   listing       B lists the leases in a loop (gpuctl leases --json)
+and, as a control, B's busy loop that does not touch gpuctl at all (what a
+core kept busy costs on this machine: churn and the port flood are such loops).
 
 Each row prints the medians and their ratio to the unloaded row (target
-<= 2x). Medians of ROUNDS (BENCH_ROUNDS, default 30).
+<= 2x), and both ratios to the control row: on a 2-core machine a core kept
+busy by anyone costs the victim about 2x by itself, so "vs control" is what
+the attack adds beyond its own CPU. Medians of ROUNDS (BENCH_ROUNDS, default 30).
 Usage: hostile.py GPUCTLD GPUCTL SRCDIR STAMP
 """
 import json
@@ -147,6 +151,8 @@ def attack(name):
         return [bg(B, py, "-c", PORTS, sock)]
     if name == "connections":
         return [bg(B, py, "-c", IDLE, sock)]
+    if name == "cpu (control)":
+        return [bg(B, "sh", "-c", "while :; do :; done")]
     if name == "listing":
         return [bg(B, "sh", "-c", f"while :; do {GPUCTL} leases --json >/dev/null; done")]
     return []
@@ -182,10 +188,12 @@ try:
     if not until(lambda: os.path.exists(os.path.join(auth, "authority"))):
         sys.exit("bench: gpuctld --authority did not start")
     print(f"bench/hostile — {os.cpu_count()} cores, {ROUNDS} rounds a row, medians; victim {A}, attacker {B}")
-    print(f"{'attack':<14} {'run -n 1 ms':>12} {'ratio':>7} {'submit->start ms':>17} {'ratio':>7}  target <= 2x")
+    print(f"{'attack':<14} {'run -n 1 ms':>12} {'ratio':>7} {'submit->start ms':>17} {'ratio':>7}  target <= 2x"
+          f"   {'vs control':>10}")
     base = measure()
     print(f"{'(none)':<14} {base[0]:>12.2f} {1:>7.2f} {base[1]:>17.2f} {1:>7.2f}")
-    for name in ("fake claims", "churn", "self-block", "waiters", "ports", "connections", "listing"):
+    ctl = None
+    for name in ("cpu (control)", "fake claims", "churn", "self-block", "waiters", "ports", "connections", "listing"):
         ps = attack(name)
         time.sleep(1)
         m = measure()
@@ -193,7 +201,10 @@ try:
         until(lambda: not leases()["grants"] and not leases()["waiters"], 30)
         ra, rb = m[0] / base[0], m[1] / base[1]
         ok = "PASS" if ra <= 2 and rb <= 2 else "MISS"
-        print(f"{name:<14} {m[0]:>12.2f} {ra:>7.2f} {m[1]:>17.2f} {rb:>7.2f}  {ok}")
+        if ctl is None:
+            ctl = m
+        vs = f"{m[0] / ctl[0]:.2f} {m[1] / ctl[1]:.2f}"
+        print(f"{name:<14} {m[0]:>12.2f} {ra:>7.2f} {m[1]:>17.2f} {rb:>7.2f}  {ok:<14} {vs:>10}")
 finally:
     stop(procs)
     gpuctld_proc.stop(d)

@@ -452,6 +452,11 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 		return refuse("busy", "too many requests of yours are in gpuctld's line (at most %d)", WAITERS_PER_USER);
 	if (port && !root && ports >= PORTS_PER_USER)
 		return refuse("busy", "you hold %zu launch ports already (at most %d a user)", ports, PORTS_PER_USER);
+	/* a port another grant holds is refused at once: a flood of them costs no round */
+	for (size_t i = 0; port && i < gs->n; i++)
+		if (gs->g[i].port == pn && !gs->g[i].ended)
+			return json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "error", "that port is another launch's", "code",
+					 "busy", "busy", 0);
 	if (gs->n >= MAX_GRANTS)
 		return refuse("busy", "gpuctld holds %d grants already", MAX_GRANTS);
 	struct waiter *w = &gs->w[gs->nw];
