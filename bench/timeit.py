@@ -193,19 +193,10 @@ def queued_ticket(qdir, pid):
 
 def queued_grant(sock, pid):
     """gpuctld's line (authority mode) holds a request of pid's"""
-    import socket
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+    from gpuctld_proc import queue_request
     try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sock)
-        s.sendall(b'{"op":"leases"}\n')
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        return any(w.get("supervisor") == pid for w in json.loads(data).get("waiters", []))
+        return any(w.get("supervisor") == pid for w in queue_request(sock, {"op": "leases"}).get("waiters", []))
     except (OSError, ValueError):
         return False
 

@@ -34,11 +34,7 @@ from policy import GPUCTL, check, finish, gpuctl, setup, start, until  # noqa: E
 N = 200
 A, B = setup("hostile-load")
 work, env = policy.work, policy.env
-auth = os.path.join(work, "auth")
-os.mkdir(auth, 0o755)
-policy.sock = os.path.join(auth, "gpuctld.sock")
-env["GPUCTL_AUTHORITY_DIR"] = auth
-env["GPUCTL_QUEUE_SOCKET"] = policy.sock
+auth = policy.authority()
 stamps = os.path.join(work, "stamps")
 with open(stamps, "w"):
     pass

@@ -45,11 +45,7 @@ from policy import GPUCTL, bg, check, finish, gpuctl, hold, setup, start, until 
 
 A, B = setup("hostile")
 work, env = policy.work, policy.env
-auth = os.path.join(work, "auth")
-os.mkdir(auth, 0o755)
-policy.sock = os.path.join(auth, "gpuctld.sock")
-env["GPUCTL_AUTHORITY_DIR"] = auth
-env["GPUCTL_QUEUE_SOCKET"] = policy.sock
+auth = policy.authority()
 # B's own view, when it pretends there is no authority: claim files, as before
 coop = dict(env, GPUCTL_AUTHORITY_DIR=os.path.join(work, "none"))
 AUTH = ["--authority", "--authority-dir", auth, "--config", "/dev/null"]

@@ -44,6 +44,18 @@ def setup(what):
     return users
 
 
+def authority():
+    """authority mode for this test (docs/security.md): a directory of root's for gpuctld's socket
+    and marker, the clients pointed at it; start() then needs "--authority", "--authority-dir" it"""
+    global sock
+    auth = os.path.join(work, "auth")
+    os.mkdir(auth, 0o755)
+    sock = os.path.join(auth, "gpuctld.sock")
+    env["GPUCTL_AUTHORITY_DIR"] = auth
+    env["GPUCTL_QUEUE_SOCKET"] = sock
+    return auth
+
+
 def check(name, cond, detail=""):
     print(("ok   " if cond else "FAIL ") + name)
     if not cond:
