@@ -26,6 +26,7 @@
 
 #include "dispatch.h"
 #include "util/clock.h"
+#include "util/grow.h"
 #include "device/proc.h"
 
 #include <dirent.h>
@@ -343,14 +344,10 @@ void grants_free(struct queue *q)
 static struct grant *grant_add(struct queue *q)
 {
 	struct grants *gs = &q->grants;
-	if (gs->n == gs->cap) {
-		size_t cap = gs->cap ? gs->cap * 2 : 16;
-		struct grant *v = realloc(gs->g, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		gs->g = v;
-		gs->cap = cap;
-	}
+	struct grant *v = grow(gs->g, &gs->cap, gs->n, sizeof *v, 16);
+	if (!v)
+		return NULL;
+	gs->g = v;
 	struct grant *g = &gs->g[gs->n++];
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
