@@ -474,12 +474,7 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 			*out = NULL;
 			rc = GC_EIO;
 		} else if (r->jg.n_auto) {
-			if (k < r->jg.sel.n && !r->auto_said) {
-				snprintf(r->note, sizeof r->note, "-n auto: took %u GPU%s, a power of two of those free", k,
-					 k > 1 ? "s" : "");
-				r->auto_said = true;
-			}
-			r->jg.sel.n = k;
+			r->jg.sel.n = k; /* gpuctld took every free one, as a power of two */
 		}
 	}
 	free(allowed);
