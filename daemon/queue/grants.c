@@ -135,28 +135,6 @@ static void holders_scan(const uint64_t *inos, const uid_t *uids, size_t n, void
 	closedir(pd);
 }
 
-/* is anc an ancestor of pid (or pid itself)? */
-static bool ancestor(pid_t anc, pid_t pid)
-{
-	for (int i = 0; i < 64 && pid > 1 && anc > 1; i++) {
-		if (pid == anc)
-			return true;
-		pid_t pp;
-		if (proc_stat(pid, NULL, &pp, NULL) < 0)
-			return false;
-		pid = pp;
-	}
-	return false;
-}
-
-static uid_t pid_owner(pid_t pid)
-{
-	char path[32];
-	struct stat st;
-	snprintf(path, sizeof path, "/proc/%d", (int)pid);
-	return pid > 0 && stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
-}
-
 /* sig to pid, when it is uid's (checked through a pidfd: a reused pid is never hit) */
 static void signal_as(pid_t pid, uid_t uid, int sig)
 {
@@ -217,40 +195,49 @@ static struct grants *served_take(void)
 	return served;
 }
 
+/* a copy of the published table pub[n] (elements of size bytes) into *out: n of them, or none before the queue starts */
+static int src_copy(const void *(*pick)(const struct grants *, size_t *), size_t size, void **out, size_t *n)
+{
+	struct grants *gs = served_take();
+	size_t k = 0;
+	const void *pub = NULL;
+	if (gs) {
+		pthread_mutex_lock(&gs->lock);
+		pub = pick(gs, &k);
+	}
+	*out = calloc(k ? k : 1, size);
+	if (*out && k)
+		memcpy(*out, pub, k * size);
+	*n = *out ? k : 0;
+	if (gs) {
+		pthread_mutex_unlock(&gs->lock);
+		pthread_mutex_unlock(&served_lock);
+	}
+	return *out ? GC_OK : GC_ENOMEM;
+}
+
+static const void *pick_grants(const struct grants *gs, size_t *n)
+{
+	*n = gs->npub;
+	return gs->pub;
+}
+
+static const void *pick_waiters(const struct grants *gs, size_t *n)
+{
+	*n = gs->nwpub;
+	return gs->wpub;
+}
+
 static int src_list(void *arg, struct lease_entry **out, size_t *n)
 {
 	(void)arg;
-	struct grants *gs = served_take();
-	if (!gs) {
-		*n = 0;
-		return (*out = calloc(1, sizeof **out)) ? GC_OK : GC_ENOMEM;
-	}
-	pthread_mutex_lock(&gs->lock);
-	*out = calloc(gs->npub ? gs->npub : 1, sizeof **out);
-	if (*out && gs->npub)
-		memcpy(*out, gs->pub, gs->npub * sizeof **out);
-	*n = *out ? gs->npub : 0;
-	pthread_mutex_unlock(&gs->lock);
-	pthread_mutex_unlock(&served_lock);
-	return *out ? GC_OK : GC_ENOMEM;
+	return src_copy(pick_grants, sizeof **out, (void **)out, n);
 }
 
 static int src_waiters(void *arg, struct lease_waiter **out, size_t *n)
 {
 	(void)arg;
-	struct grants *gs = served_take();
-	if (!gs) {
-		*n = 0;
-		return (*out = calloc(1, sizeof **out)) ? GC_OK : GC_ENOMEM;
-	}
-	pthread_mutex_lock(&gs->lock);
-	*out = calloc(gs->nwpub ? gs->nwpub : 1, sizeof **out);
-	if (*out && gs->nwpub)
-		memcpy(*out, gs->wpub, gs->nwpub * sizeof **out);
-	*n = *out ? gs->nwpub : 0;
-	pthread_mutex_unlock(&gs->lock);
-	pthread_mutex_unlock(&served_lock);
-	return *out ? GC_OK : GC_ENOMEM;
+	return src_copy(pick_waiters, sizeof **out, (void **)out, n);
 }
 
 /* from the sampler's thread (reclaim, enforcement): done by the queue's */
@@ -410,18 +397,6 @@ static json_t *refuse(const char *code, const char *fmt, ...)
 	return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", msg, "code", code);
 }
 
-static bool valid_uuid(const char *u)
-{
-	size_t n = u ? strlen(u) : 0;
-	if (n == 0 || n >= LEASE_UUID_MAX)
-		return false;
-	for (const char *p = u; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '-' ||
-		      *p == '_' || *p == ':' || *p == '.'))
-			return false;
-	return true;
-}
-
 json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 {
 	struct grants *gs = &q->grants;
@@ -437,7 +412,7 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 	if (!port && (n < 0 || n > MAX_GPUS || json_array_size(gpus) > MAX_GPUS))
 		return refuse("invalid", "lease: n must be 0 to %d", MAX_GPUS);
 	for (size_t i = 0; i < json_array_size(gpus); i++)
-		if (!valid_uuid(json_string_value(json_array_get(gpus, i))))
+		if (!lease_uuid_valid(json_string_value(json_array_get(gpus, i))))
 			return refuse("invalid", "lease: invalid GPU UUID");
 	bool root = c->uid == 0;
 	size_t mine = 0, ports = 0;
@@ -476,9 +451,9 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 	w->info.orphan = false;
 	w->info.live = 0;
 	/* pids that are not the caller's own processes are not its to name */
-	if (pid_owner(w->info.pid) != c->uid)
+	if (proc_owner(w->info.pid) != c->uid)
 		w->info.pid = c->pid;
-	if (pid_owner(w->info.supervisor) != c->uid)
+	if (proc_owner(w->info.supervisor) != c->uid)
 		w->info.supervisor = c->pid;
 	w->info.want = port ? 1 : w->n ? w->n : 1;
 	size_t nu = json_array_size(gpus);
@@ -561,13 +536,13 @@ json_t *grants_ours_json(struct queue *q, const struct client *c, const char *uu
 			if (!gs->g[i].ended && strcmp(gs->g[i].uuid[u], uuid) == 0)
 				g = &gs->g[i];
 	bool ours = g && g->uid == c->uid &&
-		    (ancestor(g->info.pid, c->pid) || ancestor(g->info.supervisor, c->pid));
+		    (proc_is_ancestor(g->info.pid, c->pid) || proc_is_ancestor(g->info.supervisor, c->pid));
 	if (!drop)
 		return g ? json_pack("{s:b, s:b, s:o}", "ok", 1, "ours", ours, "holder", grant_json(g, uuid))
 			 : json_pack("{s:b, s:b}", "ok", 1, "ours", 0);
 	if (!ours)
 		return json_pack("{s:b, s:b}", "ok", 1, "dropped", 0);
-	if (ancestor(g->info.supervisor, c->pid))
+	if (proc_is_ancestor(g->info.supervisor, c->pid))
 		return refuse("busy", "the lease is held by an outer gpuctl run of yours: it ends with that job");
 	signal_as(g->info.supervisor, g->uid, SIGTERM); /* the holder of a shell's lease: the shell lives on */
 	grant_end(q, g);
@@ -605,9 +580,9 @@ static void holder_line(struct grant *g, const char *line)
 	if (op && strcmp(op, "pid") == 0) {
 		pid_t pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
 		pid_t sup = (pid_t)json_integer_value(json_object_get(o, "supervisor"));
-		if (pid > 0 && pid_owner(pid) == g->uid)
+		if (pid > 0 && proc_owner(pid) == g->uid)
 			g->info.pid = pid;
-		if (sup > 0 && pid_owner(sup) == g->uid)
+		if (sup > 0 && proc_owner(sup) == g->uid)
 			g->info.supervisor = sup;
 	}
 	json_decref(o);

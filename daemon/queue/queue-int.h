@@ -372,7 +372,7 @@ size_t grants_poll(struct queue *q, struct pollfd *p, size_t max);
 void grants_ready(struct queue *q, const struct pollfd *p, size_t np);
 /* once a loop: revocations asked for, holders of grants without a connection, idle time */
 void grants_tick(struct queue *q);
-/* which GPUs (uuids[n], NULLs skipped) are granted; mine[] (NULL: not wanted) those of uid */
+/* which GPUs (uuids[n], NULLs skipped) are granted */
 void grants_held(struct queue *q, const char *const *uuids, size_t n, bool *held);
 /* the round: the requests in line as dispatch jobs; their eligible/own arrays live in *mem (free it) */
 struct dispatch_job;

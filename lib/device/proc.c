@@ -98,17 +98,35 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 	return 0;
 }
 
+uid_t proc_owner(pid_t pid)
+{
+	char path[32];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	return pid > 0 && stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+bool proc_is_ancestor(pid_t anc, pid_t pid)
+{
+	for (int depth = 0; anc > 1 && pid > 1 && depth < 256; depth++) {
+		if (pid == anc)
+			return true;
+		pid_t pp = 0;
+		if (proc_stat(pid, NULL, &pp, NULL) < 0)
+			return false;
+		pid = pp;
+	}
+	return false;
+}
+
 int proc_signal(pid_t pid, unsigned long long start, uid_t uid, int sig)
 {
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (fd < 0)
 		return -1;
-	char path[32];
-	snprintf(path, sizeof path, "/proc/%d", (int)pid);
 	unsigned long long now_start = 0;
-	struct stat st;
 	int rc = -1;
-	if (proc_stat(pid, NULL, NULL, &now_start) == 0 && now_start == start && stat(path, &st) == 0 && st.st_uid == uid)
+	if (proc_stat(pid, NULL, NULL, &now_start) == 0 && now_start == start && proc_owner(pid) == uid)
 		rc = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0 ? 0 : -1;
 	close(fd);
 	return rc;

@@ -40,6 +40,11 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
  */
 int proc_signal(pid_t pid, unsigned long long start, uid_t uid, int sig);
 
+/* The owner of process pid (its /proc entry's), or (uid_t)-1 when there is none. */
+uid_t proc_owner(pid_t pid);
+/* Is anc pid itself or one of its ancestors (at most 256 generations up)? Never for anc <= 1. */
+bool proc_is_ancestor(pid_t anc, pid_t pid);
+
 /*
  * Copy at most dstlen-1 bytes of text that came from another user or process,
  * safe for a terminal: control characters (C0, DEL, the C1 range U+0080-U+009F)

@@ -286,9 +286,11 @@ int lease_dir_fd(const struct lease_dir *d)
 	return d->dfd;
 }
 
-static bool valid_uuid(const char *u)
+bool lease_uuid_valid(const char *u)
 {
 	size_t n = 0;
+	if (!u)
+		return false;
 	for (; u[n]; n++)
 		if (!((u[n] >= 'a' && u[n] <= 'z') || (u[n] >= 'A' && u[n] <= 'Z') ||
 		      (u[n] >= '0' && u[n] <= '9') || u[n] == '-'))
@@ -331,7 +333,7 @@ static bool claim_of(const char *name, const char *prefix, char *id, size_t len)
 		return false;
 	memcpy(id, name + p, (size_t)(dot - name - p));
 	id[dot - name - p] = '\0';
-	return valid_uuid(id);
+	return lease_uuid_valid(id);
 }
 
 static bool claim_uuid(const char *name, char *uuid, size_t len)
@@ -418,15 +420,6 @@ static void copy_field(char *dst, size_t len, json_t *o, const char *key)
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
-/* the owner of process pid, or (uid_t)-1 when there is none */
-static uid_t owner_of(pid_t pid)
-{
-	char path[32];
-	struct stat st;
-	snprintf(path, sizeof path, "/proc/%d", (int)pid);
-	return pid > 0 && stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
-}
-
 /*
  * The record of an open claim or ticket, as far as it can be believed: who is the
  * file's owner, since is its ctime, and a pid that is not the owner's is dropped.
@@ -461,9 +454,9 @@ static void read_record(int fd, const struct stat *st, struct lease_info *i, uin
 	i->since = (int64_t)st->st_ctim.tv_sec;
 	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
 	/* a live process of someone else's is not the owner's job (a gone one names nobody) */
-	if (i->pid > 0 && owner_of(i->pid) != st->st_uid && owner_of(i->pid) != (uid_t)-1)
+	if (i->pid > 0 && proc_owner(i->pid) != st->st_uid && proc_owner(i->pid) != (uid_t)-1)
 		i->pid = 0;
-	if (i->supervisor > 0 && owner_of(i->supervisor) != st->st_uid && owner_of(i->supervisor) != (uid_t)-1)
+	if (i->supervisor > 0 && proc_owner(i->supervisor) != st->st_uid && proc_owner(i->supervisor) != (uid_t)-1)
 		i->supervisor = 0;
 }
 
@@ -606,24 +599,10 @@ static pid_t opener_of(dev_t dev, ino_t ino)
 }
 
 /* the parent of pid; 0 if gone */
-static pid_t parent_of(pid_t pid)
-{
-	pid_t pp = 0;
-	return proc_stat(pid, NULL, &pp, NULL) == 0 ? pp : 0;
-}
-
 /* pid is this process or one of its ancestors: a shell that exec'd its last command is both */
 static bool is_ancestor(pid_t pid)
 {
-	if (pid <= 1)
-		return false;
-	if (pid == getpid())
-		return true;
-	pid_t p = getppid();
-	for (int depth = 0; p > 1 && depth < 256; depth++, p = parent_of(p))
-		if (p == pid)
-			return true;
-	return false;
+	return proc_is_ancestor(pid, getpid());
 }
 
 /* does process pid, of our uid, have the file (dev, ino) open? */
@@ -706,7 +685,7 @@ int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 		free(e);
 		return found;
 	}
-	if (!valid_uuid(uuid))
+	if (!lease_uuid_valid(uuid))
 		return GC_EINVAL;
 	struct find f = {.uuid = uuid, .want_record = info != NULL};
 	int rc = scan(d, find_claim, &f);
@@ -771,7 +750,7 @@ int lease_ours(struct lease_dir *d, const char *uuid, struct lease_info *info)
 		json_decref(ans);
 		return rc;
 	}
-	if (!valid_uuid(uuid))
+	if (!lease_uuid_valid(uuid))
 		return GC_EINVAL;
 	struct ours o = {.uuid = uuid};
 	int rc = scan(d, find_ours, &o);
@@ -795,7 +774,7 @@ int lease_drop_ours(struct lease_dir *d, const char *uuid)
 		json_decref(ans);
 		return rc;
 	}
-	if (!valid_uuid(uuid))
+	if (!lease_uuid_valid(uuid))
 		return GC_EINVAL;
 	struct ours o = {.uuid = uuid};
 	int rc = scan(d, find_ours, &o);
@@ -872,7 +851,7 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 {
 	*out = NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (!valid_uuid(uuids[i])) {
+		if (!lease_uuid_valid(uuids[i])) {
 			errbuf_set(err, errlen, "invalid GPU UUID '%.100s'", uuids[i]);
 			return GC_EINVAL;
 		}

@@ -60,6 +60,8 @@ void lease_dir_close(struct lease_dir *d);
 const char *lease_dir_path(const struct lease_dir *d);
 /* its descriptor (quarantine.c opens marks relative to it); owned by d */
 int lease_dir_fd(const struct lease_dir *d);
+/* A GPU's UUID as leases name it: letters, digits and '-', at most LEASE_UUID_MAX - 1 of them (NULL: no) */
+bool lease_uuid_valid(const char *u);
 /* 16 random hex digits: a name in the state directory nobody can guess and make first */
 void lease_random_hex(char out[17]);
 
