@@ -300,7 +300,14 @@ static int apply(struct settings *st, int c, const char *arg)
 		break;
 	case 'Q': st->queue_on = false; break;
 	case 'y': st->authority = true; break;
-	case 'd': st->authority_dir = arg; break;
+	case 'd':
+		if (arg[0] != '/') {
+			cli_err("invalid --authority-dir '%s' (expected an absolute path, e.g. /run/gpuctld: clients look there)",
+				arg);
+			return EXIT_USAGE;
+		}
+		st->authority_dir = arg;
+		break;
 	case 'D': st->qo.db = arg; break;
 	case 'S': st->qo.socket = arg; st->socket_given = true; break;
 	case 'O': st->qo.log_dir = arg; break;

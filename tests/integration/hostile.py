@@ -94,6 +94,18 @@ if len(sys.argv) > 3:
     time.sleep(float(sys.argv[3]))
 """
 
+# bad input: one line, exit 2, nothing started
+for args, said in ((["--authority", "--authority-dir", ""], "expected an absolute path"),
+                   (["--authority", "--authority-dir", "rel"], "expected an absolute path"),
+                   (["--authority", "--no-queue"], "needs the queue"),
+                   (["--authority", "--authority-dir", "/" + "x" * 120], "too long a path"),
+                   (["--authority", "--authority-dir", auth, "--queue-socket", "/tmp/q.sock"], "--queue-socket")):
+    r = subprocess.run([policy.GPUCTLD, "--config", "/dev/null", "--sim", policy.NODE, *args], env=env,
+                       capture_output=True, text=True, timeout=30)
+    check(f"bad {' '.join(args)[:40]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
+          r.stderr.count("\n") == 1, r)
+check("nothing was made for them", not os.path.exists(os.path.join(auth, "authority")))
+
 d = None
 try:
     d, url = start("--enforce", "kill", "--enforce-grace", "1s", *AUTH)
