@@ -10,12 +10,14 @@
  * missing key gets the documented default.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -364,15 +366,18 @@ static int parse_processes(struct ld *ld, const char *path, json_t *obj, struct 
 		pr->used_memory = mem.ok ? mem.v : NVML_VALUE_NOT_AVAILABLE_ULL;
 		pr->gpu_instance_id = gi.ok ? (unsigned int)gi.v : 0xFFFFFFFFu;
 		pr->compute_instance_id = ci.ok ? (unsigned int)ci.v : 0xFFFFFFFFu;
-		/* who runs it and what: for gpuctl's display only (NVML has no such call), read by
-		 * libgpuctl from the node file itself */
+		/* who runs it and what: for gpuctl's display only (NVML has no such call), which
+		 * libgpuctl asks for with gpuctlSimProcessText */
 		static const char *const texts[] = {"user", "command"};
+		const char **dst[] = {&pr->user, &pr->command};
 		for (size_t k = 0; k < 2; k++) {
 			json_t *v = json_object_get(p, texts[k]);
 			if (v && (!json_is_string(v) || !*json_string_value(v) ||
 				  json_string_length(v) > (k ? 255u : 32u)))
 				return fail(ld, sub, texts[k], "expected a non-empty string of at most %u bytes",
 					    k ? 255u : 32u);
+			if (v && !(*dst[k] = strdup(json_string_value(v))))
+				return fail(ld, sub, texts[k], "out of memory");
 		}
 		pr->type = SIM_PROC_COMPUTE;
 		t = json_object_get(p, "type");
@@ -889,22 +894,46 @@ struct sim_node *sim_node_load(const char *path, char *err, size_t errlen)
 	struct stat st;
 	json_error_t jerr;
 	json_t *root;
-	FILE *f;
+	char *buf;
+	size_t len = 0;
+	int fd;
 
 	ld.file = slash ? slash + 1 : path;
-	f = fopen(path, "re");
-	if (!f) {
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot read node file '%s': %s", path, strerror(errno));
 		return NULL;
 	}
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NODE_MAX_BYTES) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NODE_MAX_BYTES) {
 		snprintf(err, errlen, "%s: not a regular file of at most %ld bytes", ld.file,
 			 NODE_MAX_BYTES);
-		fclose(f);
+		close(fd);
 		return NULL;
 	}
-	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-	fclose(f);
+	/* read whole, parsed from memory: json_loadf reads a character at a time */
+	buf = malloc((size_t)st.st_size + 1);
+	int rd_errno = buf ? 0 : ENOMEM;
+	while (buf && len <= (size_t)st.st_size) {
+		ssize_t got = read(fd, buf + len, (size_t)st.st_size + 1 - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			rd_errno = errno;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fd);
+	if (rd_errno || len > (size_t)st.st_size) {
+		if (rd_errno)
+			snprintf(err, errlen, "cannot read node file '%s': %s", path, strerror(rd_errno));
+		else
+			snprintf(err, errlen, "%s: changed while it was read; try again", ld.file);
+		free(buf);
+		return NULL;
+	}
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(buf);
 	if (!root) {
 		if (jerr.line > 0)
 			snprintf(err, errlen, "%s: line %d: %s", ld.file, jerr.line, jerr.text);
@@ -935,6 +964,10 @@ void sim_node_free(struct sim_node *n)
 		free(g->uuid);
 		free(g->serial);
 		free(g->vbios);
+		for (size_t k = 0; g->procs && k <= g->nprocs; k++) { /* calloc'ed one more: a half-parsed last */
+			free((char *)g->procs[k].user);
+			free((char *)g->procs[k].command);
+		}
 		free(g->procs);
 		for (unsigned int k = 0; k < g->nmig; k++) {
 			free(g->migs[k].uuid);

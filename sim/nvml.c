@@ -125,6 +125,33 @@ const char *gpuctlSimGeneration(void)
 	return g;
 }
 
+/*
+ * Who runs a process of the node file, and what, as the file says (no NVML call tells):
+ * copied into user and command, 1; 0 when the node names no such process or gives
+ * neither text. Between nvmlInit and nvmlShutdown.
+ */
+int gpuctlSimProcessText(unsigned int pid, char *user, unsigned int ulen, char *command, unsigned int clen)
+{
+	int found = 0;
+	pthread_mutex_lock(&lock);
+	for (unsigned int i = 0; node && !found && i < node->ngpus; i++) {
+		const struct nvmlDevice_st *g = &node->gpus[i];
+		for (size_t k = 0; k < g->nprocs; k++) {
+			const struct sim_proc *p = &g->procs[k];
+			if (p->pid != pid || (!p->user && !p->command))
+				continue;
+			if (ulen)
+				snprintf(user, ulen, "%s", p->user ? p->user : "");
+			if (clen)
+				snprintf(command, clen, "%s", p->command ? p->command : "");
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
 const char *nvmlErrorString(nvmlReturn_t r)
 {
 	switch (r) {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +74,9 @@ static bool parse_name(const char *name, long *pid, unsigned long *gpu)
 	return true;
 }
 
-/* Read one registration; returns 0 and fills *p, or -1 if malformed. */
-static int read_reg(int dfd, const char *name, long pid, unsigned long gpu, struct sim_proc *p)
+/* Read one registration; returns 0 and fills *p, or -1 if malformed (*fst: the file's stat, once opened). */
+static int read_reg(int dfd, const char *name, long pid, unsigned long gpu, struct sim_proc *p,
+		    struct stat *fst)
 {
 	char buf[SIM_REG_MAX_BYTES + 1];
 	struct stat st;
@@ -90,6 +92,7 @@ static int read_reg(int dfd, const char *name, long pid, unsigned long gpu, stru
 		close(fd);
 		return -1;
 	}
+	*fst = st;
 	while (n < sizeof(buf) && (got = read(fd, buf + n, sizeof(buf) - n)) > 0)
 		n += (size_t)got;
 	close(fd);
@@ -110,6 +113,7 @@ static int read_reg(int dfd, const char *name, long pid, unsigned long gpu, stru
 		p->gpu_instance_id = 0xFFFFFFFFu;
 		p->compute_instance_id = 0xFFFFFFFFu;
 		p->sm_util = p->mem_util = -1; /* it holds memory; it runs no kernels */
+		p->user = p->command = NULL;
 		rc = 0;
 	}
 	json_decref(root);
@@ -123,32 +127,158 @@ static int by_pid(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-int sim_rundir_scan(const char *dir, unsigned int gpu, struct sim_proc **procs, size_t *n,
-		    size_t *cap)
-{
-	size_t first = *n, seen = 0;
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+/*
+ * The registrations of the last scan, every GPU's, so that the many calls of
+ * one sample (memory and processes of each GPU) read the directory once, as a
+ * driver answers from memory. The scan is used again while neither the
+ * directory nor any file it listed has changed (its mtime, and each file's
+ * inode, mtime and size), and only when those changes are older than
+ * RACY_NS before the scan began: a change within the file system's coarse
+ * clock tick of the scan could carry the same mtime. Liveness is checked on
+ * every call: a registration dies with its process.
+ */
+#define RACY_NS 20000000LL
 
-	d = opendir(dir);
-	if (!d)
+struct reg {
+	char name[40];
+	unsigned int gpu;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+	bool ok; /* well formed: p is it */
+	struct sim_proc p;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	bool valid;
+	char dir[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtim;
+	long long began; /* CLOCK_REALTIME ns at the start of the scan */
+	struct reg *v;
+	size_t n, cap;
+} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static long long ts_ns(struct timespec t)
+{
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static bool same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* the cached scan of dir still holds (cache.lock held) */
+static bool cache_holds(const char *dir)
+{
+	struct stat st;
+	char path[PATH_MAX];
+
+	if (!cache.valid || strcmp(cache.dir, dir) != 0 || stat(dir, &st) < 0 || st.st_dev != cache.dev ||
+	    st.st_ino != cache.ino || !same_time(st.st_mtim, cache.mtim) ||
+	    ts_ns(st.st_mtim) >= cache.began - RACY_NS)
+		return false;
+	for (size_t i = 0; i < cache.n; i++) {
+		const struct reg *r = &cache.v[i];
+		if (snprintf(path, sizeof(path), "%s/%s", dir, r->name) >= (int)sizeof(path) ||
+		    lstat(path, &st) < 0 || st.st_ino != r->ino || st.st_size != r->size ||
+		    !same_time(st.st_mtim, r->mtim) || ts_ns(st.st_mtim) >= cache.began - RACY_NS)
+			return false;
+	}
+	return true;
+}
+
+/* scan dir into the cache (cache.lock held); -1 when out of memory */
+static int cache_fill(const char *dir)
+{
+	struct timespec now;
+	struct stat st;
+	struct dirent *de;
+	size_t seen = 0;
+	DIR *d;
+
+	cache.valid = false;
+	cache.n = 0;
+	if (strlen(dir) >= sizeof(cache.dir))
 		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	d = opendir(dir);
+	if (!d || fstat(dirfd(d), &st) < 0) {
+		if (d)
+			closedir(d);
+		return 0; /* no directory: no registrations, and nothing to keep */
+	}
+	snprintf(cache.dir, sizeof(cache.dir), "%s", dir);
+	cache.dev = st.st_dev;
+	cache.ino = st.st_ino;
+	cache.mtim = st.st_mtim;
+	cache.began = ts_ns(now);
 	while (seen < SIM_REG_MAX_ENTRIES && (de = readdir(d)) != NULL) {
-		struct sim_proc p;
 		unsigned long g;
 		long pid;
 
 		seen++;
-		if (!parse_name(de->d_name, &pid, &g) || g != gpu)
+		if (!parse_name(de->d_name, &pid, &g) || strlen(de->d_name) >= sizeof(cache.v->name))
 			continue;
 		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
 			/* its process is gone: so is its claim on the GPU */
 			unlinkat(dirfd(d), de->d_name, 0);
+			cache.mtim.tv_sec = 0; /* the directory just changed: scan again next time */
 			continue;
 		}
-		if (read_reg(dirfd(d), de->d_name, pid, g, &p) < 0)
+		if (cache.n == cache.cap) {
+			size_t ncap = cache.cap ? cache.cap * 2 : 16;
+			struct reg *v = realloc(cache.v, ncap * sizeof(*v));
+
+			if (!v) {
+				closedir(d);
+				cache.n = 0;
+				return -1;
+			}
+			cache.v = v;
+			cache.cap = ncap;
+		}
+		struct reg *r = &cache.v[cache.n];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->name, sizeof(r->name), "%s", de->d_name);
+		r->gpu = (unsigned int)g;
+		r->ok = read_reg(dirfd(d), de->d_name, pid, g, &r->p, &st) == 0;
+		if (!r->ok && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone already */
+		r->ino = st.st_ino;
+		r->size = st.st_size;
+		r->mtim = st.st_mtim;
+		cache.n++;
+	}
+	closedir(d);
+	cache.valid = true;
+	return 0;
+}
+
+int sim_rundir_scan(const char *dir, unsigned int gpu, struct sim_proc **procs, size_t *n,
+		    size_t *cap)
+{
+	size_t first = *n;
+	int rc = 0;
+
+	pthread_mutex_lock(&cache.lock);
+	if (!cache_holds(dir))
+		rc = cache_fill(dir);
+	for (size_t i = 0; rc == 0 && i < cache.n; i++) {
+		const struct reg *r = &cache.v[i];
+
+		if (r->gpu != gpu || !r->ok)
 			continue;
+		if (kill((pid_t)r->p.pid, 0) < 0 && errno == ESRCH) {
+			char path[PATH_MAX];
+			if (snprintf(path, sizeof(path), "%s/%s", dir, r->name) < (int)sizeof(path))
+				unlink(path);
+			cache.valid = false;
+			continue;
+		}
 		if (*n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 16;
 			struct sim_proc *v = realloc(*procs, ncap * sizeof(*v));
@@ -160,9 +290,9 @@ int sim_rundir_scan(const char *dir, unsigned int gpu, struct sim_proc **procs, 
 			*procs = v;
 			*cap = ncap;
 		}
-		(*procs)[(*n)++] = p;
+		(*procs)[(*n)++] = r->p;
 	}
-	closedir(d);
+	pthread_mutex_unlock(&cache.lock);
 	/* readdir order is arbitrary; callers see a stable order */
 	qsort(*procs + first, *n - first, sizeof(**procs), by_pid);
 	return rc;

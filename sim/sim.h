@@ -41,6 +41,7 @@ struct sim_proc {
 	unsigned int gpu_instance_id;
 	unsigned int compute_instance_id;
 	int sm_util, mem_util;		/* what nvmlDeviceGetProcessUtilization says; -1: no sample */
+	const char *user, *command;	/* the node file's, for display (NULL: none); owned by the node */
 };
 
 struct sim_fault {
@@ -179,6 +180,7 @@ int gpuctlSimSetNode(const char *path);
  * library variant when the two differ.
  */
 const char *gpuctlSimGeneration(void);
+int gpuctlSimProcessText(unsigned int pid, char *user, unsigned int ulen, char *command, unsigned int clen);
 nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int len);
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *buf, unsigned int len);
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v);

@@ -10,7 +10,6 @@
 #include "device/proc.h"
 
 #include <dlfcn.h>
-#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdint.h>
@@ -20,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+typedef int (*sim_text_fn)(unsigned int pid, char *user, unsigned int ulen, char *command, unsigned int clen);
+
 struct gc_ctx {
 	struct nvml *nvml;
 	char err[1024];
@@ -27,58 +28,25 @@ struct gc_ctx {
 	struct uid_cache uids;
 	gc_snapshot sys;   /* driver/NVML/CUDA versions, read once */
 	bool have_sys;
-	struct sim_proc_text *simp; /* a simulated node's processes' "user" and "command" */
-	size_t nsimp;
-};
-
-struct sim_proc_text {
-	uint32_t pid;
-	char user[33];
-	char command[256];
+	sim_text_fn sim_text;       /* the simulator's gpuctlSimProcessText, or NULL */
 };
 
 /*
- * The "user" and "command" a simulated node's file gives its processes, which
- * NVML cannot tell: read here, once, for display. The simulator library has
- * already checked the file; anything odd is just left out.
+ * A process the node file describes, when /proc cannot: the simulator library
+ * has its "user" and "command" (NVML has no such call; a real driver's library
+ * has no gpuctlSimProcessText, so nothing happens there).
  */
-static void load_sim_texts(gc_ctx *ctx, const char *node)
-{
-	json_t *root = json_load_file(node, 0, NULL);
-	size_t i, k;
-	json_t *g, *p;
-	json_array_foreach(json_object_get(root, "gpus"), i, g) {
-		json_array_foreach(json_object_get(g, "processes"), k, p) {
-			const char *user = json_string_value(json_object_get(p, "user"));
-			const char *cmd = json_string_value(json_object_get(p, "command"));
-			json_int_t pid = json_integer_value(json_object_get(p, "pid"));
-			if ((!user && !cmd) || pid <= 0 || pid > INT32_MAX || ctx->nsimp >= 4096)
-				continue;
-			struct sim_proc_text *v = realloc(ctx->simp, (ctx->nsimp + 1) * sizeof *v);
-			if (!v)
-				break;
-			ctx->simp = v;
-			v = &ctx->simp[ctx->nsimp++];
-			v->pid = (uint32_t)pid;
-			proc_sanitize(v->user, sizeof v->user, user ? user : "?", user ? strlen(user) : 1);
-			proc_sanitize(v->command, sizeof v->command, cmd ? cmd : "", cmd ? strlen(cmd) : 0);
-		}
-	}
-	json_decref(root);
-}
-
-/* a process the node file describes, when /proc cannot */
 static void describe_simulated(const gc_ctx *ctx, gc_proc *p)
 {
-	for (size_t i = 0; !p->visible && i < ctx->nsimp; i++) {
-		if (ctx->simp[i].pid != p->pid)
-			continue;
-		p->simulated = true;
-		snprintf(p->user, sizeof p->user, "%s", ctx->simp[i].user);
-		snprintf(p->command, sizeof p->command, "%s", ctx->simp[i].command);
-		snprintf(p->argv0, sizeof p->argv0, "%.*s", (int)strcspn(p->command, " "), p->command);
+	if (p->visible || !ctx->sim_text)
 		return;
-	}
+	char user[64], cmd[512];
+	if (!ctx->sim_text(p->pid, user, sizeof user, cmd, sizeof cmd))
+		return;
+	p->simulated = true;
+	proc_sanitize(p->user, sizeof p->user, user[0] ? user : "?", user[0] ? strlen(user) : 1);
+	proc_sanitize(p->command, sizeof p->command, cmd, strlen(cmd));
+	snprintf(p->argv0, sizeof p->argv0, "%.*s", (int)strcspn(p->command, " "), p->command);
 }
 
 static const char *const sim_generations[] = {"modern", "r535", "legacy", "r410", NULL};
@@ -152,7 +120,9 @@ int gc_sim_library(const char *generation, char *buf, size_t len)
 static int open_library(gc_ctx *ctx, const char *path, const char *sim_node)
 {
 	snprintf(ctx->library, sizeof ctx->library, "%s", path ? path : "libnvidia-ml.so.1");
-	return nvml_open(&ctx->nvml, path, sim_node, ctx->err, sizeof ctx->err);
+	int rc = nvml_open(&ctx->nvml, path, sim_node, ctx->err, sizeof ctx->err);
+	ctx->sim_text = rc == GC_OK ? (sim_text_fn)nvml_symbol(ctx->nvml, "gpuctlSimProcessText") : NULL;
+	return rc;
 }
 
 int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
@@ -169,7 +139,6 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 				 opts->sim_node);
 			return GC_ESIM;
 		}
-		load_sim_texts(ctx, opts->sim_node);
 		if (gc_sim_library("modern", path, sizeof path) != GC_OK) {
 			snprintf(ctx->err, sizeof ctx->err,
 				 "simulator library not found (looked for %.900s; set GPUCTL_SIM_LIBDIR)", path);
@@ -214,7 +183,6 @@ void gc_ctx_free(gc_ctx *ctx)
 	if (!ctx)
 		return;
 	nvml_close(ctx->nvml);
-	free(ctx->simp);
 	free(ctx);
 }
 

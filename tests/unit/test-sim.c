@@ -1088,6 +1088,31 @@ static void test_registrations(void **state)
 	reg_path(path, sizeof(path), (long)getpid(), 0);
 	assert_int_equal(unlink(path), 0);
 	assert_false(has_pid(dev(0), (unsigned int)getpid(), NULL));
+
+	/*
+	 * The directory is read once and kept while nothing in it changes: every change is
+	 * still seen, also long (in file-system clock ticks) after the last scan: a new
+	 * file, one rewritten in place, one removed.
+	 */
+	const struct timespec settle = {.tv_nsec = 60 * 1000000L};
+	nanosleep(&settle, NULL);
+	assert_false(has_pid(dev(0), (unsigned int)getpid(), NULL)); /* scanned, kept */
+	assert_false(has_pid(dev(0), (unsigned int)getpid(), NULL));
+	nanosleep(&settle, NULL);
+	snprintf(text, sizeof(text), "{\"pid\": %ld, \"gpu\": 0, \"used_memory\": 1024}", (long)getpid());
+	write_file(path, text);
+	assert_true(has_pid(dev(0), (unsigned int)getpid(), &mem));
+	assert_int_equal(mem, 1024ULL);
+	nanosleep(&settle, NULL);
+	assert_true(has_pid(dev(0), (unsigned int)getpid(), &mem)); /* scanned again, kept */
+	snprintf(text, sizeof(text), "{\"pid\": %ld, \"gpu\": 0, \"used_memory\": 2048000}", (long)getpid());
+	write_file(path, text); /* in place: the directory does not change */
+	assert_true(has_pid(dev(0), (unsigned int)getpid(), &mem));
+	assert_int_equal(mem, 2048000ULL);
+	nanosleep(&settle, NULL);
+	assert_true(has_pid(dev(0), (unsigned int)getpid(), NULL));
+	assert_int_equal(unlink(path), 0);
+	assert_false(has_pid(dev(0), (unsigned int)getpid(), NULL));
 	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
 }
 
