@@ -1,6 +1,7 @@
 /*
  * cmd-top.c — `gpuctl top`: an interactive monitor of the GPUs, their
- * processes and who holds them (ncurses). The data is top-data.c's; this
+ * processes and who holds them (ncurses, through the module gpuctl-tui.so:
+ * tui.h). The data is top-data.c's; this
  * file lays it out for the terminal's size (two lines per GPU with history,
  * or one when they would not fit), reads keys, and sends signals on request.
  * The terminal is restored on every way out: q, SIGINT/SIGTERM/SIGHUP, and
@@ -8,14 +9,17 @@
  */
 #include "cli.h"
 #include "device/proc.h"
+#include "config.h"
 #include "top.h"
+#include "tui.h"
 #include "util/clock.h"
 
-#include <curses.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -54,6 +58,8 @@ struct top {
 };
 
 static volatile sig_atomic_t quit_sig;
+static const struct tui_ops *tui;  /* the loaded gpuctl-tui.so's */
+static volatile sig_atomic_t tui_on; /* its screen is up */
 
 static void on_quit(int sig)
 {
@@ -63,7 +69,8 @@ static void on_quit(int sig)
 /* a crash (of the NVML layer or ours): put the terminal back, then die of it as before */
 static void on_crash(int sig)
 {
-	endwin();
+	if (tui_on)
+		tui->close();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -147,18 +154,16 @@ static void conf_save(struct top *t)
 static void put(int y, int x, int w, attr_t a, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void put(int y, int x, int w, attr_t a, const char *fmt, ...)
 {
-	if (w <= 0 || y < 0 || y >= LINES || x >= COLS)
+	if (w <= 0 || y < 0 || y >= tui->lines() || x >= tui->cols())
 		return;
 	char buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	if (x + w > COLS)
-		w = COLS - x;
-	attron(a);
-	mvaddnstr(y, x, buf, w);
-	attroff(a);
+	if (x + w > tui->cols())
+		w = tui->cols() - x;
+	tui->put(y, x, buf, w, a);
 }
 
 static attr_t pair(const struct top *t, int p, attr_t mono)
@@ -202,10 +207,7 @@ static void sparkline(const struct top *t, int y, int x, int w, const float *v, 
 		k = k < 0 ? 0 : k > 7 ? 7 : k;
 		if (t->utf8) {
 			/* one cell, several bytes: addnstr's count is in bytes */
-			attr_t a = pair(t, PAIR_OK, A_NORMAL);
-			attron(a);
-			mvaddstr(y, col, utf[k]);
-			attroff(a);
+			tui->put(y, col, utf[k], -1, pair(t, PAIR_OK, A_NORMAL));
 		} else {
 			put(y, col, 1, A_NORMAL, "%c", ascii[k]);
 		}
@@ -263,7 +265,7 @@ static int draw_gpu(struct top *t, size_t g, int y, bool full)
 	char sn[32], mem[48], tail[160] = "", holder[200];
 	int st_name = gc_value_str(t->d.snap, g, GC_V_NAME, &name);
 	top_short_name(st_name == GC_ST_OK ? name : "?", sn, sizeof sn, full ? 16 : 9);
-	int w = COLS;
+	int w = tui->cols();
 	int lost = gc_value_status(t->d.snap, g, GC_V_NAME) == GC_ST_GPU_LOST ||
 		   gc_value_status(t->d.snap, g, GC_V_UTIL_GPU) == GC_ST_GPU_LOST;
 	put(y, 0, 3, A_BOLD, "%2zu", g);
@@ -405,18 +407,14 @@ static void draw_job(struct top *t, int y, size_t r, enum top_row_kind kind)
 		a |= pair(t, PAIR_DIM, A_NORMAL);
 	else
 		a |= pair(t, PAIR_HEAD, A_NORMAL);
-	move(y, 0);
-	if (r == t->sel) {
-		attron(A_REVERSE);
-		hline(' ', COLS);
-		attroff(A_REVERSE);
-	}
-	put(y, 0, COLS, a, "%s", line);
+	if (r == t->sel)
+		tui->fill(y, 0, tui->cols(), A_REVERSE);
+	put(y, 0, tui->cols(), a, "%s", line);
 }
 
 static void draw_procs(struct top *t, int y, int last)
 {
-	const int w = COLS;
+	const int w = tui->cols();
 	char head[256];
 	int o = 0;
 	/* as the rows below: "%8u %-9.9s %3u %8s %4s %6s %7s %s" */
@@ -434,11 +432,8 @@ static void draw_procs(struct top *t, int y, int last)
 		if (o >= (int)sizeof head)
 			break;
 	}
-	move(y, 0);
-	attron(A_REVERSE);
-	hline(' ', w);
-	mvaddnstr(y, 0, head, w);
-	attroff(A_REVERSE);
+	tui->fill(y, 0, w, A_REVERSE);
+	tui->put(y, 0, head, w, A_REVERSE);
 	y++;
 	int room = last - y;
 	if (room < 1)
@@ -475,12 +470,8 @@ static void draw_procs(struct top *t, int y, int last)
 		snprintf(line, sizeof line, "%8u %-9.9s %3u %8s %4s %6s %7s %*s%s%s", p->pid, user, p->gpu, gm, sm, cpu,
 			 rss, p->depth > 1 ? (p->depth - 1) * 2 : 0, "", p->depth ? "`- " : "", cmd);
 		attr_t a = r == t->sel ? A_REVERSE : A_NORMAL;
-		move(y, 0);
-		if (r == t->sel) {
-			attron(A_REVERSE);
-			hline(' ', w);
-			attroff(A_REVERSE);
-		}
+		if (r == t->sel)
+			tui->fill(y, 0, w, A_REVERSE);
 		put(y, 0, w - (p->unleased ? 2 : 0), a, "%s", line);
 		if (p->unleased)
 			put(y, w - 2, 2, pair(t, PAIR_WARN, A_BOLD) | (r == t->sel ? A_REVERSE : 0), " U");
@@ -530,10 +521,10 @@ static int bottom_fit(const struct top *t, int room, struct bottom *b)
 static void draw_bottom(struct top *t, int y, const struct bottom *b)
 {
 	if (b->waiters) {
-		put(y++, 0, COLS, A_BOLD, "waiting for GPUs, first come first served: %zu", t->d.nwaiters);
+		put(y++, 0, tui->cols(), A_BOLD, "waiting for GPUs, first come first served: %zu", t->d.nwaiters);
 		for (size_t i = 0; i < b->nw; i++, y++) {
 			const struct lease_info *in = &t->d.waiters[i].info;
-			put(y, 2, COLS - 2, A_NORMAL, "#%zu %s wants %s: %s", i + 1, in->user,
+			put(y, 2, tui->cols() - 2, A_NORMAL, "#%zu %s wants %s: %s", i + 1, in->user,
 			    in->request[0] ? in->request : "?", in->name[0] ? in->name : in->command);
 		}
 	}
@@ -541,13 +532,13 @@ static void draw_bottom(struct top *t, int y, const struct bottom *b)
 		size_t run = 0;
 		for (size_t i = 0; i < t->d.njobs; i++)
 			run += strcmp(t->d.jobs[i].state, "running") == 0;
-		put(y++, 0, COLS, A_BOLD, "gpuctld queue: %zu running, %zu waiting", run, t->d.njobs - run);
+		put(y++, 0, tui->cols(), A_BOLD, "gpuctld queue: %zu running, %zu waiting", run, t->d.njobs - run);
 		for (size_t i = 0; i < b->nj; i++, y++) {
 			const struct top_job *j = &t->d.jobs[i];
 			char name[80] = "";
 			if (j->name[0])
 				snprintf(name, sizeof name, " '%s'", j->name);
-			put(y, 2, COLS - 2, A_NORMAL, "job %lld%s %s %s, %lld GPU%s%s%s", j->id, name, j->user, j->state,
+			put(y, 2, tui->cols() - 2, A_NORMAL, "job %lld%s %s %s, %lld GPU%s%s%s", j->id, name, j->user, j->state,
 			    j->gpus, j->gpus == 1 ? "" : "s", j->where[0] ? ": " : "", j->where);
 		}
 	}
@@ -578,11 +569,11 @@ static const char *const help_lines[] = {
 
 static void draw(struct top *t)
 {
-	erase();
+	tui->blank();
 	if (t->help) {
-		for (int i = 0; help_lines[i] && i < LINES; i++)
-			put(i, 1, COLS - 1, i == 0 ? A_BOLD : A_NORMAL, "%s", help_lines[i]);
-		refresh();
+		for (int i = 0; help_lines[i] && i < tui->lines(); i++)
+			put(i, 1, tui->cols() - 1, i == 0 ? A_BOLD : A_NORMAL, "%s", help_lines[i]);
+		tui->show();
 		return;
 	}
 	char drv[32] = "", cuda[16] = "?", clock[16];
@@ -592,11 +583,11 @@ static void draw(struct top *t)
 	struct tm tm;
 	localtime_r(&now, &tm);
 	strftime(clock, sizeof clock, "%H:%M:%S", &tm);
-	put(0, 0, COLS, A_BOLD, "gpuctl top  %s  driver %s  CUDA %s  %s%s%s", t->host, drv[0] ? drv : "?", cuda, clock,
+	put(0, 0, tui->cols(), A_BOLD, "gpuctl top  %s  driver %s  CUDA %s  %s%s%s", t->host, drv[0] ? drv : "?", cuda, clock,
 	    t->readonly ? "  [read-only]" : "", t->v.filter[0] ? "  [filter]" : "");
-	int footer = LINES - 1;
+	int footer = tui->lines() - 1;
 	/* full mode when every GPU gets two lines and the process table still gets 4 */
-	bool full = 1 + 2 * (int)t->d.ngpus + 1 + 4 + 1 <= LINES && COLS >= 100;
+	bool full = 1 + 2 * (int)t->d.ngpus + 1 + 4 + 1 <= tui->lines() && tui->cols() >= 100;
 	int y = 1;
 	for (size_t g = 0; g < t->d.ngpus && y < footer; g++)
 		y += draw_gpu(t, g, y, full);
@@ -610,19 +601,19 @@ static void draw(struct top *t)
 	draw_bottom(t, procs_end, &b);
 	/* the footer: a prompt, a message, or the keys */
 	if (t->editing)
-		put(footer, 0, COLS, A_BOLD, "filter: %s_", t->edit);
+		put(footer, 0, tui->cols(), A_BOLD, "filter: %s_", t->edit);
 	else if (t->dialog == 1)
-		put(footer, 0, COLS, A_BOLD, "signal to pid %u: [t] SIGTERM  [i] SIGINT  [9] SIGKILL  (Esc: cancel)",
+		put(footer, 0, tui->cols(), A_BOLD, "signal to pid %u: [t] SIGTERM  [i] SIGINT  [9] SIGKILL  (Esc: cancel)",
 		    t->dialog_pid);
 	else if (t->dialog == 2)
-		put(footer, 0, COLS, pair(t, PAIR_BAD, A_BOLD), "send SIG%s to pid %u? [y/N]", sigabbrev_np(t->dialog_sig),
+		put(footer, 0, tui->cols(), pair(t, PAIR_BAD, A_BOLD), "send SIG%s to pid %u? [y/N]", sigabbrev_np(t->dialog_sig),
 		    t->dialog_pid);
 	else if (t->msg[0])
-		put(footer, 0, COLS, A_BOLD, "%s", t->msg);
+		put(footer, 0, tui->cols(), A_BOLD, "%s", t->msg);
 	else
-		put(footer, 0, COLS, pair(t, PAIR_DIM, A_NORMAL), "q quit  h help  <> sort  r reverse  / filter  t tree%s",
+		put(footer, 0, tui->cols(), pair(t, PAIR_DIM, A_NORMAL), "q quit  h help  <> sort  r reverse  / filter  t tree%s",
 		    t->readonly ? "" : "  k signal");
-	refresh();
+	tui->show();
 }
 
 /* ---- keys -------------------------------------------------------------- */
@@ -846,6 +837,45 @@ static int parse_delay(const char *arg, double *out)
 	return EXIT_OK;
 }
 
+/*
+ * gpuctl-tui.so: beside this program (the build tree), else where it is
+ * installed. Said and NULL when neither loads.
+ */
+static const struct tui_ops *tui_load(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	const char *dirs[2] = {NULL, GPUCTL_PKGLIBDIR};
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			dirs[0] = exe;
+		}
+	}
+	char why[512] = "";
+	for (size_t i = 0; i < 2; i++) {
+		if (!dirs[i])
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dirs[i], GPUCTL_TUI_MODULE);
+		if (access(path, R_OK) != 0)
+			continue;
+		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		tui_entry_fn entry = h ? (tui_entry_fn)dlsym(h, GPUCTL_TUI_ENTRY) : NULL;
+		const struct tui_ops *ops = entry ? entry() : NULL;
+		if (ops && ops->abi == GPUCTL_TUI_ABI)
+			return ops;
+		snprintf(why, sizeof why, "%s", h && !ops ? "not gpuctl's module" : ops ? "another gpuctl's module" : dlerror());
+		if (h)
+			dlclose(h);
+		break;
+	}
+	cli_err("cannot load the terminal interface %s from %s%s%s: %s", GPUCTL_TUI_MODULE, dirs[0] ? dirs[0] : "",
+		dirs[0] ? " or " : "", GPUCTL_PKGLIBDIR, why[0] ? why : "not found");
+	return NULL;
+}
+
 int cmd_top(const struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -909,28 +939,27 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 	setlocale(LC_ALL, "");
 	const char *cs = nl_langinfo(CODESET);
 	t.utf8 = cs && strcmp(cs, "UTF-8") == 0;
+	if (!(tui = tui_load())) {
+		top_data_free(&t.d);
+		gc_ctx_free(ctx);
+		return EXIT_FAIL;
+	}
 	catch_signals();
-	if (!initscr()) {
+	if (!tui->open()) {
 		cli_err("cannot set up the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
 		top_data_free(&t.d);
 		gc_ctx_free(ctx);
 		return EXIT_FAIL;
 	}
-	cbreak();
-	noecho();
-	keypad(stdscr, TRUE);
-	curs_set(0);
-	set_escdelay(25);
+	tui_on = 1;
 	const char *nc = getenv("NO_COLOR");
-	t.color = has_colors() && color != COLOR_NEVER && (color == COLOR_ALWAYS || !nc || !*nc);
+	t.color = color != COLOR_NEVER && (color == COLOR_ALWAYS || !nc || !*nc) && tui->colors();
 	if (t.color) {
-		start_color();
-		use_default_colors();
-		init_pair(PAIR_OK, COLOR_GREEN, -1);
-		init_pair(PAIR_WARN, COLOR_YELLOW, -1);
-		init_pair(PAIR_BAD, COLOR_RED, -1);
-		init_pair(PAIR_DIM, COLOR_CYAN, -1);
-		init_pair(PAIR_HEAD, COLOR_MAGENTA, -1);
+		tui->pair(PAIR_OK, COLOR_GREEN, -1);
+		tui->pair(PAIR_WARN, COLOR_YELLOW, -1);
+		tui->pair(PAIR_BAD, COLOR_RED, -1);
+		tui->pair(PAIR_DIM, COLOR_CYAN, -1);
+		tui->pair(PAIR_HEAD, COLOR_MAGENTA, -1);
 	}
 	rebuild(&t);
 	if (t.nrows)
@@ -940,10 +969,9 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 	while (go && !quit_sig) {
 		draw(&t);
 		int64_t left = next - clock_mono_ms();
-		timeout(left > 0 ? (int)left : 0);
-		int k = getch();
+		int k = tui->key(left > 0 ? (int)left : 0);
 		if (k == KEY_RESIZE) {
-			clear();
+			tui->repaint();
 		} else if (k != ERR) {
 			go = key(&t, k);
 		} else {
@@ -962,7 +990,8 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 			next = clock_mono_ms() + (int64_t)(t.delay * 1000);
 		}
 	}
-	endwin();
+	tui_on = 0;
+	tui->close();
 	top_data_free(&t.d);
 	free(t.rows);
 	gc_ctx_free(ctx);
