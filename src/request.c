@@ -4,6 +4,8 @@
  */
 #include "request.h"
 
+#include "jobs/authority.h"
+
 #include <string.h>
 
 int request_option(struct job_request *r, int c, const char *arg)
@@ -38,7 +40,11 @@ int request_prepare(struct job_request *r, const struct cli_global *g)
 		cli_err("%s", err);
 		return EXIT_USAGE;
 	}
-	if (!r->placed_spec && (rc = cli_open(g, &ctx)))
+	/* gpuctld will choose: its table names the GPUs, and NVML stays closed (authority.h) */
+	gc_open_opts o = {.size = sizeof o, .sim_node = g->sim};
+	if (!r->placed_spec && r->server_picks && authority_gpu_ctx(&ctx, &o) != 1)
+		r->server_picks = false;
+	if (!r->placed_spec && !ctx && (rc = cli_open(g, &ctx)))
 		return rc;
 	if ((rc = job_request_prepare(r, ctx, err, sizeof err)) != GC_OK) {
 		if (!r->ctx)

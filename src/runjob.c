@@ -447,6 +447,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 	}
 	if (j->dry_run)
 		return dry_run(j, g);
+	j->r.server_picks = true; /* in authority mode: it leases, so gpuctld chooses */
 	if ((rc = request_prepare(&j->r, g)))
 		return rc;
 

@@ -414,6 +414,11 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 	for (size_t i = 0; i < json_array_size(gpus); i++)
 		if (!lease_uuid_valid(json_string_value(json_array_get(gpus, i))))
 			return refuse("invalid", "lease: invalid GPU UUID");
+	/* a request no grant could ever meet is refused, not kept waiting for ever */
+	size_t ngpu = sampler_ngpus(q->s), among = json_is_array(gpus) ? json_array_size(gpus) : ngpu;
+	if (!port && n > 0 && (size_t)n > (among < ngpu ? among : ngpu))
+		return refuse("invalid", "%lld GPUs requested but only %zu %s", (long long)n, among < ngpu ? among : ngpu,
+			      json_is_array(gpus) ? "of the GPUs named exist on this machine" : "exist on this machine");
 	bool root = c->uid == 0;
 	size_t mine = 0, ports = 0;
 	for (size_t i = 0; i < gs->nw; i++)
@@ -445,7 +450,11 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 	w->wait = json_is_true(json_object_get(req, "wait"));
 	authority_info_read(json_object_get(req, "me"), &w->info);
 	w->info.uid = c->uid;
-	proc_user_name(c->uid, w->info.user, sizeof w->info.user, NULL);
+	if (clock_mono_ms() - gs->users_ms > 60000) { /* a renamed user is named anew within a minute */
+		gs->users.n = 0;
+		gs->users_ms = clock_mono_ms();
+	}
+	proc_user_name(c->uid, w->info.user, sizeof w->info.user, &gs->users);
 	w->info.since = clock_real_ms() / 1000;
 	w->info.grant = 0;
 	w->info.orphan = false;

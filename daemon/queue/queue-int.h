@@ -25,6 +25,7 @@
 #include "queue.h"
 
 #include "device/gpu.h"
+#include "device/proc.h"
 #include "jobs/authority.h"
 #include "jobs/lease.h"
 #include "jobs/select.h"
@@ -355,6 +356,8 @@ struct grants {
 	bool detached;               /* some grant has no connection: look for its holders every second */
 	bool rescan;                 /* ... and at once: a holder seen last time has ended */
 	long long looked_ms;
+	struct uid_cache users;      /* the names of the users who asked, kept a minute (users_ms) */
+	long long users_ms;
 };
 
 struct client;

@@ -11,6 +11,7 @@
 
 #include "util/clock.h"
 #include "jobs/job.h"
+#include "device/gputable.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -454,6 +455,18 @@ static json_t *op_load(struct queue *q)
 			 l.running, "queued", l.queued, "runtime_ms", median, "runtimes", (json_int_t)l.nrt);
 }
 
+/* the GPUs as the latest sample has them: a client that leases through us names them by it,
+ * without opening NVML (gputable.h) */
+static json_t *op_gpus(struct queue *q)
+{
+	gc_snapshot snap = {0};
+	if (sampler_snapshot(q->s, &snap) != GC_OK)
+		return requests_fail("no sample of the GPUs yet");
+	json_t *ans = gpu_table_json(&snap);
+	gpu_snapshot_release(&snap);
+	return ans ? ans : requests_fail("out of memory");
+}
+
 json_t *requests_answer(void *arg, struct client *c, const char *line)
 {
 	struct queue *q = arg;
@@ -479,6 +492,8 @@ json_t *requests_answer(void *arg, struct client *c, const char *line)
 		ans = op_usage(q, req);
 	else if (strcmp(op, "load") == 0)
 		ans = op_load(q);
+	else if (strcmp(op, "gpus") == 0)
+		ans = op_gpus(q);
 	else if (!q->grants.on && (!strcmp(op, "lease") || !strcmp(op, "leases") || !strcmp(op, "ours") || !strcmp(op, "drop")))
 		ans = requests_fail("this gpuctld is not the lease authority (gpuctld --authority)");
 	else if (strcmp(op, "lease") == 0)
@@ -488,8 +503,8 @@ json_t *requests_answer(void *arg, struct client *c, const char *line)
 	else if (strcmp(op, "ours") == 0 || strcmp(op, "drop") == 0)
 		ans = grants_ours_json(q, c, json_string_value(json_object_get(req, "uuid")), op[0] == 'd');
 	else
-		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel, usage, load, lease, leases, "
-				    "ours or drop)", op);
+		ans = requests_fail("unknown op '%s' (expected submit, list, show, cancel, usage, load, gpus, lease, "
+				    "leases, ours or drop)", op);
 	json_decref(req);
 	return ans;
 }

@@ -6,8 +6,10 @@
  * nothing in steady state.
  */
 #include "config.h"
+#include "device/gputable.h"
 #include "device/nvml.h"
 #include "device/proc.h"
+#include "util/clock.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -29,6 +31,12 @@ struct gc_ctx {
 	gc_snapshot sys;   /* driver/NVML/CUDA versions, read once */
 	bool have_sys;
 	sim_text_fn sim_text;       /* the simulator's gpuctlSimProcessText, or NULL */
+	/* gpu_ctx_open_table's: samples from gpuctld's table until table_until_ms (monotonic),
+	 * and the library opened, as with lazy_*, when one asks for more */
+	gc_snapshot table;
+	bool have_table;
+	int64_t table_until_ms;
+	char *lazy_library, *lazy_sim;
 };
 
 /*
@@ -125,12 +133,8 @@ static int open_library(gc_ctx *ctx, const char *path, const char *sim_node)
 	return rc;
 }
 
-int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
+static int ctx_open(gc_ctx *ctx, const gc_open_opts *opts)
 {
-	gc_ctx *ctx = calloc(1, sizeof *ctx);
-	*out = ctx;
-	if (!ctx)
-		return GC_ENOMEM;
 	const char *lib = opts ? opts->library : NULL;
 	if (opts && opts->sim_node) {
 		char path[PATH_MAX];
@@ -178,11 +182,48 @@ int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
 	return open_library(ctx, lib, NULL);
 }
 
+int gc_ctx_open(gc_ctx **out, const gc_open_opts *opts)
+{
+	gc_ctx *ctx = calloc(1, sizeof *ctx);
+	*out = ctx;
+	return ctx ? ctx_open(ctx, opts) : GC_ENOMEM;
+}
+
+int gpu_ctx_open_table(gc_ctx **out, const gc_snapshot *table, const gc_open_opts *opts)
+{
+	gc_ctx *ctx = calloc(1, sizeof *ctx);
+	*out = ctx;
+	if (!ctx)
+		return GC_ENOMEM;
+	const char *lib = opts ? opts->library : NULL, *sim = opts ? opts->sim_node : NULL;
+	if (gpu_snapshot_copy(&ctx->table, table) != GC_OK || (lib && !(ctx->lazy_library = strdup(lib))) ||
+	    (sim && !(ctx->lazy_sim = strdup(sim)))) {
+		snprintf(ctx->err, sizeof ctx->err, "out of memory");
+		return GC_ENOMEM;
+	}
+	free(ctx->table.topo);
+	ctx->table.topo = NULL;
+	ctx->have_table = true;
+	ctx->table_until_ms = clock_mono_ms() + 1000;
+	snprintf(ctx->library, sizeof ctx->library, "gpuctld");
+	return GC_OK;
+}
+
+/* a table's context asked for what the table lacks: the library, as gc_ctx_open would have opened it */
+static int ctx_open_late(gc_ctx *ctx)
+{
+	gc_open_opts o = {.size = sizeof o, .library = ctx->lazy_library, .sim_node = ctx->lazy_sim};
+	return ctx_open(ctx, &o);
+}
+
 void gc_ctx_free(gc_ctx *ctx)
 {
 	if (!ctx)
 		return;
 	nvml_close(ctx->nvml);
+	gpu_snapshot_release(&ctx->table);
+	free(ctx->lazy_library);
+	free(ctx->lazy_sim);
 	free(ctx);
 }
 
@@ -198,7 +239,7 @@ const char *gc_ctx_library(const gc_ctx *ctx)
 
 size_t gc_ctx_count(const gc_ctx *ctx)
 {
-	return ctx && ctx->nvml ? nvml_count(ctx->nvml) : 0;
+	return !ctx ? 0 : ctx->nvml ? nvml_count(ctx->nvml) : ctx->have_table ? ctx->table.ngpus : 0;
 }
 
 const char *gc_ctx_proc_api(const gc_ctx *ctx)
@@ -226,12 +267,56 @@ static int snapshot_size(gc_snapshot *s, size_t n)
 	return GC_OK;
 }
 
+/* a sample from gpuctld's table: its values that mask asks for */
+static int table_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *which)
+{
+	const gc_snapshot *t = &ctx->table;
+	if (snapshot_size(snap, t->ngpus) != GC_OK) {
+		snprintf(ctx->err, sizeof ctx->err, "out of memory");
+		return GC_ENOMEM;
+	}
+	memcpy(snap->driver_version, t->driver_version, sizeof snap->driver_version);
+	memcpy(snap->nvml_version, t->nvml_version, sizeof snap->nvml_version);
+	snap->cuda_version = t->cuda_version;
+	snap->time_ms = t->time_ms;
+	for (size_t i = 0; i < t->ngpus; i++) {
+		gc_gpu *g = &snap->gpus[i];
+		gc_proc *procs = g->procs;
+		gc_mig *mig = g->mig;
+		size_t pcap = g->procs_cap, mcap = g->mig_cap;
+		*g = t->gpus[i];
+		g->procs = procs;
+		g->procs_cap = pcap;
+		g->mig = mig;
+		g->mig_cap = mcap;
+		g->nprocs = g->nmig = 0;
+		for (int v = 0; v < GC_V__COUNT; v++)
+			if (!(mask & GC_BIT(v)) || (which && !which[i]))
+				g->st[v] = GC_ST_UNSET;
+	}
+	return GC_OK;
+}
+
 int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *which, bool topo)
 {
-	if (!ctx || !ctx->nvml || !snap)
+	if (!ctx || !snap)
 		return GC_EINVAL;
 	if (mask & GC_BIT(GC_V_PROC_UTIL)) /* of the processes: list them too */
 		mask |= GC_BIT(GC_V_PROCS) | GC_BIT(GC_V_GPROCS);
+	if (!ctx->nvml && ctx->have_table) {
+		if (!(mask & ~(uint64_t)GPU_TABLE_MASK) && !topo && clock_mono_ms() < ctx->table_until_ms)
+			return table_sample(ctx, snap, mask, which);
+		int rc = ctx_open_late(ctx);
+		if (rc != GC_OK)
+			return rc;
+		if (nvml_count(ctx->nvml) != ctx->table.ngpus) {
+			snprintf(ctx->err, sizeof ctx->err, "gpuctld sees %zu GPUs and this process %zu: the GPU numbers "
+				 "would not agree", ctx->table.ngpus, (size_t)nvml_count(ctx->nvml));
+			return GC_EIO;
+		}
+	}
+	if (!ctx->nvml)
+		return GC_EINVAL;
 	size_t n = nvml_count(ctx->nvml);
 	if (snapshot_size(snap, n) != GC_OK) {
 		snprintf(ctx->err, sizeof ctx->err, "out of memory");

@@ -7,6 +7,7 @@
 #include "util/clock.h"
 #include "util/errbuf.h"
 #include "device/gpu.h"
+#include "device/gputable.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -236,6 +237,36 @@ int authority_call(const char *sock, json_t *req, json_t **ans, char *err, size_
 	if (rc == GC_OK)
 		rc = authority_recv(fd, AUTHORITY_CONNECT_MS, NULL, ans, err, errlen);
 	close(fd);
+	return rc;
+}
+
+int authority_gpu_ctx(gc_ctx **ctx, const gc_open_opts *o)
+{
+	char sock[4096], err[512];
+	*ctx = NULL;
+	if (authority_find(sock, sizeof sock, err, sizeof err) != 1)
+		return 0;
+	/* one try: a gpuctld that is down is waited for by the lease request itself */
+	int fd = authority_connect(sock, 0, NULL, err, sizeof err);
+	if (fd < 0)
+		return 0;
+	json_t *ans = NULL;
+	gc_snapshot table = {0};
+	int rc = 0;
+	if (authority_send(fd, json_pack("{s:s}", "op", "gpus"), err, sizeof err) == GC_OK &&
+	    authority_recv(fd, AUTHORITY_TABLE_MS, NULL, &ans, err, sizeof err) == GC_OK &&
+	    authority_answer_rc(ans, err, sizeof err) == GC_OK && gpu_table_read(ans, &table, err, sizeof err) == GC_OK) {
+		int64_t age = clock_real_ms() - table.time_ms;
+		if (table.ngpus && age >= -AUTHORITY_TABLE_FRESH_MS && age <= AUTHORITY_TABLE_FRESH_MS)
+			rc = gpu_ctx_open_table(ctx, &table, o) == GC_OK ? 1 : -1;
+	}
+	close(fd);
+	json_decref(ans);
+	gpu_snapshot_release(&table);
+	if (rc != 1) {
+		gc_ctx_free(*ctx);
+		*ctx = NULL;
+	}
 	return rc;
 }
 

@@ -18,6 +18,7 @@
 #ifndef GPUCTL_LIB_AUTHORITY_H
 #define GPUCTL_LIB_AUTHORITY_H
 
+#include "gpuctl/gpuctl.h"
 #include "jobs/lease.h"
 
 #include <jansson.h>
@@ -63,6 +64,17 @@ int authority_recv(int fd, long long timeout_ms, const volatile int *stop, json_
 int authority_call(const char *sock, json_t *req, json_t **ans, char *err, size_t errlen);
 /* an answer's {"ok": false, "error": ...}: GC_OK when ok, else GC_EBUSY / GC_EINVAL / GC_EIO by its "code", err set */
 int authority_answer_rc(const json_t *ans, char *err, size_t errlen);
+
+/*
+ * Authority mode: a context on gpuctld's table of the GPUs (gputable.h), for a request
+ * gpuctld will choose for, made without opening NVML (o: how to open it should a
+ * sample need more). 1 with *ctx set; 0 when not in authority mode, or gpuctld does not
+ * answer at once, or its sample is older than AUTHORITY_TABLE_FRESH_MS (the caller opens
+ * NVML as usual); -1 out of memory.
+ */
+#define AUTHORITY_TABLE_MS 2000        /* for gpuctld's answer */
+#define AUTHORITY_TABLE_FRESH_MS 10000 /* age of its sample */
+int authority_gpu_ctx(gc_ctx **ctx, const gc_open_opts *o);
 
 /* A lease record on the wire: what gpuctld says of a grant or a waiter. */
 json_t *authority_info_json(const struct lease_info *i);

@@ -11,6 +11,8 @@
 #include "jobs/job.h"
 #include "jobs/quarantine.h"
 
+#include "device/gputable.h"
+
 #include "util/clock.h"
 #include "util/errbuf.h"
 
@@ -44,8 +46,10 @@ int job_request_resample(struct job_request *r, char *err, size_t errlen)
 	 * and no topology is needed to choose among them.
 	 */
 	const bool *which = r->jg.gpus_spec && r->wanted_known ? r->wanted : NULL;
-	uint64_t mask = r->jg.gpus_spec && !r->wanted_known ? NAMES_MASK : REQUEST_MASK;
-	int rc = gc_ctx_sample(r->ctx, &r->snap, mask, which, !r->jg.gpus_spec && r->jg.sel.n > 1);
+	/* when gpuctld chooses, neither the processes nor the topology are ours to look at */
+	bool table = r->server_picks && !r->peek_only;
+	uint64_t mask = r->jg.gpus_spec && !r->wanted_known ? NAMES_MASK : table ? GPU_TABLE_MASK : REQUEST_MASK;
+	int rc = gc_ctx_sample(r->ctx, &r->snap, mask, which, !table && !r->jg.gpus_spec && r->jg.sel.n > 1);
 	if (rc != GC_OK) {
 		errbuf_set(err, errlen, "cannot sample GPUs: %s", gc_ctx_errmsg(r->ctx));
 		return rc;
@@ -454,8 +458,11 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 		 * when nothing does, it is the line */
 		bool peek = r->peek_only;
 		unsigned *tmp = calloc(r->ngpus + r->jg.sel.n + 1, sizeof *tmp);
+		char err[512];
 		r->peek_only = true;
-		if (tmp && job_request_try(r, d, me, NULL, tmp, why, whylen) == GC_OK)
+		r->server_picks = false; /* a full sample now: processes and load say why */
+		if (tmp && job_request_resample(r, err, sizeof err) == GC_OK &&
+		    job_request_try(r, d, me, NULL, tmp, why, whylen) == GC_OK)
 			snprintf(why, whylen, "GPUs for it are free, but earlier requests in gpuctld's line wait for them "
 				 "(gpuctl leases and gpuctl queue show them)");
 		r->peek_only = peek;
@@ -492,6 +499,12 @@ int job_request_acquire(struct job_request *r, struct lease_dir *d, const struct
 	*ticket = NULL;
 	if (lease_dir_authority(d) && (rc = auth_acquire(r, d, me, wait, timeout_ms, stop, out, chosen, why, whylen)) != 1)
 		return rc;
+	if (r->server_picks) {
+		/* we choose after all (inside an ancestor's lease): from a full sample */
+		r->server_picks = false;
+		if ((rc = job_request_resample(r, why, whylen)) != GC_OK)
+			return rc;
+	}
 	if (wait && lease_queue_join(d, me, ticket, err, sizeof err) != GC_OK) {
 		snprintf(why, whylen, "%s", err);
 		return GC_EIO;

@@ -70,6 +70,9 @@ struct job_request {
 	bool auto_said;              /* -n auto has said it took fewer than were free (in note) */
 	char note[200];              /* something the caller may tell the user once ("-n auto: ..."); "" when none */
 	bool peek_only;              /* job_request_try looks at leases but takes none (--dry-run) */
+	bool server_picks;           /* authority mode, gpuctld chooses (the caller sets it before
+					job_request_prepare when it will lease): samples take only what
+					names the GPUs and what gpuctld's table has (gputable.h) */
 	bool raced;                  /* the last job_request_try chose free GPUs, but another job leased
 					one of them first: worth trying again at once */
 	void *caller;                /* the caller's own (the CLI keeps its options there) */

@@ -212,6 +212,32 @@ while time.time() < end:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
 
+    # ---- the GPU table: a run names GPUs by gpuctld's sample and never opens NVML itself ----
+    table = gpuctld_proc.queue_request(policy.sock, {"op": "gpus"})
+    check("table: every GPU, gpuctld's UUIDs", [g.get("uuid") for g in table.get("gpus", [])] ==
+          [uuid_of(i) for i in range(8)], table)
+    with open(policy.NODE) as f:
+        node = json.load(f)
+    node["faults"] = dict(node.get("faults", {}), nvmlInit_v2="DRIVER_NOT_LOADED", nvmlInit="DRIVER_NOT_LOADED")
+    broken = os.path.join(work, "no-driver.json")
+    with open(broken, "w") as f:
+        json.dump(node, f)
+    os.chmod(broken, 0o644)
+    r = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "--sim", broken, "run", "--wait", "30s", "-n", "2", "--",
+                                             "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"),
+                       env=env, capture_output=True, text=True, timeout=60, cwd=work)
+    check("table: run -n 2 runs without opening NVML (a node whose nvmlInit fails)",
+          r.returncode == 0 and len(r.stdout.strip().split(",")) == 2, r)
+    r = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "--sim", broken, "query", "--query-gpu=index",
+                                             "--format=csv"), env=env, capture_output=True, text=True, timeout=60,
+                       cwd=work)
+    check("table: ... which the same node does refuse to query", r.returncode != 0 and "nvmlInit" in r.stderr, r)
+    r = subprocess.run([sys.executable, "-c", RAW, policy.sock,
+                        json.dumps({"op": "lease", "kind": "gpu", "n": 9, "me": {}, "wait": True})],
+                       env=env, capture_output=True, text=True, timeout=30)
+    check("table: 9 GPUs of 8 are refused at once, not waited for", json.loads(r.stdout or "{}").get("code") ==
+          "invalid" and "9 GPUs" in r.stdout, r.stdout)
+
     # ---- 7: a job that closes what it can to be billed less ----
     before = usage_seconds(B)
     r = gpuctl("run", "-n", "1", "--", "sh", "-c",
