@@ -40,6 +40,8 @@ bool clients_is_admin(const struct clients *cs, uid_t uid, gid_t gid)
 	return false;
 }
 
+static void serve(struct clients *cs, size_t i);
+
 static void drop(struct clients *cs, size_t i)
 {
 	if (cs->cl[i].fd >= 0)
@@ -71,6 +73,9 @@ void clients_accept(struct clients *cs)
 	}
 	cs->cl[cs->ncl++] = (struct client){.fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid,
 					  .deadline = clock_mono_ms() + CLIENT_TIMEOUT_MS};
+	/* a client sends as soon as it is connected: its request is often here already, and then
+	 * answered without another turn of the loop (a lease's hand-over, gpuctl run's start) */
+	serve(cs, cs->ncl - 1);
 }
 
 /* send what the client's socket takes now of its answer; drop it once all is sent */

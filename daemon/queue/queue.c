@@ -116,6 +116,7 @@ static void *loop(void *arg)
 			break;
 		if (p[0].revents)
 			break;
+		size_t ncl = q->clients.ncl; /* the clients in p[]: an accepted one is served as it comes */
 		if (p[1].revents & POLLIN)
 			clients_accept(&q->clients);
 		bool changed = wfd >= 0 && (p[2].revents & POLLIN);
@@ -128,7 +129,7 @@ static void *loop(void *arg)
 		grants_ready(q, p + gbase, np - gbase);
 		grants_tick(q);
 		/* clients and jobs, from the end so removal does not skip one */
-		size_t base = 4, ncl = q->clients.ncl;
+		size_t base = 4;
 		for (size_t i = ncl; i-- > 0;)
 			if (p[base + i].revents)
 				clients_ready(&q->clients, i);

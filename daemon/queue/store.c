@@ -23,7 +23,7 @@ enum stmt_key {
 	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
 	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST, ST_END_OF,
-	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, NSTMT
+	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, ST_SYNC_NORMAL, ST_SYNC_FULL, NSTMT
 };
 
 struct store {
@@ -496,7 +496,8 @@ void store_rollback(struct store *s)
 
 int store_sync(struct store *s, bool full)
 {
-	return exec(s, full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+	/* twice a round in authority mode: prepared once, not parsed each time */
+	return full ? run(s, ST_SYNC_FULL, "PRAGMA synchronous=FULL") : run(s, ST_SYNC_NORMAL, "PRAGMA synchronous=NORMAL");
 }
 
 int store_commit(struct store *s)

@@ -397,7 +397,7 @@ static void text_for_json(char *s)
 static char *record_json(const struct lease_info *in, uint64_t ticket)
 {
 	struct lease_info copy = *in, *i = &copy;
-	text_for_json(copy.user);
+	text_for_json(copy.user); /* for people who read the file: readers take the file's owner */
 	text_for_json(copy.name);
 	text_for_json(copy.command);
 	text_for_json(copy.request);
@@ -1428,8 +1428,8 @@ void lease_info_self(struct lease_info *i, const char *name, char *const *argv, 
 	memset(i, 0, sizeof *i);
 	i->pid = i->supervisor = getpid();
 	i->uid = getuid();
-	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
-	i->since = time(NULL);
+	i->since = time(NULL); /* user: "", a look-up of 0.07 ms that no reader needs (read_record
+				* names the file's owner; gpuctld the connection's) */
 	snprintf(i->name, sizeof i->name, "%s", name ? name : "");
 	size_t off = 0;
 	for (size_t k = 0; argv && argv[k] && off + 1 < sizeof i->command; k++)

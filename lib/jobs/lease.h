@@ -43,8 +43,9 @@ struct lease_dir;
 struct lease;
 struct lease_ticket;
 
-/* Fill a lease_info for this process: user, since, name (NULL: none), command line
- * (argv, NULL-terminated, or NULL), request (NULL: none). */
+/* Fill a lease_info for this process: uid, since, name (NULL: none), command line
+ * (argv, NULL-terminated, or NULL), request (NULL: none); user stays "": a record's
+ * reader names its file's owner, gpuctld the connection's. */
 void lease_info_self(struct lease_info *i, const char *name, char *const *argv, const char *request);
 
 /*
