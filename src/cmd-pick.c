@@ -173,7 +173,6 @@ int cmd_pick(const struct cli_global *g, int argc, char **argv)
 		}
 		return release_own();
 	}
-	r.server_picks = lease; /* in authority mode, gpuctld chooses what it leases */
 	if ((rc = request_prepare(&r, g)))
 		goto out;
 	struct lease_dir *d = NULL;

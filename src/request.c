@@ -40,8 +40,18 @@ int request_prepare(struct job_request *r, const struct cli_global *g)
 		cli_err("%s", err);
 		return EXIT_USAGE;
 	}
-	/* gpuctld will choose: its table names the GPUs, and NVML stays closed (authority.h) */
+	/*
+	 * gpuctld will choose: a request that names no GPU is asked blind (the answer brings the
+	 * table of GPUs); another is prepared on gpuctld's table. NVML stays closed (authority.h).
+	 */
 	gc_open_opts o = {.size = sizeof o, .sim_node = g->sim};
+	r->sim_node = g->sim;
+	char sock[4096];
+	if (!r->placed_spec && r->server_picks && job_request_blind_ok(r) &&
+	    authority_find(sock, sizeof sock, err, sizeof err) == 1) {
+		r->blind = true;
+		return EXIT_OK;
+	}
 	if (!r->placed_spec && r->server_picks && authority_gpu_ctx(&ctx, &o) != 1)
 		r->server_picks = false;
 	if (!r->placed_spec && !ctx && (rc = cli_open(g, &ctx)))

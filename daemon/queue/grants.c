@@ -27,6 +27,7 @@
 #include "dispatch.h"
 #include "util/clock.h"
 #include "util/grow.h"
+#include "device/gputable.h"
 #include "device/proc.h"
 
 #include <dirent.h>
@@ -448,6 +449,7 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 	w->n = (unsigned)n;
 	w->exact = json_is_true(json_object_get(req, "exact"));
 	w->wait = json_is_true(json_object_get(req, "wait"));
+	w->table = !port && json_is_true(json_object_get(req, "table"));
 	authority_info_read(json_object_get(req, "me"), &w->info);
 	w->info.uid = c->uid;
 	if (clock_mono_ms() - gs->users_ms > 60000) { /* a renamed user is named anew within a minute */
@@ -825,6 +827,7 @@ static struct grant *grant_from(struct queue *q, struct waiter *w, const unsigne
 	g->gid = w->gid;
 	g->port = w->port;
 	g->job = w->job;
+	g->table = w->table;
 	g->since_ms = clock_real_ms();
 	g->info = w->info;
 	g->info.since = g->since_ms / 1000;
@@ -996,10 +999,22 @@ static void answer(int fd, json_t *a)
 		return;
 	size_t len = strlen(s);
 	s[len] = '\n';
-	/* a few hundred bytes into an empty socket buffer: never blocks; a client that does not read
-	 * loses its answer, not our time */
+	/* a few hundred bytes (a GPU table: up to 60 kB) into an empty socket buffer (over 200 kB): never
+	 * blocks; a client that does not read loses its answer, not our time */
 	(void)!send(fd, s, len + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	free(s);
+}
+
+/* the GPU table into answer a, for a client that asked instead of opening NVML (one sample a round) */
+static void add_table(struct queue *q, json_t *a, gc_snapshot *snap, bool *have)
+{
+	if (!*have && sampler_snapshot(q->s, snap) != GC_OK)
+		return;
+	*have = true;
+	/* what one answer can carry without blocking (answer()); a larger node's client opens NVML */
+	json_t *t = snap->ngpus <= GPU_TABLE_ANSWER_MAX ? gpu_table_json(snap) : NULL;
+	if (t)
+		json_object_set_new(a, "table", t);
 }
 
 void grants_committed(struct queue *q, bool ok)
@@ -1007,6 +1022,8 @@ void grants_committed(struct queue *q, bool ok)
 	struct grants *gs = &q->grants;
 	if (!gs->on)
 		return;
+	gc_snapshot snap = {0};
+	bool have = false;
 	for (size_t i = 0; i < gs->n;) {
 		struct grant *g = &gs->g[i];
 		if (ok && g->ended && !g->stored) {
@@ -1027,6 +1044,8 @@ void grants_committed(struct queue *q, bool ok)
 			json_object_set_new(a, "gpus", u);
 			if (g->port)
 				json_object_set_new(a, "port", json_integer(g->port));
+			if (g->table)
+				add_table(q, a, &snap, &have);
 			answer(g->fd, a);
 		}
 		g->told = true;
@@ -1048,7 +1067,10 @@ void grants_committed(struct queue *q, bool ok)
 			else
 				snprintf(msg, sizeof msg, "not now: earlier requests in gpuctld's line, other leases or the "
 					 "filters keep %s", w->n == 1 ? "it" : "them");
-			answer(w->fd, json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "error", msg, "code", "busy", "busy", 0));
+			json_t *a = json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "error", msg, "code", "busy", "busy", 0);
+			if (w->table)
+				add_table(q, a, &snap, &have);
+			answer(w->fd, a);
 			waiter_drop(q, i);
 			continue;
 		}
@@ -1060,6 +1082,7 @@ void grants_committed(struct queue *q, bool ok)
 		i++;
 	}
 	publish(q);
+	gpu_snapshot_release(&snap);
 }
 
 static void recovered(void *arg, const struct grant_row *r)

@@ -317,6 +317,7 @@ struct grant {
 	bool told;                   /* its holder has been told (after the commit that stored it) */
 	bool ended;                  /* released or revoked: its usage goes into the next round */
 	int64_t ended_ms;
+	bool table;                  /* its answer carries the GPU table (gputable.h), as asked */
 };
 
 struct waiter {
@@ -336,6 +337,7 @@ struct waiter {
 	struct select_request sel;   /* the filters (sel.model points to model) */
 	char model[128];
 	bool started;                /* granted in this round: answered after the commit */
+	bool table;                  /* the answer carries the GPU table (gputable.h): the client has none */
 };
 
 struct grants {

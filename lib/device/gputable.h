@@ -15,7 +15,8 @@
 /* the values the table carries */
 #define GPU_TABLE_MASK (GC_BIT(GC_V_NAME) | GC_BIT(GC_V_UUID) | GC_BIT(GC_V_PCI) | GC_BIT(GC_V_MEM_TOTAL) | \
 			GC_BIT(GC_V_MEM_USED) | GC_BIT(GC_V_MEM_FREE) | GC_BIT(GC_V_UTIL_GPU) | GC_BIT(GC_V_MIG_CURRENT))
-#define GPU_TABLE_MAX 1024 /* GPUs a table may list */
+#define GPU_TABLE_MAX 1024        /* GPUs a table may list */
+#define GPU_TABLE_ANSWER_MAX 256  /* GPUs a lease's answer lists (some 60 kB) */
 
 /* snap's GPUs as the table (a JSON object, the caller's), or NULL when out of memory */
 json_t *gpu_table_json(const gc_snapshot *snap);

@@ -417,6 +417,33 @@ int job_request_try(struct job_request *r, struct lease_dir *d, const struct lea
  * 1 when the caller should go on as in cooperative mode instead (inside an
  * ancestor's lease, whose GPUs are used and never leased again; a placement).
  */
+bool job_request_blind_ok(const struct job_request *r)
+{
+	return !r->placed_spec && !r->peek_only && !r->jg.gpus_spec && !r->jg.exclude_spec && !r->jg.n_auto &&
+	       !(r->jg.sel.model && *r->jg.sel.model) && !r->jg.sel.min_free_mem && !getenv("CUDA_VISIBLE_DEVICES");
+}
+
+/* a blind request, answered: prepared on the table the answer brought (else on NVML, opened now) */
+static int blind_prepare(struct job_request *r, const json_t *table, char *err, size_t errlen)
+{
+	gc_open_opts o = {.size = sizeof o, .sim_node = r->sim_node};
+	gc_snapshot t = {0};
+	gc_ctx *ctx = NULL;
+	r->blind = false;
+	int rc = table && gpu_table_read(table, &t, err, errlen) == GC_OK ? gpu_ctx_open_table(&ctx, &t, &o)
+									 : gc_ctx_open(&ctx, &o);
+	gpu_snapshot_release(&t);
+	if (rc != GC_OK) {
+		errbuf_set(err, errlen, "%s", gc_ctx_errmsg(ctx));
+		gc_ctx_free(ctx);
+		return rc;
+	}
+	rc = job_request_prepare(r, ctx, err, errlen);
+	if (!r->ctx)
+		gc_ctx_free(ctx); /* not yet the request's */
+	return rc;
+}
+
 static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct lease_info *me, bool wait,
 			long long timeout_ms, const volatile int *stop, struct lease **out, unsigned *chosen, char *why,
 			size_t whylen)
@@ -426,7 +453,8 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 	/* inside an ancestor's lease (a pick --lease shell, an outer gpuctl run), whose
 	 * CUDA_VISIBLE_DEVICES we have: one look at the grants says which are ours */
 	int rc;
-	if (r->parent_set) {
+	bool blind = r->blind;
+	if (!blind && r->parent_set) {
 		if (lease_held(d, r->uuids, r->ngpus, r->leased) < 0) {
 			snprintf(why, whylen, "cannot read gpuctld's grants");
 			return GC_EIO;
@@ -437,8 +465,9 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 			return 1;
 	}
 	bool exact = r->jg.gpus_spec != NULL;
+	size_t slots = blind ? r->jg.sel.n : r->ngpus;
 	const char **allowed = calloc(r->ngpus ? r->ngpus : 1, sizeof *allowed);
-	char(*got)[LEASE_UUID_MAX] = calloc(r->ngpus ? r->ngpus : 1, sizeof *got);
+	char(*got)[LEASE_UUID_MAX] = calloc(slots ? slots : 1, sizeof *got);
 	if (!allowed || !got) {
 		free(allowed);
 		free(got);
@@ -448,11 +477,25 @@ static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct
 	for (size_t i = 0; i < r->ngpus; i++)
 		if (r->uuids[i] && r->allowed[i] && !r->exclude[i] && (!exact || r->wanted[i]))
 			allowed[i] = r->uuids[i];
-	struct lease_ask a = {.n = r->jg.n_auto ? 0 : r->jg.sel.n, .allowed = allowed, .nallowed = r->ngpus,
-			      .exact = exact, .min_free_mem = r->jg.sel.min_free_mem, .max_util = r->jg.sel.max_util,
-			      .model = r->jg.sel.model, .shared = r->jg.sel.shared, .wait = wait, .timeout_ms = timeout_ms};
+	struct lease_ask a = {.n = r->jg.n_auto ? 0 : r->jg.sel.n, .allowed = blind ? NULL : allowed,
+			      .nallowed = r->ngpus, .exact = exact, .min_free_mem = r->jg.sel.min_free_mem,
+			      .max_util = r->jg.sel.max_util, .model = r->jg.sel.model, .shared = r->jg.sel.shared,
+			      .wait = wait, .timeout_ms = timeout_ms, .want_table = blind};
 	size_t ngot = 0;
-	rc = lease_ask(d, &a, me, stop, out, got, r->ngpus, &ngot, why, whylen);
+	rc = lease_ask(d, &a, me, stop, out, got, slots, &ngot, why, whylen);
+	if (blind && (rc == GC_OK || rc == GC_EBUSY)) {
+		/* asked without a look at the GPUs: the answer brought gpuctld's, to name them by */
+		char err[512];
+		int prc = blind_prepare(r, a.table, err, sizeof err);
+		if (prc != GC_OK) {
+			if (*out)
+				lease_release(*out);
+			*out = NULL;
+			snprintf(why, whylen, "%s", err);
+			rc = prc;
+		}
+	}
+	json_decref(a.table);
 	if (rc == GC_EBUSY) {
 		/* why, as cooperative mode says it: who holds what, which filter keeps which GPU out;
 		 * when nothing does, it is the line */
@@ -497,6 +540,8 @@ int job_request_acquire(struct job_request *r, struct lease_dir *d, const struct
 	int rc;
 	*out = NULL;
 	*ticket = NULL;
+	if (r->blind && !lease_dir_authority(d) && (rc = blind_prepare(r, NULL, why, whylen)) != GC_OK)
+		return rc; /* gpuctld stopped being the authority since the request was made */
 	if (lease_dir_authority(d) && (rc = auth_acquire(r, d, me, wait, timeout_ms, stop, out, chosen, why, whylen)) != 1)
 		return rc;
 	if (r->server_picks) {

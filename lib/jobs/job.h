@@ -73,6 +73,9 @@ struct job_request {
 	bool server_picks;           /* authority mode, gpuctld chooses (the caller sets it before
 					job_request_prepare when it will lease): samples take only what
 					names the GPUs and what gpuctld's table has (gputable.h) */
+	bool blind;                  /* ... and it asks before it looks at anything: gpuctld's answer
+					brings its table, and job_request_acquire prepares the request on it */
+	const char *sim_node;        /* borrowed: how NVML opens, should the request need it (--sim) */
 	bool raced;                  /* the last job_request_try chose free GPUs, but another job leased
 					one of them first: worth trying again at once */
 	void *caller;                /* the caller's own (the CLI keeps its options there) */
@@ -97,6 +100,10 @@ void job_request_init(struct job_request *r);
 /* Options that contradict each other (-n with --gpus; a choice with a placement): GC_EINVAL with err.
  * job_request_prepare checks it first; a caller may ask before it opens anything. */
 int job_request_check(const struct job_request *r, char *err, size_t errlen);
+/* Whether, in authority mode, the request may be asked of gpuctld blind (set r->blind instead of
+ * job_request_prepare): it names no GPU, sets no filter a sample must check first, and runs under no
+ * CUDA_VISIBLE_DEVICES. */
+bool job_request_blind_ok(const struct job_request *r);
 /*
  * Sample ctx (the request's from now on: job_request_release frees it,
  * unless ctx_borrowed),

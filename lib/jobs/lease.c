@@ -1674,11 +1674,12 @@ static int auth_try(struct lease_dir *d, const char *kind, const char *const *uu
 	return rc;
 }
 
-int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease_info *me, const volatile int *stop,
+int lease_ask(struct lease_dir *d, struct lease_ask *a, const struct lease_info *me, const volatile int *stop,
 	      struct lease **out, char (*got)[LEASE_UUID_MAX], size_t maxgot, size_t *ngot, char *why, size_t whylen)
 {
 	*out = NULL;
 	*ngot = 0;
+	a->table = NULL;
 	if (!d->auth) {
 		errbuf_set(why, whylen, "not in authority mode");
 		return GC_EINVAL;
@@ -1688,6 +1689,8 @@ int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease
 				(json_int_t)a->min_free_mem, "max_util", a->max_util, "shared", a->shared);
 	if (a->model)
 		json_object_set_new(req, "model", json_string(a->model));
+	if (a->want_table)
+		json_object_set_new(req, "table", json_true());
 	if (a->allowed) {
 		json_t *al = json_array();
 		for (size_t i = 0; i < a->nallowed; i++)
@@ -1697,6 +1700,8 @@ int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease
 	}
 	json_t *ans = NULL;
 	int rc = auth_request(d, req, a->wait ? a->timeout_ms : AUTHORITY_CONNECT_MS, stop, me, out, &ans, why, whylen);
+	if (a->want_table && json_is_object(json_object_get(ans, "table")))
+		a->table = json_incref(json_object_get(ans, "table"));
 	if (rc == GC_OK) {
 		json_t *g = json_object_get(ans, "gpus");
 		for (size_t i = 0; i < json_array_size(g) && i < maxgot; i++) {

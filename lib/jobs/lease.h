@@ -14,6 +14,7 @@
 #ifndef GPUCTL_LIB_LEASE_H
 #define GPUCTL_LIB_LEASE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -191,8 +192,10 @@ struct lease_ask {
 	bool shared;
 	bool wait;
 	long long timeout_ms;
+	bool want_table;             /* the answer (granted or busy) brings gpuctld's GPU table ... */
+	json_t *table;               /* ... here (gputable.h; the caller's to json_decref), or NULL */
 };
-int lease_ask(struct lease_dir *d, const struct lease_ask *a, const struct lease_info *me, const volatile int *stop,
+int lease_ask(struct lease_dir *d, struct lease_ask *a, const struct lease_info *me, const volatile int *stop,
 	      struct lease **out, char (*got)[LEASE_UUID_MAX], size_t maxgot, size_t *ngot, char *why, size_t whylen);
 /* gpuctld only: end grant `grant` now (reclaim, enforcement). 0, GC_ENOTFOUND, GC_EINVAL when d is no authority's */
 int lease_revoke(struct lease_dir *d, uint64_t grant, const char *why);

@@ -226,8 +226,13 @@ while time.time() < end:
     r = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "--sim", broken, "run", "--wait", "30s", "-n", "2", "--",
                                              "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"),
                        env=env, capture_output=True, text=True, timeout=60, cwd=work)
-    check("table: run -n 2 runs without opening NVML (a node whose nvmlInit fails)",
+    check("table: run -n 2 runs without opening NVML (a node whose nvmlInit fails): asked blind",
           r.returncode == 0 and len(r.stdout.strip().split(",")) == 2, r)
+    r = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "--sim", broken, "run", "--wait", "30s", "--exclude", "0",
+                                             "-n", "1", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"),
+                       env=env, capture_output=True, text=True, timeout=60, cwd=work)
+    check("table: ... and run --exclude 0, named by gpuctld's table", r.returncode == 0 and
+          r.stdout.strip() not in ("", "0"), r)
     r = subprocess.run(testusers.as_user_cmd(B, GPUCTL, "--sim", broken, "query", "--query-gpu=index",
                                              "--format=csv"), env=env, capture_output=True, text=True, timeout=60,
                        cwd=work)
