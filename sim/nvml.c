@@ -245,6 +245,7 @@ static nvmlReturn_t init_common(bool v2)
 	else if (refcount == 0) {
 		sim_node_free(node);
 		node = NULL;
+		sim_rundir_forget();
 	}
 out:
 	pthread_mutex_unlock(&lock);
@@ -271,6 +272,7 @@ nvmlReturn_t nvmlShutdown(void)
 		if (r == NVML_SUCCESS && --refcount == 0) {
 			sim_node_free(node);
 			node = NULL;
+			sim_rundir_forget();
 		}
 	}
 	pthread_mutex_unlock(&lock);

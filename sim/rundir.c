@@ -243,7 +243,7 @@ static int cache_fill(const char *dir)
 		}
 		struct reg *r = &cache.v[cache.n];
 		memset(r, 0, sizeof(*r));
-		snprintf(r->name, sizeof(r->name), "%s", de->d_name);
+		memcpy(r->name, de->d_name, strlen(de->d_name)); /* shorter than name: checked above */
 		r->gpu = (unsigned int)g;
 		r->ok = read_reg(dirfd(d), de->d_name, pid, g, &r->p, &st) == 0;
 		if (!r->ok && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -256,6 +256,16 @@ static int cache_fill(const char *dir)
 	closedir(d);
 	cache.valid = true;
 	return 0;
+}
+
+void sim_rundir_forget(void)
+{
+	pthread_mutex_lock(&cache.lock);
+	free(cache.v);
+	cache.v = NULL;
+	cache.n = cache.cap = 0;
+	cache.valid = false;
+	pthread_mutex_unlock(&cache.lock);
 }
 
 int sim_rundir_scan(const char *dir, unsigned int gpu, struct sim_proc **procs, size_t *n,

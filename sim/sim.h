@@ -150,6 +150,8 @@ int sim_rundir_resolve(const char *node_path, const char *node_rundir, char *buf
  * *cap), deleting those of dead pids. Returns 0 or -1 on allocation failure.
  * A missing directory is not an error.
  */
+/* drop the kept scan (sim_rundir_scan's), as the node is unloaded */
+void sim_rundir_forget(void);
 int sim_rundir_scan(const char *dir, unsigned int gpu, struct sim_proc **procs, size_t *n,
 		    size_t *cap);
 /*
