@@ -12,7 +12,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
 FUZZ_TARGETS = explain route catalog spot visible node
 
-.PHONY: all build deps demo check check-plain check-san bench fuzz clean
+.PHONY: all build deps demo check check-plain check-san bench bench-check fuzz clean
 
 all: build
 
@@ -57,6 +57,11 @@ check: deps $(BUILD)/build.ninja $(SAN_BUILD)/build.ninja
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  meson test -C $(SAN_BUILD) --print-errorlogs || rc=1; \
 	exit $$rc
+
+# the hot paths' figures beside their targets and the recorded baseline (bench/baseline.json):
+# run it before and after a change to query, ls, run, pick or a hand-over
+bench-check: build
+	python3 bench/check.py $(BUILD)
 
 bench: build
 	bench/query.sh $(BUILD)
