@@ -411,12 +411,6 @@ int job_request_try(struct job_request *r, struct lease_dir *d, const struct lea
 	return rc;
 }
 
-/*
- * Authority mode: gpuctld chooses, in its one line (docs/queue.md), among the GPUs
- * this request may use (CUDA_VISIBLE_DEVICES, --gpus, --exclude), by its filters.
- * 1 when the caller should go on as in cooperative mode instead (inside an
- * ancestor's lease, whose GPUs are used and never leased again; a placement).
- */
 bool job_request_blind_ok(const struct job_request *r)
 {
 	return !r->placed_spec && !r->peek_only && !r->jg.gpus_spec && !r->jg.exclude_spec && !r->jg.n_auto &&
@@ -444,6 +438,12 @@ static int blind_prepare(struct job_request *r, const json_t *table, char *err, 
 	return rc;
 }
 
+/*
+ * Authority mode: gpuctld chooses, in its one line (docs/queue.md), among the GPUs
+ * this request may use (CUDA_VISIBLE_DEVICES, --gpus, --exclude), by its filters.
+ * 1 when the caller should go on as in cooperative mode instead (inside an
+ * ancestor's lease, whose GPUs are used and never leased again; a placement).
+ */
 static int auth_acquire(struct job_request *r, struct lease_dir *d, const struct lease_info *me, bool wait,
 			long long timeout_ms, const volatile int *stop, struct lease **out, unsigned *chosen, char *why,
 			size_t whylen)
