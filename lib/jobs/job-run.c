@@ -108,7 +108,8 @@ static void run_log(void *arg, const char *line)
 static void run_started(void *arg, pid_t pid)
 {
 	struct job_run *j = arg;
-	/* out of line and unwatched once the job runs: those closes are slow on ext4 */
+	/* out of line and no longer woken by releases once the job runs (after the spawn: a ticket's
+	 * close is slow on ext4) */
 	if (j->ticket) {
 		lease_queue_leave(*j->ticket);
 		*j->ticket = NULL;

@@ -146,7 +146,7 @@ void lease_queue_leave(struct lease_ticket *t);
  * better spent after the job has started.
  */
 void lease_queue_withdraw(struct lease_ticket *t);
-/* Stop watching for releases (closing inotify can take milliseconds). */
+/* Stop being woken by releases (the job runs): the watch is narrowed, and closed with d. */
 void lease_unwatch(struct lease_dir *d);
 /*
  * A ticket's place in line: when it appeared in the directory (its ctime, in

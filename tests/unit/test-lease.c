@@ -265,6 +265,45 @@ static void test_release_wakes_waiter(void **state)
 	close(p[1]);
 }
 
+/* a job started (lease_unwatch) and failed: waiting again (a retry), it is woken by a release again */
+static void test_unwatched_waiter_wakes_again(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	assert_int_equal(lease_wait(d, 1), 0); /* watching; nothing happened */
+	lease_unwatch(d);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct lease_dir *cd = open_dir();
+		struct lease *l;
+		size_t busy;
+		char err[256];
+		struct lease_info info = me("short");
+		if (lease_try(cd, &B, 1, &info, &l, &busy, err, sizeof err) != GC_OK)
+			_exit(1);
+		(void)write(p[1], "x", 1);
+		usleep(100000);
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	int woke = 0;
+	while (lease_peek(d, B, NULL) == 1) {
+		woke = lease_wait(d, 5000);
+		assert_true(woke >= 0);
+		if (woke == 0)
+			break;
+	}
+	waitpid(child, NULL, 0);
+	assert_int_equal(woke, 1); /* woken by the release, not by the 5 s timeout */
+	lease_dir_close(d);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void test_unsafe_places_refused(void **state)
 {
 	(void)state;
@@ -597,6 +636,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_command_any_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queue_fifo_and_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_wakes_waiter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unwatched_waiter_wakes_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsafe_places_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_lock_neither_holds_nor_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_ticket_loses_its_place, setup, teardown),
