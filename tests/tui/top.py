@@ -535,12 +535,15 @@ try:
     start([GPUCTL, "--sim", mix, "run", "--gpus", "1", "--name", "mixjob", "--", "sleep", "120"])
     t = Term("mix", 120, 30)
     t.line(top_cmd(mix))
-    ok, s = t.until(lambda s: "leased: root 'mixjob'" in s and "4000010" in s)
-    row = [l for l in s.splitlines() if re.match(r"^ +4000010 ", l)]
-    gpu0 = [l for l in s.splitlines() if re.match(r"^ 0 +A100", l)]
-    check("a container's process on a GPU nobody leases is marked U, and so is its GPU",
-          ok and bool(row) and "(not in this PID namespace)" in row[0] and row[0].rstrip().endswith(" U") and
-          bool(gpu0) and gpu0[0].rstrip().endswith(" U"), s)
+
+    def marked(s):
+        """the container's row and GPU 0's line, each whole and marked U (tmux may show a half-drawn screen)"""
+        row = [l for l in s.splitlines() if re.match(r"^ +4000010 ", l)]
+        gpu0 = [l for l in s.splitlines() if re.match(r"^ 0 +A100", l)]
+        return ("leased: root 'mixjob'" in s and bool(row) and "(not in this PID namespace)" in row[0] and
+                row[0].rstrip().endswith(" U") and bool(gpu0) and gpu0[0].rstrip().endswith(" U"))
+    ok, s = t.until(marked)
+    check("a container's process on a GPU nobody leases is marked U, and so is its GPU", ok, s)
     # GPU 1's power and clocks cannot be read: N/A where they go, GPU 2's are shown
     check("a power draw and a clock that fail show as N/A, the others' as numbers",
           re.search(r"^ 1 +A100.* \d+C +N/A +N/A", s, re.M) is not None and
