@@ -219,9 +219,10 @@ static void test_queue_fifo_and_stale(void **state)
 	lease_dir_close(d);
 }
 
-static void test_release_wakes_waiter(void **state)
+/* a process of ours holds B for 100 ms and dies holding it; d waits (d must not hold B): 1 when
+ * woken by the release, 0 when only the 5 s timeout came; fn runs while B is held */
+static int wait_for_release(struct lease_dir *d, void (*fn)(struct lease_dir *d))
 {
-	(void)state;
 	int p[2];
 	assert_int_equal(pipe(p), 0);
 	pid_t child = fork();
@@ -240,14 +241,8 @@ static void test_release_wakes_waiter(void **state)
 	}
 	char c;
 	assert_int_equal(read(p[0], &c, 1), 1);
-	struct lease_dir *d = open_dir();
-	struct lease_ticket *t;
-	char err[256];
-	struct lease_info info = me("waiter");
-	assert_int_equal(lease_queue_join(d, &info, &t, err, sizeof err), GC_OK);
-	assert_int_equal(lease_peek(d, B, NULL), 1);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (fn)
+		fn(d);
 	int woke = 0;
 	while (lease_peek(d, B, NULL) == 1) {
 		woke = lease_wait(d, 5000);
@@ -255,14 +250,29 @@ static void test_release_wakes_waiter(void **state)
 		if (woke == 0)
 			break;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	waitpid(child, NULL, 0);
-	assert_int_equal(woke, 1); /* woken by the release, not by the 5 s timeout */
+	close(p[0]);
+	close(p[1]);
+	return woke;
+}
+
+static void in_line_behind_b(struct lease_dir *d)
+{
+	assert_int_equal(lease_peek(d, B, NULL), 1);
+}
+
+static void test_release_wakes_waiter(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	struct lease_ticket *t;
+	char err[256];
+	struct lease_info info = me("waiter");
+	assert_int_equal(lease_queue_join(d, &info, &t, err, sizeof err), GC_OK);
+	assert_int_equal(wait_for_release(d, in_line_behind_b), 1); /* woken by the release, not the timeout */
 	assert_int_equal(lease_peek(d, B, NULL), 0);
 	lease_queue_leave(t);
 	lease_dir_close(d);
-	close(p[0]);
-	close(p[1]);
 }
 
 /* a job started (lease_unwatch) and failed: waiting again (a retry), it is woken by a release again */
@@ -272,36 +282,8 @@ static void test_unwatched_waiter_wakes_again(void **state)
 	struct lease_dir *d = open_dir();
 	assert_int_equal(lease_wait(d, 1), 0); /* watching; nothing happened */
 	lease_unwatch(d);
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		struct lease_dir *cd = open_dir();
-		struct lease *l;
-		size_t busy;
-		char err[256];
-		struct lease_info info = me("short");
-		if (lease_try(cd, &B, 1, &info, &l, &busy, err, sizeof err) != GC_OK)
-			_exit(1);
-		(void)write(p[1], "x", 1);
-		usleep(100000);
-		_exit(0);
-	}
-	char c;
-	assert_int_equal(read(p[0], &c, 1), 1);
-	int woke = 0;
-	while (lease_peek(d, B, NULL) == 1) {
-		woke = lease_wait(d, 5000);
-		assert_true(woke >= 0);
-		if (woke == 0)
-			break;
-	}
-	waitpid(child, NULL, 0);
-	assert_int_equal(woke, 1); /* woken by the release, not by the 5 s timeout */
+	assert_int_equal(wait_for_release(d, NULL), 1);
 	lease_dir_close(d);
-	close(p[0]);
-	close(p[1]);
 }
 
 static void test_unsafe_places_refused(void **state)
