@@ -642,7 +642,7 @@ static json_t *mem_json(const memmodel_mem *m)
 
 static json_t *money(double v)
 {
-	return v < 0 ? json_null() : json_real(round(v * 10000) / 10000);
+	return v < 0 ? json_null() : json_real(units_round(v, 10000));
 }
 
 char *advise_result_json(const struct advise_result *res)
@@ -695,7 +695,7 @@ char *advise_result_json(const struct advise_result *res)
 		const struct advise_catsrc *cs = &res->src[i];
 		json_array_append_new(cats, json_pack("{s:s, s:s, s:s, s:o}", "cloud", cs->cloud, "source",
 						      cs->live ? "skypilot" : "snapshot", "path", cs->path, "age_hours",
-						      cs->live ? json_real(round(cs->age_h * 10) / 10) : json_null()));
+						      cs->live ? json_real(units_round(cs->age_h, 10)) : json_null()));
 	}
 	json_object_set_new(root, "catalogs", cats ? cats : json_null());
 	/* which plan field the order follows, and what "tokens" counts */

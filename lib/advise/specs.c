@@ -317,8 +317,9 @@ const memmodel_model *specs_model_shape_for(const memmodel_model *m, size_t n, d
 	for (size_t i = 0; i < n && params > 0; i++) {
 		if (!m[i].default_shape || m[i].params <= 0)
 			continue;
-		/* a ratio, not a difference: 1.2B is nearer 1B than 3B */
-		double d = fabs(log(params / m[i].params));
+		/* a ratio, not a difference: 1.2B is nearer 1B than 3B (the larger of r and 1/r orders
+		 * as |log r| does, without libm) */
+		double r = params / m[i].params, d = r >= 1 ? r : 1 / r;
 		if (d < dist) {
 			dist = d;
 			best = &m[i];

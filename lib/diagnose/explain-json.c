@@ -5,6 +5,7 @@
  */
 #include "util/datadir.h"
 #include "util/errbuf.h"
+#include "util/units.h"
 #include "diagnose/explain.h"
 #include "gpuctl/gpuctl.h"
 
@@ -22,7 +23,7 @@ bool explain_whole(double x)
 /* rounded to two decimals (MiB to the hundredth, as PyTorch prints them); whole ones as integers */
 static json_t *json_num(double v)
 {
-	double x = round(v * 100) / 100;
+	double x = units_round(v, 100);
 	if (!isfinite(x))
 		return json_null();
 	return explain_whole(x) ? json_integer((json_int_t)x) : json_real(x);

@@ -12,6 +12,7 @@
  */
 #include "diagnose/explain.h"
 #include "util/errbuf.h"
+#include "util/units.h"
 #include "device/gpu.h"
 
 #include <ctype.h>
@@ -1267,7 +1268,7 @@ const char *explain_class(const struct explain_finding *f, char *buf, size_t len
 
 void explain_value_text(const struct explain_value *v, char *buf, size_t len)
 {
-	double x = round(v->num * 100) / 100;
+	double x = units_round(v->num, 100);
 	if (!v->is_num)
 		snprintf(buf, len, "%s=%s", v->name, v->str);
 	else if (explain_whole(x))

@@ -239,3 +239,17 @@ int units_parse_signal(const char *opt, const char *arg, int *sig, char *err, si
 	errbuf_set(err, errlen, "invalid %s '%s' (expected a signal name such as USR1, or its number)", opt, arg);
 	return GC_EINVAL;
 }
+
+double units_round(double v, double scale)
+{
+	double t = v * scale;
+	/* beyond 2^52 every double is whole already (and NaN and the infinities stay as they are) */
+	if (!(t < 4503599627370496.0 && t > -4503599627370496.0))
+		return t / scale;
+	double i = (double)(long long)t, f = t - i; /* t's whole part (toward zero) and its exact rest */
+	if (f >= 0.5)
+		i += 1;
+	else if (f <= -0.5)
+		i -= 1;
+	return __builtin_copysign(i, t) / scale; /* -0.4 rounds to -0, as round() has it */
+}

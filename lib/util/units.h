@@ -50,4 +50,10 @@ int units_parse_duration(const char *opt, const char *arg, long long *ms, char *
 /* An interval in seconds, more than 0 and at most 86400 ("0.5"). */
 int units_parse_interval(const char *opt, const char *arg, double *out, char *err, size_t errlen);
 
+/*
+ * round(v * scale) / scale, exactly as round(3) would (halves away from zero), without
+ * libm: the two callers of round() were gpuctl's only reason to load it at every start.
+ */
+double units_round(double v, double scale);
+
 #endif

@@ -3,6 +3,7 @@
  * accept (with the exact byte count or percentage) and what they refuse
  * (with a fragment of the reason a user would read).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -222,6 +223,27 @@ static void test_count_duration_interval(void **state)
 	}
 }
 
+/* units_round is round(v * scale) / scale, halves away from zero, NaN and the infinities kept */
+static void test_round_as_libm(void **state)
+{
+	(void)state;
+	static const double scales[] = {1, 10, 100, 10000};
+	static const double vs[] = {0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.49999999999999994, 0.125, 0.005, -0.005,
+				    1.005, 2.675, 12.345, -12.345, 1e15, -1e15, 4503599627370497.0, 1e300, 123456.78915};
+	for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++)
+		for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
+			double want = round(vs[i] * scales[k]) / scales[k], got = units_round(vs[i], scales[k]);
+			if (memcmp(&want, &got, sizeof want) != 0)
+				fail_msg("units_round(%.17g, %g) = %.17g, round gives %.17g", vs[i], scales[k], got, want);
+		}
+	for (int i = -100000; i <= 100000; i++) { /* every hundredth and its halves */
+		double v = i / 2000.0;
+		assert_true(units_round(v, 100) == round(v * 100) / 100);
+	}
+	assert_true(isnan(units_round(NAN, 100)));
+	assert_true(isinf(units_round(INFINITY, 100)) && units_round(-INFINITY, 10) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_size_edges),
 		cmocka_unit_test(test_percent_table),
 		cmocka_unit_test(test_count_duration_interval),
+		cmocka_unit_test(test_round_as_libm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
