@@ -13,6 +13,7 @@
 #include "top.h"
 #include "tui.h"
 #include "util/clock.h"
+#include "util/datadir.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -844,16 +845,7 @@ static int parse_delay(const char *arg, double *out)
 static const struct tui_ops *tui_load(void)
 {
 	char exe[PATH_MAX], path[PATH_MAX + 32];
-	const char *dirs[2] = {NULL, GPUCTL_PKGLIBDIR};
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			dirs[0] = exe;
-		}
-	}
+	const char *dirs[2] = {datadir_exe_dir(exe, sizeof exe) == 0 ? exe : NULL, GPUCTL_PKGLIBDIR};
 	char why[512] = "";
 	for (size_t i = 0; i < 2; i++) {
 		if (!dirs[i])

@@ -10,6 +10,7 @@
 #include "device/nvml.h"
 #include "device/proc.h"
 #include "util/clock.h"
+#include "util/datadir.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -59,19 +60,6 @@ static void describe_simulated(const gc_ctx *ctx, gc_proc *p)
 
 static const char *const sim_generations[] = {"modern", "r535", "legacy", "r410", NULL};
 
-static int exe_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *slash = strrchr(buf, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	return 0;
-}
-
 int gc_sim_library(const char *generation, char *buf, size_t len)
 {
 	const char *const *g = sim_generations;
@@ -92,7 +80,7 @@ int gc_sim_library(const char *generation, char *buf, size_t len)
 	if (env && *env)
 		snprintf(dirs[nd++], PATH_MAX, "%s", env);
 	char exe[PATH_MAX];
-	if (exe_dir(exe, sizeof exe) == 0) {
+	if (datadir_exe_dir(exe, sizeof exe) == 0) {
 		/* build tree: build/src/gpuctl next to build/sim/ */
 		int w = snprintf(dirs[nd], PATH_MAX, "%s/../sim", exe);
 		if (w > 0 && w < PATH_MAX)

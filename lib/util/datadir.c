@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* the data directories in the order they are tried; [0] may be NULL */
 static void data_dirs(const char *dirs[3])
@@ -60,4 +62,17 @@ int datadir_signatures(char *buf, size_t len, char *err, size_t errlen)
 		errbuf_set(err, errlen, "failure signatures not found (looked in %s/signatures; set GPUCTL_DATA_DIR)",
 			   GPUCTL_DATADIR);
 	return GC_ENOTFOUND;
+}
+
+int datadir_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	return 0;
 }

@@ -20,4 +20,8 @@ int datadir_file(const char *name, char *buf, size_t len, char *err, size_t errl
 /* The failure signatures' directory (explain), likewise. */
 int datadir_signatures(char *buf, size_t len, char *err, size_t errlen);
 
+/* The directory of this program (/proc/self/exe's) into buf: 0, or -1 when it cannot be told. Where
+ * a build tree keeps what the program loads beside it (the simulator, gpuctl-tui.so). */
+int datadir_exe_dir(char *buf, size_t len);
+
 #endif
