@@ -4,6 +4,7 @@
  * else given as "st_<key>": its status.
  */
 #include "device/gputable.h"
+#include "util/clock.h"
 #include "util/errbuf.h"
 
 #include <stdio.h>
@@ -117,4 +118,25 @@ int gpu_table_read(const json_t *o, gc_snapshot *out, char *err, size_t errlen)
 		}
 	}
 	return GC_OK;
+}
+
+int gpu_ctx_open_json(gc_ctx **out, const json_t *table, int64_t max_age_ms, const gc_open_opts *opts, char *err,
+		      size_t errlen)
+{
+	gc_snapshot t = {0};
+	*out = NULL;
+	int rc = gpu_table_read(table, &t, err, errlen);
+	int64_t age = clock_real_ms() - t.time_ms;
+	if (rc == GC_OK && max_age_ms >= 0 && (age < -max_age_ms || age > max_age_ms)) {
+		errbuf_set(err, errlen, "gpuctld's GPU table is %lld ms old", (long long)age);
+		rc = GC_EINVAL;
+	}
+	if (rc == GC_OK && (rc = gpu_ctx_open_table(out, &t, opts)) != GC_OK)
+		errbuf_set(err, errlen, "out of memory");
+	gpu_snapshot_release(&t);
+	if (rc != GC_OK) {
+		gc_ctx_free(*out);
+		*out = NULL;
+	}
+	return rc;
 }

@@ -29,5 +29,9 @@ int gpu_table_read(const json_t *o, gc_snapshot *out, char *err, size_t errlen);
  * any other sample opens the library as gc_ctx_open(opts) would, then.
  */
 int gpu_ctx_open_table(gc_ctx **out, const gc_snapshot *table, const gc_open_opts *opts);
+/* The same on a table as JSON (gpu_table_json's), when its sample is at most max_age_ms old
+ * (< 0: any age): GC_OK; GC_EINVAL with why in err (a bad or an old table); GC_ENOMEM. */
+int gpu_ctx_open_json(gc_ctx **out, const json_t *table, int64_t max_age_ms, const gc_open_opts *opts, char *err,
+		      size_t errlen);
 
 #endif

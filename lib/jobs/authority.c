@@ -251,18 +251,15 @@ int authority_gpu_ctx(gc_ctx **ctx, const gc_open_opts *o)
 	if (fd < 0)
 		return 0;
 	json_t *ans = NULL;
-	gc_snapshot table = {0};
 	int rc = 0;
 	if (authority_send(fd, json_pack("{s:s}", "op", "gpus"), err, sizeof err) == GC_OK &&
 	    authority_recv(fd, AUTHORITY_TABLE_MS, NULL, &ans, err, sizeof err) == GC_OK &&
-	    authority_answer_rc(ans, err, sizeof err) == GC_OK && gpu_table_read(ans, &table, err, sizeof err) == GC_OK) {
-		int64_t age = clock_real_ms() - table.time_ms;
-		if (table.ngpus && age >= -AUTHORITY_TABLE_FRESH_MS && age <= AUTHORITY_TABLE_FRESH_MS)
-			rc = gpu_ctx_open_table(ctx, &table, o) == GC_OK ? 1 : -1;
+	    authority_answer_rc(ans, err, sizeof err) == GC_OK) {
+		int orc = gpu_ctx_open_json(ctx, ans, AUTHORITY_TABLE_FRESH_MS, o, err, sizeof err);
+		rc = orc == GC_ENOMEM ? -1 : orc == GC_OK && gc_ctx_count(*ctx) ? 1 : 0;
 	}
 	close(fd);
 	json_decref(ans);
-	gpu_snapshot_release(&table);
 	if (rc != 1) {
 		gc_ctx_free(*ctx);
 		*ctx = NULL;

@@ -421,12 +421,9 @@ bool job_request_blind_ok(const struct job_request *r)
 static int blind_prepare(struct job_request *r, const json_t *table, char *err, size_t errlen)
 {
 	gc_open_opts o = {.size = sizeof o, .sim_node = r->sim_node};
-	gc_snapshot t = {0};
 	gc_ctx *ctx = NULL;
 	r->blind = false;
-	int rc = table && gpu_table_read(table, &t, err, errlen) == GC_OK ? gpu_ctx_open_table(&ctx, &t, &o)
-									 : gc_ctx_open(&ctx, &o);
-	gpu_snapshot_release(&t);
+	int rc = table && gpu_ctx_open_json(&ctx, table, -1, &o, err, errlen) == GC_OK ? GC_OK : gc_ctx_open(&ctx, &o);
 	if (rc != GC_OK) {
 		errbuf_set(err, errlen, "%s", gc_ctx_errmsg(ctx));
 		gc_ctx_free(ctx);
