@@ -198,6 +198,7 @@ static int cache_fill(const char *dir)
 	struct stat st;
 	struct dirent *de;
 	size_t seen = 0;
+	bool removed = false; /* a dead process's registration: the directory changed, scan again next time */
 	DIR *d;
 
 	cache.valid = false;
@@ -226,7 +227,7 @@ static int cache_fill(const char *dir)
 		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
 			/* its process is gone: so is its claim on the GPU */
 			unlinkat(dirfd(d), de->d_name, 0);
-			cache.mtim.tv_sec = 0; /* the directory just changed: scan again next time */
+			removed = true;
 			continue;
 		}
 		if (cache.n == cache.cap) {
@@ -254,7 +255,7 @@ static int cache_fill(const char *dir)
 		cache.n++;
 	}
 	closedir(d);
-	cache.valid = true;
+	cache.valid = !removed;
 	return 0;
 }
 

@@ -417,9 +417,9 @@ json_t *grants_take(struct queue *q, struct client *c, json_t *req)
 			return refuse("invalid", "lease: invalid GPU UUID");
 	/* a request no grant could ever meet is refused, not kept waiting for ever */
 	size_t ngpu = sampler_ngpus(q->s), among = json_is_array(gpus) ? json_array_size(gpus) : ngpu;
-	if (!port && n > 0 && (size_t)n > (among < ngpu ? among : ngpu))
-		return refuse("invalid", "%lld GPU%s requested but only %zu %s", (long long)n, n > 1 ? "s" : "",
-			      among < ngpu ? among : ngpu,
+	size_t most = among < ngpu ? among : ngpu;
+	if (!port && n > 0 && (size_t)n > most)
+		return refuse("invalid", "%lld GPU%s requested but only %zu %s", (long long)n, n > 1 ? "s" : "", most,
 			      json_is_array(gpus) ? "of the GPUs named exist on this machine" : "exist on this machine");
 	bool root = c->uid == 0;
 	size_t mine = 0, ports = 0;

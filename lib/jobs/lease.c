@@ -599,7 +599,6 @@ static pid_t opener_of(dev_t dev, ino_t ino)
 	return found;
 }
 
-/* the parent of pid; 0 if gone */
 /* pid is this process or one of its ancestors: a shell that exec'd its last command is both */
 static bool is_ancestor(pid_t pid)
 {
