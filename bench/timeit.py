@@ -8,9 +8,11 @@
         minimum wall time of each, the ratio of the medians A/B and PASS or
         MISS against the target ratio.
 
-    timeit.py calls LABEL GPUCTL.callgrind FLOOR.callgrind
+    timeit.py calls [--target R] LABEL GPUCTL.callgrind FLOOR.callgrind
         Compares the NVML entry points called (and how often) in two
-        callgrind profiles; prints the totals and every difference.
+        callgrind profiles; prints the totals and every difference; then the
+        instructions each executed (callgrind's "totals:" line), their ratio
+        and, with --target, PASS or MISS against it.
 
     timeit.py cpu --label L --target 1.0 [--env K=V ...] --cmd 'CMD ARGS'
         Runs CMD once, stdout to /dev/null; prints its CPU time (user + sys
@@ -303,12 +305,27 @@ def nvml_calls(path):
     return count
 
 
+def instructions(path):
+    """instructions executed in a callgrind profile (its "totals:" line)"""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    sys.exit("timeit.py: no totals line in %s" % path)
+
+
 def calls(args):
     a, b = nvml_calls(args.gpuctl), nvml_calls(args.floor)
     print("%-26s NVML calls: gpuctl %d, floor %d" % (args.label, sum(a.values()), sum(b.values())))
     for k in sorted(set(a) | set(b)):
         if a[k] != b[k]:
             print("%-26s   %s: gpuctl %d, floor %d" % ("", k, a[k], b[k]))
+    ia, ib = instructions(args.gpuctl), instructions(args.floor)
+    ratio = ia / ib
+    verdict = ""
+    if args.target is not None:
+        verdict = "  target %.2f %s" % (args.target, "PASS" if ratio <= args.target else "MISS")
+    print("%-26s instructions: gpuctl %d, floor %d, ratio %.2f%s" % ("", ia, ib, ratio, verdict))
 
 
 def main():
@@ -347,6 +364,7 @@ def main():
     hq.add_argument("--locks", action="store_true")
     hq.add_argument("--authority", metavar="SOCK")
     k = sub.add_parser("calls")
+    k.add_argument("--target", type=float)
     k.add_argument("label")
     k.add_argument("gpuctl")
     k.add_argument("floor")

@@ -17,39 +17,46 @@ void jsonw_init(struct jw *w, bool pretty)
 	w->empty[0] = true;
 }
 
-static void put(struct jw *w, const char *s, size_t n)
+/* the slow half of put(): grow the buffer, then append */
+static void put_grow(struct jw *w, const char *s, size_t n)
 {
 	if (w->oom)
 		return;
-	if (w->len + n + 1 > w->cap) {
-		size_t cap = w->cap ? w->cap : 4096;
-		while (cap < w->len + n + 1)
-			cap *= 2;
-		char *p = realloc(w->buf, cap);
-		if (!p) {
-			w->oom = true;
-			return;
-		}
-		w->buf = p;
-		w->cap = cap;
+	size_t cap = w->cap ? w->cap : 4096;
+	while (cap < w->len + n + 1)
+		cap *= 2;
+	char *p = realloc(w->buf, cap);
+	if (!p) {
+		w->oom = true;
+		return;
 	}
+	w->buf = p;
+	w->cap = cap;
 	memcpy(w->buf + w->len, s, n);
 	w->len += n;
-	w->buf[w->len] = '\0';
+}
+
+/* Append n bytes. The buffer keeps one byte spare for jsonw_finish's NUL;
+ * after an allocation failure cap stays short and put_grow drops the rest. */
+static inline void put(struct jw *w, const char *s, size_t n)
+{
+	if (w->cap - w->len > n) {
+		memcpy(w->buf + w->len, s, n);
+		w->len += n;
+	} else {
+		put_grow(w, s, n);
+	}
 }
 
 #define PUTS(w, lit) put((w), (lit), sizeof(lit) - 1)
 
+/* a newline and the indent of `depth` levels, in one put */
 static void newline(struct jw *w, int depth)
 {
-	static const char spaces[] = "                                                                ";
-	PUTS(w, "\n");
-	size_t n = (size_t)depth * 2;
-	while (n > 0) {
-		size_t k = n < sizeof spaces - 1 ? n : sizeof spaces - 1;
-		put(w, spaces, k);
-		n -= k;
-	}
+	static const char nl[] = "\n" /* then 2 × JSONW_MAX_DEPTH spaces */
+		"                                                                ";
+	_Static_assert(sizeof nl - 2 >= 2 * JSONW_MAX_DEPTH, "indent table too short");
+	put(w, nl, 1 + (size_t)depth * 2);
 }
 
 /* separator and key before a value at the current depth */
@@ -158,7 +165,20 @@ void jsonw_plain(struct jw *w, const char *key, const char *s)
 
 void jsonw_string(struct jw *w, const char *key, const char *s)
 {
-	size_t n = strlen(s);
+	/* Printable ASCII without '"' or '\\' is its own JSON encoding (jansson
+	 * escapes '/' only when asked): written as it is; anything else, jansson. */
+	size_t n = 0;
+	for (unsigned char c; (c = (unsigned char)s[n]) != '\0'; n++)
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+			break;
+	if (s[n] == '\0') {
+		member(w, key);
+		PUTS(w, "\"");
+		put(w, s, n);
+		PUTS(w, "\"");
+		return;
+	}
+	n += strlen(s + n);
 	json_t *js = json_stringn(s, n);
 	if (!js) {
 		/* not valid UTF-8: keep the ASCII, mark the rest */
@@ -199,6 +219,12 @@ char *jsonw_finish(struct jw *w)
 		w->buf = NULL;
 		return NULL;
 	}
+	if (!w->buf) { /* nothing written */
+		w->buf = malloc(1);
+		if (!w->buf)
+			return NULL;
+	}
+	w->buf[w->len] = '\0';
 	char *out = w->buf;
 	w->buf = NULL;
 	return out;

@@ -18,7 +18,7 @@
 #define JSONW_MAX_DEPTH 32
 
 struct jw {
-	char *buf;       /* owned; NUL-terminated while !oom */
+	char *buf;       /* owned; NUL-terminated by jsonw_finish */
 	size_t len, cap;
 	int depth;
 	bool pretty;

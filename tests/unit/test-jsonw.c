@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,46 @@ static void test_inline_array(void **state)
 	free(out);
 }
 
+/* every byte alone and in company, and every indent depth: the fast paths
+ * (bytes written as they are, the indent in one piece, the buffer grown
+ * across many writes) give what jansson gives */
+static void test_fast_paths_match_jansson(void **state)
+{
+	(void)state;
+	struct jw w;
+	jsonw_init(&w, true);
+	jsonw_array(&w, NULL);
+	for (int c = 1; c < 0x80; c++) {
+		char one[2] = {(char)c, '\0'}, three[8];
+		snprintf(three, sizeof three, "a%cz/", c);
+		jsonw_string(&w, NULL, one);
+		jsonw_string(&w, NULL, three);
+	}
+	jsonw_string(&w, NULL, "");
+	jsonw_string(&w, NULL, "\xc3\xa9t\xc3\xa9 \xe2\x82\xac");
+	for (int d = 1; d < JSONW_MAX_DEPTH - 1; d++)
+		jsonw_array(&w, NULL);
+	jsonw_plain(&w, NULL, "deep");
+	for (int d = 1; d < JSONW_MAX_DEPTH - 1; d++)
+		jsonw_end(&w, ']');
+	for (int i = 0; i < 3000; i++)
+		jsonw_uint(&w, NULL, (uint64_t)i * 7919);
+	jsonw_end(&w, ']');
+	char *mine = jsonw_finish(&w);
+	assert_non_null(mine);
+	assert_true(strlen(mine) > 3 * 4096);
+	json_error_t err;
+	json_t *parsed = json_loads(mine, 0, &err);
+	assert_non_null(parsed);
+	char *theirs = json_dumps(parsed, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	assert_string_equal(mine, theirs);
+	assert_string_equal(json_string_value(json_array_get(parsed, 0)), "\x01");
+	assert_string_equal(json_string_value(json_array_get(parsed, 2 * ('"' - 1))), "\"");
+	free(theirs);
+	json_decref(parsed);
+	free(mine);
+}
+
 static void test_unbalanced_is_refused(void **state)
 {
 	(void)state;
@@ -123,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_invalid_utf8),
 		cmocka_unit_test(test_inline_array),
+		cmocka_unit_test(test_fast_paths_match_jansson),
 		cmocka_unit_test(test_unbalanced_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
