@@ -242,6 +242,21 @@ static void puts_(struct query *q, size_t *len, const char *s)
 	put(q, len, s, strlen(s));
 }
 
+/* v in decimal, with " unit" when unit is set: the common cell, without printf */
+static void put_uint(struct query *q, size_t *len, unsigned long long v, const char *unit)
+{
+	char b[24], *e = b + sizeof b, *d = e;
+	do {
+		*--d = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(q, len, d, (size_t)(e - d));
+	if (unit) {
+		put(q, len, " ", 1);
+		puts_(q, len, unit);
+	}
+}
+
 static void timestamp(const gc_snapshot *s, char *buf, size_t len)
 {
 	time_t t = (time_t)(s->time_ms / 1000);
@@ -268,40 +283,34 @@ static void cell(struct query *q, size_t *len, const struct field *f, const gc_g
 		snprintf(buf, sizeof buf, "%s", q->snap.driver_version[0] ? q->snap.driver_version : "[N/A]");
 		break;
 	case K_COUNT: snprintf(buf, sizeof buf, "%zu", q->snap.ngpus); break;
-	case K_INDEX: snprintf(buf, sizeof buf, "%u", g->index); break;
-	case K_STR: snprintf(buf, sizeof buf, "%s", string_member(g, f->arg)); break;
-	case K_BUSID: snprintf(buf, sizeof buf, "%s", g->bus_id); break;
+	case K_INDEX: put_uint(q, len, g->index, NULL); return;
+	case K_STR: puts_(q, len, string_member(g, f->arg)); return;
+	case K_BUSID: puts_(q, len, g->bus_id); return;
 	case K_HEX:
 		snprintf(buf, sizeof buf, "0x%0*llX", hex_width(f->arg), (unsigned long long)member(g, f->arg));
 		break;
 	case K_HEX16: snprintf(buf, sizeof buf, "0x%016llX", (unsigned long long)member(g, f->arg)); break;
-	case K_UINT: case K_ULL:
-		snprintf(buf, sizeof buf, "%llu%s%s", (unsigned long long)member(g, f->arg),
-			 unit ? " " : "", unit ? unit : "");
-		break;
-	case K_MIB:
-		snprintf(buf, sizeof buf, "%llu%s", cli_mib(member(g, f->arg)), unit ? " MiB" : "");
-		break;
+	case K_UINT: case K_ULL: put_uint(q, len, (unsigned long long)member(g, f->arg), unit); return;
+	case K_MIB: put_uint(q, len, cli_mib(member(g, f->arg)), unit ? "MiB" : NULL); return;
 	case K_WATTS:
 		snprintf(buf, sizeof buf, "%.2f%s", (double)member(g, f->arg) / 1000.0, unit ? " W" : "");
 		break;
-	case K_ENABLED: snprintf(buf, sizeof buf, "%s", member(g, f->arg) ? "Enabled" : "Disabled"); break;
-	case K_ACTIVE: snprintf(buf, sizeof buf, "%s", (g->reasons & f->arg) ? "Active" : "Not Active"); break;
+	case K_ENABLED: puts_(q, len, member(g, f->arg) ? "Enabled" : "Disabled"); return;
+	case K_ACTIVE: puts_(q, len, (g->reasons & f->arg) ? "Active" : "Not Active"); return;
 	case K_PSTATE: snprintf(buf, sizeof buf, "P%u", g->pstate); break;
-	case K_COMPUTE_MODE: snprintf(buf, sizeof buf, "%s", gc_compute_mode_name(g->compute_mode)); break;
+	case K_COMPUTE_MODE: puts_(q, len, gc_compute_mode_name(g->compute_mode)); return;
 	case K_CC: snprintf(buf, sizeof buf, "%d.%d", g->cc_major, g->cc_minor); break;
-	case K_PID: snprintf(buf, sizeof buf, "%u", p->pid); break;
+	case K_PID: put_uint(q, len, p->pid, NULL); return;
 	/* another PID namespace's process: "[Not Found]", as nvidia-smi prints it (R15 of the CSV rules) */
 	case K_PNAME:
-		snprintf(buf, sizeof buf, "%s",
-			 !p->visible && !p->simulated ? "[Not Found]" : p->argv0[0] ? p->argv0 : "[N/A]");
-		break;
+		puts_(q, len, !p->visible && !p->simulated ? "[Not Found]" : p->argv0[0] ? p->argv0 : "[N/A]");
+		return;
 	case K_PMEM:
 		if (p->mem_known)
-			snprintf(buf, sizeof buf, "%llu%s", cli_mib(p->used_memory), unit ? " MiB" : "");
+			put_uint(q, len, cli_mib(p->used_memory), unit ? "MiB" : NULL);
 		else
-			snprintf(buf, sizeof buf, "[N/A]");
-		break;
+			puts_(q, len, "[N/A]");
+		return;
 	}
 	puts_(q, len, buf);
 }

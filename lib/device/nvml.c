@@ -458,9 +458,8 @@ void nvml_system_info(struct nvml *n, gc_snapshot *s)
 static nvmlReturn_t note(gc_gpu *g, nvmlReturn_t rc, uint64_t values)
 {
 	uint8_t st = status_of(rc);
-	for (int v = 0; v < GC_V__COUNT; v++)
-		if (values & GC_BIT(v))
-			g->st[v] = st;
+	for (uint64_t m = values & GC_ALL_VALUES; m; m &= m - 1) /* each bit set, lowest first */
+		g->st[__builtin_ctzll(m)] = st;
 	if (rc == NVML_ERROR_GPU_IS_LOST)
 		g->lost = true;
 	return rc;
@@ -545,17 +544,19 @@ static void sample_static(struct nvml *n, struct dev *d, uint64_t want, gc_gpu *
 		note(c, rc, GC_BIT(GC_V_POWER_MIN) | GC_BIT(GC_V_POWER_MAX));
 	}
 	/* cache what is settled: a value, or a definite "not supported" */
-	for (int v = 0; v < GC_V__COUNT; v++)
-		if ((want & GC_BIT(v)) &&
-		    (c->st[v] == GC_ST_OK || c->st[v] == GC_ST_NOT_SUPPORTED))
+	for (uint64_t m = want & GC_ALL_VALUES; m; m &= m - 1) {
+		int v = __builtin_ctzll(m);
+		if (c->st[v] == GC_ST_OK || c->st[v] == GC_ST_NOT_SUPPORTED)
 			d->cached |= GC_BIT(v);
+	}
 }
 
 static void copy_static(gc_gpu *g, const gc_gpu *c, uint64_t mask)
 {
-	for (int v = 0; v < GC_V__COUNT; v++)
-		if (mask & GC_BIT(v))
-			g->st[v] = c->st[v];
+	for (uint64_t m = mask & GC_ALL_VALUES; m; m &= m - 1) {
+		int v = __builtin_ctzll(m);
+		g->st[v] = c->st[v];
+	}
 	if (mask & GC_BIT(GC_V_NAME)) memcpy(g->name, c->name, sizeof g->name);
 	if (mask & GC_BIT(GC_V_UUID)) memcpy(g->uuid, c->uuid, sizeof g->uuid);
 	if (mask & GC_BIT(GC_V_SERIAL)) memcpy(g->serial, c->serial, sizeof g->serial);
