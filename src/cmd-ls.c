@@ -5,10 +5,13 @@
  * it in place on a terminal.
  */
 #include "cli.h"
+#include "device/snapjson.h"
 #include "jobs/lease.h"
 #include "jobs/quarantine.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -247,14 +250,12 @@ static int ls_tick(void *arg, long n)
 	int result = cli_check_lost(&l->snap, l->which, &l->lost_reported, l->watch);
 	if (l->json) {
 		/* repeating: one document per line (JSON Lines) */
-		char *js = gc_snapshot_json(&l->snap, l->which, l->host, !l->looping);
-		if (!js) {
-			cli_err("out of memory");
+		if (snapjson_write(stdout, &l->snap, l->which, l->host, !l->looping) < 0) {
+			cli_err(ferror(stdout) ? "cannot write the JSON to standard output: %s" : "out of memory",
+				strerror(errno));
 			return EXIT_FAIL;
 		}
-		fputs(js, stdout);
 		fputc('\n', stdout);
-		free(js);
 	} else {
 		if (l->watch)
 			fputs("\033[H", stdout);

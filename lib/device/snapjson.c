@@ -318,11 +318,10 @@ char *gc_snapshot_json(const gc_snapshot *snap, const bool *which, const char *h
 	return snapjson_render(snap, which, hostname, pretty, NULL);
 }
 
-char *snapjson_render(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty,
-		      const struct snapjson_extra *x)
+static void render(struct jw *wp, const gc_snapshot *snap, const bool *which, const char *hostname,
+		   const struct snapjson_extra *x)
 {
-	struct jw w;
-	jsonw_init(&w, pretty);
+#define w (*wp)
 	char ts[40];
 	time_t t = (time_t)(snap->time_ms / 1000);
 	struct tm tm;
@@ -375,5 +374,22 @@ char *snapjson_render(const gc_snapshot *snap, const bool *which, const char *ho
 	if (x && x->top)
 		x->top(&w, x->arg);
 	jsonw_end(&w, '}');
+#undef w
+}
+
+char *snapjson_render(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty,
+		      const struct snapjson_extra *x)
+{
+	struct jw w;
+	jsonw_init(&w, pretty);
+	render(&w, snap, which, hostname, x);
 	return jsonw_finish(&w);
+}
+
+int snapjson_write(FILE *out, const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty)
+{
+	struct jw w;
+	jsonw_init_file(&w, pretty, out);
+	render(&w, snap, which, hostname, NULL);
+	return jsonw_finish_file(&w);
 }

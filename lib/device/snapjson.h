@@ -18,4 +18,6 @@ struct snapjson_extra {
 /* As gc_snapshot_json, calling x's hooks (x may be NULL). Caller frees. */
 char *snapjson_render(const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty,
 		      const struct snapjson_extra *x);
+/* The same document written to out as it is made (jsonw_init_file): 0, or -1 (see jsonw_finish_file). */
+int snapjson_write(FILE *out, const gc_snapshot *snap, const bool *which, const char *hostname, bool pretty);
 #endif

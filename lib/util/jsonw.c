@@ -17,12 +17,36 @@ void jsonw_init(struct jw *w, bool pretty)
 	w->empty[0] = true;
 }
 
-/* the slow half of put(): grow the buffer, then append */
+#define JSONW_STREAM_BUF (64 * 1024)
+
+void jsonw_init_file(struct jw *w, bool pretty, FILE *out)
+{
+	jsonw_init(w, pretty);
+	w->out = out;
+}
+
+/* streaming: write what the buffer holds and empty it */
+static void flush(struct jw *w)
+{
+	if (w->len && fwrite(w->buf, 1, w->len, w->out) != w->len)
+		w->oom = true;
+	w->len = 0;
+}
+
+/* the slow half of put(): flush or grow the buffer, then append */
 static void put_grow(struct jw *w, const char *s, size_t n)
 {
 	if (w->oom)
 		return;
-	size_t cap = w->cap ? w->cap : 4096;
+	if (w->out && w->len) {
+		flush(w);
+		if (w->cap - w->len > n) {
+			memcpy(w->buf, s, n);
+			w->len = n;
+			return;
+		}
+	}
+	size_t cap = w->cap ? w->cap : w->out ? JSONW_STREAM_BUF : 4096;
 	while (cap < w->len + n + 1)
 		cap *= 2;
 	char *p = realloc(w->buf, cap);
@@ -228,4 +252,14 @@ char *jsonw_finish(struct jw *w)
 	char *out = w->buf;
 	w->buf = NULL;
 	return out;
+}
+
+int jsonw_finish_file(struct jw *w)
+{
+	if (!w->oom && w->depth == 0)
+		flush(w);
+	bool ok = !w->oom && w->depth == 0;
+	free(w->buf);
+	w->buf = NULL;
+	return ok ? 0 : -1;
 }

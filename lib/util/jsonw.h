@@ -14,10 +14,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define JSONW_MAX_DEPTH 32
 
 struct jw {
+	FILE *out;       /* jsonw_init_file: the buffer is written here as it fills */
 	char *buf;       /* owned; NUL-terminated by jsonw_finish */
 	size_t len, cap;
 	int depth;
@@ -30,6 +32,15 @@ struct jw {
 void jsonw_init(struct jw *w, bool pretty);
 /* Take the buffer (caller frees), or NULL when out of memory. */
 char *jsonw_finish(struct jw *w);
+/*
+ * Stream to out instead: the buffer (64 KiB) is written whenever it fills,
+ * so a big document never sits whole in memory (bench/query.sh: ls --json
+ * at 256 GPUs is 1 MB). jsonw_finish_file writes the rest and frees the
+ * buffer: 0, or -1 when out of memory, unbalanced or a write failed (then
+ * part of the document may have been written).
+ */
+void jsonw_init_file(struct jw *w, bool pretty, FILE *out);
+int jsonw_finish_file(struct jw *w);
 
 /* `key` is a literal member name inside an object, NULL inside an array. */
 void jsonw_object(struct jw *w, const char *key);
