@@ -814,14 +814,30 @@ static int check_unique(struct ld *ld, struct sim_node *n)
 	return 0;
 }
 
-static struct sim_node *parse_node(struct ld *ld, const char *path, json_t *root)
+/* n->rundir: where processes register, from the environment, the file's own value or the default */
+static int resolve_rundir(struct ld *ld, const char *path, const char *field, struct sim_node *n)
+{
+	char dir[4096];
+	bool is_default;
+	if (sim_rundir_resolve(path, field, dir, sizeof(dir), &is_default) < 0) {
+		fail(ld, "", "rundir", "path too long");
+		return -1;
+	}
+	n->rundir = strdup(dir);
+	if (!n->rundir) {
+		fail(ld, "", "rundir", "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* the node; *rundir_field (caller frees) is the file's own "rundir" value, or NULL */
+static struct sim_node *parse_node(struct ld *ld, const char *path, json_t *root, char **rundir_field)
 {
 	static const char *const keys[] = { "name", "driver", "rundir", "faults", "gpus", NULL };
 	struct sim_node *n;
 	json_t *gpus, *g;
 	char *rundir = NULL, *name = NULL;
-	char dir[4096];
-	bool is_default;
 	size_t i;
 
 	if (!json_is_object(root)) {
@@ -836,7 +852,7 @@ static struct sim_node *parse_node(struct ld *ld, const char *path, json_t *root
 	if (check_keys(ld, "", root, keys) < 0 ||
 	    get_str(ld, "", root, "name", NULL, 255, &name) < 0 ||
 	    parse_driver(ld, root, n) < 0 ||
-	    get_str(ld, "", root, "rundir", NULL, sizeof(dir) - 64, &rundir) < 0 ||
+	    get_str(ld, "", root, "rundir", NULL, 4096 - 64, &rundir) < 0 ||
 	    parse_faults(ld, "", root, &n->faults) < 0)
 		goto fail;
 	free(name);
@@ -868,16 +884,9 @@ static struct sim_node *parse_node(struct ld *ld, const char *path, json_t *root
 	if (check_unique(ld, n) < 0)
 		goto fail;
 
-	if (sim_rundir_resolve(path, rundir, dir, sizeof(dir), &is_default) < 0) {
-		fail(ld, "", "rundir", "path too long");
+	if (resolve_rundir(ld, path, rundir, n) < 0)
 		goto fail;
-	}
-	n->rundir = strdup(dir);
-	if (!n->rundir) {
-		fail(ld, "", "rundir", "out of memory");
-		goto fail;
-	}
-	free(rundir);
+	*rundir_field = rundir;
 	return n;
 fail:
 	free(name);
@@ -894,7 +903,8 @@ struct sim_node *sim_node_load(const char *path, char *err, size_t errlen)
 	struct stat st;
 	json_error_t jerr;
 	json_t *root;
-	char *buf;
+	char *buf, *own_rundir = NULL;
+	const char *rundir_field = NULL;
 	size_t len = 0;
 	int fd;
 
@@ -909,6 +919,15 @@ struct sim_node *sim_node_load(const char *path, char *err, size_t errlen)
 			 NODE_MAX_BYTES);
 		close(fd);
 		return NULL;
+	}
+	n = sim_node_cache_get(&st, &rundir_field);
+	if (n) {
+		close(fd);
+		if (resolve_rundir(&ld, path, rundir_field, n) < 0) {
+			sim_node_free(n);
+			return NULL;
+		}
+		return n;
 	}
 	/* read whole, parsed from memory: json_loadf reads a character at a time */
 	buf = malloc((size_t)st.st_size + 1);
@@ -947,9 +966,12 @@ struct sim_node *sim_node_load(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: out of memory", ld.file);
 		return NULL;
 	}
-	n = parse_node(&ld, path, root);
+	n = parse_node(&ld, path, root, &own_rundir);
 	json_decref(ld.empty);
 	json_decref(root);
+	if (n)
+		sim_node_cache_put(&st, n, own_rundir);
+	free(own_rundir);
 	return n;
 }
 
@@ -957,6 +979,11 @@ void sim_node_free(struct sim_node *n)
 {
 	if (!n)
 		return;
+	if (n->blob) { /* the node and all it points to but rundir live in the block */
+		free(n->rundir);
+		free(n->blob);
+		return;
+	}
 	for (unsigned int i = 0; i < n->ngpus; i++) {
 		struct nvmlDevice_st *g = &n->gpus[i];
 

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "device/nvml-abi.h"
 
@@ -114,6 +115,7 @@ struct sim_node {
 	struct sim_faults faults; /* node-level, for system calls */
 	struct nvmlDevice_st *gpus; /* owned */
 	unsigned int ngpus;
+	void *blob; /* read from the cache (nodecache.c): everything but rundir lives in it */
 };
 
 /* node.c */
@@ -124,6 +126,21 @@ struct sim_node {
  */
 struct sim_node *sim_node_load(const char *path, char *err, size_t errlen);
 void sim_node_free(struct sim_node *n);
+
+/* nodecache.c: the parsed node, flattened into one block and kept across processes */
+/* n (and the node file's own "rundir" value) as one block of *len bytes; NULL on failure */
+void *sim_node_flatten(const struct sim_node *n, const char *rundir_field, size_t *len);
+/*
+ * The node inside a block sim_node_flatten made, its offsets made pointers
+ * again, each checked against the block; NULL when the block is not one.
+ * On success the node owns the block; its rundir is NULL (the caller
+ * resolves it) and *rundir_field points into the block.
+ */
+struct sim_node *sim_node_unflatten(void *block, size_t len, const char **rundir_field);
+/* the cached node for the node file st describes, or NULL (then parse it) */
+struct sim_node *sim_node_cache_get(const struct stat *st, const char **rundir_field);
+/* keep n, just parsed from the file st describes, for the next load; failures are ignored */
+void sim_node_cache_put(const struct stat *st, const struct sim_node *n, const char *rundir_field);
 
 /* fault.c */
 /* NVML_ERROR_* value for a name such as "GPU_IS_LOST"; -1 if unknown. */

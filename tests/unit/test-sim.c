@@ -153,6 +153,148 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* ---- the parsed-node cache (sim/nodecache.c) ------------------------------ */
+
+/* the names of the cache files in dir (".node-*"), joined by spaces, and how many */
+static int cache_entries(const char *dir, char *names, size_t len)
+{
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof cmd, "ls -A '%s' 2>/dev/null", dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char line[PATH_MAX];
+	int n = 0;
+	names[0] = '\0';
+	while (fgets(line, sizeof line, p)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, ".node-", 6) != 0)
+			continue;
+		n++;
+		snprintf(names + strlen(names), len - strlen(names), "%s%s", n > 1 ? " " : "", line);
+	}
+	pclose(p);
+	return n;
+}
+
+static void gpu0_name(char *buf, size_t len)
+{
+	if (INIT() != NVML_SUCCESS)
+		fail_msg("init: %s", CALL(fn_lasterr, "gpuctlSimLastError"));
+	assert_int_equal(CALL(nvml_fn_devstr, "nvmlDeviceGetName", dev(0), buf, (unsigned int)len), NVML_SUCCESS);
+	assert_int_equal(SHUTDOWN(), NVML_SUCCESS);
+}
+
+/* wait until path's last change is more than a second old: the cache keeps no younger file */
+static void age(const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	for (;;) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		double d = (double)(now.tv_sec - st.st_ctim.tv_sec) + (now.tv_nsec - st.st_ctim.tv_nsec) / 1e9;
+		if (d > 1.2)
+			return;
+		usleep((useconds_t)((1.25 - d) * 1e6));
+	}
+}
+
+static void rewrite_bytes(const char *path, const char *from, const char *to)
+{
+	FILE *f = fopen(path, "r+");
+	assert_non_null(f);
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof buf, f);
+	char *at = memmem(buf, n, from, strlen(from));
+	assert_non_null(at);
+	memcpy(at, to, strlen(to));
+	assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+	assert_int_equal(fwrite(buf, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * A node file is parsed once and then read back from the cache: a byte
+ * changed in the cached form shows (so it is what was read), a damaged one
+ * is parsed again and replaced, a changed node file is parsed again, a file
+ * younger than a second is not kept, one not owned by this user is ignored,
+ * and GPUCTL_SIM_CACHE=off keeps nothing. Each of the four generations has
+ * its own entry.
+ */
+static void test_node_cache(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX], names[4096], name[96], entry[PATH_MAX + 128], node[PATH_MAX], text[8192];
+	snprintf(dir, sizeof dir, "%s/cache", tmpdir);
+	setenv("GPUCTL_SIM_CACHE", dir, 1);
+	cur = variants[MODERN].h;
+	use_example("h100-8x-sxm.json");
+	age(getenv("GPUCTL_SIM_NODE"));
+
+	gpu0_name(name, sizeof name);
+	assert_string_equal(name, "NVIDIA H100 80GB HBM3");
+	assert_int_equal(cache_entries(dir, names, sizeof names), 1);
+	assert_int_equal(strncmp(names, ".node-modern-", 13), 0);
+	snprintf(entry, sizeof entry, "%s/%.100s", dir, names);
+	struct stat st;
+	assert_int_equal(stat(entry, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	/* what the second load reads is the cached form */
+	rewrite_bytes(entry, "NVIDIA H100 80GB HBM3", "NVIDIA X100 80GB HBM3");
+	gpu0_name(name, sizeof name);
+	assert_string_equal(name, "NVIDIA X100 80GB HBM3");
+
+	/* damaged: parsed again, and replaced by a whole one */
+	assert_int_equal(truncate(entry, st.st_size / 2), 0);
+	gpu0_name(name, sizeof name);
+	assert_string_equal(name, "NVIDIA H100 80GB HBM3");
+	struct stat again;
+	assert_int_equal(stat(entry, &again), 0);
+	assert_int_equal(again.st_size, st.st_size);
+
+	/* another user's file in its place is not read */
+	if (geteuid() == 0) {
+		rewrite_bytes(entry, "NVIDIA H100 80GB HBM3", "NVIDIA X100 80GB HBM3");
+		assert_int_equal(chown(entry, 65534, 65534), 0);
+		gpu0_name(name, sizeof name);
+		assert_string_equal(name, "NVIDIA H100 80GB HBM3");
+		assert_int_equal(unlink(entry), 0);
+	}
+
+	/* each generation its own entry */
+	for (int v = R535; v < NVARIANTS; v++) {
+		cur = variants[v].h;
+		gpu0_name(name, sizeof name);
+	}
+	cur = variants[MODERN].h;
+	gpu0_name(name, sizeof name);
+	assert_int_equal(cache_entries(dir, names, sizeof names), NVARIANTS);
+
+	/* a fresh file is not kept; once older, it is; changed (same size), it is parsed again */
+	snprintf(node, sizeof node, "%s/cached-node.json", tmpdir);
+	snprintf(text, sizeof text,
+		 "{\"gpus\": [{\"name\": \"NVIDIA L4\", \"uuid\": \"GPU-00000000-0000-0000-0000-0000000000c1\"}]}");
+	write_file(node, text);
+	setenv("GPUCTL_SIM_NODE", node, 1);
+	gpu0_name(name, sizeof name);
+	assert_string_equal(name, "NVIDIA L4");
+	assert_int_equal(cache_entries(dir, names, sizeof names), NVARIANTS);
+	age(node);
+	gpu0_name(name, sizeof name);
+	assert_int_equal(cache_entries(dir, names, sizeof names), NVARIANTS + 1);
+	rewrite_bytes(node, "NVIDIA L4", "NVIDIA T4");
+	gpu0_name(name, sizeof name);
+	assert_string_equal(name, "NVIDIA T4");
+
+	/* off: nothing kept, nothing read */
+	setenv("GPUCTL_SIM_CACHE", "off", 1);
+	use_example("l4-2x.json");
+	gpu0_name(name, sizeof name);
+	assert_int_equal(cache_entries(dir, names, sizeof names), NVARIANTS + 1);
+	unsetenv("GPUCTL_SIM_CACHE");
+}
+
 /* ---- symbols per generation -------------------------------------------- */
 
 static void test_symbols(void **state)
@@ -1254,6 +1396,7 @@ int main(void)
 		cmocka_unit_test(test_default_versions),
 		cmocka_unit_test(test_init),
 		cmocka_unit_test(test_examples),
+		cmocka_unit_test(test_node_cache),
 		cmocka_unit_test(test_h100_values),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_process_records),
