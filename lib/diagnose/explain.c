@@ -916,6 +916,7 @@ struct scan {
 	size_t ncand, capcand;
 	struct memo memo[MAX_MEMO];  /* values notes left, newest per name */
 	size_t nmemo;
+	char *clean;          /* the line being matched, cleaned (MAX_LINE + 1; made at first use) */
 };
 
 static void memo_put(struct scan *sc, const struct explain_value *v, uint64_t line)
@@ -1002,11 +1003,15 @@ static void fill_in(const struct explain_finding *f, char *text, size_t size)
 
 static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
 {
-	static __thread char clean[MAX_LINE + 1];
 	const struct explain_db *db = sc->db;
 	struct explain_result *r = sc->r;
 	if (len > MAX_LINE)
 		len = MAX_LINE;
+	/* on the heap, not a static TLS buffer: 64 KiB of .tbss is zeroed, page by
+	 * page, at the start of every process and thread that links this file */
+	if (!sc->clean && !(sc->clean = malloc(MAX_LINE + 1)))
+		return; /* out of memory: this line goes unmatched */
+	char *clean = sc->clean;
 	explain_clean_line(raw, len, clean);
 	const char *at;
 	/* the signatures to try: those of the one gateway found (the usual
@@ -1187,6 +1192,7 @@ int explain_scan_buf(const struct explain_db *db, const char *buf, size_t len, s
 	r->lines = sc.line + (len && buf[len - 1] != '\n');
 	r->bytes = len;
 	free(sc.cand);
+	free(sc.clean);
 	return GC_OK;
 }
 
@@ -1239,6 +1245,7 @@ int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *
 	}
 	r->lines = sc.line;
 	free(sc.cand);
+	free(sc.clean);
 	free(buf);
 	return rc;
 }
