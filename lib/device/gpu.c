@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -235,6 +236,29 @@ const char *gc_ctx_proc_api(const gc_ctx *ctx)
 	return ctx && ctx->nvml ? nvml_proc_api(ctx->nvml) : "none";
 }
 
+/*
+ * Fault in a large new block of the snapshot in one system call, before it is
+ * written: at 256 GPUs the snapshot is 166 KB, 40 pages each first written by
+ * a page fault of its own otherwise. Only an optimisation: any failure (an
+ * older kernel: EINVAL) changes nothing.
+ */
+static void prefault(void *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (len < 64 * 1024)
+		return;
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p, b = a + len;
+	a = (a + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1); /* whole pages inside the block */
+	b &= ~((uintptr_t)pg - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)len;
+#endif
+}
+
 static int snapshot_size(gc_snapshot *s, size_t n)
 {
 	if (s->ngpus == n && (s->gpus || n == 0))
@@ -246,6 +270,7 @@ static int snapshot_size(gc_snapshot *s, size_t n)
 	gc_gpu *g = realloc(s->gpus, (n ? n : 1) * sizeof *g);
 	if (!g)
 		return GC_ENOMEM;
+	prefault(g + s->ngpus, n > s->ngpus ? (n - s->ngpus) * sizeof *g : 0);
 	for (size_t i = s->ngpus; i < n; i++)
 		memset(&g[i], 0, sizeof g[i]);
 	s->gpus = g;
@@ -351,7 +376,7 @@ int gc_ctx_sample(gc_ctx *ctx, gc_snapshot *snap, uint64_t mask, const bool *whi
 				int lv = GC_TOPO_UNKNOWN;
 				if (!which || (which[a] && which[b]))
 					lv = nvml_topology(ctx->nvml, (unsigned)a, (unsigned)b);
-				snap->topo[a * n + b] = snap->topo[b * n + a] = lv;
+				snap->topo[a * n + b] = snap->topo[b * n + a] = (int8_t)lv;
 			}
 		}
 	}

@@ -74,7 +74,7 @@ struct gc_snapshot {
 	int64_t time_ms;           /* wall clock (ms since the epoch) of the sample */
 	size_t ngpus;
 	gc_gpu *gpus;              /* owned by the snapshot */
-	int *topo;                 /* ngpus*ngpus gc_topo levels, or NULL when not requested */
+	int8_t *topo;              /* ngpus*ngpus gc_topo levels (all fit), or NULL when not requested */
 };
 
 /* Free what a snapshot holds (not the struct itself: the tools keep theirs on the stack). */

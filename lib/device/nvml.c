@@ -671,7 +671,9 @@ static nvmlReturn_t sample_procs(struct nvml *n, nvmlDevice_t h, nvml_fn_procs f
 			continue;
 		}
 		if (g->nprocs == *cap) {
-			size_t ncap = *cap ? *cap * 2 : 8;
+			/* from 2: most GPUs hold one or two processes, and a 592-byte
+			 * record each (8 at a time cost a page fault per GPU at 256) */
+			size_t ncap = *cap ? *cap * 2 : 2;
 			gc_proc *p = realloc(g->procs, ncap * sizeof *p);
 			if (!p)
 				return NVML_ERROR_MEMORY;

@@ -396,7 +396,7 @@ static void test_single_keeps_pair(void **state)
 	PICK(s, &r, leased, 2);
 	/* no topology: rank */
 	leased[5] = false;
-	int *topo = s->topo;
+	int8_t *topo = s->topo;
 	s->topo = NULL;
 	PICK(s, &r, leased, 2);
 	s->topo = topo;
@@ -430,7 +430,7 @@ static void test_topology(void **state)
 	r.n = 2;
 	PICK(s, &r, leased, 6, 7);
 	/* ...which rank alone would have chosen */
-	int *topo = s->topo;
+	int8_t *topo = s->topo;
 	s->topo = NULL;
 	PICK(s, &r, leased, 1, 4);
 	s->topo = topo;
