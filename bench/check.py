@@ -101,6 +101,32 @@ def record(commit):
     print("recorded %s's figures in %s" % (doc["commit"], BASELINE))
 
 
+def busiest():
+    """what keeps a core busy now (a process above 20 % of one over half a second), or None"""
+    def ticks():
+        out = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            name = st[st.find("(") + 1:st.rfind(")")]
+            f = st[st.rfind(")") + 2:].split()
+            out[pid] = (name, int(f[11]) + int(f[12]))  # utime + stime
+        return out
+    import time
+    a = ticks()
+    time.sleep(0.5)
+    b = ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    hot = sorted(((b[p][1] - a[p][1]) / (0.5 * hz), b[p][0], p) for p in b if p in a and p != str(os.getpid()))
+    hot = [h for h in hot if h[0] > 0.2]
+    return ", ".join("%s (pid %s) at %d %% of a core" % (n, p, 100 * c) for c, n, p in reversed(hot)) or None
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: bench/check.py BUILD_DIR")
@@ -116,8 +142,11 @@ def main():
     margin = float(os.environ.get("BENCH_MARGIN", "10")) / 100
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=7"],
                             capture_output=True, text=True).stdout.strip()
+    busy = busiest()
     got = figures(ROOT, build)
     print("bench-check — commit %s, baseline %s (%s)" % (commit, base.get("commit", "?"), base.get("machine", "?")))
+    if busy:
+        print("warning: the machine was not quiet: %s; the figures below are worse for it" % busy)
     print("%-32s %9s %9s %9s  %s" % ("figure", "now", "target", "baseline", "verdict"))
     for name, _, _, target, unit in FIGURES:
         now = got.get(name)
