@@ -84,7 +84,10 @@ try:
         renv = {k: v for k, v in os.environ.items()
                 if (not k.startswith("GPUCTL_") or k == "GPUCTL_AUTHORITY_DIR") and k not in ("CUDA_VISIBLE_DEVICES", "XDG_CONFIG_HOME")}
         renv["HOME"] = os.path.join(root, "home")
-        renv.update(LD_LIBRARY_PATH=libdir, GPUCTL_SIM_LIBDIR=simdir)
+        # and a registration directory of its own, never the default /tmp/gpuctl-sim-<uid>
+        simrun = os.path.join(root, "simrun")
+        os.makedirs(simrun, exist_ok=True)
+        renv.update(LD_LIBRARY_PATH=libdir, GPUCTL_SIM_LIBDIR=simdir, GPUCTL_SIM_RUNDIR=simrun)
         ckdir = os.path.join(root, "ckpt")
         os.mkdir(ckdir, 0o700)
         datadirs = glob.glob(os.path.join(root, "**", "share", "gpuctl", "signatures"), recursive=True)
@@ -140,6 +143,7 @@ try:
         penv = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "PYTHON", "LD_"))}
         penv.update(PYTHONPATH=os.path.dirname(pkgdir), LD_LIBRARY_PATH=libdir,
                     GPUCTL_SIM_LIBDIR=os.path.join(libdir, "gpuctl"), GPUCTL_STATE_DIR=os.path.join(root, "pystate"),
+                    GPUCTL_SIM_RUNDIR=simrun,
                     PYTHONDONTWRITEBYTECODE="1")
         if san:  # python has no sanitizer runtime of its own: load the library's first
             rts = [run(["cc", "-print-file-name=lib%s.so" % rt]).stdout.strip() for rt in ("asan", "ubsan")]
