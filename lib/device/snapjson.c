@@ -7,6 +7,7 @@
  */
 #include "device/gpu.h"
 
+#include "util/clock.h"
 #include "util/jsonw.h"
 #include "device/snapjson.h"
 
@@ -325,7 +326,7 @@ static void render(struct jw *wp, const gc_snapshot *snap, const bool *which, co
 	char ts[40];
 	time_t t = (time_t)(snap->time_ms / 1000);
 	struct tm tm;
-	gmtime_r(&t, &tm);
+	clock_utc_tm(t, &tm);
 	size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + n, sizeof ts - n, ".%03dZ", (int)(snap->time_ms % 1000));
 	jsonw_object(&w, NULL);

@@ -12,8 +12,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpuctl/gpuctl.h"
+#include "util/clock.h"
 #include "util/units.h"
 
 #define KiB (UINT64_C(1) << 10)
@@ -244,6 +246,34 @@ static void test_round_as_libm(void **state)
 	assert_true(isinf(units_round(INFINITY, 100)) && units_round(-INFINITY, 10) < 0);
 }
 
+/* clock_utc_tm gives gmtime_r's fields: around the epoch, leap days (1900, 2000, 2100),
+ * the ends of years, negative times, and a spread of a million seconds apart up to 2400 */
+static void test_utc_tm_as_gmtime(void **state)
+{
+	(void)state;
+	int64_t edges[] = {0, -1, 1, 86399, 86400, -86400, -86401, 951782400 /* 2000-02-29 */,
+			   951868799, 4107456000LL /* 2100-02-28 */, 4107542400LL, -2203891200LL /* 1900-02-28 */,
+			   -2203804801LL, 1795960136, 253402300799LL /* 9999-12-31 23:59:59 */, -62135596800LL};
+	size_t n = 0;
+	for (int64_t t = -2300000000LL; t < 13600000000LL; t += 999983) /* a prime step: every hour and weekday */
+		n++;
+	for (size_t i = 0; i < sizeof edges / sizeof *edges + n; i++) {
+		int64_t t = i < sizeof edges / sizeof *edges ? edges[i]
+							     : -2300000000LL + (int64_t)(i - sizeof edges / sizeof *edges) * 999983;
+		struct tm want, got;
+		time_t tt = (time_t)t;
+		assert_non_null(gmtime_r(&tt, &want));
+		clock_utc_tm(t, &got);
+		if (got.tm_year != want.tm_year || got.tm_mon != want.tm_mon || got.tm_mday != want.tm_mday ||
+		    got.tm_hour != want.tm_hour || got.tm_min != want.tm_min || got.tm_sec != want.tm_sec ||
+		    got.tm_wday != want.tm_wday || got.tm_yday != want.tm_yday || got.tm_isdst != 0)
+			fail_msg("t=%lld: got %d-%d-%d %d:%d:%d wday %d yday %d, gmtime_r %d-%d-%d %d:%d:%d wday %d yday %d",
+				 (long long)t, got.tm_year, got.tm_mon, got.tm_mday, got.tm_hour, got.tm_min, got.tm_sec,
+				 got.tm_wday, got.tm_yday, want.tm_year, want.tm_mon, want.tm_mday, want.tm_hour,
+				 want.tm_min, want.tm_sec, want.tm_wday, want.tm_yday);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_percent_table),
 		cmocka_unit_test(test_count_duration_interval),
 		cmocka_unit_test(test_round_as_libm),
+		cmocka_unit_test(test_utc_tm_as_gmtime),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
