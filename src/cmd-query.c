@@ -219,22 +219,30 @@ struct query {
 	int rc;
 };
 
-/* append to the output line buffer */
-static void put(struct query *q, size_t *len, const char *s, size_t n)
+/* the slow half of put(): grow the line, then append */
+static void put_grow(struct query *q, size_t *len, const char *s, size_t n)
 {
-	if (*len + n + 1 > q->line_cap) {
-		size_t cap = q->line_cap ? q->line_cap : 256;
-		while (cap < *len + n + 1)
-			cap *= 2;
-		char *p = realloc(q->line, cap);
-		if (!p)
-			return; /* out of memory: the line is cut, the caller's fwrite still works */
-		q->line = p;
-		q->line_cap = cap;
-	}
+	size_t cap = q->line_cap ? q->line_cap : 256;
+	while (cap < *len + n)
+		cap *= 2;
+	char *p = realloc(q->line, cap);
+	if (!p)
+		return; /* out of memory: the line is cut, the caller's fwrite still works */
+	q->line = p;
+	q->line_cap = cap;
 	memcpy(q->line + *len, s, n);
 	*len += n;
-	q->line[*len] = '\0';
+}
+
+/* append n bytes to the line being built (written with fwrite: no NUL kept) */
+static inline void put(struct query *q, size_t *len, const char *s, size_t n)
+{
+	if (q->line_cap && q->line_cap - *len >= n) { /* (no line yet: cap 0, line NULL) */
+		memcpy(q->line + *len, s, n);
+		*len += n;
+	} else {
+		put_grow(q, len, s, n);
+	}
 }
 
 static void puts_(struct query *q, size_t *len, const char *s)

@@ -267,12 +267,21 @@ static int snapshot_size(gc_snapshot *s, size_t n)
 		free(s->gpus[i].procs);
 		free(s->gpus[i].mig);
 	}
-	gc_gpu *g = realloc(s->gpus, (n ? n : 1) * sizeof *g);
-	if (!g)
-		return GC_ENOMEM;
-	prefault(g + s->ngpus, n > s->ngpus ? (n - s->ngpus) * sizeof *g : 0);
-	for (size_t i = s->ngpus; i < n; i++)
-		memset(&g[i], 0, sizeof g[i]);
+	gc_gpu *g;
+	if (!s->gpus) {
+		/* calloc: a large block comes zeroed from the kernel, without a memset of our own */
+		g = calloc(n ? n : 1, sizeof *g);
+		if (!g)
+			return GC_ENOMEM;
+		prefault(g, n * sizeof *g);
+	} else {
+		g = realloc(s->gpus, (n ? n : 1) * sizeof *g);
+		if (!g)
+			return GC_ENOMEM;
+		prefault(g + s->ngpus, n > s->ngpus ? (n - s->ngpus) * sizeof *g : 0);
+		for (size_t i = s->ngpus; i < n; i++)
+			memset(&g[i], 0, sizeof g[i]);
+	}
 	s->gpus = g;
 	s->ngpus = n;
 	free(s->topo);
