@@ -472,10 +472,9 @@ static nvmlReturn_t note(gc_gpu *g, nvmlReturn_t rc, uint64_t values)
 
 static void copy_str(char *dst, size_t dstlen, const char *src)
 {
-	size_t i = 0;
-	for (; i + 1 < dstlen && src[i]; i++)
-		dst[i] = src[i];
-	dst[i] = '\0';
+	size_t n = strnlen(src, dstlen - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
 }
 
 static void sample_static(struct nvml *n, struct dev *d, uint64_t want, gc_gpu *c)
