@@ -6,6 +6,7 @@
  * 0x + 16 hex digits, [N/A] for what the GPU does not give.
  */
 #include "cli.h"
+#include "util/units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -301,8 +302,10 @@ static void cell(struct query *q, size_t *len, const struct field *f, const gc_g
 	case K_UINT: case K_ULL: put_uint(q, len, (unsigned long long)member(g, f->arg), unit); return;
 	case K_MIB: put_uint(q, len, cli_mib(member(g, f->arg)), unit ? "MiB" : NULL); return;
 	case K_WATTS:
-		snprintf(buf, sizeof buf, "%.2f%s", (double)member(g, f->arg) / 1000.0, unit ? " W" : "");
-		break;
+		put(q, len, buf, (size_t)units_milli_2dp(member(g, f->arg), buf, sizeof buf));
+		if (unit)
+			put(q, len, " W", 2);
+		return;
 	case K_ENABLED: puts_(q, len, member(g, f->arg) ? "Enabled" : "Disabled"); return;
 	case K_ACTIVE: puts_(q, len, (g->reasons & f->arg) ? "Active" : "Not Active"); return;
 	case K_PSTATE: snprintf(buf, sizeof buf, "P%u", g->pstate); break;

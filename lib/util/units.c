@@ -253,3 +253,28 @@ double units_round(double v, double scale)
 		i -= 1;
 	return __builtin_copysign(i, t) / scale; /* -0.4 rounds to -0, as round() has it */
 }
+
+int units_milli_2dp(uint64_t milli, char *buf, size_t len)
+{
+	/* A tie (the third decimal a 5) is decided by the double's binary value, as printf
+	 * sees it; so is a value too large for the argument below. */
+	if (milli % 10 == 5 || milli >= UINT64_C(1000000000000000) || len < 24)
+		return snprintf(buf, len, "%.2f", (double)milli / 1000.0);
+	/* Otherwise the exact value milli/1000 is at least 0.001 from a rounding boundary
+	 * (x.xx5), and the double printf sees is within value * 2^-52 < 0.0003 of it: the
+	 * nearest hundredth of the exact value is what printf prints. */
+	uint64_t h = milli / 10 + (milli % 10 > 5);
+	char tmp[24], *e = tmp + sizeof tmp, *d = e;
+	*--d = (char)('0' + h % 10);
+	*--d = (char)('0' + h / 10 % 10);
+	*--d = '.';
+	h /= 100;
+	do {
+		*--d = (char)('0' + h % 10);
+		h /= 10;
+	} while (h);
+	int n = (int)(e - d);
+	memcpy(buf, d, (size_t)n);
+	buf[n] = '\0';
+	return n;
+}

@@ -55,5 +55,12 @@ int units_parse_interval(const char *opt, const char *arg, double *out, char *er
  * libm: the two callers of round() were gpuctl's only reason to load it at every start.
  */
 double units_round(double v, double scale);
+/*
+ * milli / 1000 with two decimals, byte for byte what printf("%.2f", milli /
+ * 1000.0) writes (nvidia-smi's watts), into buf (at least 24 bytes); its
+ * length. Without printf except on an exact tie (the third decimal a 5),
+ * where the double's binary value decides the rounding and printf is asked.
+ */
+int units_milli_2dp(uint64_t milli, char *buf, size_t len);
 
 #endif

@@ -274,6 +274,25 @@ static void test_utc_tm_as_gmtime(void **state)
 	}
 }
 
+/* units_milli_2dp writes what printf("%.2f", milli / 1000.0) writes: every value to 2 000 000 mW
+ * (2 kW: any GPU's power), a spread up to 1e15, ties, and the edges of the fast path to 2^64 - 1 */
+static void test_milli_2dp_as_printf(void **state)
+{
+	(void)state;
+	char want[64], got[64];
+	uint64_t edges[] = {0, 4, 5, 6, 9, 10, 995, 994, 996, 999995, 1000000000000000ULL - 1,
+			    1000000000000000ULL, 1000000000000005ULL, 9007199254740993ULL, UINT64_MAX};
+	for (uint64_t i = 0; i < 2000000 + sizeof edges / sizeof *edges + 4000; i++) {
+		uint64_t m = i < 2000000 ? i
+			   : i < 2000000 + sizeof edges / sizeof *edges ? edges[i - 2000000]
+									: (i - 2000000) * UINT64_C(249999999989); /* to 1e15 */
+		snprintf(want, sizeof want, "%.2f", (double)m / 1000.0);
+		int n = units_milli_2dp(m, got, sizeof got);
+		if (strcmp(want, got) != 0 || n != (int)strlen(want))
+			fail_msg("%llu mW: printf says %s, units_milli_2dp %s (%d)", (unsigned long long)m, want, got, n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_count_duration_interval),
 		cmocka_unit_test(test_round_as_libm),
 		cmocka_unit_test(test_utc_tm_as_gmtime),
+		cmocka_unit_test(test_milli_2dp_as_printf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
