@@ -1,6 +1,6 @@
 /*
  * cmd-query.c — `gpuctl query`: nvidia-smi's --query-gpu and
- * --query-compute-apps, byte for byte (shared/facts/nvidia-smi-csv.md):
+ * --query-compute-apps, byte for byte (docs/facts/nvidia-smi-csv.md):
  * ", " between cells, header cells with " [unit]", aliases printed under
  * their primary name, MiB rounded up, watts with two decimals, reasons as
  * 0x + 16 hex digits, [N/A] for what the GPU does not give.

@@ -1,6 +1,6 @@
 /*
  * nvml-abi.h — gpuctl's own declarations of the subset of the NVML C ABI it
- * uses. Written from the checked facts in shared/facts/nvml-abi.md (struct
+ * uses. Written from the checked facts in docs/facts/nvml-abi.md (struct
  * sizes, offsets, constants), never copied from nvml.h. Shared by lib/device/nvml.c
  * (the caller) and sim/ (the simulated driver) so both agree on one layout;
  * every size that matters is pinned with _Static_assert.

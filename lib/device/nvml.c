@@ -6,7 +6,7 @@
  * on drivers from R410 to today, and turns each call into a value plus a
  * status (gc_status) so that "not supported" is never shown as 0.
  *
- * ABI quirks handled here (facts: shared/facts/nvml-abi.md):
+ * ABI quirks handled here (facts: docs/facts/nvml-abi.md):
  *  - nvmlMemory_v2_t needs version 0x02000028; its `used` excludes the
  *    reserved memory, like nvidia-smi. Old drivers fall back to v1, where
  *    `used` includes it and `reserved` is not available.

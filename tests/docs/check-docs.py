@@ -215,6 +215,26 @@ for cid in ids:
     if not re.search(r"^\.B " + re.escape(cid) + r"(\\fR|$)|\\fB" + re.escape(cid) + r"(\\fR|$)", man, re.M):
         errors.append(f"gpuctl-doctor.1 does not document check {cid!r}")
 
+# 9. the README's Layout matches the tree: every directory it names exists, every top-level one
+#    (of those git tracks) is named; nothing in the repository points outside it (../shared)
+readme = read("README.md")
+m = re.search(r"^## Layout\n(.*?)^## ", readme, re.M | re.S)
+layout = m.group(1) if m else ""
+if not layout:
+    errors.append("README.md has no Layout section")
+for d in sorted(set(re.findall(r"`([a-z][a-z0-9_./-]*/)`", layout))):
+    if not os.path.isdir(os.path.join(src, d)):
+        errors.append(f"README.md's Layout names {d}, which is not a directory of the tree")
+tracked = subprocess.run(["git", "-C", src, "ls-files"], capture_output=True, text=True).stdout.split()
+for top in sorted({f.split("/")[0] for f in tracked if "/" in f and not f.startswith(".")}):
+    if f"`{top}/" not in layout:
+        errors.append(f"README.md's Layout does not name the top-level directory {top}/")
+for f in tracked:
+    if (f.endswith((".c", ".h", ".py", ".md", ".sh", ".build", ".1", ".8")) and f != "tests/docs/check-docs.py"
+            and os.path.isfile(os.path.join(src, f))):
+        if re.search(r"\.\./shared/|(?<![\w/])shared/(facts|DESIGN)", read(f)):
+            errors.append(f"{f} points outside the repository (../shared, shared/facts or shared/DESIGN)")
+
 for e in errors:
     print(e)
 print(f"{'FAIL' if errors else 'ok'}: {len(errors)} problem(s)")
