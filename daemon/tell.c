@@ -2,6 +2,7 @@
  * tell.c — a line on a user's terminal (tell.h).
  */
 #include "tell.h"
+#include "device/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,23 +15,10 @@
 /* pid's controlling terminal as /proc/PID/stat's tty_nr; 0 when none or unreadable */
 static unsigned long tty_of(const char *procfs, pid_t pid)
 {
-	char path[160], buf[1024];
-	snprintf(path, sizeof path, "%s/%d/stat", procfs ? procfs : "/proc", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct proc_statf f;
+	if (proc_stat_read(procfs, pid, &f) < 0 || f.tty_nr <= 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* the command may hold anything, ')' too: the fields start after the last one */
-	char *p = strrchr(buf, ')');
-	char state;
-	int ppid, pgrp, session, tty;
-	if (!p || sscanf(p + 1, " %c %d %d %d %d", &state, &ppid, &pgrp, &session, &tty) != 5 || tty <= 0)
-		return 0;
-	return (unsigned long)tty;
+	return (unsigned long)f.tty_nr;
 }
 
 bool tell_user(const char *procfs, pid_t pid, uid_t uid, const char *line)

@@ -6,6 +6,7 @@
 #include "top.h"
 
 #include "cli.h"
+#include "device/proc.h"
 #include "jobs/quarantine.h"
 #include "queue-client.h"
 #include "util/clock.h"
@@ -70,30 +71,13 @@ static void push(struct top_gpu *h, float util, float mem)
 /* utime + stime, ppid and resident bytes of pid from /proc: 0, or -1 when it cannot be read */
 static int proc_cpu(uint32_t pid, unsigned long long *ticks, pid_t *ppid, uint64_t *rss)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%u/stat", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	struct proc_statf f;
+	if (pid > INT32_MAX || proc_stat_read(NULL, (pid_t)pid, &f) < 0)
 		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
-	if (!p)
-		return -1;
-	char state;
-	int pp;
-	unsigned long long ut, st;
-	long long rsspages;
-	/* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-	 * cutime cstime priority nice threads itrealvalue starttime vsize rss */
-	if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %*u %lld",
-		   &state, &pp, &ut, &st, &rsspages) != 5)
-		return -1;
-	*ticks = ut + st;
-	*ppid = pp;
+	*ticks = f.utime + f.stime;
+	*ppid = f.ppid;
 	long page = sysconf(_SC_PAGESIZE);
-	*rss = rsspages > 0 && page > 0 ? (uint64_t)rsspages * (uint64_t)page : 0;
+	*rss = f.rss > 0 && page > 0 ? (uint64_t)f.rss * (uint64_t)page : 0;
 	return 0;
 }
 

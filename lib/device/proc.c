@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -69,10 +70,11 @@ void proc_sanitize(char *dst, size_t dstlen, const char *src, size_t srclen)
 	dst[o] = '\0';
 }
 
-int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+int proc_stat_read(const char *procfs, pid_t pid, struct proc_statf *f)
 {
-	char path[48], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	char path[4200], buf[1024];
+	if (pid <= 0 || snprintf(path, sizeof path, "%s/%d/stat", procfs ? procfs : "/proc", (int)pid) >= (int)sizeof path)
+		return -1;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -81,20 +83,45 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	/* after the command, which may hold ')' itself */
+	/* after the command, which may hold ')' and spaces itself */
 	char *p = strrchr(buf, ')');
-	char st = 0;
-	int pp = 0;
-	unsigned long long v = 0;
-	if (!p || sscanf(p + 2, "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &st,
-			 &pp, &v) != 3)
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+		return -1;
+	memset(f, 0, sizeof *f);
+	f->state = p[2];
+	p += 3;
+	long long v[25]; /* fields 4 .. 24, by their proc(5) numbers */
+	for (int k = 4; k <= 24; k++) {
+		char *end; /* (a field out of range saturates: none gpuctl reads can be) */
+		v[k] = strtoll(p, &end, 10);
+		if (end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
+			return -1;
+		p = end;
+	}
+	f->ppid = (pid_t)v[4];
+	f->pgrp = (pid_t)v[5];
+	f->session = (pid_t)v[6];
+	f->tty_nr = (int)v[7];
+	f->utime = (unsigned long long)v[14];
+	f->stime = (unsigned long long)v[15];
+	f->cutime = v[16];
+	f->cstime = v[17];
+	f->starttime = (unsigned long long)v[22];
+	f->rss = v[24];
+	return 0;
+}
+
+int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+{
+	struct proc_statf f;
+	if (proc_stat_read(NULL, pid, &f) < 0)
 		return -1;
 	if (state)
-		*state = st;
+		*state = f.state;
 	if (ppid)
-		*ppid = (pid_t)pp;
+		*ppid = f.ppid;
 	if (start)
-		*start = v;
+		*start = f.starttime;
 	return 0;
 }
 

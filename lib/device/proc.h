@@ -25,6 +25,24 @@ void proc_describe(gc_proc *p, const char *procfs, struct uid_cache *cache);
  */
 void proc_user_name(uid_t uid, char *out, size_t outlen, struct uid_cache *cache);
 
+/* The fields of /proc/PID/stat gpuctl reads (proc(5) numbers them). */
+struct proc_statf {
+	char state;                     /* 3: 'R', 'S', 'D', 'Z' for a zombie, ... */
+	pid_t ppid, pgrp, session;      /* 4, 5, 6 */
+	int tty_nr;                     /* 7: the controlling terminal, 0 if none */
+	unsigned long long utime, stime; /* 14, 15: clock ticks */
+	long long cutime, cstime;       /* 16, 17: clock ticks, of waited-for children */
+	unsigned long long starttime;   /* 22: clock ticks since boot */
+	long long rss;                  /* 24: resident pages */
+};
+
+/*
+ * The one parser of /proc/PID/stat: read procfs/PID/stat (procfs NULL: /proc)
+ * into *f; the fields start after the last ')', as the command may hold
+ * anything. 0, or -1 when there is no such process or the line is not one.
+ */
+int proc_stat_read(const char *procfs, pid_t pid, struct proc_statf *f);
+
 /*
  * From /proc/PID/stat: its state letter ('R', 'S', 'Z' for a zombie, ...), its
  * parent and when it started (field 22, clock ticks since boot), each when

@@ -89,31 +89,11 @@ int64_t supervise_group_cpu_ms(pid_t pgid)
 	while ((e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		char path[300], buf[1024];
-		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* comm may hold spaces and parentheses: fields start after the last ')' */
-		char *p = strrchr(buf, ')');
-		if (!p)
-			continue;
-		char state;
-		int ppid, pgrp;
-		unsigned long long utime, stime;
-		long long cutime, cstime;
-		if (sscanf(p + 2, "%c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state,
-			   &ppid, &pgrp, &utime, &stime, &cutime, &cstime) != 7)
-			continue;
-		if (pgrp != pgid)
+		struct proc_statf f;
+		if (proc_stat_read(NULL, (pid_t)atoi(e->d_name), &f) < 0 || f.pgrp != pgid)
 			continue;
 		found = true;
-		total += (int64_t)(utime + stime) + (cutime > 0 ? cutime : 0) + (cstime > 0 ? cstime : 0);
+		total += (int64_t)(f.utime + f.stime) + (f.cutime > 0 ? f.cutime : 0) + (f.cstime > 0 ? f.cstime : 0);
 	}
 	closedir(d);
 	return found ? total * 1000 / tick : -1;

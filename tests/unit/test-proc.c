@@ -144,6 +144,59 @@ static void test_describe_fake_procfs(void **state)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* proc_stat_read: a command holding ") (" and spaces, every field gpuctl reads, a
+ * negative one, and lines that are not a stat line; and this process itself */
+static void test_stat_read(void **state)
+{
+	(void)state;
+	char dir[64], path[256];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "statread"), 0);
+	snprintf(path, sizeof path, "%s/77", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/77/stat", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	/* pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+	 * utime stime cutime cstime priority nice threads itrealvalue starttime vsize rss ... */
+	fputs("77 (a) (b c) S 5 77 70 34817 77 4194560 100 0 0 0 123 45 -1 6 20 0 3 0 987654 1048576 321 "
+	      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0\n", f);
+	fclose(f);
+	struct proc_statf st;
+	assert_int_equal(proc_stat_read(dir, 77, &st), 0);
+	assert_int_equal(st.state, 'S');
+	assert_int_equal(st.ppid, 5);
+	assert_int_equal(st.pgrp, 77);
+	assert_int_equal(st.session, 70);
+	assert_int_equal(st.tty_nr, 34817);
+	assert_int_equal(st.utime, 123);
+	assert_int_equal(st.stime, 45);
+	assert_int_equal(st.cutime, -1);
+	assert_int_equal(st.cstime, 6);
+	assert_int_equal(st.starttime, 987654);
+	assert_int_equal(st.rss, 321);
+	const char *bad[] = {"77 (x S 5 77", "77 (x) S 5 77 70", "77 (x) S five 77 70 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+			     ""};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(bad[i], f);
+		fclose(f);
+		assert_int_equal(proc_stat_read(dir, 77, &st), -1);
+	}
+	assert_int_equal(proc_stat_read(dir, 78, &st), -1); /* no such process */
+	assert_int_equal(tmpdir_remove(dir), 0);
+	/* this process: running, its parent, and proc_stat agrees */
+	assert_int_equal(proc_stat_read(NULL, getpid(), &st), 0);
+	assert_int_equal(st.state, 'R');
+	assert_int_equal(st.ppid, getppid());
+	char s;
+	pid_t pp;
+	unsigned long long start;
+	assert_int_equal(proc_stat(getpid(), &s, &pp, &start), 0);
+	assert_int_equal(pp, getppid());
+	assert_int_equal(start, st.starttime);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +207,7 @@ int main(void)
 		cmocka_unit_test(test_describe_arguments_joined),
 		cmocka_unit_test(test_describe_missing_pid_not_visible),
 		cmocka_unit_test(test_describe_fake_procfs),
+		cmocka_unit_test(test_stat_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
