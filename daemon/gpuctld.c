@@ -5,6 +5,7 @@
  * Type=simple, contrib/gpuctld.service) and logs to stderr.
  */
 #include "config.h"
+#include "util/sigstop.h"
 #include "cli.h"
 #include "enforce.h"
 #include "health.h"
@@ -155,12 +156,6 @@ static int parent_dir_exists(const char *opt, const char *path)
 	return EXIT_OK;
 }
 
-static volatile sig_atomic_t stop_sig;
-
-static void on_stop(int sig)
-{
-	stop_sig = sig;
-}
 
 static const struct option opts[] = {
 	{"sim", required_argument, NULL, 's'},
@@ -852,12 +847,8 @@ int main(int argc, char **argv)
 		cli_err("%s", err);
 		goto out;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP};
+	sigstop_catch(stop_sigs, sizeof stop_sigs / sizeof stop_sigs[0]);
 	fprintf(stderr, "gpuctld: listening on %s (%zu GPU%s, a sample every %d ms, %lld s of history)\n", url,
 		sampler_ngpus(s), sampler_ngpus(s) == 1 ? "" : "s", so.interval_ms,
 		(long long)(so.history_ms / 1000));
@@ -866,9 +857,9 @@ int main(int argc, char **argv)
 	if (qo.authority_dir)
 		fprintf(stderr, "gpuctld: authority mode: every lease, port and place in line is granted here (marker %s/%s)\n",
 			qo.authority_dir, AUTHORITY_MARKER);
-	while (!stop_sig)
+	while (!sigstop_last)
 		sigsuspend(&old);
-	fprintf(stderr, "gpuctld: stopping (signal %d)\n", (int)stop_sig);
+	fprintf(stderr, "gpuctld: stopping (signal %d)\n", (int)sigstop_last);
 	rc = EXIT_OK;
 out:
 	http_stop(h);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "util/sigstop.h"
 
 #include "util/datadir.h"
 #include "device/proc.h"
@@ -194,31 +195,20 @@ int cli_parse_count(const char *opt, const char *arg, long *out)
 	return parsed(units_parse_count(opt, arg, out, err, sizeof err), err);
 }
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	stop_flag = sig;
-}
-
 void cli_catch_stop(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	static const int sigs[] = {SIGINT, SIGTERM};
+	sigstop_catch(sigs, sizeof sigs / sizeof sigs[0]);
 }
 
 int cli_stop_signal(void)
 {
-	return stop_flag;
+	return sigstop_last;
 }
 
 bool cli_interrupted(void)
 {
-	return stop_flag != 0;
+	return sigstop_last != 0;
 }
 
 int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *arg)
@@ -231,7 +221,7 @@ int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *
 	time_t step_s = (time_t)interval;
 	long step_ns = (long)((interval - (double)step_s) * 1e9);
 	int last = 0;
-	for (long n = 0; !stop_flag; n++) {
+	for (long n = 0; !sigstop_last; n++) {
 		int rc = tick(arg, n);
 		if (rc != 0 && rc != EXIT_GPULOST)
 			return rc;
@@ -250,7 +240,7 @@ int cli_loop(double interval, long count, int (*tick)(void *arg, long n), void *
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
 			next = now;
-		while (!stop_flag && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+		while (!sigstop_last && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 	}
 	return last;

@@ -17,6 +17,7 @@
 #include "jobs/port.h"
 #include "runjob.h"
 #include "torchprobe.h"
+#include "util/sigstop.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -261,12 +262,6 @@ static bool field(const char *line, const char *key, char *buf, size_t len)
 	return false;
 }
 
-static volatile sig_atomic_t follow_stop;
-
-static void on_follow_signal(int sig)
-{
-	follow_stop = sig;
-}
 
 static bool terminal_state(const char *s)
 {
@@ -302,12 +297,8 @@ static void drain_output(const char *path, off_t *off)
 /* --follow: the job's state changes on stderr and its output on stdout, until it ends */
 static int follow(const char *id)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_follow_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	static const int sigs[] = {SIGINT, SIGTERM};
+	sigstop_catch(sigs, sizeof sigs / sizeof sigs[0]);
 	char last[64] = "", out_path[4096] = "";
 	long restarts = 0;
 	off_t off = 0;
@@ -352,11 +343,11 @@ static int follow(const char *id)
 				return 128 + b;
 			return a ? a : (strcmp(state, "COMPLETED") == 0 ? EXIT_OK : EXIT_FAIL);
 		}
-		for (int t = 0; t < 10 && !follow_stop; t++)
+		for (int t = 0; t < 10 && !sigstop_last; t++)
 			poll(NULL, 0, 100);
-		if (follow_stop) {
+		if (sigstop_last) {
 			cli_err("no longer following job %s; it goes on (scancel %s stops it)", id, id);
-			return 128 + follow_stop;
+			return 128 + sigstop_last;
 		}
 	}
 }

@@ -14,6 +14,7 @@
 #include "tui.h"
 #include "util/clock.h"
 #include "util/datadir.h"
+#include "util/sigstop.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -58,14 +59,8 @@ struct top {
 	char edit[64];
 };
 
-static volatile sig_atomic_t quit_sig;
 static const struct tui_ops *tui;  /* the loaded gpuctl-tui.so's */
 static volatile sig_atomic_t tui_on; /* its screen is up */
-
-static void on_quit(int sig)
-{
-	quit_sig = sig;
-}
 
 /* a crash (of the NVML layer or ours): put the terminal back, then die of it as before */
 static void on_crash(int sig)
@@ -78,13 +73,11 @@ static void on_crash(int sig)
 
 static void catch_signals(void)
 {
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	sigstop_catch(sigs, sizeof sigs / sizeof sigs[0]);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_quit;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_crash;
 	sa.sa_flags = SA_RESETHAND;
 	sigaction(SIGSEGV, &sa, NULL);
@@ -958,7 +951,7 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 		select_row(&t, 0);
 	int64_t next = clock_mono_ms() + (int64_t)(t.delay * 1000);
 	bool go = true, hung_up = false;
-	while (go && !quit_sig) {
+	while (go && !sigstop_last) {
 		draw(&t);
 		int64_t left = next - clock_mono_ms();
 		int k = tui->key(left > 0 ? (int)left : 0);
@@ -987,5 +980,5 @@ int cmd_top(const struct cli_global *g, int argc, char **argv)
 	top_data_free(&t.d);
 	free(t.rows);
 	gc_ctx_free(ctx);
-	return quit_sig ? 128 + quit_sig : hung_up ? 128 + SIGHUP : EXIT_OK;
+	return sigstop_last ? 128 + sigstop_last : hung_up ? 128 + SIGHUP : EXIT_OK;
 }

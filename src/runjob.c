@@ -15,6 +15,7 @@
 #include "jobs/outtail.h"
 #include "diagnose/explain.h"
 #include "util/shquote.h"
+#include "util/sigstop.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,23 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig)
-{
-	got_signal = sig;
-}
-
 /* while waiting in line: a signal ends the wait */
 static void catch_signals(void)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
+	sigstop_catch(sigs, sizeof sigs / sizeof sigs[0]);
 }
 
 /* a placement opened nothing: the first look at the load (--hang-timeout) opens NVML */
@@ -299,7 +288,7 @@ int runjob_exec(struct runjob *j, const struct cli_global *g, char **cmd)
 		return EXIT_USAGE;
 	}
 	int rc = exec_job(j, g, cmd);
-	if (j->no_go && !got_signal)
+	if (j->no_go && !sigstop_last)
 		rc = EXIT_OK; /* gpuctld went away before it said go: nothing ran, nothing failed */
 	if (j->log_drained && j->log_drained() < 0 && rc == EXIT_OK)
 		rc = EXIT_FAIL; /* its output was lost (a full disk): not a success; gpuctld's log says why */
@@ -479,7 +468,7 @@ static int exec_job(struct runjob *j, const struct cli_global *g, char **cmd)
 again:
 	retry = false;
 	char why[2048] = "";
-	int ar = job_request_acquire(r, d, &me, j->wait, j->timeout_ms, &got_signal, &l, &t, chosen, why, sizeof why);
+	int ar = job_request_acquire(r, d, &me, j->wait, j->timeout_ms, &sigstop_last, &l, &t, chosen, why, sizeof why);
 	if (r->note[0])
 		cli_err("%s", r->note); /* -n auto took fewer than were free */
 	if (ar == GC_EBUSY) {
@@ -489,7 +478,7 @@ again:
 		cli_err("gave up waiting for %s after the --wait timeout: %s", desc, why);
 		rc = EXIT_FAIL;
 	} else if (ar == GC_ECANCELED) {
-		rc = 128 + got_signal;
+		rc = 128 + sigstop_last;
 	} else if (ar != GC_OK) {
 		cli_err("%s", why);
 		rc = request_exit_code(ar);
@@ -500,7 +489,7 @@ again:
 			again_here = false;
 			struct job_run run = {
 				.r = r, .chosen = chosen, .lease = l, .d = d, .ticket = &t, .jo = &j->jo,
-				.cloud = cloud, .env = &j->env, .go_fd = j->go_fd, .stop = &got_signal,
+				.cloud = cloud, .env = &j->env, .go_fd = j->go_fd, .stop = &sigstop_last,
 				.open_ctx = open_ctx, .log = job_log,
 			};
 			/* the job's output passes through the tail keeper, so that a failure can be explained */
@@ -522,7 +511,7 @@ again:
 			enum retry how = cls[0] ? retry_for(j, cls, chosen, retries, need_mib) : RETRY_NO;
 			if (how != RETRY_NO) {
 				retries++;
-				again_here = how == RETRY_IN_PLACE && !got_signal; /* the same GPUs, still leased */
+				again_here = how == RETRY_IN_PLACE && !sigstop_last; /* the same GPUs, still leased */
 				retry = how == RETRY_ELSEWHERE;
 			}
 			j->go_fd = run.go_fd; /* -1 once job_run has read it */
@@ -532,7 +521,7 @@ again:
 			if (jr == GC_OK)
 				rc = res.sv.status;
 			else if (jr == GC_ECANCELED)
-				rc = got_signal ? 128 + got_signal : EXIT_FAIL; /* not run: reported as never ran */
+				rc = sigstop_last ? 128 + sigstop_last : EXIT_FAIL; /* not run: reported as never ran */
 			else {
 				cli_err("%s", err);
 				rc = EXIT_FAIL;
@@ -543,7 +532,7 @@ again:
 	}
 	lease_queue_leave(t);
 	t = NULL;
-	if (retry && !got_signal)
+	if (retry && !sigstop_last)
 		goto again;
 out_dir:
 	free(chosen);
