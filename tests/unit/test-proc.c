@@ -153,14 +153,12 @@ static void test_stat_read(void **state)
 	assert_int_equal(tmpdir_make(dir, sizeof dir, "statread"), 0);
 	snprintf(path, sizeof path, "%s/77", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof path, "%s/77/stat", dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
 	/* pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
 	 * utime stime cutime cstime priority nice threads itrealvalue starttime vsize rss ... */
-	fputs("77 (a) (b c) S 5 77 70 34817 77 4194560 100 0 0 0 123 45 -1 6 20 0 3 0 987654 1048576 321 "
-	      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0\n", f);
-	fclose(f);
+	assert_int_equal(tmpdir_write(dir, "77/stat",
+				      "77 (a) (b c) S 5 77 70 34817 77 4194560 100 0 0 0 123 45 -1 6 20 0 3 0 987654 "
+				      "1048576 321 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0\n"),
+			 0);
 	struct proc_statf st;
 	assert_int_equal(proc_stat_read(dir, 77, &st), 0);
 	assert_int_equal(st.state, 'S');
@@ -177,10 +175,7 @@ static void test_stat_read(void **state)
 	const char *bad[] = {"77 (x S 5 77", "77 (x) S 5 77 70", "77 (x) S five 77 70 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
 			     ""};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-		f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(bad[i], f);
-		fclose(f);
+		assert_int_equal(tmpdir_write(dir, "77/stat", bad[i]), 0);
 		assert_int_equal(proc_stat_read(dir, 77, &st), -1);
 	}
 	assert_int_equal(proc_stat_read(dir, 78, &st), -1); /* no such process */

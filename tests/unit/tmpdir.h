@@ -24,4 +24,16 @@ static inline int tmpdir_remove(const char *dir)
 	return system(cmd);
 }
 
+/* write text as DIR/NAME (made or truncated); 0, or -1 */
+static inline int tmpdir_write(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int bad = fputs(text, f) < 0;
+	return fclose(f) == 0 && !bad ? 0 : -1;
+}
+
 #endif
