@@ -5,7 +5,7 @@
  * Type=simple, contrib/gpuctld.service) and logs to stderr.
  */
 #include "config.h"
-#include "util/sigstop.h"
+#include "sigstop.h"
 #include "cli.h"
 #include "enforce.h"
 #include "health.h"

@@ -4,7 +4,7 @@
  */
 #include "config.h"
 #include "cli.h"
-#include "util/sigstop.h"
+#include "sigstop.h"
 
 #include "util/datadir.h"
 #include "device/proc.h"

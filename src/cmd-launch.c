@@ -17,7 +17,7 @@
 #include "jobs/port.h"
 #include "runjob.h"
 #include "torchprobe.h"
-#include "util/sigstop.h"
+#include "sigstop.h"
 
 #include <ctype.h>
 #include <errno.h>

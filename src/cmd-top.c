@@ -14,7 +14,7 @@
 #include "tui.h"
 #include "util/clock.h"
 #include "util/datadir.h"
-#include "util/sigstop.h"
+#include "sigstop.h"
 
 #include <dlfcn.h>
 #include <errno.h>

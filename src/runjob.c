@@ -15,7 +15,7 @@
 #include "jobs/outtail.h"
 #include "diagnose/explain.h"
 #include "util/shquote.h"
-#include "util/sigstop.h"
+#include "sigstop.h"
 
 #include <errno.h>
 #include <limits.h>

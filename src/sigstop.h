@@ -1,12 +1,14 @@
 /*
  * sigstop.h — the stop signals a front end waits on (SIGINT, SIGTERM, ...):
- * one catcher for gpuctl's verbs and gpuctld, which each had their own.
+ * one catcher for gpuctl's verbs and gpuctld, which each had their own. A
+ * helper of the tools (libgpuctl-cli, beside cli.c), not of the library:
+ * the library installs no signal handler (tests/docs/check-errors.py).
  * The handler only records the signal; the waiting code looks at
  * sigstop_last (and passes &sigstop_last as a job's `stop`). Handlers are
  * installed without SA_RESTART, so a slow system call returns EINTR.
  */
-#ifndef GPUCTL_LIB_SIGSTOP_H
-#define GPUCTL_LIB_SIGSTOP_H
+#ifndef GPUCTL_SIGSTOP_H
+#define GPUCTL_SIGSTOP_H
 
 #include <signal.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /*
  * sigstop.c — one catcher for the stop signals (sigstop.h).
  */
-#include "util/sigstop.h"
+#include "sigstop.h"
 
 #include <string.h>
 
