@@ -58,7 +58,7 @@ struct dev {
 	int handle_rc;          /* NVML rc of getting the handle */
 	uint64_t cached;        /* STATIC_MASK bits already in *stat */
 	gc_gpu *stat;           /* cache of the static values and their statuses; made at the second sample */
-	unsigned samples;       /* samples taken of this device, up to 2 */
+	bool sampled;           /* sampled before */
 	unsigned long long util_seen; /* the newest process utilization sample taken (NVML's us) */
 };
 
@@ -477,9 +477,8 @@ static void copy_str(char *dst, size_t dstlen, const char *src)
 	dst[n] = '\0';
 }
 
-static void sample_static(struct nvml *n, struct dev *d, uint64_t want, gc_gpu *c)
+static void sample_static(struct nvml *n, nvmlDevice_t h, uint64_t want, gc_gpu *c)
 {
-	nvmlDevice_t h = d->h;
 	char buf[NVML_NAME_BUFFER_SIZE];
 	nvmlReturn_t rc;
 	if (want & GC_BIT(GC_V_NAME)) {
@@ -545,12 +544,18 @@ static void sample_static(struct nvml *n, struct dev *d, uint64_t want, gc_gpu *
 		rc = CALL(n->power_constraints, h, &c->power_min, &c->power_max);
 		note(c, rc, GC_BIT(GC_V_POWER_MIN) | GC_BIT(GC_V_POWER_MAX));
 	}
-	/* cache what is settled: a value, or a definite "not supported" */
+}
+
+/* of the values in want, those c holds settled: a value, or a definite "not supported" */
+static uint64_t settled(const gc_gpu *c, uint64_t want)
+{
+	uint64_t out = 0;
 	for (uint64_t m = want & GC_ALL_VALUES; m; m &= m - 1) {
 		int v = __builtin_ctzll(m);
 		if (c->st[v] == GC_ST_OK || c->st[v] == GC_ST_NOT_SUPPORTED)
-			d->cached |= GC_BIT(v);
+			out |= GC_BIT(v);
 	}
+	return out;
 }
 
 static void copy_static(gc_gpu *g, const gc_gpu *c, uint64_t mask)
@@ -874,18 +879,18 @@ int nvml_sample_gpu(struct nvml *n, unsigned idx, uint64_t mask, gc_gpu *g, size
 	 * into g; one sampled again (a loop, top, gpuctld) keeps them from the
 	 * second sample on. At 256 GPUs a cache filled for one sample cost 42 page
 	 * faults (bench/query.sh). */
-	uint64_t stat_want = mask & STATIC_MASK;
-	if (d->samples < 2)
-		d->samples++;
-	if (stat_want && d->samples > 1 && !d->stat)
+	uint64_t stat_want = mask & STATIC_MASK, missing = stat_want & ~d->cached;
+	if (stat_want && d->sampled && !d->stat)
 		d->stat = calloc(1, sizeof *d->stat); /* out of memory: fetched every time */
+	d->sampled = true;
 	if (stat_want && d->stat) {
-		if (stat_want & ~d->cached)
-			sample_static(n, d, stat_want & ~d->cached, d->stat);
+		if (missing) {
+			sample_static(n, h, missing, d->stat);
+			d->cached |= settled(d->stat, missing);
+		}
 		copy_static(g, d->stat, stat_want);
 	} else if (stat_want) {
-		sample_static(n, d, stat_want, g);
-		d->cached = 0; /* nothing kept */
+		sample_static(n, h, stat_want, g);
 	}
 
 	if (mask & (GC_BIT(GC_V_MEM_TOTAL) | GC_BIT(GC_V_MEM_RESERVED) |
