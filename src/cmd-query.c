@@ -254,11 +254,7 @@ static void puts_(struct query *q, size_t *len, const char *s)
 /* v in decimal, with " unit" when unit is set: the common cell, without printf */
 static void put_uint(struct query *q, size_t *len, unsigned long long v, const char *unit)
 {
-	char b[24], *e = b + sizeof b, *d = e;
-	do {
-		*--d = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	char b[24], *e = b + sizeof b, *d = units_dec(v, e);
 	put(q, len, d, (size_t)(e - d));
 	if (unit) {
 		put(q, len, " ", 1);

@@ -254,6 +254,15 @@ double units_round(double v, double scale)
 	return __builtin_copysign(i, t) / scale; /* -0.4 rounds to -0, as round() has it */
 }
 
+char *units_dec(uint64_t v, char *end)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
 int units_milli_2dp(uint64_t milli, char *buf, size_t len)
 {
 	/* A tie (the third decimal a 5) is decided by the double's binary value, as printf
@@ -268,11 +277,7 @@ int units_milli_2dp(uint64_t milli, char *buf, size_t len)
 	*--d = (char)('0' + h % 10);
 	*--d = (char)('0' + h / 10 % 10);
 	*--d = '.';
-	h /= 100;
-	do {
-		*--d = (char)('0' + h % 10);
-		h /= 10;
-	} while (h);
+	d = units_dec(h / 100, d);
 	int n = (int)(e - d);
 	memcpy(buf, d, (size_t)n);
 	buf[n] = '\0';

@@ -62,5 +62,8 @@ double units_round(double v, double scale);
  * where the double's binary value decides the rounding and printf is asked.
  */
 int units_milli_2dp(uint64_t milli, char *buf, size_t len);
+/* v in decimal, written backwards so as to end just before end (at least 20 bytes before it
+ * are free); where it starts. No NUL: the caller knows the end. */
+char *units_dec(uint64_t v, char *end);
 
 #endif
