@@ -33,17 +33,23 @@
 #include "sim.h"
 
 #define CACHE_MAGIC "gsimnod"
-#define CACHE_VERSION 1
+#define CACHE_VERSION 2
 #define CACHE_MAX_BYTES (256L * 1024 * 1024)
 #define ALIGN 16
+
+/* what a block was made from: compared whole (no padding) at every load */
+struct cache_id {
+	char generation[16];
+	uint64_t lib_ino, lib_size, lib_mtime_ns;    /* this simulator library's file */
+	uint64_t dev, ino, size, mtime_ns, ctime_ns; /* the node file's */
+};
+_Static_assert(sizeof(struct cache_id) == 16 + 8 * 8, "struct cache_id has padding");
 
 struct cache_hdr {
 	char magic[8];
 	uint32_t version;
 	uint32_t sizes[6]; /* the structs' sizes: a layout changed by a rebuild */
-	char generation[16];
-	uint64_t lib_ino, lib_size, lib_mtime_ns;
-	uint64_t dev, ino, size, mtime_ns, ctime_ns; /* the node file's */
+	struct cache_id id;
 	uint64_t len;         /* of the whole block, this header included */
 	uint64_t node;        /* offset of the struct sim_node */
 	uint64_t rundir;      /* offset of the file's own "rundir" string; 0: none */
@@ -92,18 +98,21 @@ static void fill_format(struct cache_hdr *h)
 	memcpy(h->magic, CACHE_MAGIC, sizeof h->magic);
 	h->version = CACHE_VERSION;
 	layout(h->sizes);
-	snprintf(h->generation, sizeof h->generation, "%s", sim_generation);
 }
 
-/* which node file and which simulator library it was made from: checked by sim_node_cache_get */
-static void fill_identity(struct cache_hdr *h, const struct stat *st)
+/* which node file and which simulator library a block is made from: checked by sim_node_cache_get;
+ * -1 when this library cannot be named (then no block is used or kept) */
+static int fill_identity(struct cache_id *id, const struct stat *st)
 {
-	lib_identity(&h->lib_ino, &h->lib_size, &h->lib_mtime_ns);
-	h->dev = (uint64_t)st->st_dev;
-	h->ino = (uint64_t)st->st_ino;
-	h->size = (uint64_t)st->st_size;
-	h->mtime_ns = ns_of(st->st_mtim);
-	h->ctime_ns = ns_of(st->st_ctim);
+	memset(id, 0, sizeof *id);
+	snprintf(id->generation, sizeof id->generation, "%s", sim_generation);
+	int rc = lib_identity(&id->lib_ino, &id->lib_size, &id->lib_mtime_ns);
+	id->dev = (uint64_t)st->st_dev;
+	id->ino = (uint64_t)st->st_ino;
+	id->size = (uint64_t)st->st_size;
+	id->mtime_ns = ns_of(st->st_mtim);
+	id->ctime_ns = ns_of(st->st_ctim);
+	return rc;
 }
 
 /* ---- flattening ------------------------------------------------------------ */
@@ -403,15 +412,9 @@ struct sim_node *sim_node_cache_get(const struct stat *st, const char **rundir_f
 	close(fd);
 	if (!block)
 		return NULL;
-	struct cache_hdr want = {0};
-	const struct cache_hdr *h = block;
-	fill_format(&want);
-	fill_identity(&want, st);
+	struct cache_id want;
 	struct sim_node *n = NULL;
-	if (memcmp(want.generation, h->generation, sizeof want.generation) == 0 && want.lib_ino == h->lib_ino &&
-	    want.lib_size == h->lib_size && want.lib_mtime_ns == h->lib_mtime_ns && want.lib_ino != 0 &&
-	    want.dev == h->dev && want.ino == h->ino && want.size == h->size && want.mtime_ns == h->mtime_ns &&
-	    want.ctime_ns == h->ctime_ns)
+	if (fill_identity(&want, st) == 0 && memcmp(&want, &((const struct cache_hdr *)block)->id, sizeof want) == 0)
 		n = sim_node_unflatten(block, len, rundir_field);
 	if (!n)
 		free(block);
@@ -421,15 +424,15 @@ struct sim_node *sim_node_cache_get(const struct stat *st, const char **rundir_f
 void sim_node_cache_put(const struct stat *st, const struct sim_node *n, const char *rundir_field)
 {
 	struct timespec now;
-	uint64_t lib_ino, lib_size, lib_mtime;
+	struct cache_id id;
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (ns_of(st->st_ctim) + 1000000000u > ns_of(now) || lib_identity(&lib_ino, &lib_size, &lib_mtime) < 0)
+	if (ns_of(st->st_ctim) + 1000000000u > ns_of(now) || fill_identity(&id, st) < 0)
 		return; /* changed within the last second, or no library to name */
 	size_t len;
 	char *block = sim_node_flatten(n, rundir_field, &len);
 	if (!block)
 		return;
-	fill_identity((struct cache_hdr *)block, st);
+	((struct cache_hdr *)block)->id = id;
 	int dfd = cache_dir();
 	if (dfd >= 0) {
 		char name[96], tmp[128];
