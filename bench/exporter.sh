@@ -290,7 +290,7 @@ OFF="--quarantine off --enforce off --no-queue"
 ON="--quarantine all --enforce warn --enforce-unleased --reclaim-after 1h --fair-share-half-life 7d"
 onq() { # NAME: the queue's places for the policies-on gpuctld NAME
 	mkdir -p "$TMP/$1.logs"
-	echo "--queue-db $TMP/$1.db --queue-socket $TMP/$1.sock --log-dir $TMP/$1.logs --gpuctl $GPUCTL"
+	echo "--queue-db $TMP/$1.db --queue-socket $TMP/$1.sock --log-dir $TMP/$1.logs"
 }
 # shellcheck disable=SC2086 # OFF and ON are option lists
 start_gpuctld i8 "$NODE8" $OFF

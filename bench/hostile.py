@@ -184,7 +184,7 @@ d = None
 try:
     d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--authority", "--authority-dir", auth,
                           "--queue-db", os.path.join(work, "q.db"), "--log-dir", os.path.join(work, "logs"),
-                          "--gpuctl", GPUCTL, "--config", "/dev/null"], env=env, stderr=subprocess.DEVNULL)
+                          "--config", "/dev/null"], env=env, stderr=subprocess.DEVNULL)
     if not until(lambda: os.path.exists(os.path.join(auth, "authority"))):
         sys.exit("bench: gpuctld --authority did not start")
     print(f"bench/hostile — {os.cpu_count()} cores, {ROUNDS} rounds a row, medians; victim {A}, attacker {B}")

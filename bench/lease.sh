@@ -104,7 +104,7 @@ echo
 if [ "$(id -u)" = 0 ] && [ -x "$BUILD/daemon/gpuctld" ]; then
 	mkdir -m 0755 "$TMP/auth"
 	"$BUILD/daemon/gpuctld" --sim "$NODE" --listen 127.0.0.1:0 --authority --authority-dir "$TMP/auth" \
-		--queue-db "$TMP/q.db" --log-dir "$TMP/logs" --gpuctl "$GPUCTL" --config /dev/null 2>"$TMP/gpuctld.log" &
+		--queue-db "$TMP/q.db" --log-dir "$TMP/logs" --config /dev/null 2>"$TMP/gpuctld.log" &
 	gpid=$!
 	i=0
 	while [ ! -e "$TMP/auth/authority" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done

@@ -204,7 +204,7 @@ gpuctld_part() {
 	# shellcheck disable=SC2153,SC2086 # GPUCTL comes from common.sh; GPUCTLD_EXTRA is a list of options
 	GPUCTL_SIM_LIBDIR=$BUILD/sim GPUCTL_STATE_DIR=$d/state GPUCTL_SIM_RUNDIR=$d/rd \
 		"$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --queue-db "$d/q.db" --queue-socket "$d/q.sock" \
-		--log-dir "$d/logs" --gpuctl "$GPUCTL" --config /dev/null $GPUCTLD_EXTRA 2>"$d/err" &
+		--log-dir "$d/logs" --config /dev/null $GPUCTLD_EXTRA 2>"$d/err" &
 	gpid=$!
 	PIDS="$PIDS $gpid"
 	$Q ready "$d/q.sock" 10 || die "gpuctld ($1) did not open its queue socket: $(cat "$d/err")"

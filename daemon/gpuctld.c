@@ -5,8 +5,8 @@
  * Type=simple, contrib/gpuctld.service) and logs to stderr.
  */
 #include "config.h"
+#include "progerr.h"
 #include "sigstop.h"
-#include "cli.h"
 #include "enforce.h"
 #include "health.h"
 #include "http.h"
@@ -83,7 +83,6 @@ static void usage(FILE *f)
 
 		"  --job-keep DUR        forget a job (its record and log) this long after it ended (default 90d;\n"
 		"                        0: never)\n"
-		"  --gpuctl PATH         the gpuctl that runs jobs (default: beside gpuctld, else on PATH)\n"
 		"  --admin-group GROUP   members may see and cancel every job (root always may)\n"
 		"  --max-queued N        queued jobs one user may have (default 10000; 0: no limit; not root or\n"
 		"                        the admin group)\n"
@@ -177,7 +176,6 @@ static const struct option opts[] = {
 	{"log-keep", required_argument, NULL, 'K'},
 	{"log-max-size", required_argument, NULL, 'z'},
 	{"log-user-max", required_argument, NULL, 'u'},
-	{"gpuctl", required_argument, NULL, 'g'},
 	{"admin-group", required_argument, NULL, 'a'},
 	{"max-queued", required_argument, NULL, 'M'},
 	{"job-keep", required_argument, NULL, 'J'},
@@ -347,7 +345,6 @@ static int apply(struct settings *st, int c, const char *arg)
 		}
 		break;
 	}
-	case 'g': st->qo.gpuctl = arg; break;
 	case 'M':
 		if (strcmp(arg, "0") == 0)
 			st->qo.max_queued = 0;
@@ -620,7 +617,7 @@ int main(int argc, char **argv)
 		.qo = {
 			.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
 			.log_keep_ms = 30 * 86400000LL, .log_max = 1ULL << 30, .log_user_max = 10ULL << 30,
-			.gpuctl = NULL, .admin_gid = (gid_t)-1, .max_queued = 10000,
+			.admin_gid = (gid_t)-1, .max_queued = 10000,
 			.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
 		},
 		.hlo = {.faults = HEALTH_ALL},
@@ -724,23 +721,19 @@ int main(int argc, char **argv)
 		       named || access(config, F_OK) == 0 ? "" : "defaults and the command line");
 		return EXIT_OK;
 	}
-	char gpuctl_path[PATH_MAX];
-	if (queue_on && !qo.gpuctl) {
-		/* beside gpuctld (sbin/ and bin/, or the build tree), else the usual places */
+	char runner_path[PATH_MAX + 32];
+	if (queue_on) {
+		/* the job runner beside gpuctld (the build tree), else the installed one */
 		char self[PATH_MAX];
 		ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
 		self[sl > 0 ? sl : 0] = '\0';
 		char *slash = strrchr(self, '/');
 		if (slash)
 			*slash = '\0';
-		static const char *const tries[] = {"/../bin/gpuctl", "/../src/gpuctl", "/gpuctl", NULL};
-		for (size_t i = 0; tries[i] && !qo.gpuctl; i++) {
-			snprintf(gpuctl_path, sizeof gpuctl_path, "%s%s", self, tries[i]);
-			if (access(gpuctl_path, X_OK) == 0)
-				qo.gpuctl = gpuctl_path;
-		}
-		if (!qo.gpuctl)
-			qo.gpuctl = access("/usr/local/bin/gpuctl", X_OK) == 0 ? "/usr/local/bin/gpuctl" : "/usr/bin/gpuctl";
+		snprintf(runner_path, sizeof runner_path, "%s/gpuctld-runner", self);
+		if (!slash || access(runner_path, X_OK) != 0)
+			snprintf(runner_path, sizeof runner_path, "%s", GPUCTL_LIBEXECDIR "/gpuctld-runner");
+		qo.runner = runner_path;
 	}
 	/* jobs run in their own directories: they need the node file by its absolute path */
 	char simabs[PATH_MAX];
@@ -853,7 +846,7 @@ int main(int argc, char **argv)
 		sampler_ngpus(s), sampler_ngpus(s) == 1 ? "" : "s", so.interval_ms,
 		(long long)(so.history_ms / 1000));
 	if (q)
-		fprintf(stderr, "gpuctld: queue on %s (%s; jobs run with %s)\n", qo.socket, qo.db, qo.gpuctl);
+		fprintf(stderr, "gpuctld: queue on %s (%s; jobs run by %s)\n", qo.socket, qo.db, qo.runner);
 	if (qo.authority_dir)
 		fprintf(stderr, "gpuctld: authority mode: every lease, port and place in line is granted here (marker %s/%s)\n",
 			qo.authority_dir, AUTHORITY_MARKER);

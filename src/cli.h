@@ -7,19 +7,10 @@
 #define GPUCTL_CLI_H
 
 #include "device/gpu.h"
+#include "progerr.h"
 #include <jansson.h>
 #include <stdio.h>
 
-/* Exit codes: stable, documented in docs/exit-codes.md and gpuctl(1). */
-enum {
-	EXIT_OK = 0,
-	EXIT_FAIL = 1,      /* any other failure */
-	EXIT_USAGE = 2,     /* bad command line: option, field, -i value */
-	EXIT_NODRIVER = 3,  /* no NVIDIA driver: library not found or driver not loaded */
-	EXIT_MISMATCH = 4,  /* driver/library version mismatch (upgraded without reboot) */
-	EXIT_GPULOST = 5,   /* a GPU was lost (fell off the bus) while sampling */
-	EXIT_NODEVICE = 6,  /* the driver works but there is no GPU ("No devices were found", as nvidia-smi's 6) */
-};
 
 struct cli_global {
 	const char *sim;   /* --sim FILE or $GPUCTL_SIM, borrowed from argv/env */
@@ -35,15 +26,8 @@ void cli_global_init(struct cli_global *g);
  */
 int cli_export_sim(const struct cli_global *g);
 
-/* the name error lines start with: "gpuctl", or "gpuctld" in the daemon */
-extern const char *cli_prog;
-/* when set, cli_err names it after the program: "gpuctld: /etc/gpuctl/gpuctld.conf:3: ..." */
-extern const char *cli_where;
-void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open the backend; on failure print one line and return the exit code. */
 int cli_open(const struct cli_global *g, gc_ctx **ctx);
-/* exit code for a GC_E* error */
-int cli_exit_code(int gc_err);
 
 /*
  * Parse a GPU list ("0,2", a UUID, a PCI bus id) given to option `opt`
@@ -65,12 +49,6 @@ int cli_select_gpus(gc_ctx *ctx, const char *spec, gc_snapshot *snap, bool **whi
  */
 int cli_check_lost(const gc_snapshot *snap, const bool *which, bool *reported, bool quiet);
 
-/* Parse seconds ("1", "0.5") for --loop; prints the error. */
-int cli_parse_interval(const char *opt, const char *arg, double *out);
-/* Parse a duration ("90" seconds, "30s", "5m", "2h", "1d") into ms; prints the error. */
-int cli_parse_duration(const char *opt, const char *arg, long long *ms);
-/* Parse a positive count; prints the error. */
-int cli_parse_count(const char *opt, const char *arg, long *out);
 
 /*
  * Sampling loop: calls tick(arg) now and then every `interval` seconds
@@ -90,12 +68,6 @@ int cli_parse_color(const char *arg, enum cli_color *out);
 bool cli_use_color(enum cli_color c, FILE *f);
 
 /*
- * A command's option errors, worded alike everywhere, each with the hint
- * "try 'gpuctl CMD --help'"; both return EXIT_USAGE. cli_bad_option takes
- * getopt_long's answer (':' for an option missing its value, run with
- * opterr = 0); cli_extra_arg an operand CMD does not take.
- */
-/*
  * Text that came from another user or process (names, commands, users, paths),
  * made safe for a terminal into buf (len bytes): control characters and bytes
  * that are not UTF-8 become '?'. Returns buf; NULL s gives "".
@@ -111,8 +83,6 @@ const char *cli_safe(char *buf, size_t len, const char *s);
  */
 char *cli_optional_next(char *arg, int argc, char **argv);
 
-int cli_bad_option(const char *cmd, int c, char *const argv[]);
-int cli_extra_arg(const char *cmd, const char *arg);
 
 /* The failure signatures' directory ($GPUCTL_DATA_DIR, installed, source tree); prints the error unless quiet. */
 int cli_signatures_dir(char *buf, size_t len, bool quiet);

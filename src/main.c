@@ -6,7 +6,6 @@
 #include "cli.h"
 #include "jobs/authority.h"
 #include "runjob.h"
-#include "runner.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -122,13 +121,6 @@ static int gpuctl_main(int argc, char **argv)
 			g.sim = argv[++i];
 		} else if (strncmp(a, "--sim=", 6) == 0) {
 			g.sim = a + 6;
-		} else if (strcmp(a, "--runner") == 0) {
-			/* internal: gpuctld's job runner, which runs each job in-process (runjob_spawned) */
-			if (i + 1 >= argc) {
-				cli_err("option '--runner' needs the socket gpuctld passes (it is gpuctld's, not for use by hand)");
-				return EXIT_USAGE;
-			}
-			return runner_serve(argv, argv[i + 1], runjob_spawned);
 		} else if (strcmp(a, "--version") == 0) {
 			printf("gpuctl %s\n", GPUCTL_VERSION);
 			return EXIT_OK;

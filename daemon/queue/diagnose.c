@@ -108,22 +108,8 @@ json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen)
 	struct explain_result r = {0};
 	json_t *a = NULL;
 	if (len > from && explain_scan_buf(db, text + from, len - from, &r) == GC_OK && r.n) {
-		a = json_array();
-		for (size_t i = 0; a && i < r.n && i < DIAG_FINDINGS; i++) {
-			const struct explain_finding *f = &r.findings[i];
-			char c[64];
-			explain_class(f, c, sizeof c);
-			if (i == 0)
-				snprintf(cls, clslen, "%s", c);
-			json_t *nums = json_object();
-			for (size_t k = 0; nums && k < f->nvalues; k++) {
-				const struct explain_value *v = &f->values[k];
-				json_object_set_new(nums, v->name, v->is_num ? json_real(v->num) : json_string(v->str));
-			}
-			json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "class", c, "id", f->id, "title",
-							   f->title, "numbers", nums ? nums : json_object(), "cause",
-							   f->cause, "fix", f->fix));
-		}
+		explain_class(&r.findings[0], cls, clslen);
+		a = explain_summary_json(&r, DIAG_FINDINGS);
 	}
 	explain_result_free(&r);
 	free(text);

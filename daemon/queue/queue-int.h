@@ -7,7 +7,7 @@
  *                  who may connect (SO_PEERCRED), a request line in and
  *                  its answer out without blocking
  *   requests.c     the protocol: submit, list, show, cancel, usage as JSON
- *   runner-link.c  the job runner (`gpuctl --runner`) and the socket to it
+ *   runner-link.c  the job runner (gpuctld-runner) and the socket to it
  *   round.c        the dispatch round: the GPUs free now, the jobs that
  *                  ended, the jobs that start, in one transaction
  *   view.c         what /metrics and /api/v1/jobs show, rendered by the
@@ -98,7 +98,7 @@ json_t *requests_answer(void *q, struct client *c, const char *line);
 /* ---- runner-link.c ---- */
 
 struct runner_link {
-	const char *gpuctl;          /* the binary: `gpuctl --runner 3` */
+	const char *runner;          /* the program: `gpuctld-runner 3` */
 	uint64_t log_max;            /* every request's log cap (--log-max-size; spawnreq.h) */
 	int nullfd;                  /* its stdin (borrowed) */
 	pid_t rpid;                  /* 0: none */
@@ -110,7 +110,7 @@ struct runner_link {
 	void *arg;
 };
 
-void runner_link_init(struct runner_link *l, const char *gpuctl, int nullfd, void (*on_down)(void *), void *arg);
+void runner_link_init(struct runner_link *l, const char *runner, int nullfd, void (*on_down)(void *), void *arg);
 /* read what the runner sent: 0, or -1 when it is gone */
 int runner_link_read(struct runner_link *l);
 /* stop it (its children run on) and call on_down; why (NULL: say nothing) goes to the log */
@@ -192,7 +192,7 @@ bool round_deps_state(struct queue *q, const struct job *j, bool *failed);
 /* a new look at the queue: forget the states read before */
 void round_memo_forget(struct queue *q);
 /* what job id left in its status record: 1 with *ran, *code and *end (-1 unknown), 0 when nothing was written */
-int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code, int *end);
+int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code, int *end, unsigned *retries);
 /* a running job whose gpuctl run is gone without a status: queued again (--requeue) or lost */
 void round_lost(struct queue *q, int64_t id, const char *when);
 /* a job still running after a restart, not our child: its end is seen through its pidfd */

@@ -191,7 +191,7 @@ int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t
 	q->clients.answer = requests_answer;
 	q->clients.arg = q;
 	view_init(&q->view);
-	runner_link_init(&q->runner, q->o.gpuctl, -1, round_runner_down, q);
+	runner_link_init(&q->runner, q->o.runner, -1, round_runner_down, q);
 	q->runner.log_max = o->log_max;
 	/* /dev/null for the jobs' stdin; fds 0-2 taken first if the daemon was started without them */
 	while ((q->nullfd = open("/dev/null", O_RDWR)) >= 0 && q->nullfd < 3)
@@ -208,11 +208,12 @@ int queue_open(struct queue **out, const struct queue_opts *o, char *err, size_t
 		errbuf_set(err, errlen, "invalid --log-dir '%s': not a directory", o->log_dir);
 		goto fail;
 	}
-	const char *why = stat(o->gpuctl, &st) < 0 || access(o->gpuctl, X_OK) < 0 ? strerror(errno)
+	const char *why = stat(o->runner, &st) < 0 || access(o->runner, X_OK) < 0 ? strerror(errno)
 			  : !S_ISREG(st.st_mode)				      ? "not a regular file"
 										      : NULL;
 	if (why) {
-		errbuf_set(err, errlen, "cannot run '%s' for jobs: %s (give --gpuctl PATH)", o->gpuctl, why);
+		errbuf_set(err, errlen, "cannot run the job runner '%s': %s (gpuctl is not installed whole)", o->runner,
+			   why);
 		goto fail;
 	}
 	if (stat(o->db, &st) == 0 && !S_ISREG(st.st_mode)) {

@@ -23,7 +23,7 @@ struct queue_opts {
 	long long log_keep_ms;   /* a log is removed this long after its job ended; 0: kept */
 	uint64_t log_max;        /* a job's log is cut to stay under this (lib/jobs/joblog.h); 0: no cap */
 	uint64_t log_user_max;   /* one user's logs in all: over it, the oldest of ended jobs go; 0: no cap */
-	const char *gpuctl;      /* the gpuctl binary jobs run under */
+	const char *runner;      /* the job runner, gpuctld-runner (daemon/runner/runner.h) */
 	const char *sim;         /* the simulated node, passed on to jobs; NULL for the driver */
 	gid_t admin_gid;         /* members may act on every job; (gid_t)-1: none */
 	long max_queued;         /* queued jobs one user (not root, not the admin group) may have; 0: no limit */

@@ -237,7 +237,7 @@ void retention_recover(struct queue *q)
 			} else {
 				bool ran;
 				int code;
-				int st = round_read_status(q, v[i].uid, v[i].id, &ran, &code, NULL);
+				int st = round_read_status(q, v[i].uid, v[i].id, &ran, &code, NULL, NULL);
 				if ((st && !ran) || (!st && v[i].pid == 0)) {
 					/* it never ran: forked too late, or not at all */
 					store_requeue(q->st, v[i].id, "gpuctld stopped before it could start");

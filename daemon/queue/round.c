@@ -20,7 +20,7 @@
 #include "jobs/jobstatus.h"
 #include "jobs/quarantine.h"
 #include "jobs/supervise.h"
-#include "jobs/job.h"
+#include "jobs/exec.h"
 #include "notify.h"
 
 #include <errno.h>
@@ -143,15 +143,16 @@ static void vec_free(char **v)
 }
 
 /*
- * what job id left in its status record: 1 with *ran, *code and *end (when
- * not NULL: enum supervise_end, -1 unknown), 0 when nothing was written
+ * what job id left in its status record: 1 with *ran, *code, and *end (enum
+ * supervise_end, -1 unknown) and *retries (--retry-on's, in all) when not
+ * NULL; 0 when nothing was written
  */
-int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code, int *end)
+int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, int *code, int *end, unsigned *retries)
 {
 	char path[4300];
 	queue_status_path(q, uid, path, sizeof path);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int r = fd >= 0 ? jobstatus_read(fd, id, ran, code, end) : 0;
+	int r = fd >= 0 ? jobstatus_read(fd, id, ran, code, end, retries) : 0;
 	if (fd >= 0)
 		close(fd);
 	return r > 0;
@@ -253,46 +254,38 @@ static bool failed_on_xid(struct queue *q, const struct job *j, char *why, size_
 	return hit;
 }
 
-/* the value of run option "--NAME=" in a job's request ("run" array), or NULL */
-static const char *run_option(const json_t *rq, const char *name)
+/* the --retry-on retries job rq has spent ("retries" in its request, kept across its starts) */
+static unsigned request_retries(const json_t *rq)
 {
-	json_t *run = json_object_get(rq, "run");
-	size_t l = strlen(name);
-	for (size_t i = 0; i < json_array_size(run); i++) {
-		const char *o = json_string_value(json_array_get(run, i));
-		if (o && strncmp(o, name, l) == 0 && o[l] == '=')
-			return o + l + 1;
-	}
-	return NULL;
+	json_int_t n = json_integer_value(json_object_get(rq, "retries"));
+	return n > 0 && n <= 100000 ? (unsigned)n : 0;
 }
 
 /*
- * A failure of class cls that --retry-on lists, and that other GPUs fix
- * (oom-fragmentation is retried in place by the job's gpuctl run): the job
- * queued again with the GPUs it failed on left out, while --max-restarts
- * allows (its starts so far). 1 when it was, 0 when not.
+ * A failure of class cls on the GPUs the job ran on: what the one retry
+ * rule (job_retry_plan, lib/jobs/exec.h) says, with the job's own
+ * --retry-on and --max-restarts and the retries it has spent (its status
+ * record's, which counts those its runner made in place). A retry on other
+ * GPUs is the queue's: the job queued again with the GPUs it failed on left
+ * out. 1 when it was, 0 when not.
  */
-static int retry_elsewhere(struct queue *q, int64_t id, const char *cls)
+static int retry_elsewhere(struct queue *q, int64_t id, const char *cls, unsigned spent)
 {
-	static const char *const elsewhere[] = {"oom-other-process", "nccl-timeout", "xid", "gpu-lost"};
-	bool other = false;
-	for (size_t i = 0; i < sizeof elsewhere / sizeof elsewhere[0]; i++)
-		other |= strcmp(cls, elsewhere[i]) == 0;
 	struct job j;
-	if (!other || store_get(q->st, id, &j) != 1)
+	if (store_get(q->st, id, &j) != 1)
 		return 0;
 	int done = 0;
 	json_t *rq = json_loads(j.request, 0, NULL);
 	struct job_opts jo;
 	job_opts_init(&jo);
-	const char *list = rq ? run_option(rq, "--retry-on") : NULL;
-	const char *max = rq ? run_option(rq, "--max-restarts") : NULL;
 	char err[200];
-	jo.retry_on = list;
-	if (max && job_option(&jo, 'X', max, err, sizeof err) != GC_OK)
-		max = NULL;
-	if (!list || !job_retry_listed(&jo, cls) || j.starts > jo.sv.max_restarts)
+	json_t *run = json_object_get(rq, "run");
+	for (size_t i = 0; i < json_array_size(run); i++)
+		(void)job_queued_option(&jo, json_string_value(json_array_get(run, i)), err, sizeof err);
+	if (!jo.retry_on)
 		goto out;
+	if (spent < request_retries(rq))
+		spent = request_retries(rq);
 	/* the GPUs it failed on join those left out before */
 	json_t *x = json_object_get(rq, "exclude");
 	if (!json_is_array(x)) {
@@ -323,14 +316,21 @@ static int retry_elsewhere(struct queue *q, int64_t id, const char *cls)
 	for (size_t g = 0; g < now.n; g++)
 		left += !out_[g];
 	round_gpus_release(&now);
-	char *nj = left >= j.ngpus ? json_dumps(rq, JSON_COMPACT) : NULL;
+	struct job_retry_in in = {.cls = cls, .retries = spent, .want = j.ngpus, .left = left, .failed_on = j.gpus,
+				  .gpus_named = "gpuctld's placement"};
+	struct job_retry p;
+	job_retry_plan(&jo, &in, &p);
+	if (p.how != JOB_RETRY_ELSEWHERE) {
+		if (p.msg[0] && strncmp(p.msg, "not retried: ", 13) == 0)
+			queue_log("job %lld failed with %s on GPUs %s: %s", (long long)id, cls, j.gpus, p.msg + 13);
+		goto out;
+	}
+	json_object_set_new(rq, "retries", json_integer((json_int_t)spent + 1));
+	char *nj = json_dumps(rq, JSON_COMPACT);
 	char why[400];
 	snprintf(why, sizeof why, "failed with %s on GPU%s %s: queued again without %s (--retry-on, %u of %u)", cls,
-		 strchr(j.gpus, ',') ? "s" : "", j.gpus, strchr(j.gpus, ',') ? "them" : "it", j.starts, jo.sv.max_restarts);
-	if (!nj)
-		queue_log("job %lld failed with %s on GPUs %s: not queued again, no %u other GPUs are left", (long long)id,
-			  cls, j.gpus, j.ngpus);
-	else if (store_set_request(q->st, id, nj) == 0 && store_requeue(q->st, id, why) == 1) {
+		 strchr(j.gpus, ',') ? "s" : "", j.gpus, strchr(j.gpus, ',') ? "them" : "it", spent + 1, jo.sv.max_restarts);
+	if (nj && store_set_request(q->st, id, nj) == 0 && store_requeue(q->st, id, why) == 1) {
 		queue_log("job %lld %s", (long long)id, why);
 		(void)store_clear_diagnosis(q->st, id);
 		diagnose_mark(q, id, j.uid, why);
@@ -353,7 +353,8 @@ static void record_end(struct queue *q, struct fin *f)
 	int code = f->code;
 	bool ran = true;
 	int scode, end = -1;
-	bool record = round_read_status(q, f->uid, id, &ran, &scode, &end);
+	unsigned retries = 0;
+	bool record = round_read_status(q, f->uid, id, &ran, &scode, &end, &retries);
 	if (record)
 		code = scode;
 	else if (code < 0) {
@@ -414,7 +415,7 @@ static void record_end(struct queue *q, struct fin *f)
 			queue_log("job %lld's diagnosis could not be recorded: %s", (long long)id, store_errmsg(q->st));
 		free(dj);
 		view_failed(&q->view, cls);
-		if (diag && !f->cancelled && retry_elsewhere(q, id, cls)) {
+		if (diag && !f->cancelled && retry_elsewhere(q, id, cls, retries)) {
 			json_decref(diag);
 			return;
 		}
@@ -535,7 +536,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 	 */
 	struct spawnreq sr = {.uid = j->uid, .gid = j->gid, .ngroups = (size_t)ngroups, .groups = groups,
 			      .cwd = j->cwd, .log = log, .placed = placed, .name = name, .status = status,
-			      .slot = (uint64_t)j->id, .nopts = nopts, .opts = (char **)opts, .argc = na, .argv = cmd,
+			      .slot = (uint64_t)j->id, .retries = request_retries(rq), .nopts = nopts, .opts = (char **)opts, .argc = na, .argv = cmd,
 			      .envc = m, .env = env};
 	int fds[SPAWNREQ_NFDS] = {q->nullfd, go[0]};
 	pid_t pid = runner_link_spawn(&q->runner, &sr, fds, why, sizeof why);
@@ -802,7 +803,11 @@ static void dispatch(struct queue *q)
 			}
 		memcpy(sj + ns, line, nline * sizeof *line);
 		ns += nline;
-		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
+		/* a job's GPUs taken in gpuctl run's order of preference (select_rank), so that it lands where
+		   gpuctl run would have put it */
+		unsigned order[MAX_GPUS];
+		bool ranked = now.view.ngpus == ngpu && select_rank(&now.view, order) == GC_OK;
+		k = dispatch_plan(sj, ns, is_free, ngpu, ranked ? order : NULL, out, MAX_GPUS, &left);
 		/* the starts refer to own[] no more */
 		for (size_t i = 0; i < ns; i++)
 			sj[i].own = NULL;

@@ -1,8 +1,8 @@
 /*
- * runner-link.c — the queue's job runner (queue-int.h): `gpuctl --runner 3`,
- * one gpuctl process spawned once (and again if it dies) and spoken to
+ * runner-link.c — the queue's job runner (queue-int.h): `gpuctld-runner 3`
+ * (daemon/runner/), one process spawned once (and again if it dies) and spoken to
  * over a socket pair (lib/jobs/spawnreq.h). For each job it forks a child that
- * becomes the user and runs the job in-process (runjob_spawned: the GPUs
+ * becomes the user and runs the job in-process (the library's job_exec: the GPUs
  * dispatch chose, the job's options and command, as fields, never a
  * command line); it says which pid it forked and, later, how it ended.
  * A runner that stops answering is killed: its children run on, adopted.
@@ -25,9 +25,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void runner_link_init(struct runner_link *l, const char *gpuctl, int nullfd, void (*on_down)(void *), void *arg)
+void runner_link_init(struct runner_link *l, const char *runner, int nullfd, void (*on_down)(void *), void *arg)
 {
-	*l = (struct runner_link){.gpuctl = gpuctl, .nullfd = nullfd, .rfd = -1, .on_down = on_down, .arg = arg};
+	*l = (struct runner_link){.runner = runner, .nullfd = nullfd, .rfd = -1, .on_down = on_down, .arg = arg};
 }
 
 /* read what the runner sent into rbuf: 0, or -1 when it is gone */
@@ -124,7 +124,7 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 	posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here; not in jobs */
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
-	char *argv[] = {(char *)"gpuctl", (char *)"--runner", (char *)"3", NULL};
+	char *argv[] = {(char *)"gpuctld-runner", (char *)"3", NULL};
 	/*
 	 * LD_BIND_NOW: the runner binds every symbol of its libraries once, at its
 	 * start, and each child it forks inherits that, instead of binding the
@@ -134,7 +134,7 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 	extern char **environ;
 	char *bind_now[] = {(char *)"LD_BIND_NOW=1", NULL};
 	char **env = env_with(environ, NULL, bind_now);
-	int e = posix_spawn(&l->rpid, l->gpuctl, &fa, &at, argv, env ? env : environ);
+	int e = posix_spawn(&l->rpid, l->runner, &fa, &at, argv, env ? env : environ);
 	free(env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
@@ -142,7 +142,7 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 	if (e) {
 		close(sv[0]);
 		l->rpid = 0;
-		snprintf(why, len, "cannot start the job runner '%s --runner': %s", l->gpuctl, strerror(e));
+		snprintf(why, len, "cannot start the job runner '%s': %s", l->runner, strerror(e));
 		return -1;
 	}
 	l->rfd = sv[0];
@@ -151,8 +151,8 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 	struct spawnrec hello;
 	if (runner_wait(l, SPAWNREC_HELLO, &hello) < 0 || hello.value != (int32_t)SPAWNREQ_MAGIC) {
 		runner_link_down(l, NULL);
-		snprintf(why, len, "the job runner '%s --runner' did not answer (is it gpuctld's version, %s?)",
-			 l->gpuctl, GPUCTL_VERSION);
+		snprintf(why, len, "the job runner '%s' did not answer (is it gpuctld's version, %s?)",
+			 l->runner, GPUCTL_VERSION);
 		return -1;
 	}
 	return 0;

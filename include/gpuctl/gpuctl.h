@@ -311,6 +311,26 @@ int gc_lease_visible(const gc_lease *l, char *buf, size_t len);
 void gc_lease_release(gc_lease *l);
 
 /*
+ * Run a command as `gpuctl run` does, the same job core (lib/jobs/exec.h):
+ * lease GPUs on ctx's node (borrowed), run argv (NULL-terminated, no shell)
+ * under the supervisor with CUDA_VISIBLE_DEVICES set, explain a failure,
+ * retry it by --retry-on's rule, release. options: gpuctl run's options
+ * as "--NAME" or "--NAME=VALUE" ("--n=2", "--min-free-mem=20G",
+ * "--wait=10m", "--retry-on=nccl-timeout", "--max-restarts=2", ...),
+ * NULL-terminated; NULL: none. say(say_arg, text), when not NULL, gets what
+ * gpuctl run writes on stderr (whole lines: "gpuctl: retrying ...\n", a
+ * failure's findings); the command's own output is this process's. GC_OK
+ * with *json (free()): {"exit_code", "ran", "retries", "class", "attempts":
+ * [{"gpus": [...], "ran", "exit_code", "class", "retry"}]}, whatever the
+ * command's status; GC_ENOTNOW (too few GPUs fit now, and no --wait) or
+ * GC_ETIMEDOUT with the reason in err; GC_EINVAL (a bad option, said in
+ * err); another GC_E* with err.
+ */
+typedef void (*gc_say_fn)(void *arg, const char *text);
+int gc_run_json(gc_ctx *ctx, const char *const *options, const char *const *argv, gc_say_fn say, void *say_arg,
+		char **json, char *err, size_t errlen);
+
+/*
  * Path of the simulator library for a driver generation ("modern", "r535",
  * "legacy", "r410"): $GPUCTL_SIM_LIBDIR, else next to the running binary in a
  * build tree, else the installed package library directory.

@@ -85,6 +85,19 @@ bool explain_whole(double x);
  * prints them), whole ones without any */
 void explain_value_text(const struct explain_value *v, char *buf, size_t len);
 
+/*
+ * A failed job's few findings (explain-summary.c): the first max of r as
+ * lines told after its output ("gpuctl: the job failed (HOW); ...", each
+ * finding's class, line, numbers, cause and fix), a string the caller
+ * frees (NULL: out of memory); and as the JSON array the queue keeps with
+ * the job ([{class, id, title, numbers, cause, fix}], NULL: out of memory).
+ */
+char *explain_summary_text(const struct explain_result *r, const char *how, size_t max);
+struct json_t;
+struct json_t *explain_summary_json(const struct explain_result *r, size_t max);
+/* What an out-of-memory finding needed on one GPU, MiB: what PyTorch held plus what it asked for; 0 unknown */
+double explain_need_mib(const struct explain_finding *f);
+
 /* Remove ANSI escape sequences and CRs from s[len] into out (outlen >= len + 1). */
 size_t explain_clean_line(const char *s, size_t len, char *out);
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void job_gpus_init(struct job_gpus *g)
@@ -277,4 +278,30 @@ int job_queued_option(struct job_opts *o, const char *opt, char *err, size_t err
 		off += (size_t)snprintf(names + off, sizeof names - off, "%s--%s", i ? ", " : "", supervisor_options[i].name);
 	errbuf_set(err, errlen, "'%.64s' is not a gpuctl run option a queued job may take (%s)", opt, names);
 	return GC_EINVAL;
+}
+
+int job_opts_resolve(const struct job_opts *o, bool detect, enum spot_cloud *cloud, char *err, size_t errlen)
+{
+	*cloud = SPOT_NONE;
+	if (o->no_explain && o->retry_on) {
+		errbuf_set(err, errlen, "--retry-on retries by the class the failure is explained as: not with --no-explain");
+		return GC_EINVAL;
+	}
+	struct stat st;
+	if (o->sv.checkpoint_dir && stat(o->sv.checkpoint_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		errbuf_set(err, errlen, "invalid --checkpoint-dir '%s': not a directory", o->sv.checkpoint_dir);
+		return GC_EINVAL;
+	}
+	if (!o->spot)
+		return GC_OK;
+	bool autodetect = false;
+	if (spot_parse_cloud(o->cloud_arg, cloud, &autodetect) < 0) {
+		errbuf_set(err, errlen, "invalid --cloud '%s' (expected aws, gcp, azure, none or auto)", o->cloud_arg);
+		return GC_EINVAL;
+	}
+	if (detect && autodetect && (*cloud = spot_detect(NULL)) == SPOT_NONE) {
+		errbuf_set(err, errlen, "--spot: no cloud detected from /sys/class/dmi/id (use --cloud aws|gcp|azure)");
+		return GC_EINVAL;
+	}
+	return GC_OK;
 }

@@ -66,7 +66,7 @@ int job_gpu_option(struct job_gpus *g, int c, const char *arg, char *err, size_t
  */
 struct job_request {
 	struct job_gpus jg;          /* what the options asked for */
-	const char *placed_spec;     /* gpuctld's placement, INDEX=UUID,...: it chose and checked them (runjob_spawned) */
+	const char *placed_spec;     /* gpuctld's placement, INDEX=UUID,...: it chose and checked them (gpuctld-runner) */
 	bool auto_said;              /* -n auto has said it took fewer than were free (in note) */
 	char note[200];              /* something the caller may tell the user once ("-n auto: ..."); "" when none */
 	bool peek_only;              /* job_request_try looks at leases but takes none (--dry-run) */
@@ -195,6 +195,13 @@ void job_opts_init(struct job_opts *o);
 bool job_is_supervisor_option(int c);
 /* One supervisor option by its getopt char: GC_OK; GC_EINVAL with the reason in err; GC_ENOTFOUND when c is none. */
 int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t errlen);
+/*
+ * What the options add up to, before anything is leased or run: --retry-on
+ * without --no-explain, --checkpoint-dir not a file, --cloud known (and,
+ * with detect, "auto" found from DMI) into *cloud (SPOT_NONE without
+ * --spot). GC_OK, or GC_EINVAL with the reason.
+ */
+int job_opts_resolve(const struct job_opts *o, bool detect, enum spot_cloud *cloud, char *err, size_t errlen);
 /* One as the queue stores it, "--NAME" or "--NAME=VALUE": GC_OK, or GC_EINVAL with the reason (which
  * names the options a queued job may take). */
 int job_queued_option(struct job_opts *o, const char *opt, char *err, size_t errlen);

@@ -27,10 +27,17 @@ static int put(int fd, int64_t id, const char *rec)
 	return -1;
 }
 
-int jobstatus_write(int fd, int64_t id, bool ran, int status, int end)
+int jobstatus_write(int fd, int64_t id, bool ran, int status, int end, unsigned retries)
 {
-	char rec[JOBSTATUS_REC] = {0};
-	snprintf(rec, sizeof rec, "%lld %d %d %d\n", (long long)id, ran ? 1 : 0, status, end < 0 || end > 99 ? -1 : end);
+	char rec[JOBSTATUS_REC + 16] = {0};
+	int n = snprintf(rec, sizeof rec, "%lld %d %d %d %u\n", (long long)id, ran ? 1 : 0, status,
+			 end < 0 || end > 99 ? -1 : end, retries);
+	if (n < 0 || n >= (int)JOBSTATUS_REC) {
+		/* an id too long for the retries beside it: the record without them */
+		memset(rec, 0, sizeof rec);
+		snprintf(rec, JOBSTATUS_REC, "%lld %d %d %d\n", (long long)id, ran ? 1 : 0, status,
+			 end < 0 || end > 99 ? -1 : end);
+	}
 	return put(fd, id, rec);
 }
 
@@ -40,7 +47,7 @@ int jobstatus_clear(int fd, int64_t id)
 	return put(fd, id, zero);
 }
 
-int jobstatus_read(int fd, int64_t id, bool *ran, int *status, int *end)
+int jobstatus_read(int fd, int64_t id, bool *ran, int *status, int *end, unsigned *retries)
 {
 	char rec[JOBSTATUS_REC + 1];
 	ssize_t n;
@@ -52,12 +59,16 @@ int jobstatus_read(int fd, int64_t id, bool *ran, int *status, int *end)
 	rec[n] = '\0';
 	long long rid;
 	int r, s, e = -1;
-	int got = sscanf(rec, "%lld %d %d %d", &rid, &r, &s, &e);
+	unsigned rt = 0;
+	rec[strcspn(rec, "\n")] = '\0';
+	int got = sscanf(rec, "%lld %d %d %d %u", &rid, &r, &s, &e, &rt);
 	if (got < 3 || rid != (long long)id || s < 0 || s > 255)
 		return 0;
 	*ran = r != 0;
 	*status = s;
 	if (end)
-		*end = got == 4 && e >= 0 && e <= 99 ? e : -1;
+		*end = got >= 4 && e >= 0 && e <= 99 ? e : -1;
+	if (retries)
+		*retries = got == 5 && rt <= 100000 ? rt : 0;
 	return 1;
 }

@@ -515,6 +515,34 @@ static size_t grow_best_ranked(const gc_snapshot *s, const struct cand *c, size_
 	return sum;
 }
 
+/* GPU i of s as a candidate to rank */
+static struct cand cand_of(const gc_snapshot *s, size_t i)
+{
+	const gc_gpu *g = &s->gpus[i];
+	return (struct cand){
+		.pos = i,
+		.index = g->index,
+		.free_known = g->st[GC_V_MEM_FREE] == GC_ST_OK,
+		.util_known = g->st[GC_V_UTIL_GPU] == GC_ST_OK,
+		.mem_free = g->mem_free,
+		.util = g->util_gpu,
+	};
+}
+
+int select_rank(const gc_snapshot *s, unsigned *order)
+{
+	struct cand *c = malloc((s->ngpus ? s->ngpus : 1) * sizeof *c);
+	if (!c)
+		return GC_ENOMEM;
+	for (size_t i = 0; i < s->ngpus; i++)
+		c[i] = cand_of(s, i);
+	qsort(c, s->ngpus, sizeof *c, cand_rank_cmp);
+	for (size_t i = 0; i < s->ngpus; i++)
+		order[i] = (unsigned)c[i].pos;
+	free(c);
+	return GC_OK;
+}
+
 int select_pick(const gc_snapshot *s, const struct select_request *r, const bool *leased, unsigned *out)
 {
 	if (!s || !r || !out || r->n == 0)
@@ -537,15 +565,7 @@ int select_pick(const gc_snapshot *s, const struct select_request *r, const bool
 	for (size_t i = 0; i < ng; i++) {
 		if (why_of(s, i, r, leased) != SELECT_OK)
 			continue;
-		const gc_gpu *g = &s->gpus[i];
-		c[e++] = (struct cand){
-			.pos = i,
-			.index = g->index,
-			.free_known = g->st[GC_V_MEM_FREE] == GC_ST_OK,
-			.util_known = g->st[GC_V_UTIL_GPU] == GC_ST_OK,
-			.mem_free = g->mem_free,
-			.util = g->util_gpu,
-		};
+		c[e++] = cand_of(s, i);
 	}
 	qsort(c, e, sizeof *c, cand_rank_cmp);
 

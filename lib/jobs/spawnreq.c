@@ -1,9 +1,9 @@
 /*
  * spawnreq.c — gpuctld's job-runner requests as bytes (see spawnreq.h).
  *
- * Payload: ten uint32 in host byte order (uid, gid, ngroups, nopts,
+ * Payload: eleven uint32 in host byte order (uid, gid, ngroups, nopts,
  * argc, envc, the slot's low and high halves, the log's cap's low and high
- * halves), ngroups uint32 group ids,
+ * halves, the retries spent), ngroups uint32 group ids,
  * then NUL-terminated strings: the working directory, the log, placed,
  * name, the status file, nopts options, argc arguments, envc environment
  * entries, and nothing after the last one. Both ends run on one host from one build, so host
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIXED (10 * sizeof(uint32_t))
+#define FIXED (11 * sizeof(uint32_t))
 
 static void put32(char **p, uint32_t v)
 {
@@ -74,6 +74,7 @@ int spawnreq_encode(const struct spawnreq *r, char **out, size_t *len)
 	put32(&p, (uint32_t)(r->slot >> 32));
 	put32(&p, (uint32_t)r->log_max);
 	put32(&p, (uint32_t)(r->log_max >> 32));
+	put32(&p, r->retries);
 	for (size_t i = 0; i < r->ngroups; i++)
 		put32(&p, (uint32_t)r->groups[i]);
 	put_str(&p, r->cwd);
@@ -113,7 +114,8 @@ int spawnreq_decode(char *payload, size_t len, struct spawnreq *r)
 		return GC_EINVAL;
 	const char *q = payload, *end = payload + len;
 	uint32_t uid = get32(&q), gid = get32(&q), ngroups = get32(&q), nopts = get32(&q), argc = get32(&q),
-		 envc = get32(&q), slot_lo = get32(&q), slot_hi = get32(&q), max_lo = get32(&q), max_hi = get32(&q);
+		 envc = get32(&q), slot_lo = get32(&q), slot_hi = get32(&q), max_lo = get32(&q), max_hi = get32(&q),
+		 retries = get32(&q);
 	/* every string takes at least its NUL (the five single ones too): counts beyond the size are lies */
 	if (ngroups > SPAWNREQ_MAX_GROUPS || argc == 0 || (size_t)ngroups * sizeof(uint32_t) > (size_t)(end - q) ||
 	    (size_t)nopts + argc + envc + 5 > (size_t)(end - q) - (size_t)ngroups * sizeof(uint32_t))
@@ -123,6 +125,7 @@ int spawnreq_decode(char *payload, size_t len, struct spawnreq *r)
 	r->ngroups = ngroups;
 	r->slot = (uint64_t)slot_hi << 32 | slot_lo;
 	r->log_max = (uint64_t)max_hi << 32 | max_lo;
+	r->retries = retries;
 	r->nopts = nopts;
 	r->argc = argc;
 	r->envc = envc;

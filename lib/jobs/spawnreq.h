@@ -1,5 +1,5 @@
 /*
- * spawnreq.h — what gpuctld and its job runner (`gpuctl --runner FD`) say
+ * spawnreq.h — what gpuctld and its job runner (gpuctld-runner) say
  * to each other over a Unix stream socket. gpuctld sends one request per
  * job: a header, then a payload holding the user (uid, gid, groups), the
  * working directory, the job's log (which the runner's child creates, as
@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPAWNREQ_MAGIC 0x67707234u     /* "gpr4": bumped when the layout changes */
+#define SPAWNREQ_MAGIC 0x67707235u     /* "gpr5": bumped when the layout changes */
 #define SPAWNREQ_MAX (4u << 20)        /* a payload, environment included */
 #define SPAWNREQ_MAX_GROUPS 65536u     /* NGROUPS_MAX on Linux */
 #define SPAWNREQ_NFDS 2                /* stdin, the go pipe (SPAWNREQ_GO_FD in the job) */
@@ -40,11 +40,12 @@ struct spawnreq {
 	const char *cwd;
 	const char *log;                /* stdout and stderr: created if missing, owned by uid */
 	uint64_t log_max;               /* the log's cap (lib/jobs/joblog.h), bytes; 0: none */
-	/* the job, as gpuctl run takes it in the runner's child (runjob_spawned) */
+	/* the job, as gpuctl run takes it, in the runner's child (daemon/runner/job.c) */
 	const char *placed;             /* the GPUs, "INDEX=UUID,…": chosen and checked by gpuctld */
 	const char *name;               /* its lease's name ("job-ID[-NAME]") */
 	const char *status;             /* the user's status file: the exit status goes there */
 	uint64_t slot;                  /* ... as job `slot`'s record (jobstatus.h), >= 1 */
+	uint32_t retries;               /* --retry-on retries spent by its earlier starts */
 	size_t nopts;
 	char **opts;                    /* nopts supervisor options ("--NAME[=VALUE]", as queued), NULL-terminated */
 	size_t argc;

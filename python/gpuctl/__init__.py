@@ -8,6 +8,10 @@ the command, the queue and Python never give one GPU to two jobs::
     for d in gpuctl.devices():                 # what `gpuctl ls --json` shows
         print(d.index, d.name, d.memory_free, [p.user for p in d.processes])
 
+    r = gpuctl.run(["python", "train.py"], n=2, wait=True,  # as `gpuctl run` runs it,
+                   retry_on="oom-fragmentation,nccl-timeout")   # retries included
+    print(r["exit_code"], [a["gpus"] for a in r["attempts"]])
+
     with gpuctl.lease(n=2, min_free_mem="20G", wait=True, timeout="10m") as gpus:
         # CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID are set: start CUDA now
         import torch
@@ -38,7 +42,7 @@ from .errors import (BadRequest, Busy, Cancelled, CudaAlreadyInitialized, FileEr
                      NoDriver, NotFound, NvmlError, PermissionDenied, Timeout)
 
 __all__ = [
-    "open", "devices", "snapshot", "select", "lease", "explain", "advise", "Checkpointer",
+    "open", "devices", "snapshot", "select", "lease", "run", "explain", "advise", "Checkpointer",
     "Context", "Device", "Process", "Snapshot", "Lease", "parse_size", "parse_duration",
     "GpuctlError", "NoDriver", "PermissionDenied", "GpuLost", "BadRequest", "NotFound", "NvmlError",
     "FileError", "Busy", "Timeout", "Cancelled", "CudaAlreadyInitialized",
@@ -155,6 +159,85 @@ def explain(log: Union[str, bytes, "_os.PathLike[str]"], *, source: Optional[str
     return json.loads(_lib.take_string(out.value))
 
 
+def _option_words(what: str, options: Any, kw: Dict[str, Any]) -> List[bytes]:
+    """"--name" / "--name=value" words from option strings and keywords (True: a flag; underscores: dashes)"""
+    args = []
+    for o in options:
+        if isinstance(o, bool) or not isinstance(o, (str, int, float)):
+            raise BadRequest("invalid %s option %r: a string, as the command line has it ('--model')" % (what, o))
+        args.append(str(o))
+    for k, v in kw.items():
+        opt = "--" + k.replace("_", "-")
+        if v is True:
+            args.append(opt)
+        elif v is False or v is None:
+            continue
+        elif not isinstance(v, (str, int, float)):
+            raise BadRequest("invalid %s %s=%r: a string or a number" % (what, k, v))
+        else:
+            args.append("%s=%s" % (opt, v))
+    enc = []
+    for a in args:
+        try:
+            b = a.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise BadRequest("invalid %s option %r: not valid text (%s); give a UTF-8 string"
+                             % (what, a, e.reason)) from None
+        if b"\0" in b:
+            raise BadRequest("invalid %s option %r: a NUL character" % (what, a))
+        enc.append(b)
+    return enc
+
+
+def run(cmd: List[str], n: int = 1, *options: str, ctx: Optional[Context] = None, **kw: Any) -> Dict[str, Any]:
+    """Run cmd (a list of words, no shell) as `gpuctl run` runs it: the same job core.
+
+    Leases n GPUs, runs the command with CUDA_VISIBLE_DEVICES set, explains a
+    failure and retries it as --retry-on says, releases. Options as
+    `gpuctl run` takes them, or as keywords::
+
+        gpuctl.run(["python", "train.py"], 2, wait="10m", retry_on="nccl-timeout", max_restarts=2)
+        gpuctl.run(["python", "train.py"], 1, "--model=A100", "--bigger", retry_on="oom-too-big")
+
+    The command's output is this process's; what gpuctl run would say on
+    stderr (a retry, a failure's findings) goes to sys.stderr. Returns
+    {"exit_code", "ran", "retries", "class", "attempts": [{"gpus", "ran",
+    "exit_code", "class", "retry"}]} whatever the command's status; raises
+    Busy when the GPUs are not free now (without wait), Timeout, BadRequest
+    for an option gpuctl run would refuse."""
+    import ctypes
+    import json
+    import sys
+    if isinstance(cmd, (str, bytes)) or not cmd or not all(isinstance(w, str) for w in cmd):
+        raise BadRequest("invalid cmd %r: a list of words (strings), the command and its arguments" % (cmd,))
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise BadRequest("invalid n %r: a whole number of GPUs, at least 1" % (n,))
+    words = [b"--n=%d" % n] + _option_words("run", options, kw)
+    enc = []
+    for w in cmd:
+        b = _core._utf8(w, "command word")
+        if b"\0" in b:
+            raise BadRequest("invalid command word %r: a NUL character" % (w,))
+        enc.append(b)
+    opts = (ctypes.c_char_p * (len(words) + 1))(*words, None)
+    argv = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
+
+    def say(_arg: Any, text: bytes) -> None:
+        sys.stderr.write(text.decode("utf-8", "replace"))
+        sys.stderr.flush()
+
+    say_fn = _lib.SayFn(say)
+    c = ctx if ctx is not None else default_context()
+    out = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(_lib.ERRBUF)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rc = _lib.run_json(c._handle(), opts, argv, say_fn, None, ctypes.byref(out), err, len(err))
+    from .errors import check
+    check(rc, err.value)
+    return json.loads(_lib.take_string(out.value))
+
+
 def advise(*options: str, **kw: Any) -> Dict[str, Any]:
     """The cheapest setups that fit a workload, as `gpuctl advise --json` gives them.
 
@@ -167,31 +250,7 @@ def advise(*options: str, **kw: Any) -> Dict[str, Any]:
     dashes. Raises BadRequest for an option the command would refuse."""
     import ctypes
     import json
-    args = []
-    for o in options:
-        if isinstance(o, bool) or not isinstance(o, (str, int, float)):
-            raise BadRequest("invalid advise option %r: a string, as the command line has it ('--model')" % (o,))
-        args.append(str(o))
-    for k, v in kw.items():
-        opt = "--" + k.replace("_", "-")
-        if v is True:
-            args.append(opt)
-        elif v is False or v is None:
-            continue
-        elif not isinstance(v, (str, int, float)):
-            raise BadRequest("invalid advise %s=%r: a string or a number" % (k, v))
-        else:
-            args.append("%s=%s" % (opt, v))
-    enc = []
-    for a in args:
-        try:
-            b = a.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise BadRequest("invalid advise option %r: not valid text (%s); give a UTF-8 string"
-                             % (a, e.reason)) from None
-        if b"\0" in b:
-            raise BadRequest("invalid advise option %r: a NUL character" % (a,))
-        enc.append(b)
+    enc = _option_words("advise", options, kw)
     argv = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
     out = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_lib.ERRBUF)

@@ -102,7 +102,7 @@ if not {"spot", "restart", "checkpoint-dir", "hang-timeout"} <= supervisor or no
 shared = {"JOB_GPU_OPTIONS": gpu_opts,
           "RUNJOB_LONG_OPTIONS": table_names(macro(runjob_h, "RUNJOB_LONG_OPTIONS")) | gpu_opts | supervisor,
           "JOB_SUPERVISOR_OPTIONS": supervisor}
-# what gpuctld's runner sets for a job (runjob_spawned's fields) was once gpuctl run's internal
+# what gpuctld's runner sets for a job (the spawn request's fields) was once gpuctl run's internal
 # options: none is an option of any command now, nor in any --help or man page
 internal = {"status-file", "status-slot", "placed", "go-fd"}
 cmd_help = run("--help")

@@ -370,7 +370,7 @@ attacker = None
 try:
     daemon = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db",
                                os.path.join(work, "q.db"), "--queue-socket", sock, "--log-dir",
-                               os.path.join(work, "logs"), "--gpuctl", GPUCTL, "--max-queued", "200"],
+                               os.path.join(work, "logs"), "--max-queued", "200"],
                               env=env, stderr=subprocess.PIPE, text=True)
     url = None
     for _ in range(10):

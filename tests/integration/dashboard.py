@@ -147,7 +147,7 @@ def queue_args():
     if not GPUCTL or os.geteuid() != 0:
         return ["--no-queue"]
     return ["--queue-db", os.path.join(tmp, "q.db"), "--queue-socket", os.path.join(tmp, "q.sock"),
-            "--log-dir", os.path.join(tmp, "logs"), "--gpuctl", GPUCTL]
+            "--log-dir", os.path.join(tmp, "logs")]
 
 
 def start_daemon(env):

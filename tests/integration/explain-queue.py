@@ -17,11 +17,13 @@ Usage: explain-queue.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 import json
 import os
 import re
+import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import policy  # noqa: E402
+import testusers  # noqa: E402
 from policy import check, finish, gpuctl, setup, start, until  # noqa: E402
 
 A, B = setup("explain-queue")
@@ -116,6 +118,45 @@ try:
     check("queue, oom-fragmentation: retried in place by its gpuctl run, then done",
           fs["job"]["state"] == "done" and fs["job"]["starts"] == 1 and "trained" in flog and
           "retrying (1 of 3, --retry-on oom-fragmentation)" in flog, (fs["job"], flog[-400:]))
+    # one rule, three ways in (issue 33): the same always-failing job through gpuctl run, gpuctl submit and
+    # Python's gpuctl.run, each with --retry-on nccl-timeout --max-restarts 2: the same attempts on the same GPUs
+    def always(path):
+        return f"echo \"$GPUCTL_GPUS\" >> {path}; echo '{NCCL}' >&2; exit 1"
+    ways = {w: os.path.join(policy.work, f"way-{w}") for w in ("run", "submit", "python")}
+    # output into A's own files: the tail keeper reopens the job's stdout, which a pipe of root's would refuse
+    def as_a(out, *argv, env=None):
+        p = subprocess.run(testusers.as_user_cmd(A, "sh", "-c", 'o=$1; shift; exec "$@" > "$o" 2> "$o.err"', "sh",
+                                                 out, *argv), env=env or policy.env, timeout=120, cwd=policy.work)
+        return p.returncode, open(out).read(), open(out + ".err").read()
+    rc_run, _, err_run = as_a(os.path.join(policy.work, "run.out"), policy.GPUCTL, "--sim", policy.NODE, "run",
+                              "--retry-on", "nccl-timeout", "--max-restarts", "2", "--", "sh", "-c",
+                              always(ways["run"]))
+    sj = gpuctl("submit", "--retry-on", "nccl-timeout", "--max-restarts", "2", "--", "sh", "-c",
+                always(ways["submit"]), user=A).stdout.strip()
+    gpuctl("wait", sj, user=A)
+    js = json.loads(gpuctl("show", sj, "--json", user=A).stdout)["job"]
+    PY = ("import gpuctl, json, sys\n"
+          "r = gpuctl.run(['sh', '-c', sys.argv[1]], 1, retry_on='nccl-timeout', max_restarts=2)\n"
+          "print(json.dumps(r))\n")
+    pyenv = dict(policy.env, PYTHONPATH=os.path.join(policy.SRC, "python"), GPUCTL_SIM=policy.NODE,
+                 GPUCTL_LIBRARY=os.path.join(os.path.dirname(policy.GPUCTL), "..", "lib", "libgpuctl.so.0"))
+    if os.environ.get("TEST_PY_PRELOAD"):
+        pyenv.update(LD_PRELOAD=os.environ["TEST_PY_PRELOAD"], ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0")
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable  # one user A may run
+    rc_py, out_py, err_py = as_a(os.path.join(policy.work, "py.out"), py, "-c", PY,
+                                 always(ways["python"]), env=pyenv)
+    res = json.loads(out_py.strip().splitlines()[-1]) if rc_py == 0 and out_py.strip() else {}
+    seen3 = {w: open(p).read().split() if os.path.exists(p) else [] for w, p in ways.items()}
+    check("run, submit and Python: three attempts each, each on GPUs the ones before it did not use",
+          all(len(v) == 3 and len(set(v)) == 3 for v in seen3.values()), (seen3, err_py[-300:]))
+    check("run, submit and Python: the same attempts on the same GPUs",
+          seen3["run"] == seen3["submit"] == seen3["python"], seen3)
+    check("each ends failed after its 2 retries: run exit 1, the queued job failed (3 starts), Python's result",
+          rc_run == 1 and "not retried: nccl-timeout again, and --max-restarts 2 retries were spent" in err_run
+          and js["state"] == "failed" and js["starts"] == 3 and res.get("exit_code") == 1 and
+          res.get("retries") == 2 and [a["gpus"] for a in res.get("attempts", [])] ==
+          [[int(g)] for g in seen3["python"]], (rc_run, err_run[-300:], js, res))
+    print(f"one rule: run, submit and Python each ran the failing job on GPUs {' then '.join(seen3['run'])}")
     r = gpuctl("show", bad, "--json", user=B)
     check("B cannot see A's job or its diagnosis", r.returncode != 0 and "oom" not in r.stdout, (r.stdout, r.stderr))
 finally:

@@ -347,11 +347,9 @@ os.makedirs(qdir)
 afile = os.path.join(qdir, "afile")
 open(afile, "w").close()
 good = {"--queue-db": os.path.join(qdir, "q.db"), "--queue-socket": os.path.join(qdir, "q.sock"),
-        "--log-dir": os.path.join(qdir, "logs"), "--gpuctl": "/bin/true"}
+        "--log-dir": os.path.join(qdir, "logs")}
 for over, code, frag in [
     ({"--log-dir": afile}, 1, f"invalid --log-dir '{afile}': not a directory"),
-    ({"--gpuctl": qdir}, 1, f"cannot run '{qdir}' for jobs: not a regular file"),
-    ({"--gpuctl": afile}, 1, f"cannot run '{afile}' for jobs: Permission denied"),
     ({"--queue-db": os.path.join(qdir, "no", "such", "q.db")}, 2,
      f"invalid --queue-db '{qdir}/no/such/q.db': its directory '{qdir}/no/such' does not exist"),
     ({"--queue-db": qdir}, 1, f"invalid --queue-db '{qdir}': not a regular file"),
@@ -365,7 +363,25 @@ for over, code, frag in [
     check("config", p.returncode == code and len(lines) == 1 and frag in lines[0],
           f"{over}: exit {p.returncode}, {p.stderr!r}")
 check("config", not os.path.exists(os.path.join(qdir, "no")), "a parent directory was created")
-print("config: an unusable --log-dir, --gpuctl, --queue-db or --queue-socket is refused at start with one line")
+# gpuctld without its job runner beside it (nor installed): refused at start, naming it
+lone = os.path.join(qdir, "bin")
+os.makedirs(lone)
+shutil.copy(GPUCTLD, os.path.join(lone, "gpuctld"))
+if not any(os.path.exists(f"{p}/libexec/gpuctl/gpuctld-runner") for p in ("/usr", "/usr/local")):
+    args = [a for k, v in good.items() for a in (k, v)]
+    p = subprocess.run([os.path.join(lone, "gpuctld"), "--sim", NODE, "--listen", "127.0.0.1:0", *args], env=env,
+                       capture_output=True, text=True, timeout=20)
+    lines = p.stderr.strip().splitlines()
+    check("config", p.returncode == 1 and len(lines) == 1 and "cannot run the job runner '" in lines[0]
+          and "gpuctld-runner': No such file or directory" in lines[0], f"no runner: exit {p.returncode}, {p.stderr!r}")
+# the runner is gpuctld's, never a user's tool: by hand it says so in one line
+for args in ([], ["1"], ["x"], ["3", "4"]):
+    p = subprocess.run([os.path.join(os.path.dirname(GPUCTLD), "gpuctld-runner"), *args], env=env,
+                       capture_output=True, text=True, timeout=20)
+    lines = p.stderr.strip().splitlines()
+    check("config", p.returncode == 2 and len(lines) == 1 and lines[0].startswith("gpuctld-runner: ")
+          and "not for use by hand" in lines[0], f"gpuctld-runner {args}: exit {p.returncode}, {p.stderr!r}")
+print("config: an unusable --log-dir, --queue-db or --queue-socket, or no job runner, is refused at start with one line")
 
 if errors:
     print("FAIL")

@@ -40,7 +40,7 @@ random.seed(11)
 
 def start():
     d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", db, "--queue-socket", sock,
-                          "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL],
+                          "--log-dir", os.path.join(work, "logs")],
                          env=env, stderr=subprocess.DEVNULL)
     for _ in range(200):
         if os.path.exists(sock):

@@ -11,7 +11,7 @@ removed at the end (issue 9):
   bad input: a command that does not exist fails the job (127) and the
              daemon lives; a huge environment is refused; a client that
              disconnects mid-request is dropped; unknown job ids;
-  runner:    the job runner (gpuctl --runner) killed while a job runs: the
+  runner:    the job runner (gpuctld-runner) killed while a job runs: the
              job is adopted and ends done; the next job gets a new runner;
   restart:   gpuctld killed with SIGKILL while a job runs and others wait:
              after a restart nothing queued is lost, the running job is
@@ -41,6 +41,7 @@ import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 RUNNER_JOB = os.path.realpath(sys.argv[4])
+RUNNER = os.path.join(os.path.dirname(GPUCTLD), "gpuctld-runner")
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 GROUP = testusers.GROUP
 errors = []
@@ -73,7 +74,7 @@ daemon_log = []  # gpuctld's stderr after its start-up lines
 
 def start():
     d = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
-                          "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL],
+                          "--queue-socket", sock, "--log-dir", os.path.join(work, "logs")],
                          env=base_env, stderr=subprocess.PIPE, text=True)
     global url
     for _ in range(50):  # recovery lines ("adopted") may come first
@@ -124,7 +125,7 @@ try:
                            env=base_env, capture_output=True, text=True).stdout.strip()
 
     def record(path, slot):
-        """job slot's record in a status file: "ID RAN STATUS" """
+        """job slot's record in a status file: "ID RAN STATUS END RETRIES" """
         with open(path, "rb") as f:
             f.seek(slot * 32)
             return f.read(32).split(b"\0")[0].decode().strip()
@@ -134,7 +135,7 @@ try:
         r, w = os.pipe()
         flag, status, log = (os.path.join(work, f"{x}-{tag}") for x in ("ran", "status", "log"))
         open(status, "w").close()
-        p = subprocess.Popen([RUNNER_JOB, GPUCTL, log, status, "1", placed or f"0={uuid0}", str(r), "--"] +
+        p = subprocess.Popen([RUNNER_JOB, RUNNER, log, status, "1", placed or f"0={uuid0}", str(r), "--"] +
                              (cmd or ["touch", flag]),
                              env=base_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              pass_fds=(r,))
@@ -162,11 +163,11 @@ try:
 
     for go, want_ran in ((b"", False), (b"x", True)):
         ended, ran, left, _, err = runner_job(f"go-{want_ran}", go)
-        check("go pipe", ended == ["exited", "0"] and ran == want_ran and left == ("1 1 0 0" if want_ran else "1 0 0 -1"),
+        check("go pipe", ended == ["exited", "0"] and ran == want_ran and left == ("1 1 0 0 0" if want_ran else "1 0 0 -1 0"),
               f"go pipe with {go!r}: {ended}, ran {ran}, status record {left!r}, {err!r}")
     # SIGTERM (a cancel) while it holds its GPUs and waits for the byte: the command never starts
     ended, ran, left, leased, err = runner_job("term", b"x", term=True)
-    check("go pipe", leased and ended == ["exited", "143"] and not ran and left == "1 0 143 -1",
+    check("go pipe", leased and ended == ["exited", "143"] and not ran and left == "1 0 143 -1 0",
           f"SIGTERM before the byte: leased {leased}, {ended}, ran {ran}, status record {left!r}, {err!r}")
     print("go pipe: end of file runs nothing and records '0 0'; a byte runs the command; "
           "SIGTERM while it waits runs nothing")
@@ -371,7 +372,7 @@ try:
 
     # ---- the runner killed: its running job is adopted, the next one gets a new runner
     def runners():
-        return sh("pgrep", "-P", str(daemon.pid), "-f", "--", "--runner").stdout.split()
+        return sh("pgrep", "-P", str(daemon.pid), "-x", "gpuctld-runner").stdout.split()
     held = int(root("submit", "--", "sleep", "1.5").stdout.strip())
     wait_state(held, ("running",))
     first = runners()
@@ -399,7 +400,7 @@ try:
             sock2 = os.path.join(work, "q2.sock")
             d2 = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db",
                                    os.path.join(work, "q2.db"), "--queue-socket", sock2, "--log-dir", tfs,
-                                   "--gpuctl", GPUCTL], env=base_env, stderr=subprocess.DEVNULL)
+                                  ], env=base_env, stderr=subprocess.DEVNULL)
             for _ in range(200):
                 if os.path.exists(sock2):
                     break
@@ -427,7 +428,7 @@ try:
     # ---- --log-keep: a third gpuctld that removes logs 1 s after their job ended
     sock3, logs3 = os.path.join(work, "q3.sock"), os.path.join(work, "logs3")
     d3 = subprocess.Popen([GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q3.db"),
-                           "--queue-socket", sock3, "--log-dir", logs3, "--log-keep", "1s", "--gpuctl", GPUCTL],
+                           "--queue-socket", sock3, "--log-dir", logs3, "--log-keep", "1s"],
                           env=base_env, stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):

@@ -78,7 +78,7 @@ def start(*args, queue=True, node=None):
     """gpuctld (0.2 s samples; its queue in the work directory unless queue=False) once it listens
     (and serves its queue): (the process, its base URL)"""
     q = ["--queue-db", os.path.join(work, "q.db"), "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"),
-         "--gpuctl", GPUCTL] if queue else ["--no-queue"]
+        ] if queue else ["--no-queue"]
     d = subprocess.Popen([GPUCTLD, "--sim", node or NODE, "--listen", "127.0.0.1:0", "--interval", "0.2s", *q, *args],
                          env=env, stderr=subprocess.PIPE, text=True)
     log.clear()

@@ -4,9 +4,9 @@
  * the caller, the go pipe, the status record), now that `gpuctl run` has
  * no options for them.
  *
- *   runner-job GPUCTL LOG STATUS SLOT PLACED GO_FD -- CMD [ARG...]
+ *   runner-job RUNNER LOG STATUS SLOT PLACED GO_FD -- CMD [ARG...]
  *
- * Starts `GPUCTL --runner 3` over a socket pair, waits for its HELLO and
+ * Starts `RUNNER 3` (gpuctld-runner) over a socket pair, waits for its HELLO and
  * sends one request (lib/jobs/spawnreq.h): this process's uid, gid,
  * groups, working directory and environment; LOG, PLACED ("INDEX=UUID,…"),
  * the name "runner-job", STATUS and SLOT; CMD. The job's go pipe is this
@@ -56,7 +56,7 @@ static int next(int fd, struct spawnrec *r)
 int main(int argc, char **argv)
 {
 	if (argc < 9 || strcmp(argv[7], "--") != 0) {
-		fprintf(stderr, "usage: runner-job GPUCTL LOG STATUS SLOT PLACED GO_FD -- CMD [ARG...]\n");
+		fprintf(stderr, "usage: runner-job RUNNER LOG STATUS SLOT PLACED GO_FD -- CMD [ARG...]\n");
 		return 2;
 	}
 	int go = atoi(argv[6]);
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
 	/* the runner must not hold the go pipe: only the job, once the request has passed it */
 	fcntl(go, F_SETFD, FD_CLOEXEC);
-	char *rargv[] = {argv[1], (char *)"--runner", (char *)"3", NULL};
+	char *rargv[] = {argv[1], (char *)"3", NULL};
 	pid_t runner;
 	int e = posix_spawn(&runner, argv[1], &fa, NULL, rargv, environ);
 	posix_spawn_file_actions_destroy(&fa);

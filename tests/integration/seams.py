@@ -90,7 +90,7 @@ def check(name, cond, detail):
 
 def gpuctld_cmd(db, sock, logs="logs", *extra):
     return [GPUCTLD, "--sim", NODE, "--listen", "127.0.0.1:0", "--queue-db", db, "--queue-socket", sock,
-            "--log-dir", os.path.join(work, logs), "--gpuctl", GPUCTL, *extra]
+            "--log-dir", os.path.join(work, logs), *extra]
 
 
 daemons = []  # stopped at the end, whatever happened

@@ -40,7 +40,7 @@ def refused(*args):
     """a gpuctld (0.2 s samples, enforcing, its queue in the work directory) that must not start:
     (exit code, what it said)"""
     q = ["--queue-db", os.path.join(policy.work, "q.db"), "--queue-socket", policy.sock,
-         "--log-dir", os.path.join(policy.work, "logs"), "--gpuctl", GPUCTL]
+         "--log-dir", os.path.join(policy.work, "logs")]
     p = subprocess.run([GPUCTLD, "--sim", policy.NODE, "--interval", "0.2s", *q, *ACT, *args], env=policy.env,
                        capture_output=True, text=True, timeout=60)
     time.sleep(0.5)  # a signal it sent would have been delivered by now

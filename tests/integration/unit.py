@@ -172,7 +172,7 @@ try:
         os.chmod(run_dir, 0o1777)
     argv = shlex.split(last("ExecStart"))
     check("unit", argv and os.path.basename(argv[0]) == "gpuctld", f"ExecStart runs {argv[:1]}, not gpuctld")
-    argv = [GPUCTLD] + argv[1:] + ["--sim", NODE, "--gpuctl", GPUCTL, "--listen", "127.0.0.1:0"]
+    argv = [GPUCTLD] + argv[1:] + ["--sim", NODE, "--listen", "127.0.0.1:0"]
     # what the unit does to the credentials gpuctld (and so every job) inherits
     caps = [c.lower().removeprefix("cap_") for v in svc.get("CapabilityBoundingSet", []) for c in v.lstrip("~").split()]
     keep_only = any(not v.startswith("~") for v in svc.get("CapabilityBoundingSet", []))

@@ -205,7 +205,7 @@ try:
     # gpuctld with its queue: a job that runs, and one that waits for every GPU
     GPUCTLD = os.path.join(os.path.dirname(os.path.dirname(GPUCTL)), "daemon", "gpuctld")
     daemon = start([GPUCTLD, "--sim", H100, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
-                    "--queue-socket", QSOCK, "--log-dir", os.path.join(work, "logs"), "--gpuctl", GPUCTL])
+                    "--queue-socket", QSOCK, "--log-dir", os.path.join(work, "logs")])
     for _ in range(100):
         if os.path.exists(QSOCK):
             break

@@ -34,7 +34,7 @@ static struct spawnreq sample(void)
 	return (struct spawnreq){.uid = 1001, .gid = 1001, .ngroups = 3, .groups = groups_, .cwd = "/home/a/w",
 				 .log = "/var/lib/gpuctl/logs/12.log", .placed = "0=GPU-a,3=GPU-b", .name = "job-12",
 				 .status = "/var/lib/gpuctl/logs/user-1001.status", .slot = 0x100000012ull,
-				 .log_max = 0x240000000ull, .nopts = 2, .opts = opts_, .argc = 3, .argv = argv_, .envc = 2, .env = env_};
+				 .log_max = 0x240000000ull, .retries = 3, .nopts = 2, .opts = opts_, .argc = 3, .argv = argv_, .envc = 2, .env = env_};
 }
 
 /* the payload of an encoded request (after its header), in a buffer of its own */
@@ -73,6 +73,7 @@ static void test_round_trip(void **state)
 	assert_string_equal(out.status, "/var/lib/gpuctl/logs/user-1001.status");
 	assert_true(out.slot == 0x100000012ull);
 	assert_true(out.log_max == 0x240000000ull); /* 9 GiB: both halves */
+	assert_int_equal(out.retries, 3);
 	assert_int_equal(out.nopts, 2);
 	assert_string_equal(out.opts[0], "--spot");
 	assert_string_equal(out.opts[1], "--hang-timeout=10m");
@@ -153,43 +154,55 @@ static void test_status_slots(void **state)
 	assert_true(fd >= 0);
 	bool ran;
 	int st;
-	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL), 0); /* empty file */
-	assert_int_equal(jobstatus_write(fd, 5, true, 3, -1), 0);
-	assert_int_equal(jobstatus_write(fd, 6, false, 0, -1), 0);
-	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL), 1);
+	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL, NULL), 0); /* empty file */
+	assert_int_equal(jobstatus_write(fd, 5, true, 3, -1, 0), 0);
+	assert_int_equal(jobstatus_write(fd, 6, false, 0, -1, 0), 0);
+	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL, NULL), 1);
 	assert_true(ran);
 	assert_int_equal(st, 3);
-	assert_int_equal(jobstatus_read(fd, 6, &ran, &st, NULL), 1);
+	assert_int_equal(jobstatus_read(fd, 6, &ran, &st, NULL, NULL), 1);
 	assert_false(ran);
 	assert_int_equal(st, 0);
 	/* job 5 + JOBSTATUS_SLOTS shares job 5's slot: each sees only its own record */
 	int64_t other = 5 + JOBSTATUS_SLOTS;
-	assert_int_equal(jobstatus_read(fd, other, &ran, &st, NULL), 0);
-	assert_int_equal(jobstatus_write(fd, other, true, 255, -1), 0);
-	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL), 0);
-	assert_int_equal(jobstatus_read(fd, other, &ran, &st, NULL), 1);
+	assert_int_equal(jobstatus_read(fd, other, &ran, &st, NULL, NULL), 0);
+	assert_int_equal(jobstatus_write(fd, other, true, 255, -1, 0), 0);
+	assert_int_equal(jobstatus_read(fd, 5, &ran, &st, NULL, NULL), 0);
+	assert_int_equal(jobstatus_read(fd, other, &ran, &st, NULL, NULL), 1);
 	assert_int_equal(st, 255);
 	/* cleared before a start: nothing until written again */
 	assert_int_equal(jobstatus_clear(fd, 6), 0);
-	assert_int_equal(jobstatus_read(fd, 6, &ran, &st, NULL), 0);
+	assert_int_equal(jobstatus_read(fd, 6, &ran, &st, NULL, NULL), 0);
 	/* a record a user scribbled over: a status out of range says nothing */
 	char bad[JOBSTATUS_REC] = "7 1 300\n";
 	assert_int_equal(pwrite(fd, bad, sizeof bad, 7 * JOBSTATUS_REC), (ssize_t)sizeof bad);
-	assert_int_equal(jobstatus_read(fd, 7, &ran, &st, NULL), 0);
+	assert_int_equal(jobstatus_read(fd, 7, &ran, &st, NULL, NULL), 0);
 	/* how it ended, even at the largest id; a record without it (an older gpuctl run's): unknown */
 	int end = 0;
-	assert_int_equal(jobstatus_write(fd, INT64_MAX, true, 143, 2), 0);
-	assert_int_equal(jobstatus_read(fd, INT64_MAX, &ran, &st, &end), 1);
+	assert_int_equal(jobstatus_write(fd, INT64_MAX, true, 143, 2, 0), 0);
+	assert_int_equal(jobstatus_read(fd, INT64_MAX, &ran, &st, &end, NULL), 1);
 	assert_int_equal(st, 143);
 	assert_int_equal(end, 2);
 	char old[JOBSTATUS_REC] = "9 1 0\n";
 	assert_int_equal(pwrite(fd, old, sizeof old, 9 * JOBSTATUS_REC), (ssize_t)sizeof old);
-	assert_int_equal(jobstatus_read(fd, 9, &ran, &st, &end), 1);
+	unsigned retries = 7;
+	assert_int_equal(jobstatus_read(fd, 9, &ran, &st, &end, &retries), 1);
 	assert_int_equal(end, -1);
+	assert_int_equal(retries, 0);
+	/* the retries a job spent; beside the largest id with the longest end there is no room: 0 */
+	assert_int_equal(jobstatus_write(fd, 10, false, 1, 3, 42), 0);
+	assert_int_equal(jobstatus_read(fd, 10, &ran, &st, &end, &retries), 1);
+	assert_int_equal(retries, 42);
+	assert_int_equal(end, 3);
+	assert_int_equal(jobstatus_write(fd, INT64_MAX, true, 255, 99, 100000), 0);
+	assert_int_equal(jobstatus_read(fd, INT64_MAX, &ran, &st, &end, &retries), 1);
+	assert_int_equal(st, 255);
+	assert_int_equal(end, 99);
+	assert_int_equal(retries, 0);
 	close(fd);
 	/* a file open only for reading cannot take a record */
 	fd = open(path, O_RDONLY);
-	assert_int_equal(jobstatus_write(fd, 8, true, 0, -1), -1);
+	assert_int_equal(jobstatus_write(fd, 8, true, 0, -1, 0), -1);
 	close(fd);
 	assert_int_equal(tmpdir_remove(dir), 0);
 }

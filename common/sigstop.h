@@ -1,7 +1,7 @@
 /*
  * sigstop.h — the stop signals a front end waits on (SIGINT, SIGTERM, ...):
  * one catcher for gpuctl's verbs and gpuctld, which each had their own. A
- * helper of the tools (libgpuctl-cli, beside cli.c), not of the library:
+ * helper of the programs (common/, beside progerr.c), not of the library:
  * the library installs no signal handler (tests/docs/check-errors.py).
  * The handler only records the signal; the waiting code looks at
  * sigstop_last (and passes &sigstop_last as a job's `stop`). Handlers are

@@ -1,5 +1,5 @@
 /*
- * runner.c — `gpuctl --runner FD`, gpuctld's job runner (see runner.h).
+ * runner.c — gpuctld's job runner, `gpuctld-runner FD` (see runner.h).
  *
  * gpuctld starts it once (and again if it dies). It is single-threaded and
  * has loaded no GPU library when it forks: each child opens NVML (or the
@@ -11,7 +11,9 @@
  */
 #include "runner.h"
 
-#include "cli.h"
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "jobs/joblog.h"
 #include "jobs/spawnreq.h"
 #include "logwriter.h"
@@ -33,6 +35,17 @@
 #include <unistd.h>
 
 extern char **environ;
+
+void runner_err(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fputs("gpuctld-runner: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 /* all len bytes sent (out) or read: 0, or -1 at an error or end of file */
 static int full(int fd, char *buf, size_t len, bool out)
@@ -200,7 +213,7 @@ static int open_log(const struct spawnreq *r)
 		return fd;
 	if (fd >= 0)
 		close(fd);
-	cli_err("runner: '%s' was left by another user or is not a plain file: removed, the job gets a new log",
+	runner_err("'%s' was left by another user or is not a plain file: removed, the job gets a new log",
 		r->log);
 	if (unlink(r->log) < 0)
 		return -1;
@@ -223,7 +236,7 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 	 */
 	int log = open_log(r);
 	if (log < 0 || fchown(log, r->uid, r->gid) < 0) {
-		cli_err("runner: cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
+		runner_err("cannot create the log '%s' for uid %u: %s", r->log, (unsigned)r->uid, strerror(errno));
 		_exit(126);
 	}
 	/*
@@ -236,14 +249,14 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 		const int shut[] = {fds[0], fds[1]};
 		if (logwriter_start(log, r->log_max, r->log, r->uid, r->gid, set_writer_title, (void *)r, shut, 2, &out,
 				    &ctl) < 0) {
-			cli_err("runner: cannot start the writer of the log '%s': %s", r->log, strerror(errno));
+			runner_err("cannot start the writer of the log '%s': %s", r->log, strerror(errno));
 			_exit(126);
 		}
 	}
 	/* the go pipe becomes SPAWNREQ_GO_FD, where the job waits for it (the log is on 1 and 2 before) */
 	if (dup2(fds[0], 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || dup2(fds[1], SPAWNREQ_GO_FD) < 0 ||
 	    (ctl >= 0 && dup3(ctl, 4, O_CLOEXEC) < 0)) {
-		cli_err("runner: cannot set up the job's files: %s", strerror(errno));
+		runner_err("cannot set up the job's files: %s", strerror(errno));
 		_exit(126);
 	}
 	close_range(ctl >= 0 ? 5 : 4, ~0u, 0); /* the received fds, the socket, the signalfd, the log */
@@ -254,12 +267,12 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 	}
 	if (setgroups(r->ngroups, r->groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
 	    setresuid(r->uid, r->uid, r->uid) < 0 || (r->uid != 0 && setuid(0) == 0)) {
-		cli_err("runner: cannot become the job's user (uid %u, gid %u): %s", (unsigned)r->uid, (unsigned)r->gid,
+		runner_err("cannot become the job's user (uid %u, gid %u): %s", (unsigned)r->uid, (unsigned)r->gid,
 			strerror(errno));
 		_exit(126);
 	}
 	if (chdir(r->cwd) < 0) {
-		cli_err("runner: cannot enter the job's working directory '%s': %s", r->cwd, strerror(errno));
+		runner_err("cannot enter the job's working directory '%s': %s", r->cwd, strerror(errno));
 		_exit(126);
 	}
 	environ = r->env;
@@ -330,9 +343,9 @@ int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnr
 	long fd = strtol(arg, &end, 10);
 	struct stat st;
 	if (!*arg || *end || errno || fd < 0 || fd > 1023 || fstat((int)fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		cli_err("invalid --runner '%s' (expected the socket gpuctld passes, as a file descriptor from 0 to 1023)",
-			arg);
-		return EXIT_USAGE;
+		runner_err("invalid socket '%s' (expected the one gpuctld passes, as a file descriptor from 0 to 1023: "
+			   "gpuctld-runner is gpuctld's, not for use by hand)", arg);
+		return 2;
 	}
 	int sock = (int)fd;
 	title_area(argv);
@@ -342,16 +355,16 @@ int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnr
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0 || send_rec(sock, SPAWNREC_HELLO, 0, (int)SPAWNREQ_MAGIC) < 0) {
-		cli_err("runner: cannot start: %s", strerror(errno));
-		return EXIT_FAIL;
+		runner_err("cannot start: %s", strerror(errno));
+		return 1;
 	}
 	for (;;) {
 		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			cli_err("runner: poll: %s", strerror(errno));
-			return EXIT_FAIL;
+			runner_err("poll: %s", strerror(errno));
+			return 1;
 		}
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
@@ -362,11 +375,11 @@ int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnr
 		if (p[0].revents) {
 			int eof = 0;
 			if (serve_one(sock, sfd, job_fn, &eof) < 0) {
-				cli_err("runner: gpuctld sent a broken request or went away mid-request");
-				return EXIT_FAIL;
+				runner_err("gpuctld sent a broken request or went away mid-request");
+				return 1;
 			}
 			if (eof)
-				return EXIT_OK; /* gpuctld is gone: the children run on without us */
+				return 0; /* gpuctld is gone: the children run on without us */
 		}
 	}
 }
