@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"               [--threads N]\n"
 		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
 		"               --log-dir DIR --log-keep DUR --log-max-size SIZE --log-user-max SIZE --job-keep DUR\n"
-		"               --gpuctl PATH --admin-group GROUP\n"
+		"               --admin-group GROUP\n"
 		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
 		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
 		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"

@@ -23,14 +23,8 @@ static bool can_use(const struct dispatch_job *j, size_t g)
 	return !j->eligible || j->eligible[g];
 }
 
-static int by_index(const void *a, const void *b)
-{
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-	return (x > y) - (x < y);
-}
-
 size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		     const unsigned *rank, struct dispatch_start *out, size_t max, size_t *left)
+		  struct dispatch_start *out, size_t max, size_t *left)
 {
 	if (left) {
 		*left = 0;
@@ -65,14 +59,11 @@ size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_f
 			struct dispatch_start *s = &out[k++];
 			s->id = j->id;
 			s->n = 0;
-			for (size_t i2 = 0; i2 < ngpu && s->n < j->ngpus; i2++) {
-				size_t g = rank && rank[i2] < ngpu ? rank[i2] : i2;
+			for (size_t g = 0; g < ngpu && s->n < j->ngpus; g++)
 				if (can_use(j, g) && avail[g]) {
 					avail[g] = false;
 					s->gpus[s->n++] = (unsigned)g;
 				}
-			}
-			qsort(s->gpus, s->n, sizeof s->gpus[0], by_index);
 			continue;
 		}
 		/* one that will not wait, or that waits on GPUs its own user holds, holds nothing */

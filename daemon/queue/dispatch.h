@@ -38,9 +38,8 @@ struct dispatch_start {
 
 /*
  * jobs[n] (any order; only ones ready to run: their --after jobs are done),
- * is_free[ngpu] the GPUs free now, rank[ngpu] every GPU index in the order a
- * job takes them (select_rank's: gpuctl run's preference; NULL: by index).
- * Writes the jobs to start into out[max] and returns how many. A job asking for more GPUs than it could ever get
+ * is_free[ngpu] the GPUs free now. Writes the jobs to start into out[max] and
+ * returns how many. A job asking for more GPUs than it could ever get
  * (more than ngpu, or than its eligible GPUs) never starts and blocks
  * nothing; the caller fails it.
  *
@@ -51,5 +50,5 @@ struct dispatch_start {
  * nothing starts and *left is the number of free GPUs.
  */
 size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		     const unsigned *rank, struct dispatch_start *out, size_t max, size_t *left);
+		  struct dispatch_start *out, size_t max, size_t *left);
 #endif

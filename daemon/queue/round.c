@@ -803,11 +803,7 @@ static void dispatch(struct queue *q)
 			}
 		memcpy(sj + ns, line, nline * sizeof *line);
 		ns += nline;
-		/* a job's GPUs taken in gpuctl run's order of preference (select_rank), so that it lands where
-		   gpuctl run would have put it */
-		unsigned order[MAX_GPUS];
-		bool ranked = now.view.ngpus == ngpu && select_rank(&now.view, order) == GC_OK;
-		k = dispatch_plan(sj, ns, is_free, ngpu, ranked ? order : NULL, out, MAX_GPUS, &left);
+		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
 		/* the starts refer to own[] no more */
 		for (size_t i = 0; i < ns; i++)
 			sj[i].own = NULL;

@@ -529,20 +529,6 @@ static struct cand cand_of(const gc_snapshot *s, size_t i)
 	};
 }
 
-int select_rank(const gc_snapshot *s, unsigned *order)
-{
-	struct cand *c = malloc((s->ngpus ? s->ngpus : 1) * sizeof *c);
-	if (!c)
-		return GC_ENOMEM;
-	for (size_t i = 0; i < s->ngpus; i++)
-		c[i] = cand_of(s, i);
-	qsort(c, s->ngpus, sizeof *c, cand_rank_cmp);
-	for (size_t i = 0; i < s->ngpus; i++)
-		order[i] = (unsigned)c[i].pos;
-	free(c);
-	return GC_OK;
-}
-
 int select_pick(const gc_snapshot *s, const struct select_request *r, const bool *leased, unsigned *out)
 {
 	if (!s || !r || !out || r->n == 0)

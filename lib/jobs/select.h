@@ -135,14 +135,6 @@ size_t select_eligible(const gc_snapshot *s, const struct select_request *r, con
 int select_pick(const gc_snapshot *s, const struct select_request *r, const bool *leased, unsigned *out);
 
 /*
- * Every GPU of s, best first by select_pick's rank (most free memory, then
- * least utilized, then GPU 0 last, then lower index), into order[s->ngpus]:
- * gpuctld's dispatch takes a queued job's GPUs in this order, so a queued
- * job lands where `gpuctl run` would put it. GC_OK or GC_ENOMEM.
- */
-int select_rank(const gc_snapshot *s, unsigned *order);
-
-/*
  * The GPUs a list names, as --gpus, --exclude and -i take it ("0,2",
  * "GPU-8ab3…", "18:00.0", mixed; for opt, the option named in the
  * message): which[s->ngpus] set for each. GC_OK; GC_EINVAL with a one-line

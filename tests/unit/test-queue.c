@@ -404,7 +404,7 @@ static void test_sched_fair_share(void **state)
 		{.id = 4, .ngpus = 1, .share = 20.0, .priority = 1},
 	};
 	struct dispatch_start out[4];
-	size_t k = dispatch_plan(jobs, 4, free, 2, NULL, out, 4, NULL);
+	size_t k = dispatch_plan(jobs, 4, free, 2, out, 4, NULL);
 	assert_int_equal(k, 2);
 	assert_int_equal(out[0].id, 4);
 	assert_int_equal(out[1].id, 3);
@@ -412,7 +412,7 @@ static void test_sched_fair_share(void **state)
 	for (size_t i = 0; i < 4; i++)
 		jobs[i].share = 0;
 	jobs[3].priority = 0;
-	k = dispatch_plan(jobs, 4, free, 2, NULL, out, 4, NULL);
+	k = dispatch_plan(jobs, 4, free, 2, out, 4, NULL);
 	assert_int_equal(out[0].id, 1);
 	assert_int_equal(out[1].id, 2);
 }
@@ -429,7 +429,7 @@ static void test_sched_order_and_filters(void **state)
 		{.id = 4, .priority = 0, .ngpus = 9},               /* never fits: ignored, blocks nothing */
 	};
 	struct dispatch_start out[8];
-	size_t k = dispatch_plan(jobs, 4, free, 8, NULL, out, 8, NULL);
+	size_t k = dispatch_plan(jobs, 4, free, 8, out, 8, NULL);
 	assert_int_equal(k, 3);
 	assert_int_equal(out[0].id, 2); /* priority first */
 	assert_int_equal(out[0].gpus[0], 0);
@@ -452,14 +452,14 @@ static void test_sched_order_and_filters(void **state)
 		{.id = 13, .ngpus = 1},
 	};
 	size_t left;
-	k = dispatch_plan(blocked, 4, free2, 8, NULL, out, 8, &left);
+	k = dispatch_plan(blocked, 4, free2, 8, out, 8, &left);
 	assert_int_equal(left, 0); /* 0 and 1 held for job 10, 6 and 7 taken */
 	assert_int_equal(k, 2);
 	assert_int_equal(out[0].id, 11);
 	assert_int_equal(out[0].gpus[0], 6);
 	assert_int_equal(out[1].id, 12);
 	assert_int_equal(out[1].gpus[0], 7);
-	assert_int_equal(dispatch_plan(blocked, 4, free2, 8, NULL, out, 0, NULL), 0);
+	assert_int_equal(dispatch_plan(blocked, 4, free2, 8, out, 0, NULL), 0);
 }
 
 static int by_order(const void *a, const void *b)
@@ -496,10 +496,10 @@ static void test_sched_prefix(void **state)
 		}
 		qsort(q, NJ, sizeof q[0], by_order);
 		struct dispatch_start all[NG], part[NG];
-		size_t ka = dispatch_plan(q, NJ, free, NG, NULL, all, NG, NULL), kp = 0, left = 0;
+		size_t ka = dispatch_plan(q, NJ, free, NG, all, NG, NULL), kp = 0, left = 0;
 		for (size_t limit = 1;; limit *= 2) {
 			size_t m = limit < NJ ? limit : NJ;
-			kp = dispatch_plan(q, m, free, NG, NULL, part, NG, &left);
+			kp = dispatch_plan(q, m, free, NG, part, NG, &left);
 			if (left == 0 || m == NJ)
 				break;
 		}
@@ -549,7 +549,7 @@ static void test_sched_no_starvation(void **state)
 			if (q[i].start < 0)
 				sj[ns++] = (struct dispatch_job){.id = q[i].id, .ngpus = q[i].ngpus};
 		struct dispatch_start out[NG];
-		size_t k = dispatch_plan(sj, ns, free, NG, NULL, out, NG, NULL);
+		size_t k = dispatch_plan(sj, ns, free, NG, out, NG, NULL);
 		for (size_t s = 0; s < k; s++)
 			for (size_t i = 0; i < nq; i++)
 				if (q[i].id == out[s].id) {
