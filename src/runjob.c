@@ -1,30 +1,23 @@
 /*
  * runjob.c — the life of a job shared by `gpuctl run` and `gpuctl launch`
- * (see runjob.h): lease GPUs — waiting in line with --wait — then run the
+ * (see runjob.h), lived by the library's job_exec (lib/jobs/exec.h); this
+ * file checks the options, prints what it is told and maps the end to an
+ * exit code: lease GPUs — waiting in line with --wait — then run the
  * command, no shell in between, in its own process group, with
  * CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID set; forward
  * SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, and exit with its status (128+N when
  * a signal N ended it). The lease files pass to the command, so its GPUs
  * stay leased for exactly as long as any process of the job lives.
  */
-#include "util/clock.h"
 #include "runjob.h"
-#include <getopt.h>
-#include "jobs/jobstatus.h"
 #include "jobs/exec.h"
 #include "util/shquote.h"
 #include "sigstop.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 /* while waiting in line: a signal ends the wait */
 static void catch_signals(void)
