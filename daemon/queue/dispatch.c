@@ -23,8 +23,36 @@ static bool can_use(const struct dispatch_job *j, size_t g)
 	return !j->eligible || j->eligible[g];
 }
 
+/* start j on n of the usable GPUs: choose's answer when it is sound, else the lowest indices */
+static void place(const struct dispatch_job *j, bool *usable, size_t ngpu, dispatch_choose_fn choose, void *arg,
+		  struct dispatch_start *s)
+{
+	s->id = j->id;
+	s->n = 0;
+	unsigned want[64];
+	if (choose && choose(arg, j, usable, ngpu, want) == 0) {
+		unsigned taken = 0; /* cleared while checked: a GPU named twice fails too */
+		while (taken < j->ngpus && want[taken] < ngpu && usable[want[taken]])
+			usable[want[taken++]] = false;
+		bool ok = taken == j->ngpus;
+		for (unsigned k = 0; k < taken; k++)
+			usable[want[k]] = true;
+		for (size_t g = 0; ok && g < ngpu; g++) /* ascending */
+			for (unsigned k = 0; k < j->ngpus; k++)
+				if (want[k] == g) {
+					s->gpus[s->n++] = (unsigned)g;
+					break;
+				}
+		if (ok)
+			return;
+	}
+	for (size_t g = 0; g < ngpu && s->n < j->ngpus; g++)
+		if (usable[g])
+			s->gpus[s->n++] = (unsigned)g;
+}
+
 size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		  struct dispatch_start *out, size_t max, size_t *left)
+		     dispatch_choose_fn choose, void *arg, struct dispatch_start *out, size_t max, size_t *left)
 {
 	if (left) {
 		*left = 0;
@@ -34,10 +62,11 @@ size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_f
 	if (!n || !ngpu)
 		return 0;
 	const struct dispatch_job **v = malloc(n * sizeof *v);
-	bool *avail = malloc(ngpu * sizeof *avail);
-	if (!v || !avail) {
+	bool *avail = malloc(ngpu * sizeof *avail), *usable = malloc(ngpu * sizeof *usable);
+	if (!v || !avail || !usable) {
 		free(v);
 		free(avail);
+		free(usable);
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -57,13 +86,11 @@ size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_f
 			continue; /* can never run: not ours to hold GPUs for */
 		if (now >= j->ngpus) {
 			struct dispatch_start *s = &out[k++];
-			s->id = j->id;
-			s->n = 0;
-			for (size_t g = 0; g < ngpu && s->n < j->ngpus; g++)
-				if (can_use(j, g) && avail[g]) {
-					avail[g] = false;
-					s->gpus[s->n++] = (unsigned)g;
-				}
+			for (size_t g = 0; g < ngpu; g++)
+				usable[g] = can_use(j, g) && avail[g];
+			place(j, usable, ngpu, choose, arg, s);
+			for (unsigned x = 0; x < s->n; x++)
+				avail[s->gpus[x]] = false;
 			continue;
 		}
 		/* one that will not wait, or that waits on GPUs its own user holds, holds nothing */
@@ -81,5 +108,6 @@ size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_f
 	}
 	free(v);
 	free(avail);
+	free(usable);
 	return k;
 }

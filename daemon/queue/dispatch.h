@@ -30,6 +30,16 @@ struct dispatch_job {
 	bool nowait;              /* starts now or never: holds nothing for itself */
 };
 
+/*
+ * Which of the usable GPUs (usable[ngpu], at least j->ngpus set) job j starts
+ * on: writes j->ngpus indices into gpus[]. Returns 0, or -1 to take the
+ * lowest usable indices. gpuctld passes select_pick's ranking, so a queued
+ * job lands where gpuctl run would put it.
+ */
+struct dispatch_job;
+typedef int (*dispatch_choose_fn)(void *arg, const struct dispatch_job *j, const bool *usable, size_t ngpu,
+				  unsigned *gpus);
+
 struct dispatch_start {
 	int64_t id;
 	unsigned gpus[64];        /* GPU indices, ascending */
@@ -48,7 +58,11 @@ struct dispatch_start {
  * start either: the caller may plan a prefix of its queue (in priority, id
  * order) and look further only while *left > 0. When allocation fails,
  * nothing starts and *left is the number of free GPUs.
+ *
+ * choose (or NULL: the lowest indices) places each job that starts on GPUs
+ * it may use that are free and not held; its answer is checked, and one that
+ * names a GPU outside them, or twice, falls back to the lowest indices.
  */
 size_t dispatch_plan(const struct dispatch_job *jobs, size_t n, const bool *is_free, size_t ngpu,
-		  struct dispatch_start *out, size_t max, size_t *left);
+		     dispatch_choose_fn choose, void *arg, struct dispatch_start *out, size_t max, size_t *left);
 #endif

@@ -120,6 +120,28 @@ void round_job_eligible(const struct gpus_now *now, const struct select_request 
 		e[g] = why[g] == SELECT_OK && uuid_of(&now->view, g);
 }
 
+/*
+ * dispatch's placement: select_pick's ranking (most free memory, least busy,
+ * GPU 0 last, the best-linked set) over the GPUs dispatch left usable, so a
+ * queued job lands where gpuctl run would put it.
+ */
+static int choose_gpus(void *arg, const struct dispatch_job *j, const bool *usable, size_t ngpu, unsigned *gpus)
+{
+	const struct gpus_now *now = arg;
+	struct select_request r = {.n = j->ngpus, .max_util = -1, .shared = true, .allowed = usable};
+	if (ngpu != now->view.ngpus || select_pick(&now->view, &r, NULL, gpus) != 0)
+		return -1;
+	for (unsigned k = 0; k < j->ngpus; k++) { /* NVML indices to positions */
+		size_t g = 0;
+		while (g < ngpu && now->view.gpus[g].index != gpus[k])
+			g++;
+		if (g == ngpu)
+			return -1;
+		gpus[k] = (unsigned)g;
+	}
+	return 0;
+}
+
 /* ---- running jobs ------------------------------------------------------------- */
 
 /* strings of a JSON array, NULL-terminated, plus room for `extra` more; NULL on error */
@@ -803,7 +825,7 @@ static void dispatch(struct queue *q)
 			}
 		memcpy(sj + ns, line, nline * sizeof *line);
 		ns += nline;
-		k = dispatch_plan(sj, ns, is_free, ngpu, out, MAX_GPUS, &left);
+		k = dispatch_plan(sj, ns, is_free, ngpu, choose_gpus, &now, out, MAX_GPUS, &left);
 		/* the starts refer to own[] no more */
 		for (size_t i = 0; i < ns; i++)
 			sj[i].own = NULL;

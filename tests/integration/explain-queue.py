@@ -149,17 +149,15 @@ try:
     seen3 = {w: open(p).read().split() if os.path.exists(p) else [] for w, p in ways.items()}
     check("run, submit and Python: three attempts each, each on GPUs the ones before it did not use",
           all(len(v) == 3 and len(set(v)) == 3 for v in seen3.values()), (seen3, err_py[-300:]))
-    # gpuctl run and Python rank GPUs as gpuctl pick does (GPU 0 last); gpuctld's dispatch still takes the
-    # lowest index: the same GPUs once GPU 0 is set aside (issue 33's note says what is left)
-    check("run and Python: the same attempts on the same GPUs; submit: the same count, each on other GPUs",
-          seen3["run"] == seen3["python"] and len(seen3["submit"]) == len(seen3["run"]), seen3)
+    # all three rank GPUs as gpuctl pick does (select_pick: gpuctld's dispatch asks it too)
+    check("run, submit and Python: the same attempts on the same GPUs",
+          seen3["run"] == seen3["python"] == seen3["submit"], seen3)
     check("each ends failed after its 2 retries: run exit 1, the queued job failed (3 starts), Python's result",
           rc_run == 1 and "not retried: nccl-timeout again, and --max-restarts 2 retries were spent" in err_run
           and js["state"] == "failed" and js["starts"] == 3 and res.get("exit_code") == 1 and
           res.get("retries") == 2 and [a["gpus"] for a in res.get("attempts", [])] ==
           [[int(g)] for g in seen3["python"]], (rc_run, err_run[-300:], js, res))
-    print(f"one rule: run and Python ran the failing job on GPUs {' then '.join(seen3['run'])}, submit on "
-          f"{' then '.join(seen3['submit'])}")
+    print(f"one rule: run, submit and Python each ran the failing job on GPUs {' then '.join(seen3['run'])}")
     r = gpuctl("show", bad, "--json", user=B)
     check("B cannot see A's job or its diagnosis", r.returncode != 0 and "oom" not in r.stdout, (r.stdout, r.stderr))
 finally:

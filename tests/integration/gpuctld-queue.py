@@ -209,7 +209,8 @@ try:
     ua = pwd.getpwnam(A)
     check("identity", j and j["state"] == "done", f"job {job}: {j}")
     check("identity", f"uid={ua.pw_uid} gid={ua.pw_gid}" in text and GROUP in text and f"pwd={adir}" in text
-          and "secret=s3cr3t" in text and "gpus=0" in text, f"log: {text!r}")
+          and "secret=s3cr3t" in text and j is not None and len(j.get("gpus", [])) == 1
+          and f"gpus={j['gpus'][0]}\n" in text, f"log: {text!r}, job: {j}")
     st = os.stat(log) if os.path.exists(log) else None
     check("identity", st and st.st_uid == ua.pw_uid and (st.st_mode & 0o777) == 0o600, f"log owner/mode: {st}")
     lg = as_user(A, "logs", str(job))

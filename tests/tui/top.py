@@ -194,7 +194,9 @@ try:
     holder = start([GPUCTL, "--sim", H100, "run", "--gpus", "1", "--name", "holdjob", "--", "sleep", "120"])
     time.sleep(0.5)
     waiter = start([GPUCTL, "--sim", H100, "run", "--gpus", "1", "--wait", "--name", "waitjob", "--", "true"])
-    stray = start([HOLD, "--gpu", "6", "--mem", "1G", "--", "sleep", "120"])
+    # (2G: more than the tree's 1.5G on GPU 0, so that gpuctld, ranking GPUs as gpuctl run does, most memory
+    # free first, puts qrun, below, on GPU 0 and leaves the stray's GPU under no lease)
+    stray = start([HOLD, "--gpu", "6", "--mem", "2G", "--", "sleep", "120"])
     tree = start([HOLD, "--gpu", "0", "--mem", "1G", "--", "sh", "-c",
                   "%s --gpu 0 --mem 512M -- sleep 120; true" % HOLD])
     # a job of two workers, one on each of its two GPUs (which alice uses too), under a shell on none

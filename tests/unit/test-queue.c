@@ -404,7 +404,7 @@ static void test_sched_fair_share(void **state)
 		{.id = 4, .ngpus = 1, .share = 20.0, .priority = 1},
 	};
 	struct dispatch_start out[4];
-	size_t k = dispatch_plan(jobs, 4, free, 2, out, 4, NULL);
+	size_t k = dispatch_plan(jobs, 4, free, 2, NULL, NULL, out, 4, NULL);
 	assert_int_equal(k, 2);
 	assert_int_equal(out[0].id, 4);
 	assert_int_equal(out[1].id, 3);
@@ -412,7 +412,7 @@ static void test_sched_fair_share(void **state)
 	for (size_t i = 0; i < 4; i++)
 		jobs[i].share = 0;
 	jobs[3].priority = 0;
-	k = dispatch_plan(jobs, 4, free, 2, out, 4, NULL);
+	k = dispatch_plan(jobs, 4, free, 2, NULL, NULL, out, 4, NULL);
 	assert_int_equal(out[0].id, 1);
 	assert_int_equal(out[1].id, 2);
 }
@@ -429,7 +429,7 @@ static void test_sched_order_and_filters(void **state)
 		{.id = 4, .priority = 0, .ngpus = 9},               /* never fits: ignored, blocks nothing */
 	};
 	struct dispatch_start out[8];
-	size_t k = dispatch_plan(jobs, 4, free, 8, out, 8, NULL);
+	size_t k = dispatch_plan(jobs, 4, free, 8, NULL, NULL, out, 8, NULL);
 	assert_int_equal(k, 3);
 	assert_int_equal(out[0].id, 2); /* priority first */
 	assert_int_equal(out[0].gpus[0], 0);
@@ -452,14 +452,58 @@ static void test_sched_order_and_filters(void **state)
 		{.id = 13, .ngpus = 1},
 	};
 	size_t left;
-	k = dispatch_plan(blocked, 4, free2, 8, out, 8, &left);
+	k = dispatch_plan(blocked, 4, free2, 8, NULL, NULL, out, 8, &left);
 	assert_int_equal(left, 0); /* 0 and 1 held for job 10, 6 and 7 taken */
 	assert_int_equal(k, 2);
 	assert_int_equal(out[0].id, 11);
 	assert_int_equal(out[0].gpus[0], 6);
 	assert_int_equal(out[1].id, 12);
 	assert_int_equal(out[1].gpus[0], 7);
-	assert_int_equal(dispatch_plan(blocked, 4, free2, 8, out, 0, NULL), 0);
+	assert_int_equal(dispatch_plan(blocked, 4, free2, 8, NULL, NULL, out, 0, NULL), 0);
+}
+
+/* a placement that takes the highest usable GPUs; "bad" names GPU 0 twice */
+static int choose_high(void *arg, const struct dispatch_job *j, const bool *usable, size_t ngpu, unsigned *gpus)
+{
+	if (arg) {
+		for (unsigned k = 0; k < j->ngpus; k++)
+			gpus[k] = 0;
+		return 0;
+	}
+	unsigned n = 0;
+	for (size_t g = ngpu; g-- > 0 && n < j->ngpus;)
+		if (usable[g])
+			gpus[n++] = (unsigned)g;
+	return 0;
+}
+
+/* dispatch places a start where choose says, in ascending order, and never on a GPU it was not offered */
+static void test_sched_choose(void **state)
+{
+	(void)state;
+	bool free[6] = {true, true, false, true, true, true};
+	bool not5[6] = {true, true, true, true, true, false};
+	struct dispatch_job jobs[] = {
+		{.id = 1, .ngpus = 2, .eligible = not5},
+		{.id = 2, .ngpus = 1},
+	};
+	struct dispatch_start out[4];
+	size_t left;
+	size_t k = dispatch_plan(jobs, 2, free, 6, choose_high, NULL, out, 4, &left);
+	assert_int_equal(k, 2);
+	assert_int_equal(out[0].n, 2);
+	assert_int_equal(out[0].gpus[0], 3); /* 5 is not its to use, 2 is not free */
+	assert_int_equal(out[0].gpus[1], 4);
+	assert_int_equal(out[1].gpus[0], 5);
+	assert_int_equal(left, 2);
+	/* a chooser that names one GPU twice: the lowest free indices instead */
+	int bad = 1;
+	k = dispatch_plan(jobs, 2, free, 6, choose_high, &bad, out, 4, NULL);
+	assert_int_equal(k, 2);
+	assert_int_equal(out[0].gpus[0], 0);
+	assert_int_equal(out[0].gpus[1], 1);
+	assert_int_equal(out[1].n, 1);
+	assert_int_equal(out[1].gpus[0], 3); /* job 2: 0 and 1 are taken; a bad 0 falls back to 3 */
 }
 
 static int by_order(const void *a, const void *b)
@@ -496,10 +540,10 @@ static void test_sched_prefix(void **state)
 		}
 		qsort(q, NJ, sizeof q[0], by_order);
 		struct dispatch_start all[NG], part[NG];
-		size_t ka = dispatch_plan(q, NJ, free, NG, all, NG, NULL), kp = 0, left = 0;
+		size_t ka = dispatch_plan(q, NJ, free, NG, NULL, NULL, all, NG, NULL), kp = 0, left = 0;
 		for (size_t limit = 1;; limit *= 2) {
 			size_t m = limit < NJ ? limit : NJ;
-			kp = dispatch_plan(q, m, free, NG, part, NG, &left);
+			kp = dispatch_plan(q, m, free, NG, NULL, NULL, part, NG, &left);
 			if (left == 0 || m == NJ)
 				break;
 		}
@@ -549,7 +593,7 @@ static void test_sched_no_starvation(void **state)
 			if (q[i].start < 0)
 				sj[ns++] = (struct dispatch_job){.id = q[i].id, .ngpus = q[i].ngpus};
 		struct dispatch_start out[NG];
-		size_t k = dispatch_plan(sj, ns, free, NG, out, NG, NULL);
+		size_t k = dispatch_plan(sj, ns, free, NG, NULL, NULL, out, NG, NULL);
 		for (size_t s = 0; s < k; s++)
 			for (size_t i = 0; i < nq; i++)
 				if (q[i].id == out[s].id) {
@@ -576,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_store_migrates_v1),
 		cmocka_unit_test(test_store_head_and_rounds),
 		cmocka_unit_test(test_sched_order_and_filters),
+		cmocka_unit_test(test_sched_choose),
 		cmocka_unit_test(test_sched_fair_share),
 		cmocka_unit_test(test_sched_prefix),
 		cmocka_unit_test(test_sched_no_starvation),
