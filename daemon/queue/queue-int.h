@@ -184,11 +184,11 @@ void round_gpus_sample(struct queue *q, struct gpus_now *g);
 void round_gpus_now(struct queue *q, struct gpus_now *g);
 void round_gpus_release(struct gpus_now *g);
 /* job j's GPU request (rq: its request JSON) as select.c takes it */
-void round_job_request(const struct job *j, const json_t *rq, struct select_request *r, bool excl[MAX_GPUS]);
+void round_job_request(const struct store_job *j, const json_t *rq, struct select_request *r, bool excl[MAX_GPUS]);
 /* the GPUs request r may use now, whether or not free: e[now->n] */
 void round_job_eligible(const struct gpus_now *now, const struct select_request *r, bool *e);
 /* are the jobs j runs --after done? *failed: one never will be */
-bool round_deps_state(struct queue *q, const struct job *j, bool *failed);
+bool round_deps_state(struct queue *q, const struct store_job *j, bool *failed);
 /* a new look at the queue: forget the states read before */
 void round_memo_forget(struct queue *q);
 /* what job id left in its status record: 1 with *ran, *code and *end (-1 unknown), 0 when nothing was written */
@@ -196,7 +196,7 @@ int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, i
 /* a running job whose gpuctl run is gone without a status: queued again (--requeue) or lost */
 void round_lost(struct queue *q, int64_t id, const char *when);
 /* a job still running after a restart, not our child: its end is seen through its pidfd */
-void round_adopt(struct queue *q, const struct job *j);
+void round_adopt(struct queue *q, const struct store_job *j);
 /* SIGTERM to running job id, recorded as cancelled: false when it is not ours */
 bool round_cancel(struct queue *q, int64_t id);
 /* run[i]'s pidfd is readable (or it has none): has it ended? */
@@ -423,14 +423,14 @@ bool queue_log_made(const struct queue *q, int64_t id);
 void queue_status_path(const struct queue *q, uid_t uid, char *buf, size_t len);
 
 /*
- * diagnose.c: failed job id explained from its log's tail: a JSON array of
+ * findings.c: failed job id explained from its log's tail: a JSON array of
  * findings ({class, id, title, numbers, cause, fix}, at most 3), NULL when
  * nothing is recognised; the first one's class in cls ("unknown" then).
  */
-json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen);
+json_t *findings_of_job(struct queue *q, int64_t id, char *cls, size_t clslen);
 /* A line in job id's log (uid's regular file) saying it was queued again and why: the next start's
  * diagnosis reads only what comes after it. */
-void diagnose_mark(const struct queue *q, int64_t id, uid_t uid, const char *why);
-void diagnose_free(struct queue *q);
+void findings_mark(const struct queue *q, int64_t id, uid_t uid, const char *why);
+void findings_free(struct queue *q);
 
 #endif

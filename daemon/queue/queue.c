@@ -302,6 +302,6 @@ void queue_stop(struct queue *q)
 		close(q->nullfd);
 	store_close(q->st);
 	view_free(&q->view);
-	diagnose_free(q);
+	findings_free(q);
 	free(q);
 }

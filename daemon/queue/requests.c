@@ -37,19 +37,19 @@ static json_t *gpu_list_json(const char *gpus)
 	return a;
 }
 
-static json_t *job_json(const struct job *j)
+static json_t *queue_job_json(const struct store_job *j)
 {
 	json_t *argv = json_loads(j->argv, 0, NULL);
 	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:i, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:o, s:s, s:i}",
 			      "id", (json_int_t)j->id, "user", j->user, "uid", (json_int_t)j->uid, "name", j->name,
 			      "priority", j->priority, "gpus_requested", (int)j->ngpus,
-			      "state", job_state_name(j->state), "argv", argv ? argv : json_array(), "cwd", j->cwd,
+			      "state", store_state_name(j->state), "argv", argv ? argv : json_array(), "cwd", j->cwd,
 			      "submitted_ms", (json_int_t)j->submitted_ms, "started_ms", (json_int_t)j->started_ms,
 			      "ended_ms", (json_int_t)j->ended_ms, "gpus", gpu_list_json(j->gpus), "reason", j->reason,
 			      "starts", (int)j->starts);
-	if (o && job_state_final(j->state) && j->state != JOB_CANCELLED)
+	if (o && store_state_final(j->state) && j->state != STORE_CANCELLED)
 		json_object_set_new(o, "exit_code", json_integer(j->exit_code));
-	if (o && j->state == JOB_RUNNING && j->pid > 0)
+	if (o && j->state == STORE_RUNNING && j->pid > 0)
 		json_object_set_new(o, "pid", json_integer(j->pid)); /* its gpuctl run */
 	if (o && j->after)
 		json_object_set_new(o, "after", json_string(j->after));
@@ -96,9 +96,9 @@ static int strings(json_t *a, size_t max)
 /* ---- why a queued job waits ------------------------------------------------------- */
 
 /* a queued job's reason, as Slurm's squeue REASON column: "pending" (one word) and "pending_reason" */
-static void add_pending_reason(struct queue *q, const struct gpus_now *now, const struct job *j, json_t *o)
+static void add_pending_reason(struct queue *q, const struct gpus_now *now, const struct store_job *j, json_t *o)
 {
-	if (!o || j->state != JOB_QUEUED)
+	if (!o || j->state != STORE_QUEUED)
 		return;
 	char why[300];
 	const char *word;
@@ -180,11 +180,11 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	/* each job it waits for must exist and be the submitter's to see (else "no job N", as show says) */
 	for (const char *p = after; p && *p;) {
 		long long id = strtoll(p, NULL, 10);
-		struct job d;
+		struct store_job d;
 		int r = id > 0 ? store_get(q->st, id, &d) : 0;
 		bool visible = r == 1 && (d.uid == c->uid || clients_is_admin(&q->clients, c->uid, c->gid));
 		if (r == 1)
-			job_release(&d);
+			store_job_release(&d);
 		if (r < 0)
 			return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
 		if (!visible)
@@ -221,7 +221,7 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	/* a request no GPU of this machine can ever meet is refused now, not left waiting forever */
 	struct gpus_now now;
 	round_gpus_sample(q, &now);
-	struct job asked = {.ngpus = (unsigned)n};
+	struct store_job asked = {.ngpus = (unsigned)n};
 	struct select_request sr;
 	bool excl[MAX_GPUS];
 	round_job_request(&asked, req, &sr, excl);
@@ -244,7 +244,7 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 	char pwbuf[4096];
 	if (getpwuid_r(c->uid, &pw, pwbuf, sizeof pwbuf, &res) != 0 || !res)
 		return requests_fail("uid %u has no passwd entry: jobs run as a named user", (unsigned)c->uid);
-	struct job j;
+	struct store_job j;
 	memset(&j, 0, sizeof j);
 	j.uid = c->uid;
 	j.gid = pw.pw_gid;
@@ -301,7 +301,7 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 	bool all = json_is_true(json_object_get(req, "all"));
 	bool admin = clients_is_admin(&q->clients, c->uid, c->gid);
 	json_int_t from = json_integer_value(json_object_get(req, "from"));
-	struct job *v;
+	struct store_job *v;
 	size_t n;
 	if (store_list(q->st, all, !admin, c->uid, from > 0 ? from : 0, LIST_PAGE, LIST_PAGE_BYTES, &v, &n) < 0)
 		return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
@@ -310,7 +310,7 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 	round_gpus_now(q, &now);
 	size_t bytes = 0, i;
 	for (i = 0; i < n; i++) {
-		json_t *o = job_json(&v[i]);
+		json_t *o = queue_job_json(&v[i]);
 		add_pending_reason(q, &now, &v[i], o);
 		json_array_append_new(a, o);
 		bytes += strlen(v[i].argv);
@@ -325,7 +325,7 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 }
 
 /* the job, if c may see it; else an answer in *ans */
-static int own_job(struct queue *q, const struct client *c, json_t *req, struct job *j, json_t **ans)
+static int own_job(struct queue *q, const struct client *c, json_t *req, struct store_job *j, json_t **ans)
 {
 	json_int_t id = json_integer_value(json_object_get(req, "id"));
 	int r = id > 0 ? store_get(q->st, id, j) : 0;
@@ -336,7 +336,7 @@ static int own_job(struct queue *q, const struct client *c, json_t *req, struct 
 	/* another user's job is "no such job": its existence is not theirs to learn */
 	if (r == 0 || (j->uid != c->uid && !clients_is_admin(&q->clients, c->uid, c->gid))) {
 		if (r)
-			job_release(j);
+			store_job_release(j);
 		*ans = requests_fail("no job %lld (gpuctl queue lists yours)", (long long)id);
 		return -1;
 	}
@@ -345,14 +345,14 @@ static int own_job(struct queue *q, const struct client *c, json_t *req, struct 
 
 static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
 {
-	struct job j;
+	struct store_job j;
 	json_t *ans;
 	round_memo_forget(q);
 	if (own_job(q, c, req, &j, &ans) < 0)
 		return ans;
 	char log[4300];
 	queue_log_path(q, j.id, log, sizeof log);
-	json_t *o = job_json(&j);
+	json_t *o = queue_job_json(&j);
 	struct gpus_now now;
 	round_gpus_now(q, &now);
 	add_pending_reason(q, &now, &j, o);
@@ -366,30 +366,30 @@ static json_t *op_show(struct queue *q, const struct client *c, json_t *req)
 	else
 		json_decref(diag);
 	ans = json_pack("{s:b, s:o, s:s}", "ok", 1, "job", o, "log", log);
-	job_release(&j);
+	store_job_release(&j);
 	return ans;
 }
 
 static json_t *op_cancel(struct queue *q, const struct client *c, json_t *req)
 {
-	struct job j;
+	struct store_job j;
 	json_t *ans;
 	if (own_job(q, c, req, &j, &ans) < 0)
 		return ans;
 	char why[96];
 	snprintf(why, sizeof why, "cancelled by uid %u", (unsigned)c->uid);
-	if (j.state == JOB_QUEUED) {
+	if (j.state == STORE_QUEUED) {
 		int r = store_cancel(q->st, j.id, why, clock_real_ms());
 		ans = r == 1 ? json_pack("{s:b, s:s}", "ok", 1, "state", "cancelled")
 			     : requests_fail("job %lld has just started or ended; look again", (long long)j.id);
-	} else if (j.state == JOB_RUNNING) {
+	} else if (j.state == STORE_RUNNING) {
 		/* the supervisor forwards TERM to the job's process group */
 		ans = round_cancel(q, j.id) ? json_pack("{s:b, s:s}", "ok", 1, "state", "cancelling")
 					    : requests_fail("job %lld is not running under this gpuctld", (long long)j.id);
 	} else {
-		ans = requests_fail("job %lld has already ended (%s)", (long long)j.id, job_state_name(j.state));
+		ans = requests_fail("job %lld has already ended (%s)", (long long)j.id, store_state_name(j.state));
 	}
-	job_release(&j);
+	store_job_release(&j);
 	q->round.dirty = q->round.deps_dirty = true;
 	return ans;
 }

@@ -218,7 +218,7 @@ void retention_recover(struct queue *q)
 {
 	/* a page at a time: the queued jobs' command lines need not all be in memory at once */
 	for (int64_t from = 0;;) {
-		struct job *v;
+		struct store_job *v;
 		size_t n;
 		if (store_list(q->st, false, false, 0, from, 256, 0, &v, &n) < 0)
 			return;
@@ -228,7 +228,7 @@ void retention_recover(struct queue *q)
 		}
 		from = v[n - 1].id;
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].state != JOB_RUNNING)
+			if (v[i].state != STORE_RUNNING)
 				continue;
 			uint64_t ps = v[i].pid > 0 ? queue_proc_start(v[i].pid) : 0;
 			bool alive = ps != 0 && ps == v[i].pid_start;
@@ -244,7 +244,7 @@ void retention_recover(struct queue *q)
 					queue_log("job %lld never started before gpuctld stopped: queued again", (long long)v[i].id);
 				} else if (st) {
 					/* it ended while gpuctld was away and left its status */
-					store_finish(q->st, v[i].id, code == 0 ? JOB_DONE : JOB_FAILED, code,
+					store_finish(q->st, v[i].id, code == 0 ? STORE_DONE : STORE_FAILED, code,
 						     code ? "exit status left while gpuctld was away" : "", clock_real_ms());
 				} else {
 					round_lost(q, v[i].id, "while gpuctld was away");

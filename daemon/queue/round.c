@@ -88,7 +88,7 @@ void round_gpus_release(struct gpus_now *g)
  * select.c takes it: the queue asks select_could and select_eligible, the
  * rules gpuctl run and gpuctl pick decide by. rq is the job's request JSON.
  */
-void round_job_request(const struct job *j, const json_t *rq, struct select_request *r, bool excl[MAX_GPUS])
+void round_job_request(const struct store_job *j, const json_t *rq, struct select_request *r, bool excl[MAX_GPUS])
 {
 	json_int_t minfree = json_integer_value(json_object_get(rq, "min_free_mem"));
 	memset(r, 0, sizeof *r);
@@ -184,26 +184,26 @@ int round_read_status(const struct queue *q, uid_t uid, int64_t id, bool *ran, i
  * job id's new state as an event (notify.h): job.started, job.ended (done,
  * cancelled), job.preempted (stopped by a spot notice) or job.failed
  */
-static void job_event(struct queue *q, int64_t id, bool preempted, json_t *diagnosis)
+static void queue_job_event(struct queue *q, int64_t id, bool preempted, json_t *diagnosis)
 {
-	struct job j;
+	struct store_job j;
 	if (!q->o.notify || store_get(q->st, id, &j) != 1)
 		return;
-	const char *ev = j.state == JOB_RUNNING ? "job.started"
+	const char *ev = j.state == STORE_RUNNING ? "job.started"
 			 : preempted ? "job.preempted"
-			 : j.state == JOB_DONE || j.state == JOB_CANCELLED ? "job.ended" : "job.failed";
+			 : j.state == STORE_DONE || j.state == STORE_CANCELLED ? "job.ended" : "job.failed";
 	char text[400], name[80] = "";
 	if (j.name[0])
 		snprintf(name, sizeof name, " '%s'", j.name);
-	if (j.state == JOB_RUNNING)
+	if (j.state == STORE_RUNNING)
 		snprintf(text, sizeof text, "job %lld%s of %s started on GPU%s %s", (long long)j.id, name, j.user,
 			 strchr(j.gpus, ',') ? "s" : "", j.gpus);
 	else
 		snprintf(text, sizeof text, "job %lld%s of %s %s%s%s", (long long)j.id, name, j.user,
-			 j.state == JOB_DONE ? "ended" : job_state_name(j.state), j.reason[0] ? ": " : "", j.reason);
+			 j.state == STORE_DONE ? "ended" : store_state_name(j.state), j.reason[0] ? ": " : "", j.reason);
 	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:s, s:s}", "id", (json_int_t)j.id, "user", j.user, "uid",
-			      (json_int_t)j.uid, "name", j.name, "state", job_state_name(j.state), "gpus", j.gpus);
-	if (o && j.state != JOB_RUNNING) {
+			      (json_int_t)j.uid, "name", j.name, "state", store_state_name(j.state), "gpus", j.gpus);
+	if (o && j.state != STORE_RUNNING) {
 		json_object_set_new(o, "exit_code", json_integer(j.exit_code));
 		json_object_set_new(o, "reason", json_string(j.reason));
 		json_object_set_new(o, "preempted", json_boolean(preempted));
@@ -211,7 +211,7 @@ static void job_event(struct queue *q, int64_t id, bool preempted, json_t *diagn
 			json_object_set(o, "diagnosis", diagnosis);
 	}
 	notify_event(q->o.notify, ev, text, o ? json_pack("{s:o}", "job", o) : NULL);
-	job_release(&j);
+	store_job_release(&j);
 }
 
 /*
@@ -221,14 +221,14 @@ static void job_event(struct queue *q, int64_t id, bool preempted, json_t *diagn
  */
 void round_lost(struct queue *q, int64_t id, const char *when)
 {
-	struct job j;
+	struct store_job j;
 	bool wants = false, again = false;
 	if (store_get(q->st, id, &j) == 1) {
 		json_t *rq = json_loads(j.request, 0, NULL);
 		wants = json_is_true(json_object_get(rq, "requeue"));
 		again = wants && j.starts < 5;
 		json_decref(rq);
-		job_release(&j);
+		store_job_release(&j);
 	}
 	char why[160];
 	snprintf(why, sizeof why, "lost %s (its gpuctl run was gone without an exit status)%s", when,
@@ -237,9 +237,9 @@ void round_lost(struct queue *q, int64_t id, const char *when)
 		queue_log("job %lld %s", (long long)id, why);
 		return;
 	}
-	store_finish(q->st, id, JOB_LOST, 1, why, clock_real_ms());
+	store_finish(q->st, id, STORE_LOST, 1, why, clock_real_ms());
 	queue_log("job %lld %s", (long long)id, why);
-	job_event(q, id, false, NULL);
+	queue_job_event(q, id, false, NULL);
 	q->round.deps_dirty = true;
 }
 
@@ -249,7 +249,7 @@ void round_lost(struct queue *q, int64_t id, const char *when)
  * submitted with --requeue is then queued again: the quarantine keeps it off
  * that GPU.
  */
-static bool failed_on_xid(struct queue *q, const struct job *j, char *why, size_t len)
+static bool failed_on_xid(struct queue *q, const struct store_job *j, char *why, size_t len)
 {
 	if (!q->round.leases || !j->gpus[0])
 		return false;
@@ -293,7 +293,7 @@ static unsigned request_retries(const json_t *rq)
  */
 static int retry_elsewhere(struct queue *q, int64_t id, const char *cls, unsigned spent)
 {
-	struct job j;
+	struct store_job j;
 	if (store_get(q->st, id, &j) != 1)
 		return 0;
 	int done = 0;
@@ -355,13 +355,13 @@ static int retry_elsewhere(struct queue *q, int64_t id, const char *cls, unsigne
 	if (nj && store_set_request(q->st, id, nj) == 0 && store_requeue(q->st, id, why) == 1) {
 		queue_log("job %lld %s", (long long)id, why);
 		(void)store_clear_diagnosis(q->st, id);
-		diagnose_mark(q, id, j.uid, why);
+		findings_mark(q, id, j.uid, why);
 		done = 1;
 	}
 	free(nj);
 out:
 	json_decref(rq);
-	job_release(&j);
+	store_job_release(&j);
 	return done;
 }
 
@@ -389,32 +389,32 @@ static void record_end(struct queue *q, struct fin *f)
 		 * lease, or gpuctl run refused it (another user's process on it).
 		 * Queue it again, but not forever: its log says why.
 		 */
-		struct job j;
+		struct store_job j;
 		unsigned starts = store_get(q->st, id, &j) == 1 ? j.starts : 0;
 		if (starts)
-			job_release(&j);
+			store_job_release(&j);
 		if (starts < 5 && store_requeue(q->st, id, "its GPUs were taken before it could lease them") == 1)
 			return;
 		code = code ? code : 1;
 	}
 	if (code != 0 && !f->cancelled) {
 		/* a failure on a GPU that an Xid has taken out meanwhile: the GPU's fault, not the job's */
-		struct job j;
+		struct store_job j;
 		if (store_get(q->st, id, &j) == 1) {
 			json_t *rq = json_loads(j.request, 0, NULL);
 			char xwhy[300];
 			bool again = json_is_true(json_object_get(rq, "requeue")) && j.starts < 5 &&
 				     failed_on_xid(q, &j, xwhy, sizeof xwhy);
 			json_decref(rq);
-			job_release(&j);
+			store_job_release(&j);
 			if (again && store_requeue(q->st, id, xwhy) == 1) {
 				queue_log("job %lld %s", (long long)id, xwhy);
-				diagnose_mark(q, id, f->uid, xwhy);
+				findings_mark(q, id, f->uid, xwhy);
 				return;
 			}
 		}
 	}
-	enum job_state s = f->cancelled ? JOB_CANCELLED : code == 0 ? JOB_DONE : JOB_FAILED;
+	enum store_state s = f->cancelled ? STORE_CANCELLED : code == 0 ? STORE_DONE : STORE_FAILED;
 	char why[96] = "";
 	if (f->cancelled)
 		snprintf(why, sizeof why, "cancelled while running");
@@ -427,11 +427,11 @@ static void record_end(struct queue *q, struct fin *f)
 		snprintf(why, sizeof why, "exit status %d", code);
 	/* a failure explained from its log: kept with the job, counted by class, told in the event */
 	json_t *diag = NULL;
-	if (s != JOB_FAILED)
+	if (s != STORE_FAILED)
 		(void)store_clear_diagnosis(q->st, id); /* an earlier start's, if any */
-	if (s == JOB_FAILED && !(end == SUPERVISE_END_PREEMPTED)) {
+	if (s == STORE_FAILED && !(end == SUPERVISE_END_PREEMPTED)) {
 		char cls[64];
-		diag = diagnose_job(q, id, cls, sizeof cls);
+		diag = findings_of_job(q, id, cls, sizeof cls);
 		char *dj = diag ? json_dumps(diag, JSON_COMPACT) : NULL;
 		if (dj && store_set_diagnosis(q->st, id, dj) < 0)
 			queue_log("job %lld's diagnosis could not be recorded: %s", (long long)id, store_errmsg(q->st));
@@ -445,18 +445,18 @@ static void record_end(struct queue *q, struct fin *f)
 	if (store_finish(q->st, id, s, code, why, clock_real_ms()) != 1)
 		queue_log("job %lld ended but could not be recorded: %s", (long long)id, store_errmsg(q->st));
 	else
-		job_event(q, id, !f->cancelled && end == SUPERVISE_END_PREEMPTED, diag);
+		queue_job_event(q, id, !f->cancelled && end == SUPERVISE_END_PREEMPTED, diag);
 	json_decref(diag);
-	q->round.deps_dirty |= s != JOB_DONE; /* the jobs waiting for it to succeed never will */
+	q->round.deps_dirty |= s != STORE_DONE; /* the jobs waiting for it to succeed never will */
 }
 
 /* inside the round's transaction: job id could not be started on gpus, and why; -1 */
 static int start_failed(struct queue *q, int64_t id, const char *gpus, const char *why)
 {
 	store_start(q->st, id, 0, 0, gpus, clock_real_ms());
-	store_finish(q->st, id, JOB_FAILED, 1, why, clock_real_ms());
+	store_finish(q->st, id, STORE_FAILED, 1, why, clock_real_ms());
 	queue_log("job %lld failed to start: %s", (long long)id, why);
-	job_event(q, id, false, NULL);
+	queue_job_event(q, id, false, NULL);
 	q->round.deps_dirty = true;
 	return -1;
 }
@@ -470,7 +470,7 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
  * and opens no NVML of its own. 0, or -1 (the job failed, or stays queued
  * when its start could not be recorded).
  */
-static int launch(struct queue *q, const struct job *j, const bool *g, const gc_snapshot *gs)
+static int launch(struct queue *q, const struct store_job *j, const bool *g, const gc_snapshot *gs)
 {
 	size_t ngpu = gs->ngpus;
 	char gpus[256], placed[MAX_GPUS * 100], name[80], log[4300], why[256] = "";
@@ -579,7 +579,7 @@ static int launch(struct queue *q, const struct job *j, const bool *g, const gc_
 		close(go[1]); /* it leaves without running anything; the runner reaps it */
 		return -1;
 	}
-	job_event(q, j->id, false, NULL);
+	queue_job_event(q, j->id, false, NULL);
 	struct running *r = &q->round.run[q->round.nrun++];
 	memset(r, 0, sizeof *r);
 	r->id = j->id;
@@ -630,7 +630,7 @@ void round_runner_down(void *arg)
 		q->round.run[i].child = false;
 }
 
-void round_adopt(struct queue *q, const struct job *j)
+void round_adopt(struct queue *q, const struct store_job *j)
 {
 	if (q->round.nrun == MAX_RUNNING)
 		return;
@@ -666,13 +666,13 @@ bool round_cancel(struct queue *q, int64_t id)
 /* ---- dispatch ----------------------------------------------------------------- */
 
 /* a job's state, through the memo: 1 found, 0 no such job, -1 error */
-static int dep_state(struct queue *q, int64_t id, enum job_state *st)
+static int dep_state(struct queue *q, int64_t id, enum store_state *st)
 {
 	size_t slot = (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 52); /* 12 bits: 4096 slots */
 	if (q->round.memo[slot].round == q->round.memo_round && q->round.memo[slot].id == id) {
 		if (q->round.memo[slot].state < 0)
 			return 0;
-		*st = (enum job_state)q->round.memo[slot].state;
+		*st = (enum store_state)q->round.memo[slot].state;
 		return 1;
 	}
 	int r = store_state(q->st, id, st);
@@ -700,7 +700,7 @@ static void memo_cancelled(struct queue *q, int64_t id)
 		q->round.memo[slot].round = q->round.memo_round - 1;
 }
 
-bool round_deps_state(struct queue *q, const struct job *j, bool *failed)
+bool round_deps_state(struct queue *q, const struct store_job *j, bool *failed)
 {
 	*failed = false;
 	if (!j->after)
@@ -708,11 +708,11 @@ bool round_deps_state(struct queue *q, const struct job *j, bool *failed)
 	bool ready = true;
 	for (const char *p = j->after; *p;) {
 		long long id = strtoll(p, NULL, 10);
-		enum job_state st = JOB_QUEUED;
+		enum store_state st = STORE_QUEUED;
 		int r = dep_state(q, id, &st);
-		if (r != 1 || (job_state_final(st) && st != JOB_DONE))
+		if (r != 1 || (store_state_final(st) && st != STORE_DONE))
 			*failed = true;
-		else if (st != JOB_DONE)
+		else if (st != STORE_DONE)
 			ready = false;
 		p += strcspn(p, ",");
 		if (*p)
@@ -724,7 +724,7 @@ bool round_deps_state(struct queue *q, const struct job *j, bool *failed)
 /* jobs waiting --after one that failed, was cancelled or does not exist: cancelled */
 static void cancel_orphans(struct queue *q)
 {
-	struct job *v;
+	struct store_job *v;
 	size_t n;
 	round_memo_forget(q);
 	if (store_brief(q->st, STORE_WAITING, SIZE_MAX, &v, &n) < 0)
@@ -773,7 +773,7 @@ static void dispatch(struct queue *q)
 	 * could start or can never run), read further. dispatch_plan over a prefix
 	 * starts what it would start over the whole queue once none are left.
 	 */
-	struct job *v = NULL;
+	struct store_job *v = NULL;
 	size_t n = 0, k = 0;
 	struct dispatch_job *sj = NULL;
 	bool *elig = NULL;
@@ -842,10 +842,10 @@ static void dispatch(struct queue *q)
 			grants_start(q, out[s].id, out[s].gpus, out[s].n, &now);
 			continue;
 		}
-		struct job j;
+		struct store_job j;
 		if (store_get(q->st, out[s].id, &j) == 1) {
 			launch(q, &j, g, &now.view);
-			job_release(&j);
+			store_job_release(&j);
 		}
 	}
 	free(sj);

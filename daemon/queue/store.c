@@ -123,22 +123,22 @@ static const char *const migrations[] = {
 
 static const char *const state_names[] = {"queued", "running", "done", "failed", "cancelled", "lost"};
 
-const char *job_state_name(enum job_state s)
+const char *store_state_name(enum store_state s)
 {
 	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : NULL;
 }
 
-bool job_state_final(enum job_state s)
+bool store_state_final(enum store_state s)
 {
-	return s == JOB_DONE || s == JOB_FAILED || s == JOB_CANCELLED || s == JOB_LOST;
+	return s == STORE_DONE || s == STORE_FAILED || s == STORE_CANCELLED || s == STORE_LOST;
 }
 
-static enum job_state state_of(const char *name)
+static enum store_state state_of(const char *name)
 {
 	for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
 		if (name && strcmp(name, state_names[i]) == 0)
-			return (enum job_state)i;
-	return JOB_LOST; /* the CHECK constraint makes this unreachable */
+			return (enum store_state)i;
+	return STORE_LOST; /* the CHECK constraint makes this unreachable */
 }
 
 const char *store_errmsg(struct store *s)
@@ -252,12 +252,12 @@ void store_close(struct store *s)
 	free(s);
 }
 
-int store_submit(struct store *s, struct job *j, char *err, size_t errlen)
+int store_submit(struct store *s, struct store_job *j, char *err, size_t errlen)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	j->submitted_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	j->state = JOB_QUEUED;
+	j->state = STORE_QUEUED;
 	const char *sql = "INSERT INTO jobs (uid, gid, user, name, priority, ngpus, request, argv, env, cwd, after,"
 			  " state, submitted_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,'queued',?)";
 	sqlite3_stmt *st = stmt(s, ST_SUBMIT, sql);
@@ -309,7 +309,7 @@ static void copy_col(sqlite3_stmt *st, int c, char *buf, size_t len)
 #define LISTED COLUMNS_WITH("'[]'")  /* a listing shows no environment: not read */
 
 /* the columns of HEAD, which COLUMNS and BRIEF begin with */
-static void row_head(sqlite3_stmt *st, struct job *j)
+static void row_head(sqlite3_stmt *st, struct store_job *j)
 {
 	memset(j, 0, sizeof *j);
 	j->id = sqlite3_column_int64(st, 0);
@@ -323,7 +323,7 @@ static void row_head(sqlite3_stmt *st, struct job *j)
 }
 
 /* a row of COLUMNS; -1 when out of memory */
-static int row(sqlite3_stmt *st, struct job *j)
+static int row(sqlite3_stmt *st, struct store_job *j)
 {
 	row_head(st, j);
 	j->argv = dup_col(st, 8);
@@ -341,13 +341,13 @@ static int row(sqlite3_stmt *st, struct job *j)
 	copy_col(st, 20, j->reason, sizeof j->reason);
 	j->starts = (unsigned)sqlite3_column_int(st, 21);
 	if (!j->request || !j->argv || !j->env || !j->cwd) {
-		job_release(j);
+		store_job_release(j);
 		return -1;
 	}
 	return 0;
 }
 
-void job_release(struct job *j)
+void store_job_release(struct store_job *j)
 {
 	free(j->request);
 	free(j->argv);
@@ -357,7 +357,7 @@ void job_release(struct job *j)
 	j->request = j->argv = j->env = j->cwd = j->after = NULL;
 }
 
-int store_get(struct store *s, int64_t id, struct job *out)
+int store_get(struct store *s, int64_t id, struct store_job *out)
 {
 	sqlite3_stmt *st = stmt(s, ST_GET, "SELECT " COLUMNS " FROM jobs WHERE id = ?");
 	if (!st)
@@ -380,25 +380,25 @@ int64_t store_count_queued(struct store *s, uid_t uid)
 	return n;
 }
 
-void store_list_free(struct job *v, size_t n)
+void store_list_free(struct store_job *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
-		job_release(&v[i]);
+		store_job_release(&v[i]);
 	free(v);
 }
 
 /* every row of st (reset here) through fill into *out[*n]: 0, or -1 with nothing kept */
 /* every row of st (reset here) through fill into *out[*n], or until the rows' argv pass `budget`
  * bytes (0: no budget): 0, or -1 with nothing kept */
-static int collect_upto(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), size_t budget,
-			struct job **out, size_t *n)
+static int collect_upto(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct store_job *j), size_t budget,
+			struct store_job **out, size_t *n)
 {
 	size_t cap = 0, used = 0;
 	int rc;
 	while ((!budget || used < budget) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
-			struct job *p = realloc(*out, cap * sizeof *p);
+			struct store_job *p = realloc(*out, cap * sizeof *p);
 			if (!p)
 				break;
 			*out = p;
@@ -420,13 +420,13 @@ static int collect_upto(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct j
 	return 0;
 }
 
-static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct job *j), struct job **out, size_t *n)
+static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct store_job *j), struct store_job **out, size_t *n)
 {
 	return collect_upto(st, fill, 0, out, n);
 }
 
 int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, size_t budget,
-	       struct job **out, size_t *n)
+	       struct store_job **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -443,7 +443,7 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, si
 	return collect_upto(st, row, budget, out, n);
 }
 
-int store_state(struct store *s, int64_t id, enum job_state *out)
+int store_state(struct store *s, int64_t id, enum store_state *out)
 {
 	sqlite3_stmt *st = stmt(s, ST_STATE, "SELECT state FROM jobs WHERE id = ?");
 	if (!st)
@@ -464,7 +464,7 @@ int store_end_of(struct store *s, int64_t id, int64_t *ended_ms)
 	sqlite3_bind_int64(st, 1, id);
 	int rc = sqlite3_step(st), found = 0;
 	if (rc == SQLITE_ROW) {
-		found = job_state_final(state_of((const char *)sqlite3_column_text(st, 0))) ? 1 : 0;
+		found = store_state_final(state_of((const char *)sqlite3_column_text(st, 0))) ? 1 : 0;
 		*ended_ms = sqlite3_column_int64(st, 1);
 	}
 	done(st);
@@ -511,7 +511,7 @@ int store_commit(struct store *s)
 #define BRIEF HEAD ", after, state, submitted_ms, started_ms, gpus"
 
 /* a row of BRIEF (argv, env and cwd left NULL); -1 when out of memory */
-static int brief_row(sqlite3_stmt *st, struct job *j)
+static int brief_row(sqlite3_stmt *st, struct store_job *j)
 {
 	row_head(st, j);
 	j->after = dup_col(st, 8);
@@ -520,13 +520,13 @@ static int brief_row(sqlite3_stmt *st, struct job *j)
 	j->started_ms = sqlite3_column_int64(st, 11);
 	copy_col(st, 12, j->gpus, sizeof j->gpus);
 	if (!j->request || (sqlite3_column_type(st, 8) != SQLITE_NULL && !j->after)) {
-		job_release(j);
+		store_job_release(j);
 		return -1;
 	}
 	return 0;
 }
 
-int store_brief(struct store *s, enum store_which which, size_t limit, struct job **out, size_t *n)
+int store_brief(struct store *s, enum store_which which, size_t limit, struct store_job **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -570,17 +570,17 @@ int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const 
 	return transition(s, st);
 }
 
-int store_finish(struct store *s, int64_t id, enum job_state state, int exit_code, const char *reason,
+int store_finish(struct store *s, int64_t id, enum store_state state, int exit_code, const char *reason,
 		 int64_t now_ms)
 {
-	if (!job_state_final(state))
+	if (!store_state_final(state))
 		return -1;
 	static const char sql[] = "UPDATE jobs SET state = ?, exit_code = ?, reason = ?, ended_ms = ?, pid = 0"
 		" WHERE id = ? AND state = 'running'";
 	sqlite3_stmt *st = stmt(s, ST_FINISH, sql);
 	if (!st)
 		return -1;
-	sqlite3_bind_text(st, 1, job_state_name(state), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, store_state_name(state), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, exit_code);
 	sqlite3_bind_text(st, 3, reason ? reason : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);

@@ -16,20 +16,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum job_state {
-	JOB_QUEUED,      /* waiting for GPUs (and for the jobs it runs --after) */
-	JOB_RUNNING,     /* started: pid and pid_start say which process */
-	JOB_DONE,        /* exited 0 */
-	JOB_FAILED,      /* exited non-zero, was killed, or could not be started */
-	JOB_CANCELLED,   /* cancelled by its user or an admin */
-	JOB_LOST,        /* running when the daemon died, gone when it came back */
+enum store_state {
+	STORE_QUEUED,      /* waiting for GPUs (and for the jobs it runs --after) */
+	STORE_RUNNING,     /* started: pid and pid_start say which process */
+	STORE_DONE,        /* exited 0 */
+	STORE_FAILED,      /* exited non-zero, was killed, or could not be started */
+	STORE_CANCELLED,   /* cancelled by its user or an admin */
+	STORE_LOST,        /* running when the daemon died, gone when it came back */
 };
 
 /* "queued", "running", ...; NULL for a value out of range */
-const char *job_state_name(enum job_state s);
-bool job_state_final(enum job_state s);
+const char *store_state_name(enum store_state s);
+bool store_state_final(enum store_state s);
 
-struct job {
+struct store_job {
 	int64_t id;
 	uid_t uid;
 	gid_t gid;
@@ -42,7 +42,7 @@ struct job {
 	char *env;               /* owned: JSON array of "NAME=value" */
 	char *cwd;               /* owned */
 	char *after;             /* owned: "12,13" (ids it waits for), or NULL */
-	enum job_state state;
+	enum store_state state;
 	int64_t submitted_ms, started_ms, ended_ms;   /* 0: not yet */
 	int pid;                 /* the job's supervisor while running; 0 otherwise */
 	uint64_t pid_start;      /* its start time (clock ticks after boot, /proc/PID/stat field 22) */
@@ -109,9 +109,9 @@ void store_close(struct store *s);
 int store_schema_version(struct store *s);
 
 /* Add a job (j->id and j->submitted_ms are set; state becomes queued). 0 or -1 with err. */
-int store_submit(struct store *s, struct job *j, char *err, size_t errlen);
-/* One job: 1 found (out filled; job_release it), 0 no such job, -1 error. */
-int store_get(struct store *s, int64_t id, struct job *out);
+int store_submit(struct store *s, struct store_job *j, char *err, size_t errlen);
+/* One job: 1 found (out filled; store_job_release it), 0 no such job, -1 error. */
+int store_get(struct store *s, int64_t id, struct store_job *out);
 /* How many of uid's jobs are queued; -1 on error. */
 int64_t store_count_queued(struct store *s, uid_t uid);
 /*
@@ -122,15 +122,15 @@ int64_t store_count_queued(struct store *s, uid_t uid);
  * not read (env is "[]"). *out is freed with store_list_free.
  */
 int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, size_t budget,
-	       struct job **out, size_t *n);
+	       struct store_job **out, size_t *n);
 /* A job's state alone (its command line is not read): 1 found, 0 no such job, -1 error. */
-int store_state(struct store *s, int64_t id, enum job_state *out);
+int store_state(struct store *s, int64_t id, enum store_state *out);
 /* Whether job id has ended (done, failed, cancelled, lost): 1 with *ended_ms, 0 when not (queued,
  * running), 2 when there is no such job, -1 on error. */
 int store_end_of(struct store *s, int64_t id, int64_t *ended_ms);
 /* Delete the jobs that ended at to_ms or before: how many, or -1. */
 int store_forget(struct store *s, int64_t to_ms);
-void store_list_free(struct job *v, size_t n);
+void store_list_free(struct store_job *v, size_t n);
 
 /*
  * Brief rows (argv, env and cwd left NULL; store_get has them), at most
@@ -140,7 +140,7 @@ void store_list_free(struct job *v, size_t n);
  *   WAITING  queued jobs that wait for others (--after), by id
  */
 enum store_which { STORE_HEAD, STORE_LIVE, STORE_WAITING };
-int store_brief(struct store *s, enum store_which which, size_t limit, struct job **out, size_t *n);
+int store_brief(struct store *s, enum store_which which, size_t limit, struct store_job **out, size_t *n);
 
 /*
  * One transaction around several transitions (BEGIN IMMEDIATE ... COMMIT):
@@ -156,7 +156,7 @@ int store_begin(struct store *s);
 int store_sync(struct store *s, bool full);
 int store_commit(struct store *s);
 void store_rollback(struct store *s);
-void job_release(struct job *j);
+void store_job_release(struct store_job *j);
 
 /*
  * Transitions. Each returns 1 when it happened, 0 when the job was not in
@@ -168,7 +168,7 @@ void job_release(struct job *j);
  *   requeue: running -> queued (a lost job whose policy is to run again)
  */
 int store_start(struct store *s, int64_t id, int pid, uint64_t pid_start, const char *gpus, int64_t now_ms);
-int store_finish(struct store *s, int64_t id, enum job_state st, int exit_code, const char *reason, int64_t now_ms);
+int store_finish(struct store *s, int64_t id, enum store_state st, int exit_code, const char *reason, int64_t now_ms);
 int store_cancel(struct store *s, int64_t id, const char *reason, int64_t now_ms);
 int store_requeue(struct store *s, int64_t id, const char *reason);
 

@@ -61,7 +61,7 @@ void view_render(struct view *w, struct store *st)
 	int64_t oldest = 0;
 	char *buf = NULL;
 	size_t len = 0;
-	struct job *v;
+	struct store_job *v;
 	size_t n;
 	w->rendered = clock_mono_ms();
 	w->render_at = 0;
@@ -73,24 +73,24 @@ void view_render(struct view *w, struct store *st)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (v[i].state == JOB_QUEUED) {
+		if (v[i].state == STORE_QUEUED) {
 			queued++;
 			if (!oldest || v[i].submitted_ms < oldest)
 				oldest = v[i].submitted_ms;
 		}
-		running += v[i].state == JOB_RUNNING;
+		running += v[i].state == STORE_RUNNING;
 	}
 	fprintf(f, "# HELP gpuctl_queue_jobs Jobs in gpuctld's queue, by state.\n# TYPE gpuctl_queue_jobs gauge\n"
 		   "gpuctl_queue_jobs{state=\"queued\"} %zu\ngpuctl_queue_jobs{state=\"running\"} %zu\n", queued, running);
 	fprintf(f, "# HELP gpuctl_queue_running_jobs Running queued jobs, by user.\n"
 		   "# TYPE gpuctl_queue_running_jobs gauge\n");
 	for (size_t i = 0; i < n; i++) {
-		if (v[i].state != JOB_RUNNING)
+		if (v[i].state != STORE_RUNNING)
 			continue;
 		bool seen = false;
 		size_t cnt = 0;
 		for (size_t k = 0; k < n; k++) {
-			if (v[k].state == JOB_RUNNING && strcmp(v[k].user, v[i].user) == 0) {
+			if (v[k].state == STORE_RUNNING && strcmp(v[k].user, v[i].user) == 0) {
 				seen |= k < i;
 				cnt++;
 			}
@@ -115,12 +115,12 @@ void view_render(struct view *w, struct store *st)
 	}
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < n; i++) {
-		if (v[i].state != JOB_QUEUED && v[i].state != JOB_RUNNING)
+		if (v[i].state != STORE_QUEUED && v[i].state != STORE_RUNNING)
 			continue;
 		json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:I, s:I}", "id",
 						   (json_int_t)v[i].id, "user", v[i].user, "name", v[i].name,
-						   "state", job_state_name(v[i].state), "gpus_requested",
-						   (int)v[i].ngpus, "gpus", v[i].state == JOB_RUNNING ? v[i].gpus : "",
+						   "state", store_state_name(v[i].state), "gpus_requested",
+						   (int)v[i].ngpus, "gpus", v[i].state == STORE_RUNNING ? v[i].gpus : "",
 						   "submitted_ms", (json_int_t)v[i].submitted_ms, "started_ms",
 						   (json_int_t)v[i].started_ms));
 	}

@@ -195,8 +195,9 @@ try:
     check("user: the newest ended job's log and the running job's stay",
           os.path.exists(logpath(small[-1])) and os.path.exists(logpath(running)))
     check("user: B's log is untouched", size(bjob) == 20000 * 31, size(bjob))
-    check("user: gpuctld's log says so", any(f"of {A}'s ended jobs" in ln and "--log-user-max 3 MiB" in ln
-                                             for ln in log), log[-5:])
+    # (it says so once the logs are removed: wait for the line, not only for the files)
+    check("user: gpuctld's log says so", until(lambda: any(f"of {A}'s ended jobs" in ln and "--log-user-max 3 MiB"
+                                                           in ln for ln in log), 15), log[-5:])
     r = gpuctl("logs", big, user=A)
     check("user: gpuctl logs of a removed log says why", r.returncode == 1 and "--log-user-max" in r.stderr, r)
     open(run_go, "w").close()

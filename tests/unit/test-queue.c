@@ -26,9 +26,9 @@
 #include "queue/store.h"
 #include "tmpdir.h"
 
-static struct job make(const char *name, unsigned ngpus, int priority)
+static struct store_job make(const char *name, unsigned ngpus, int priority)
 {
-	struct job j;
+	struct store_job j;
 	memset(&j, 0, sizeof j);
 	j.uid = 1000;
 	j.gid = 1000;
@@ -51,7 +51,7 @@ static void test_store(void **state)
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
 	assert_int_equal(store_schema_version(s), 6);
-	struct job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
+	struct store_job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
 	assert_int_equal(store_submit(s, &a, err, sizeof err), 0);
@@ -62,10 +62,10 @@ static void test_store(void **state)
 	assert_int_equal(store_start(s, a.id, 4242, 99, "0", 10), 1);
 	assert_int_equal(store_start(s, a.id, 4343, 98, "1", 11), 0);
 	assert_int_equal(store_cancel(s, a.id, "no", 12), 0);     /* running: signalled, not cancelled here */
-	assert_int_equal(store_finish(s, a.id, JOB_DONE, 0, "", 20), 1);
-	assert_int_equal(store_finish(s, a.id, JOB_FAILED, 1, "again", 21), 0);
-	assert_int_equal(store_finish(s, b.id, JOB_DONE, 0, "", 21), 0);  /* never started */
-	assert_int_equal(store_finish(s, b.id, JOB_QUEUED, 0, "", 21), -1); /* not a final state */
+	assert_int_equal(store_finish(s, a.id, STORE_DONE, 0, "", 20), 1);
+	assert_int_equal(store_finish(s, a.id, STORE_FAILED, 1, "again", 21), 0);
+	assert_int_equal(store_finish(s, b.id, STORE_DONE, 0, "", 21), 0);  /* never started */
+	assert_int_equal(store_finish(s, b.id, STORE_QUEUED, 0, "", 21), -1); /* not a final state */
 	assert_int_equal(store_cancel(s, b.id, "by alice", 22), 1);
 	/* lost and requeued: it starts again, counted */
 	assert_int_equal(store_start(s, c.id, 7, 70, "2,3", 30), 1);
@@ -74,33 +74,33 @@ static void test_store(void **state)
 	store_close(s);
 	/* reopened: all there */
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	struct job g;
+	struct store_job g;
 	assert_int_equal(store_get(s, a.id, &g), 1);
-	assert_int_equal(g.state, JOB_DONE);
+	assert_int_equal(g.state, STORE_DONE);
 	assert_int_equal(g.pid, 0);
 	assert_string_equal(g.gpus, "0");
 	assert_int_equal(g.starts, 1);
 	assert_int_equal(g.started_ms, 10);
 	assert_int_equal(g.ended_ms, 20);
 	assert_string_equal(g.argv, "[\"sleep\",\"1\"]");
-	job_release(&g);
+	store_job_release(&g);
 	assert_int_equal(store_get(s, c.id, &g), 1);
-	assert_int_equal(g.state, JOB_RUNNING);
+	assert_int_equal(g.state, STORE_RUNNING);
 	assert_int_equal(g.starts, 2);
 	assert_int_equal(g.pid, 8);
 	assert_int_equal(g.pid_start, 80);
 	assert_string_equal(g.after, "1");
 	assert_int_equal(g.uid, 1001);
-	job_release(&g);
+	store_job_release(&g);
 	assert_int_equal(store_get(s, 999, &g), 0);
-	struct job *v;
+	struct store_job *v;
 	size_t n;
 	assert_int_equal(store_list(s, false, false, 0, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 1); /* c runs; a done, b cancelled */
 	store_list_free(v, n);
 	assert_int_equal(store_list(s, true, false, 0, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 3);
-	assert_string_equal(job_state_name(v[1].state), "cancelled");
+	assert_string_equal(store_state_name(v[1].state), "cancelled");
 	assert_string_equal(v[1].reason, "by alice");
 	store_list_free(v, n);
 	assert_int_equal(store_list(s, true, true, 1000, 0, 0, 0, &v, &n), 0);
@@ -202,14 +202,14 @@ static void test_store_sigkill(void **state)
 			if (store_open(&s, path, err, sizeof err) < 0)
 				_exit(2);
 			for (int i = 0;; i++) {
-				struct job j = make("k", 1 + i % 3, i % 2);
+				struct store_job j = make("k", 1 + i % 3, i % 2);
 				if (store_submit(s, &j, err, sizeof err) < 0)
 					_exit(3);
 				if (write(p[1], &j.id, sizeof j.id) != sizeof j.id)
 					_exit(4);
 				if (i % 2 && store_start(s, j.id, 100 + i, 1, "0", i) < 0)
 					_exit(5);
-				if (i % 4 == 1 && store_finish(s, j.id, JOB_DONE, 0, "", i) < 0)
+				if (i % 4 == 1 && store_finish(s, j.id, STORE_DONE, 0, "", i) < 0)
 					_exit(6);
 			}
 		}
@@ -227,14 +227,14 @@ static void test_store_sigkill(void **state)
 	assert_int_equal(store_integrity(s), 1);
 	assert_true(nacked > 12);
 	for (size_t i = 0; i < nacked; i++) {
-		struct job j;
+		struct store_job j;
 		if (store_get(s, acked[i], &j) != 1)
 			fail_msg("job %lld was acknowledged but is gone", (long long)acked[i]);
 		/* a consistent state: done jobs were started once, queued ones never */
-		if ((j.state == JOB_DONE || j.state == JOB_RUNNING) != (j.starts == 1) ||
-		    (j.state == JOB_DONE && j.ended_ms == 0))
-			fail_msg("job %lld: %s with %u starts", (long long)j.id, job_state_name(j.state), j.starts);
-		job_release(&j);
+		if ((j.state == STORE_DONE || j.state == STORE_RUNNING) != (j.starts == 1) ||
+		    (j.state == STORE_DONE && j.ended_ms == 0))
+			fail_msg("job %lld: %s with %u starts", (long long)j.id, store_state_name(j.state), j.starts);
+		store_job_release(&j);
 	}
 	store_close(s);
 	printf("store: %zu acknowledged jobs over 12 SIGKILLs, all there, database sound\n", nacked);
@@ -284,7 +284,7 @@ static void test_store_migrates_v1(void **state)
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
 	assert_int_equal(store_schema_version(s), 6);
-	struct job *v;
+	struct store_job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
 	assert_int_equal(n, 1);
@@ -292,13 +292,13 @@ static void test_store_migrates_v1(void **state)
 	assert_int_equal(v[0].ngpus, 2);
 	assert_null(v[0].argv); /* brief */
 	store_list_free(v, n);
-	struct job g;
+	struct store_job g;
 	assert_int_equal(store_get(s, 1, &g), 1);
 	assert_string_equal(g.argv, "[\"true\"]");
 	assert_string_equal(g.cwd, "/");
-	job_release(&g);
+	store_job_release(&g);
 	/* ids go on after the forgotten ones */
-	struct job j = {.uid = 1000, .gid = 1000, .ngpus = 1, .request = "{}", .argv = "[\"x\"]", .env = "[]",
+	struct store_job j = {.uid = 1000, .gid = 1000, .ngpus = 1, .request = "{}", .argv = "[\"x\"]", .env = "[]",
 			.cwd = "/"};
 	snprintf(j.user, sizeof j.user, "alice");
 	assert_int_equal(store_submit(s, &j, err, sizeof err), 0);
@@ -325,7 +325,7 @@ static void test_store_migrates_v1(void **state)
 	assert_string_equal(d, "[{\"class\":\"oom-too-big\"}]");
 	free(d);
 	assert_int_equal(store_start(s, 42, 0, 0, "0", 500), 1);
-	assert_int_equal(store_finish(s, 42, JOB_FAILED, 1, "exit status 1", 1000), 1);
+	assert_int_equal(store_finish(s, 42, STORE_FAILED, 1, "exit status 1", 1000), 1);
 	assert_true(store_forget(s, 2000) >= 1);
 	assert_null(store_get_diagnosis(s, 42));
 	assert_int_equal(store_integrity(s), 1);
@@ -345,13 +345,13 @@ static void test_store_head_and_rounds(void **state)
 	int prio[] = {0, 5, 0, -3, 5, 0};
 	int64_t id[6];
 	for (int i = 0; i < 6; i++) {
-		struct job j = make("h", 1, prio[i]);
+		struct store_job j = make("h", 1, prio[i]);
 		if (i == 2)
 			j.after = (char *)"1";
 		assert_int_equal(store_submit(s, &j, err, sizeof err), 0);
 		id[i] = j.id;
 	}
-	struct job *v;
+	struct store_job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_HEAD, SIZE_MAX, &v, &n), 0);
 	int64_t want[] = {id[1], id[4], id[0], id[2], id[5], id[3]};
@@ -376,12 +376,12 @@ static void test_store_head_and_rounds(void **state)
 	assert_int_equal(store_begin(s), 0);
 	assert_int_equal(store_start(s, id[1], 11, 1, "0", 100), 1);
 	assert_int_equal(store_start(s, id[4], 12, 1, "1", 100), 1);
-	assert_int_equal(store_finish(s, id[1], JOB_DONE, 0, "", 101), 1);
+	assert_int_equal(store_finish(s, id[1], STORE_DONE, 0, "", 101), 1);
 	assert_int_equal(store_commit(s), 0);
 	assert_int_equal(store_brief(s, STORE_LIVE, SIZE_MAX, &v, &n), 0);
 	assert_int_equal(n, 5); /* id[1] done; id[4] running */
 	assert_int_equal(v[3].id, id[4]);
-	assert_int_equal(v[3].state, JOB_RUNNING);
+	assert_int_equal(v[3].state, STORE_RUNNING);
 	assert_string_equal(v[3].gpus, "1");
 	store_list_free(v, n);
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);

@@ -1,5 +1,5 @@
 /*
- * diagnose.c — a failed queued job explained from the tail of its log
+ * findings.c — a failed queued job explained from the tail of its log
  * (issue 24): the findings kept with the job (show, --json), counted by
  * class (/metrics) and carried by its job.failed event. The log is the
  * job's user's file: opened without following a link or blocking, read
@@ -70,7 +70,7 @@ static size_t log_tail(const struct queue *q, int64_t id, char **buf)
 #define MARK "gpuctld: job "
 #define MARK_END " queued again"
 
-void diagnose_mark(const struct queue *q, int64_t id, uid_t uid, const char *why)
+void findings_mark(const struct queue *q, int64_t id, uid_t uid, const char *why)
 {
 	char path[4300];
 	queue_log_path(q, id, path, sizeof path);
@@ -97,7 +97,7 @@ static size_t last_start(const char *text, size_t len, int64_t id)
 	return from;
 }
 
-json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen)
+json_t *findings_of_job(struct queue *q, int64_t id, char *cls, size_t clslen)
 {
 	snprintf(cls, clslen, "unknown");
 	struct explain_db *db = db_of(q);
@@ -116,7 +116,7 @@ json_t *diagnose_job(struct queue *q, int64_t id, char *cls, size_t clslen)
 	return a;
 }
 
-void diagnose_free(struct queue *q)
+void findings_free(struct queue *q)
 {
 	explain_db_free(q->diag.db);
 	q->diag.db = NULL;
