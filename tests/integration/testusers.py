@@ -6,6 +6,7 @@ directory): tests run side by side, and the plain and the sanitized suite at
 once, without one deleting the other's users or killing their processes. The
 same test started twice from one build waits on a lock for the first. Exits
 77 (skip) unless run as root with useradd."""
+import atexit
 import fcntl
 import hashlib
 import os
@@ -56,6 +57,7 @@ def create(why):
             print(f"SKIP: cannot create user {u}: {p.stderr.strip()}")
             sys.exit(77)
     _sh("usermod", "-a", "-G", GROUP, USERS[0])
+    atexit.register(cleanup)  # names differ per test and build: never leave them behind
     return USERS
 
 
