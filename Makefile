@@ -7,6 +7,10 @@ SAN_BUILD ?= build-san
 DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libncurses-dev
 DEMO_NODE = examples/nodes/h100-8x-sxm.json
 
+# tests at once in each suite: most of them wait on daemons, users and timers, not the CPU,
+# so twice the cores of a 2-core machine (every test holds under load: HACKING.md)
+CHECK_JOBS ?= 4
+
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
@@ -54,10 +58,10 @@ demo: build
 check: deps $(BUILD)/build.ninja $(SAN_BUILD)/build.ninja
 	@meson setup --reconfigure $(BUILD) >/dev/null && meson setup --reconfigure $(SAN_BUILD) >/dev/null
 	@rc=0; \
-	ninja -C $(BUILD) && meson test -C $(BUILD) --print-errorlogs || rc=1; \
+	ninja -C $(BUILD) && meson test -C $(BUILD) --print-errorlogs --num-processes $(CHECK_JOBS) || rc=1; \
 	ninja -C $(SAN_BUILD) && \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  meson test -C $(SAN_BUILD) --print-errorlogs --no-suite framework || rc=1; \
+	  meson test -C $(SAN_BUILD) --print-errorlogs --num-processes $(CHECK_JOBS) --no-suite framework || rc=1; \
 	exit $$rc
 
 # the hot paths' figures beside their targets and the recorded baseline (bench/baseline.json):
