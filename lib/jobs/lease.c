@@ -87,6 +87,7 @@ struct lease_dir {
 	int dfd;    /* the state directory */
 	int ino;    /* inotify, -1 until a waiter needs it */
 	bool quiet; /* ... and its watch narrowed to nothing a lease does (lease_unwatch) */
+	bool polled; /* no inotify to be had (the user's instances or watches all taken): look every POLL_MS */
 	uid_t uid;  /* ours (effective) */
 	char path[PATH_MAX];
 	/* authority mode (authority.h): leases are gpuctld's grants, asked for at sock; the
@@ -1007,22 +1008,39 @@ void lease_release(struct lease *l)
 
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM)
 
+/*
+ * inotify refused for want of what a user has only so much of (fs.inotify.max_user_instances,
+ * 128 by default, all of that user's processes together; max_user_watches; memory): the
+ * waiter looks every POLL_MS instead of failing. One user's many waiters cost that user a
+ * little CPU, never another user anything: the limits are per user.
+ */
+#define POLL_MS 100
+static bool out_of_watches(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM;
+}
+
 static int watch(struct lease_dir *d)
 {
 	if (d->ino >= 0 && d->quiet) {
 		d->quiet = false; /* waiting again (a retry): woken by releases again */
 		return inotify_add_watch(d->ino, d->path, WATCH_MASK) < 0 ? -1 : 0;
 	}
-	if (d->ino >= 0)
+	if (d->ino >= 0 || d->polled)
 		return 0;
 	d->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (d->ino < 0)
-		return -1;
+	if (d->ino < 0) {
+		d->polled = out_of_watches(errno);
+		return d->polled ? 0 : -1;
+	}
 	/* a lease file's last close (release, death) and a ticket leaving */
 	if (inotify_add_watch(d->ino, d->path, WATCH_MASK) < 0) {
+		int e = errno;
 		close(d->ino);
 		d->ino = -1;
-		return -1;
+		d->polled = out_of_watches(e);
+		errno = e;
+		return d->polled ? 0 : -1;
 	}
 	return 0;
 }
@@ -1287,6 +1305,10 @@ int lease_wait(struct lease_dir *d, int timeout_ms)
 	}
 	if (watch(d) < 0)
 		return GC_EIO;
+	if (d->ino < 0) { /* polled: nothing tells us, look again soon */
+		int r = poll(NULL, 0, timeout_ms >= 0 && timeout_ms < POLL_MS ? timeout_ms : POLL_MS);
+		return r < 0 && errno != EINTR ? GC_EIO : 1;
+	}
 	struct pollfd p = {.fd = d->ino, .events = POLLIN};
 	int r = poll(&p, 1, timeout_ms);
 	if (r < 0)
@@ -1303,7 +1325,7 @@ int lease_watch_fd(struct lease_dir *d)
 {
 	if (d->auth || d->src)
 		return -1; /* gpuctld's grant table says itself when it changes */
-	return watch(d) < 0 ? GC_EIO : d->ino;
+	return watch(d) < 0 ? GC_EIO : d->ino; /* -1 when polled: the caller looks on its own timer */
 }
 
 void lease_watch_drain(struct lease_dir *d)

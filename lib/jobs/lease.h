@@ -166,7 +166,10 @@ int lease_wait(struct lease_dir *d, int timeout_ms);
 /*
  * The inotify descriptor lease_wait polls, for a caller with its own poll
  * loop: readable when a lease or ticket may have changed; drain it with
- * lease_watch_drain. <0 on error.
+ * lease_watch_drain. <0 on error; -1 also in authority mode and when the
+ * user has no inotify instance or watch left (fs.inotify.max_user_instances,
+ * max_user_watches): then lease_wait looks every 100 ms instead, and a
+ * caller with its own loop should look on its own timer.
  */
 int lease_watch_fd(struct lease_dir *d);
 void lease_watch_drain(struct lease_dir *d);

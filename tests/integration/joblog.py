@@ -168,7 +168,9 @@ try:
             bad.append(ln)
         else:
             nums.append(int(mm.group(1)))
-    check("follow: gpuctl logs -f ends with the job", fol.returncode == 0 and state(slow) == "done", fol.stderr)
+    st = state(slow)
+    check("follow: gpuctl logs -f ends with the job", fol.returncode == 0 and st == "done",
+          (fol.returncode, st, fol.stderr, out[-3:], gpuctl("show", slow, user=A).stdout[-600:]))
     check("follow: every line whole, each later than the one before, up to the last",
           not bad and nums and all(b > a for a, b in zip(nums, nums[1:])) and nums[-1] == 99999,
           (bad[:3], nums[:3], nums[-3:]))

@@ -51,6 +51,7 @@ between daemons, with two real unprivileged users created here.
 Skips (77) unless run as root with useradd (it must create the users).
 Usage: seams.py GPUCTLD GPUCTL SRCDIR
 """
+import errno
 import fcntl
 import json
 import os
@@ -616,6 +617,30 @@ time.sleep(60)
           f"{A}'s claim, planting tickets and making queue/ and ports/ first, {A}'s run -n 3 and -n 7 and a launch "
           f"worked, a wait behind a late-locked ticket "
           f"took {late_took:.2f} s, behind an idle one {idle_took:.2f} s, a queued job {job_took:.2f} s")
+
+    # ---- no inotify left: A's own processes hold all of A's inotify instances (fs.inotify.max_user_instances);
+    # A's run --wait still gets the GPU once it is released (it looks every 100 ms instead of being woken)
+    hogi = background(A, "/usr/bin/python3", "-c",
+                      "import ctypes, time\nc = ctypes.CDLL(None, use_errno=True)\nn = 0\n"
+                      "while c.inotify_init() >= 0:\n    n += 1\nprint(n, ctypes.get_errno(), flush=True)\n"
+                      "time.sleep(60)", stdout=subprocess.PIPE, text=True)
+    took_all = hogi.stdout.readline().split()
+    istate = os.path.join(work, "inostate")
+    os.makedirs(istate)
+    os.chmod(istate, 0o1777)
+    ienv = dict(env, GPUCTL_STATE_DIR=istate)
+    iholder = background(A, GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--", "sleep", "1", env=ienv)
+    time.sleep(0.5)
+    iw = subprocess.run(testusers.as_user_cmd(A, GPUCTL, "--sim", NODE, "run", "--gpus", "0", "--wait", "--", "echo",
+                                              "got it"), env=ienv, capture_output=True, text=True, timeout=60,
+                        cwd="/")
+    iholder.wait()
+    kill_group(hogi)
+    check("inotify", len(took_all) == 2 and took_all[1] == str(errno.EMFILE) and iw.returncode == 0 and
+          iw.stdout == "got it\n", f"{A} with its {took_all} inotify instances taken: run --wait rc {iw.returncode} "
+          f"{iw.stdout!r} {iw.stderr!r}")
+    print(f"inotify: with all {took_all[0] if took_all else '?'} of {A}'s inotify instances taken, its run --wait "
+          "still got GPU 0 once released")
 
     # ---- stale log: job 1 of a fresh database must not write into, or show, user A's old 1.log
     logs = os.path.join(work, "oldlogs")

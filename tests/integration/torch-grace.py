@@ -26,13 +26,14 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torchup import PY, torch_up  # noqa: E402
+from torchup import PY, torch_up, torchrun_alone  # noqa: E402
 
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 SAVE_S = 45
 
 TORCH, PYVER, TORCHRUN = torch_up(SRC)
+torchrun_alone()
 if not TORCHRUN:
     print("FAIL: python3-torch is installed but /usr/bin/torchrun is not")
     sys.exit(1)

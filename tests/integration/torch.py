@@ -30,12 +30,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torchup import PY, torch_up  # noqa: E402
+from torchup import PY, torch_up, torchrun_alone  # noqa: E402
 
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 start = time.monotonic()
 TORCH, PYVER, TORCHRUN = torch_up(SRC)
+torchrun_alone()
 m = re.match(r"(\d+)\.(\d+)", TORCH)
 TV = (int(m.group(1)), int(m.group(2)))
 STD_BUG = TV < (2, 0) and PYVER >= (3, 11)

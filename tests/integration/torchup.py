@@ -22,3 +22,16 @@ def torch_up(src):
     pyver = tuple(int(x) for x in subprocess.run([PY, "-c", "import sys; print(*sys.version_info[:2])"],
                                                  capture_output=True, text=True, check=True).stdout.split())
     return version, pyver, shutil.which("torchrun", path="/usr/bin")
+
+
+_alone = None
+
+
+def torchrun_alone():
+    """hold, until this test exits, the lock the tests that run the real torchrun share: they run one at a
+    time (torchrun picks free ports and closes them, and its workers bind them later: two at once have
+    taken each other's), and beside every other test of the suite"""
+    global _alone
+    import fcntl
+    _alone = open("/tmp/gpuctl-test-torchrun.lock", "w")
+    fcntl.flock(_alone, fcntl.LOCK_EX)

@@ -82,6 +82,9 @@ print("see, tf-device: %s" % ("ok" if not errors else "FAILED"))
 n_errors = len(errors)
 
 # ---- PyTorch
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+from torchup import torchrun_alone  # noqa: E402
+torchrun_alone()
 up = subprocess.run(["bash", os.path.join(SRC, "tests", "torch", "torch-up.sh"), TORCH_PY], capture_output=True,
                     text=True, timeout=900)
 if up.returncode != 0:
