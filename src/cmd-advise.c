@@ -8,7 +8,7 @@
 #include "advise/advise.h"
 #include "advise/catalog.h"
 #include "cli.h"
-#include "advise-here.h"
+#include "advise/here.h"
 #include "advise/memmodel.h"
 #include "advise/sky.h"
 #include "advise/specs.h"
@@ -37,28 +37,6 @@ extern char **environ;
 static void fmt_gb(char *buf, size_t len, double bytes)
 {
 	snprintf(buf, len, bytes >= 10 * GB ? "%.0f GB" : "%.1f GB", bytes / GB);
-}
-
-void advise_fmt_hours(char *buf, size_t len, double h)
-{
-	if (h < 1.0 / 60)
-		snprintf(buf, len, "%.0f s", h * 3600);
-	else if (h < 1)
-		snprintf(buf, len, "%.0f min", h * 60);
-	else if (h < 48)
-		snprintf(buf, len, "%.1f h", h);
-	else
-		snprintf(buf, len, "%.1f days", h / 24);
-}
-
-void advise_fmt_money(char *buf, size_t len, double v)
-{
-	if (v < 0)
-		snprintf(buf, len, "-");
-	else if (v < 10)
-		snprintf(buf, len, "$%.2f", v);
-	else
-		snprintf(buf, len, "$%.0f", v);
 }
 
 /* a count as people write it: 1B, 100M, 115M, 1.5T */
@@ -247,7 +225,7 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 {
 	/* the library's table (lib/advise/advise-request.c), --json, --help and --emit's own */
 	enum { OPT_EMIT = 300, OPT_ANY, OPT_LAUNCH, OPT_BUCKET, OPT_CKDIR, OPT_SETUP, OPT_NAME, OPT_RESTARTS, OPT_DISK,
-	       OPT_SKY, OPT_DRY, OPT_TASKFILE, OPT_FOLLOW, OPT_HERE, OPT_HERE_PRICE };
+	       OPT_SKY, OPT_DRY, OPT_TASKFILE, OPT_FOLLOW };
 	/* gpuctl launch --sky's own */
 	static const struct option sky_lo[] = {
 		{"sky", no_argument, NULL, OPT_SKY}, {"dry-run", no_argument, NULL, OPT_DRY},
@@ -260,14 +238,9 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		{"name", required_argument, NULL, OPT_NAME}, {"max-restarts", required_argument, NULL, OPT_RESTARTS},
 		{"disk-size", required_argument, NULL, OPT_DISK},
 	};
-	/* this machine beside the rentals */
-	static const struct option here_lo[] = {
-		{"here", no_argument, NULL, OPT_HERE}, {"here-price", required_argument, NULL, OPT_HERE_PRICE},
-	};
 	enum { NEMIT = sizeof emit_lo / sizeof emit_lo[0] };
 	enum { NSKY = sizeof sky_lo / sizeof sky_lo[0] };
-	enum { NHERE = sizeof here_lo / sizeof here_lo[0] };
-	struct option lo[64 + NEMIT + NSKY + NHERE];
+	struct option lo[64 + NEMIT + NSKY];
 	size_t nlo = 0;
 	for (; nlo < advise_noptions && nlo < 64 - 3; nlo++)
 		lo[nlo] = advise_options[nlo];
@@ -275,15 +248,12 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		lo[nlo++] = emit_lo[i];
 	for (size_t i = 0; sky && i < NSKY; i++)
 		lo[nlo++] = sky_lo[i];
-	for (size_t i = 0; !sky && i < NHERE; i++)
-		lo[nlo++] = here_lo[i];
 	lo[nlo++] = (struct option){"json", no_argument, NULL, 'j'};
 	lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
 	lo[nlo] = (struct option){NULL, 0, NULL, 0};
 	struct advise_input in;
 	advise_input_init(&in);
-	bool json = false, emit = sky, emit_opt = false, dry_run = false, follow = false, here = false;
-	double here_price = -1;
+	bool json = false, emit = sky, emit_opt = false, dry_run = false, follow = false;
 	const char *task_file = NULL;
 	struct advise_sky_opts so = {.max_restarts = 3, .disk_gb = 256};
 	char err[1024];
@@ -308,18 +278,6 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		case OPT_DRY: dry_run = true; break;
 		case OPT_FOLLOW: follow = true; break;
 		case OPT_TASKFILE: task_file = optarg; break;
-		case OPT_HERE: here = true; break;
-		case OPT_HERE_PRICE: {
-			char *end;
-			errno = 0;
-			here_price = strtod(optarg, &end);
-			if (end == optarg || *end || errno || !(here_price >= 0) || here_price > 1e6) {
-				cli_err("invalid --here-price '%s' (expected dollars per GPU-hour, e.g. 1.80)", optarg);
-				return EXIT_USAGE;
-			}
-			here = true;
-			break;
-		}
 		case 'j': json = true; break;
 		case OPT_EMIT:
 			if (sky) {
@@ -391,8 +349,9 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		cli_err("--emit skypilot and --json are two outputs: give one");
 		return EXIT_USAGE;
 	}
-	if (emit && here) {
-		cli_err("--here adds this machine to advise's table or --json; --emit skypilot writes rentals only");
+	if (emit && in.here) {
+		cli_err(sky ? "gpuctl launch --sky rents: --here and --here-price are gpuctl advise's"
+			    : "--here adds this machine to advise's table or --json; --emit skypilot writes rentals only");
 		return EXIT_USAGE;
 	}
 	if (optind < argc && (!emit || strcmp(argv[optind - 1], "--") != 0))
@@ -442,22 +401,14 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		int erc = out ? advise_load_sky(&skyt, &nsky, err, sizeof err) : GC_ENOMEM;
 		if (!out)
 			snprintf(err, sizeof err, "out of memory");
+		char name[96] = "";
 		if (erc == GC_OK)
-			erc = advise_emit_skypilot(&res, skyt, nsky, &so, out, err, sizeof err);
+			erc = advise_emit_skypilot(&res, skyt, nsky, &so, out, name, sizeof name, err, sizeof err);
 		if (sky && out && fclose(out) != 0 && erc == GC_OK) {
 			snprintf(err, sizeof err, "out of memory");
 			erc = GC_ENOMEM;
 		}
 		free(skyt);
-		char name[96] = "";
-		if (erc == GC_OK && sky) {
-			/* the name the YAML carries: --name, else the default the emitter chose */
-			const char *k = strstr(yaml, "\nname: \"");
-			if (so.name)
-				snprintf(name, sizeof name, "%s", so.name);
-			else if (k)
-				snprintf(name, sizeof name, "%.*s", (int)strcspn(k + 9, "\""), k + 9);
-		}
 		advise_result_free(&res);
 		if (erc != GC_OK) {
 			free(yaml);
@@ -470,22 +421,26 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 	}
 	json_t *hj = NULL;
 	bool here_fits = false;
-	if (here && (rc = advise_here(g, &res, here_price, &hj, &here_fits)) != EXIT_OK) {
-		json_decref(hj);
-		advise_result_free(&res);
-		return rc;
+	if (in.here) {
+		/* this machine: its GPUs (a driver or a node that cannot be opened is an answer too) */
+		gc_ctx *ctx = NULL;
+		gc_open_opts o = {.size = sizeof o, .sim_node = g->sim};
+		int orc = gc_ctx_open(&ctx, &o);
+		char unseen[600];
+		const char *msg = orc == GC_OK ? NULL : gc_ctx_errmsg(ctx);
+		snprintf(unseen, sizeof unseen, "%s", msg && *msg ? msg : gc_strerror(orc));
+		rc = here_answer(&res, orc == GC_OK ? ctx : NULL, unseen, in.here_price, &hj, &here_fits, err, sizeof err);
+		gc_ctx_free(ctx);
+		if (rc != GC_OK) {
+			cli_err("%s", err);
+			json_decref(hj);
+			advise_result_free(&res);
+			return cli_exit_code(rc);
+		}
 	}
 	if (json) {
-		char *out = advise_result_json(&res);
-		if (out && hj) {
-			/* the library's document, with this machine's answer added */
-			json_t *doc = json_loads(out, 0, NULL);
-			free(out);
-			out = doc && json_object_set(doc, "here", hj) == 0 ? json_dumps(doc, JSON_COMPACT) : NULL;
-			json_decref(doc);
-		}
+		char *out = advise_result_json(&res, hj);
 		if (!out) {
-			free(out);
 			json_decref(hj);
 			cli_err("out of memory");
 			advise_result_free(&res);

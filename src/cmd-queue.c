@@ -6,7 +6,7 @@
  */
 #include "cli.h"
 #include "jobs/joblog.h"
-#include "queue-client.h"
+#include "jobs/gpuctld-ask.h"
 #include "runjob.h"
 #include "spot/spot.h"
 
@@ -27,7 +27,7 @@ static json_t *ask(json_t *req)
 {
 	char err[1400];
 	int reached;
-	json_t *ans = queue_ask(req, 0, &reached, err, sizeof err);
+	json_t *ans = gpuctld_ask(req, 0, &reached, err, sizeof err);
 	if (!ans)
 		cli_err("%s", err);
 	return ans;

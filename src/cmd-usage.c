@@ -4,7 +4,7 @@
  * held and a cost; a team's `sreport` (docs/policy.md).
  */
 #include "cli.h"
-#include "queue-client.h"
+#include "jobs/gpuctld-ask.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -70,7 +70,7 @@ int cmd_usage(const struct cli_global *g, int argc, char **argv)
 				(json_int_t)(since && since < now ? now - since : 0));
 	char err[1400];
 	int reached;
-	json_t *ans = req ? queue_ask(req, 0, &reached, err, sizeof err) : NULL;
+	json_t *ans = req ? gpuctld_ask(req, 0, &reached, err, sizeof err) : NULL;
 	json_decref(req);
 	if (!ans) {
 		cli_err("%s", req ? err : "out of memory");

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "device/proc.h"
 #include "jobs/quarantine.h"
-#include "queue-client.h"
+#include "jobs/gpuctld-ask.h"
 #include "util/clock.h"
 #include "util/grow.h"
 
@@ -194,12 +194,12 @@ static void queue(struct top_data *d)
 	d->njobs = 0;
 	struct stat st;
 	d->queue_up = false;
-	if (stat(queue_socket_path(), &st) != 0 || !S_ISSOCK(st.st_mode))
+	if (stat(gpuctld_socket_path(), &st) != 0 || !S_ISSOCK(st.st_mode))
 		return;
 	char err[1400];
 	int reached;
 	json_t *req = json_pack("{s:s, s:b}", "op", "list", "all", 0);
-	json_t *ans = req ? queue_ask(req, 300, &reached, err, sizeof err) : NULL;
+	json_t *ans = req ? gpuctld_ask(req, 300, &reached, err, sizeof err) : NULL;
 	json_decref(req);
 	if (!ans)
 		return;

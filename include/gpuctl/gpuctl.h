@@ -459,6 +459,14 @@ int gc_explain_text(const char *text, size_t len, const char *source, char **jso
  * GC_EIO when the GPU table or the price catalogs are missing or broken.
  */
 int gc_advise_json(const char *const *options, char **json, char *err, size_t errlen);
+/*
+ * The same, with "--here" and "--here-price USD" answered on ctx's GPUs (this
+ * machine beside the rentals, as `gpuctl advise --here --json` adds it under
+ * "here": free now for the caller, the wait gpuctld's queue implies, or what
+ * the machine lacks). ctx may be NULL when options ask nothing of this
+ * machine; gc_advise_json refuses --here (GC_EINVAL).
+ */
+int gc_advise_here_json(gc_ctx *ctx, const char *const *options, char **json, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
  * CLI (src/cmd-advise.c) renders the text.
  */
 #include "advise/advise.h"
+#include "advise/here.h"
 
 #include "util/datadir.h"
 #include "util/errbuf.h"
@@ -46,6 +47,7 @@ const struct option advise_options[] = {
 	{"catalog", required_argument, NULL, 256}, {"top", required_argument, NULL, 256},
 	{"catalog-dir", required_argument, NULL, 256},
 	{"framework", required_argument, NULL, 256}, {"loss", required_argument, NULL, 256},
+	{"here", no_argument, NULL, 256}, {"here-price", required_argument, NULL, 256},
 	{NULL, 0, NULL, 0},
 };
 const size_t advise_noptions = sizeof advise_options / sizeof advise_options[0] - 1;
@@ -56,6 +58,7 @@ void advise_input_init(struct advise_input *in)
 {
 	memset(in, 0, sizeof *in);
 	in->top = 10;
+	in->here_price = -1;
 	advise_req *r = &in->req;
 	r->job = (memmodel_job){.task = MEMMODEL_INFER, .prec = -1, .kv_prec = -1, .optim = MEMMODEL_ADAMW, .dp = 1,
 				.tp = 1, .lora_rank = 16, .lora_targets = MEMMODEL_LT_ALL};
@@ -228,6 +231,20 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		}
 	} else if (!strcmp(name, "top"))
 		rc = units_parse_count(opt, arg, &in->top, err, errlen);
+	else if (!strcmp(name, "here"))
+		in->here = true;
+	else if (!strcmp(name, "here-price")) {
+		char *end;
+		errno = 0;
+		double v = strtod(arg, &end);
+		if (end == arg || *end || errno || !(v >= 0) || v > 1e6) {
+			errbuf_set(err, errlen, "invalid --here-price '%.64s' (expected dollars per GPU-hour, e.g. 1.80)", arg);
+			rc = GC_EINVAL;
+		} else {
+			in->here = true;
+			in->here_price = v;
+		}
+	}
 	return rc;
 }
 
@@ -645,7 +662,7 @@ static json_t *money(double v)
 	return v < 0 ? json_null() : json_real(units_round(v, 10000));
 }
 
-char *advise_result_json(const struct advise_result *res)
+char *advise_result_json(const struct advise_result *res, const json_t *here)
 {
 	const advise_req *r = &res->req;
 	const memmodel_job *j = &r->job;
@@ -716,12 +733,19 @@ char *advise_result_json(const struct advise_result *res)
 					      (int)need->gpus, "tp", (int)need->tp, "zero", need->zero, "recompute",
 					      memmodel_recompute_name(need->recompute), "offload", need->offload,
 					      "memory_per_gpu", mem_json(&need->mem), "host_memory_needed", need->host_need));
+	if (here)
+		json_object_set(root, "here", (json_t *)here); /* jansson counts references, not constness */
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	json_decref(root);
 	return s;
 }
 
 int gc_advise_json(const char *const *options, char **json, char *err, size_t errlen)
+{
+	return gc_advise_here_json(NULL, options, json, err, errlen);
+}
+
+int gc_advise_here_json(gc_ctx *ctx, const char *const *options, char **json, char *err, size_t errlen)
 {
 	if (!options || !json) {
 		errbuf_set(err, errlen, "gc_advise_json: %s", !options ? "no options (give at least --model or --params)"
@@ -762,11 +786,21 @@ int gc_advise_json(const char *const *options, char **json, char *err, size_t er
 		errbuf_set(err, errlen, "gc_advise_json: --model list is a listing, not a request");
 		return GC_EINVAL;
 	}
+	if (in.here && !ctx) {
+		errbuf_set(err, errlen, "gc_advise_json: --here needs this machine's GPUs: call gc_advise_here_json with a "
+			   "context");
+		return GC_EINVAL;
+	}
 	struct advise_result res;
-	if ((rc = advise_run(&in, &res, err, errlen)) == GC_OK && !(*json = advise_result_json(&res))) {
+	json_t *here = NULL;
+	bool fits;
+	if ((rc = advise_run(&in, &res, err, errlen)) == GC_OK && in.here)
+		rc = here_answer(&res, ctx, NULL, in.here_price, &here, &fits, err, errlen);
+	if (rc == GC_OK && !(*json = advise_result_json(&res, here))) {
 		errbuf_set(err, errlen, "out of memory");
 		rc = GC_ENOMEM;
 	}
+	json_decref(here);
 	advise_result_free(&res);
 	return rc;
 }

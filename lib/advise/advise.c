@@ -10,6 +10,7 @@
 #include "gpuctl/gpuctl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -385,4 +386,26 @@ nomem:
 	free(plans);
 	errbuf_set(err, errlen, "out of memory");
 	return GC_ENOMEM;
+}
+
+void advise_fmt_hours(char *buf, size_t len, double h)
+{
+	if (h < 1.0 / 60)
+		snprintf(buf, len, "%.0f s", h * 3600);
+	else if (h < 1)
+		snprintf(buf, len, "%.0f min", h * 60);
+	else if (h < 48)
+		snprintf(buf, len, "%.1f h", h);
+	else
+		snprintf(buf, len, "%.1f days", h / 24);
+}
+
+void advise_fmt_money(char *buf, size_t len, double v)
+{
+	if (v < 0)
+		snprintf(buf, len, "-");
+	else if (v < 10)
+		snprintf(buf, len, "$%.2f", v);
+	else
+		snprintf(buf, len, "$%.0f", v);
 }

@@ -26,6 +26,7 @@
 #include "advise/specs.h"
 
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -132,6 +133,8 @@ struct advise_input {
 	size_t ncat;
 	const char *catalog_dir;    /* --catalog-dir: SkyPilot's catalogs (CLOUD/vms.csv); NULL: ~/.sky/catalogs/v8 */
 	long top;                   /* plans shown (10) */
+	bool here;                  /* --here: this machine beside the rentals (here.h, here_answer) */
+	double here_price;          /* --here-price: its $ per GPU-hour; < 0: none */
 };
 
 /* what it answers */
@@ -188,8 +191,15 @@ void advise_result_free(struct advise_result *res);
 void advise_prices_text(const struct advise_result *res, char *buf, size_t len);
 /* What the memory figures assume (framework, loss, attention, overhead), one line for the output. */
 void advise_assumptions(const struct advise_result *res, char *buf, size_t len);
-/* The result as `gpuctl advise --json` prints it (schema gpuctl.advise/1); free(), NULL when out of memory. */
-char *advise_result_json(const struct advise_result *res);
+/*
+ * The result as `gpuctl advise --json` prints it (schema gpuctl.advise/1), with
+ * here (here_answer's object, borrowed; NULL: none) as its "here"; free(), NULL
+ * when out of memory.
+ */
+char *advise_result_json(const struct advise_result *res, const json_t *here);
+/* advise's own formats: "41 min", "3.1 h", "2.5 days"; "$8.28", "$123", "-" unknown (< 0) */
+void advise_fmt_hours(char *buf, size_t len, double h);
+void advise_fmt_money(char *buf, size_t len, double v);
 /* The model presets (data/models.csv): GC_OK, or a GC_E* with err set; free(*out). */
 int advise_load_models(memmodel_model **out, size_t *n, char *err, size_t errlen);
 /* The GPU table (data/gpus.csv), likewise. */

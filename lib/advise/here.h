@@ -8,6 +8,7 @@
 #define GPUCTL_LIB_HERE_H
 
 #include "advise/advise.h"
+#include "gpuctl/gpuctl.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,5 +46,20 @@ struct here_job {
  */
 int64_t here_wait_ms(unsigned k, unsigned free_now, unsigned total, const struct here_job *running, size_t nrun,
 		     const unsigned *queued, size_t nq, double runtime_ms, int64_t now_ms);
+
+/*
+ * `gpuctl advise --here`'s answer for res on this machine at price $ per
+ * GPU-hour (< 0: none): *out a new JSON object ("kind": free-now, queue,
+ * busy, no-fit, unknown-gpu or no-gpus; "text", the line to print;
+ * "machine", "plan", "free_gpus", "wait_s", "queue", "why" as they apply)
+ * and *fits, whether the workload fits here. ctx holds this machine's GPUs
+ * (borrowed; NULL: they cannot be seen, unseen says why). Free now is what
+ * gpuctl pick would find for the calling user (the default state directory);
+ * the wait is the one gpuctld's queue implies ("load", gpuctld-ask.h).
+ * GC_OK; GC_ENOMEM; a GC_E* with err when the GPU table or the lease
+ * directory cannot be read (*out may then hold a partial object: free it).
+ */
+int here_answer(const struct advise_result *res, gc_ctx *ctx, const char *unseen, double price, json_t **out,
+		bool *fits, char *err, size_t errlen);
 
 #endif

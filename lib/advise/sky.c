@@ -100,7 +100,7 @@ static bool known(const char *const *v, size_t n, const char *s, bool prefix)
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, size_t nt,
-			 const struct advise_sky_opts *o, FILE *f, char *err, size_t errlen)
+			 const struct advise_sky_opts *o, FILE *f, char *tname, size_t namelen, char *err, size_t errlen)
 {
 	if (!o->cmd || o->ncmd == 0) {
 		errbuf_set(err, errlen, "--emit skypilot needs the job's command after '--' (gpuctl advise ... "
@@ -148,6 +148,8 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 		snprintf(name, sizeof name, "%s", o->name);
 	else
 		default_name(res, name, sizeof name);
+	if (tname && namelen)
+		snprintf(tname, namelen, "%s", name);
 	const char *dir = o->ckpt_dir ? o->ckpt_dir : o->bucket ? "/gpuctl-ckpt" : NULL;
 	char *run = run_line(res, o, dir, nodes > 1);
 	char install_fail[] = "echo 'gpuctl is not installed on this VM: gpuctl advise --setup COMMAND gives the line "

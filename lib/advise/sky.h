@@ -40,9 +40,10 @@ const char *sky_accelerator(const spec_sky *t, size_t n, const char *row_acc, co
  * count as a task YAML to f (several nodes: num_nodes, and gpuctl launch
  * --sky-step on each). GC_OK; GC_EINVAL with the reason in err (no feasible
  * plan, a cloud SkyPilot does not know, a GPU it has no name for, a bucket
- * that is not a URL); GC_EIO when f fails.
+ * that is not a URL); GC_EIO when f fails. name[namelen] (or NULL) receives
+ * the task's name: o->name, else the default it chose ("gpuctl-MODEL-TASK").
  */
 int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, size_t nt,
-			 const struct advise_sky_opts *o, FILE *f, char *err, size_t errlen);
+			 const struct advise_sky_opts *o, FILE *f, char *name, size_t namelen, char *err, size_t errlen);
 
 #endif

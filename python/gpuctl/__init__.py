@@ -238,23 +238,31 @@ def run(cmd: List[str], n: int = 1, *options: str, ctx: Optional[Context] = None
     return json.loads(_lib.take_string(out.value))
 
 
-def advise(*options: str, **kw: Any) -> Dict[str, Any]:
+def advise(*options: str, ctx: Optional[Context] = None, **kw: Any) -> Dict[str, Any]:
     """The cheapest setups that fit a workload, as `gpuctl advise --json` gives them.
 
     Options as the command takes them, or as keywords::
 
         gpuctl.advise("--model", "llama-3-8b", "--task", "lora")
         gpuctl.advise(model="llama-3-8b", task="lora", spot=True, tokens="1B")
+        gpuctl.advise(model="llama-3-8b", here=True, here_price="1.80")["here"]
 
     A keyword True is a flag (``spot=True`` is --spot); underscores become
-    dashes. Raises BadRequest for an option the command would refuse."""
+    dashes. ``here`` adds this machine (ctx's GPUs, else the module's
+    context) under "here", as ``gpuctl advise --here --json`` does. Raises
+    BadRequest for an option the command would refuse."""
     import ctypes
     import json
     enc = _option_words("advise", options, kw)
     argv = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
     out = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_lib.ERRBUF)
-    rc = _lib.advise_json(argv, ctypes.byref(out), err, len(err))
+    here = any(w == b"--here" or w.startswith(b"--here-price") for w in enc)
+    if here:
+        c = ctx if ctx is not None else default_context()
+        rc = _lib.advise_here_json(c._handle(), argv, ctypes.byref(out), err, len(err))
+    else:
+        rc = _lib.advise_json(argv, ctypes.byref(out), err, len(err))
     from .errors import check
     check(rc, err.value)
     return json.loads(_lib.take_string(out.value))

@@ -134,6 +134,8 @@ spot_stop = _fn("gc_spot_stop", None, c_void_p)
 
 explain_text = _fn("gc_explain_text", c_int, c_char_p, c_size_t, c_char_p, POINTER(c_void_p), c_char_p, c_size_t)
 advise_json = _fn("gc_advise_json", c_int, POINTER(c_char_p), POINTER(c_void_p), c_char_p, c_size_t)
+advise_here_json = _fn("gc_advise_here_json", c_int, c_void_p, POINTER(c_char_p), POINTER(c_void_p), c_char_p,
+                       c_size_t)
 SayFn = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
 run_json = _fn("gc_run_json", c_int, c_void_p, POINTER(c_char_p), POINTER(c_char_p), SayFn, c_void_p,
                POINTER(c_void_p), c_char_p, c_size_t)

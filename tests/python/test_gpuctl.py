@@ -636,6 +636,35 @@ class Library(unittest.TestCase):
             gpuctl.advise(model="llama-3-8b", task="knit")
         self.assertIn("knit", str(e.exception))
 
+    def test_advise_here_is_advise_here_json(self):
+        """--here on a context: the library's answer for this machine, the one gpuctl advise --here --json gives
+        (l4-2x: GPU 0 free; no gpuctld to ask)"""
+        env = dict(os.environ, GPUCTL_QUEUE_SOCKET=os.path.join(STATE, "no-gpuctld.sock"))
+        os.environ["GPUCTL_QUEUE_SOCKET"] = env["GPUCTL_QUEUE_SOCKET"]
+        kinds = []
+        try:
+            for args in (("--model", "llama-3-8b", "--task", "lora"), ("--model", "llama-3-70b", "--task", "train-full")):
+                cli_here = json.loads(subprocess.run([GPUCTL, "--sim", NODE, "advise", "--json", "--here",
+                                                      "--here-price", "1.5", *args], env=env, capture_output=True,
+                                                     text=True, timeout=60).stdout)["here"]
+                py_here = gpuctl.advise(*args, here=True, here_price="1.5", ctx=gpuctl.Context(sim=NODE))["here"]
+                self.assertEqual(py_here, cli_here)
+                kinds.append(py_here["kind"])
+            self.assertEqual(kinds[1:], ["no-fit"])  # (the first: free-now or busy, as this file's leases stand)
+        finally:
+            del os.environ["GPUCTL_QUEUE_SOCKET"]
+        self.assertNotIn("here", gpuctl.advise(model="llama-3-8b", task="lora"))
+        # the library without a context refuses --here, in one line
+        import ctypes
+        from gpuctl import _lib
+        argv = (ctypes.c_char_p * 3)(b"--model=llama-3-8b", b"--here", None)
+        out, err = ctypes.c_void_p(), ctypes.create_string_buffer(_lib.ERRBUF)
+        self.assertNotEqual(_lib.advise_json(argv, ctypes.byref(out), err, len(err)), 0)
+        self.assertIn(b"--here needs this machine's GPUs", err.value)
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            gpuctl.advise(model="llama-3-8b", here_price="cheap", ctx=gpuctl.Context(sim=NODE))
+        self.assertIn("invalid --here-price 'cheap'", str(e.exception))
+
 
 class TensorFlow(unittest.TestCase):
     """gpuctl.tensorflow against tests/python/fake/tensorflow (TF is not in Debian)."""

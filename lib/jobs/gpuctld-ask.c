@@ -1,10 +1,11 @@
 /*
- * queue-client.c — one request to gpuctld's queue socket and its answer
- * (queue-client.h), for the queue verbs and gpuctl top. Never prints.
+ * gpuctld-ask.c — one request to gpuctld's queue socket and its answer
+ * (gpuctld-ask.h).
  */
-#include "queue-client.h"
+#include "gpuctld-ask.h"
 
-#include "cli.h"
+#include "device/proc.h"
+#include "jobs/authority.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,15 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "jobs/authority.h"
-
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define ANSWER_MAX (16u << 20)
 
-const char *queue_socket_path(void)
+const char *gpuctld_socket_path(void)
 {
 	const char *p = getenv("GPUCTL_QUEUE_SOCKET");
 	if (p && *p)
@@ -33,9 +32,9 @@ const char *queue_socket_path(void)
 	return auth[0] ? auth : "/run/gpuctl/gpuctld.sock";
 }
 
-json_t *queue_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t errlen)
+json_t *gpuctld_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t errlen)
 {
-	const char *path = queue_socket_path();
+	const char *path = gpuctld_socket_path();
 	*reached = 0;
 	char *text = json_dumps(req, JSON_COMPACT);
 	if (!text) {
@@ -112,7 +111,9 @@ json_t *queue_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t e
 	if (!json_is_true(json_object_get(ans, "ok"))) {
 		const char *e = json_string_value(json_object_get(ans, "error"));
 		char safe[1024];
-		snprintf(err, errlen, "%s", e ? cli_safe(safe, sizeof safe, e) : "gpuctld refused the request");
+		if (e)
+			proc_sanitize(safe, sizeof safe, e, strlen(e));
+		snprintf(err, errlen, "%s", e ? safe : "gpuctld refused the request");
 		json_decref(ans);
 		return NULL;
 	}
