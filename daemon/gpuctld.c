@@ -16,6 +16,7 @@
 #include "queue/queue.h"
 #include "jobs/authority.h"
 #include "jobs/joblog.h"
+#include "util/slurp.h"
 #include "util/units.h"
 #include "sampler.h"
 
@@ -509,30 +510,13 @@ static char *config_text;
  */
 static int read_config(const char *path, bool named, bool from_env, struct settings *st)
 {
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		if (!named && errno == ENOENT)
-			return EXIT_OK;
-		cli_err("cannot read the configuration file '%s'%s: %s", path, from_env ? " (GPUCTLD_CONFIG)" : "",
-			strerror(errno));
-		return EXIT_USAGE;
-	}
 	size_t len = 0;
-	FILE *mem = open_memstream(&config_text, &len);
-	char chunk[4096];
-	size_t got, total = 0;
-	while (mem && total <= CONFIG_MAX && (got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-		fwrite(chunk, 1, got, mem);
-		total += got;
-	}
-	int rerr = ferror(f) ? errno : 0;
-	fclose(f);
-	if (!mem || fclose(mem) != 0 || rerr) {
-		cli_err("cannot read the configuration file '%s': %s", path, rerr ? strerror(rerr) : "out of memory");
-		return EXIT_USAGE;
-	}
-	if (total > CONFIG_MAX) {
-		cli_err("invalid configuration file '%s': larger than %d KiB (expected a few lines)", path, CONFIG_MAX / 1024);
+	char err[PATH_MAX + 256];
+	int src = slurp(path, CONFIG_MAX, &config_text, &len, err, sizeof err);
+	if (src == GC_ENOTFOUND && !named)
+		return EXIT_OK;
+	if (src != GC_OK) {
+		cli_err("cannot read the configuration file%s: %s", from_env ? " (GPUCTLD_CONFIG)" : "", err);
 		return EXIT_USAGE;
 	}
 	if (strlen(config_text) != len) {

@@ -29,14 +29,15 @@ int slurp(const char *path, size_t max, char **out, size_t *len, char *err, size
 		close(fd);
 		return GC_EIO;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) { /* a character device: /dev/null, as an empty file */
 		errbuf_set(err, errlen, "'%s' is %s", path,
 			   S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file");
 		close(fd);
 		return GC_EINVAL;
 	}
 	if ((unsigned long long)st.st_size > max) {
-		errbuf_set(err, errlen, "'%s' is larger than %zu MiB", path, max >> 20);
+		errbuf_set(err, errlen, "'%s' is larger than %zu %s", path, max % (1u << 20) ? max >> 10 : max >> 20,
+			   max % (1u << 20) ? "KiB" : "MiB");
 		close(fd);
 		return GC_EINVAL;
 	}
@@ -53,7 +54,8 @@ int slurp(const char *path, size_t max, char **out, size_t *len, char *err, size
 			if (cap > max) {
 				free(buf);
 				close(fd);
-				errbuf_set(err, errlen, "'%s' is larger than %zu MiB", path, max >> 20);
+				errbuf_set(err, errlen, "'%s' is larger than %zu %s", path,
+					   max % (1u << 20) ? max >> 10 : max >> 20, max % (1u << 20) ? "KiB" : "MiB");
 				return GC_EINVAL;
 			}
 			char *nb = realloc(buf, cap * 2);

@@ -187,7 +187,7 @@ try:
     check("a --config file that is not there", r.returncode == 2 and "cannot read the configuration file" in r.stderr, r)
     with open(bad, "w") as f:
         f.write("#" * (2 << 20))
-    for what, path, said in (("over 1 MiB", bad, "larger than 1024 KiB"), ("a directory", work, "Is a directory")):
+    for what, path, said in (("over 1 MiB", bad, "larger than 1 MiB"), ("a directory", work, "is a directory")):
         r = subprocess.run([GPUCTLD, "--config", path, "--check-config"], capture_output=True, text=True)
         check(f"a --config {what}: one line, exit 2", r.returncode == 2 and said in r.stderr and
               r.stderr.count("\n") == 1, r)
