@@ -101,6 +101,31 @@ def root(*args, env=None):
                           timeout=30)
 
 
+def job_runs(daemon_pid, jobs):
+    """the pids of the gpuctl runs (titled "gpuctl job-ID --") of these jobs among the daemon's descendants:
+    only this test's, on a machine running tests side by side"""
+    kids, todo, found = {}, [daemon_pid], []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(pid))
+    while todo:
+        p = todo.pop()
+        for k in kids.get(p, []):
+            todo.append(k)
+            try:
+                with open(f"/proc/{k}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if any(cmd.startswith(f"gpuctl job-{j} --".encode()) for j in jobs):
+                found.append(k)
+    return found
+
+
 def state(job, who=None):
     p = as_user(who, "show", str(job), "--json") if who else root("show", str(job), "--json")
     return json.loads(p.stdout)["job"] if p.returncode == 0 else None
@@ -478,10 +503,14 @@ try:
     lo = int(root("submit", "--", "sleep", "2").stdout.strip())
     wait_state(rq, ("running",))
     wait_state(lo, ("running",))
+    doomed = job_runs(daemon.pid, (rq, lo))
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
-    for j in (rq, lo):
-        subprocess.run(["pkill", "-KILL", "-f", f"^gpuctl job-{j} --"], check=False)
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     daemon = start()
     jrq = wait_state(rq, ("done", "failed", "lost"), 30)
     jlo = wait_state(lo, ("done", "failed", "lost"), 30)
