@@ -42,7 +42,10 @@
  * live when it joined, so a ticket made long ago and locked later cannot jump
  * in front of it; and a ticket ahead that lets the GPUs it could take sit free
  * for LEASE_IDLE_MS loses its place (with every other ticket of its user's
- * ahead), so a planted ticket stalls the queue for that long at most; one that
+ * ahead, unless that user is ours: one user's jobs keep their order), so a
+ * planted ticket stalls the queue for that long at most, or for
+ * LEASE_ACTIVE_MAX_MS while its process is at work (runnable: on a loaded
+ * machine a woken waiter may wait seconds for a CPU); one that
  * is that old already and finds GPUs for it free when a waiter joins is passed
  * at once when its process sleeps (a release wakes every waiter, so a head
  * asleep with GPUs free has let them be), after LEASE_JOIN_GRACE_MS when it
@@ -1253,9 +1256,18 @@ int lease_queue_is_head(struct lease_dir *d, struct lease_ticket *t, const char 
 		}
 		if (now - a->idle_since < LEASE_IDLE_MS)
 			return 0;
-		/* it passed up its turn: it, and the rest of its user's tickets, lose their place */
+		/* at work still (runnable, perhaps not yet given a CPU): its place is kept a while longer */
+		if (now - a->idle_since < LEASE_ACTIVE_MAX_MS && a->pid > 0 && process_active(a->pid) == 1)
+			return 0;
+		/*
+		 * It passed up its turn: it loses its place, and so does the rest of its user's tickets
+		 * (a user who plants tickets stalls the line once, not once per ticket); but our own user's
+		 * other tickets keep theirs: one user's jobs stay in the order they came.
+		 */
 		uid_t who = a->uid;
-		for (size_t i = 0; i < t->nahead;)
+		if (who == d->uid)
+			drop_ahead(t, first);
+		for (size_t i = 0; who != d->uid && i < t->nahead;)
 			if (t->ahead[i].uid == who)
 				drop_ahead(t, i);
 			else

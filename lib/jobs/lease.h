@@ -129,6 +129,15 @@ int lease_queue_join(struct lease_dir *d, const struct lease_info *me, struct le
  * (how long it has had them free, nobody can tell; it may be taking them).
  */
 #define LEASE_JOIN_GRACE_MS 500
+/*
+ * One whose process is at work (a thread runnable or in the kernel) when its
+ * LEASE_IDLE_MS is up keeps its place until this long: on a loaded machine a
+ * waiter woken by a release may wait seconds for a CPU, and passing it would
+ * break the order of the line. A ticket that spins without taking its turn
+ * holds the queue up this long at most (gpuctld's authority mode, for
+ * machines with hostile users, has no ticket files).
+ */
+#define LEASE_ACTIVE_MAX_MS 30000
 
 /*
  * 1 when t is at the head of the queue: no ticket that was live when t joined

@@ -376,6 +376,18 @@ static void test_read_lock_neither_holds_nor_blocks(void **state)
 	lease_dir_close(d);
 }
 
+/* a process that sleeps until killed: the pid of a waiter asleep (not at work) */
+static pid_t sleeper(void)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		for (;;)
+			pause();
+	}
+	assert_true(p > 0);
+	return p;
+}
+
 static void test_idle_ticket_loses_its_place(void **state)
 {
 	(void)state;
@@ -383,8 +395,10 @@ static void test_idle_ticket_loses_its_place(void **state)
 	char err[256];
 	struct lease_info info = me("q");
 	info.want = 1;
+	struct lease_info idle = info; /* t1's process sleeps: it does not take its turn */
+	idle.pid = idle.supervisor = sleeper();
 	struct lease_ticket *t1, *t2;
-	assert_int_equal(lease_queue_join(d, &info, &t1, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_join(d, &idle, &t1, err, sizeof err), GC_OK);
 	assert_int_equal(lease_queue_join(d, &info, &t2, err, sizeof err), GC_OK);
 	const char *gpus[2] = {A, B};
 	/* both GPUs held: t1 cannot go, so t2 waits for it however long */
@@ -401,22 +415,68 @@ static void test_idle_ticket_loses_its_place(void **state)
 	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 0);
 	usleep((LEASE_IDLE_MS / 2 + 300) * 1000);
 	assert_int_equal(lease_queue_is_head(d, t2, gpus, 2), 1);
-	/* a waiter that comes now, with GPUs free and t1 in line that long already, passes it after
-	 * LEASE_JOIN_GRACE_MS, not LEASE_IDLE_MS */
+	/* a waiter that comes now, with GPUs free and t1 in line that long already, asleep: passes it
+	 * at once (a release woke it; it has let them be) */
 	struct lease_ticket *t3;
 	assert_int_equal(lease_queue_join(d, &info, &t3, err, sizeof err), GC_OK);
 	lease_queue_leave(t2);
-	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
-	usleep((LEASE_JOIN_GRACE_MS + 300) * 1000);
 	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 1);
-	/* but not one still young: t4 waits for t3 while it could go (t1 gone: passing it would pass
-	 * every ticket of its user, t3's too, and here they are all ours) */
+	/*
+	 * a head at work (runnable; here this very process) keeps its place past LEASE_IDLE_MS, up to
+	 * LEASE_ACTIVE_MAX_MS: on a loaded machine a woken waiter may wait that long for a CPU. And
+	 * passing t1 took none of our user's other tickets with it: t4 still waits for t3.
+	 */
 	lease_queue_leave(t1);
+	kill(idle.pid, SIGKILL);
+	waitpid(idle.pid, NULL, 0);
 	struct lease_ticket *t4;
 	assert_int_equal(lease_queue_join(d, &info, &t4, err, sizeof err), GC_OK);
 	assert_int_equal(lease_queue_is_head(d, t4, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS + 300) * 1000);
+	assert_int_equal(lease_queue_is_head(d, t4, gpus, 2), 0);
 	lease_queue_leave(t3);
+	assert_int_equal(lease_queue_is_head(d, t4, gpus, 2), 1);
 	lease_queue_leave(t4);
+	lease_dir_close(d);
+}
+
+/* one user's tickets keep their order: an idle one of ours is passed alone, not with the others of ours */
+static void test_own_idle_ticket_passed_alone(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	char err[256];
+	struct lease_info info = me("q");
+	info.want = 1;
+	struct lease_info idle = info;
+	idle.pid = idle.supervisor = sleeper();
+	struct lease_info later = info; /* a second waiter of ours, asleep too, behind the idle one */
+	later.pid = later.supervisor = sleeper();
+	const char *gpus[2] = {A, B};
+	struct lease *l = NULL;
+	size_t busy;
+	assert_int_equal(lease_try(d, gpus, 2, &info, &l, &busy, err, sizeof err), GC_OK);
+	struct lease_ticket *t1, *t2, *t3;
+	assert_int_equal(lease_queue_join(d, &idle, &t1, err, sizeof err), GC_OK);
+	usleep(20000); /* distinct ctimes on file systems with a coarse clock */
+	assert_int_equal(lease_queue_join(d, &later, &t2, err, sizeof err), GC_OK);
+	usleep(20000);
+	assert_int_equal(lease_queue_join(d, &info, &t3, err, sizeof err), GC_OK);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	lease_release(l);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS + 300) * 1000);
+	/* t1 passed up its turn and is passed; t2 became first only now and gets its whole LEASE_IDLE_MS */
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 0);
+	usleep((LEASE_IDLE_MS + 300) * 1000);
+	assert_int_equal(lease_queue_is_head(d, t3, gpus, 2), 1);
+	lease_queue_leave(t1);
+	lease_queue_leave(t2);
+	lease_queue_leave(t3);
+	kill(idle.pid, SIGKILL);
+	kill(later.pid, SIGKILL);
+	waitpid(idle.pid, NULL, 0);
+	waitpid(later.pid, NULL, 0);
 	lease_dir_close(d);
 }
 
@@ -466,8 +526,8 @@ static void test_new_head_is_waited_for(void **state)
 /*
  * A ticket in line for LEASE_IDLE_MS already, whose process sleeps while GPUs
  * for it are free, is passed at once by a waiter that joins: a release would
- * have woken it. (One whose process is at work gets LEASE_JOIN_GRACE_MS:
- * test_idle_ticket_loses_its_place.)
+ * have woken it. (One whose process is at work keeps its place, up to
+ * LEASE_ACTIVE_MAX_MS: test_idle_ticket_loses_its_place.)
  */
 static void test_sleeping_old_ticket_passed_at_once(void **state)
 {
@@ -622,6 +682,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unsafe_places_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_lock_neither_holds_nor_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_ticket_loses_its_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_idle_ticket_passed_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_head_is_waited_for, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sleeping_old_ticket_passed_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_never_both, setup, teardown),
