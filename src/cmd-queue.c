@@ -591,7 +591,8 @@ int cmd_logs(const struct cli_global *g, int argc, char **argv)
 		if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0)
 			follow = true;
 		else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("usage: gpuctl logs [-f] JOB\n\nA job's output; -f follows it until the job ends.\n");
+			printf("usage: gpuctl logs [-f] JOB\n\nA job's output.\n"
+			       "  -f, --follow   follow it until the job ends\n");
 			return EXIT_OK;
 		} else if (argv[i][0] == '-')
 			return bad_word("logs", argv[i]);
