@@ -52,6 +52,9 @@ static void record(struct queue *q, const struct usage_open *o, int64_t end)
 	q->usage.share_dirty = true; /* fair share: to compute again */
 }
 
+/* a claim's ctime older than this when first seen is not taken (a clock set back, a file touched) */
+#define USAGE_CLAIM_TRUST_MS 60000
+
 void usage_observe(struct queue *q, bool changed)
 {
 	struct usage *u = &q->usage;
@@ -127,9 +130,15 @@ void usage_observe(struct queue *q, bool changed)
 				for (size_t k = 0; k + 1 < u->n && o->gpu < 0; k++)
 					if (strcmp(u->v[k].uuid, o->uuid) == 0)
 						o->gpu = u->v[k].gpu;
-			/* seen now, within ms of its claim; one that was there when gpuctld started, since
-			 * its record says (seconds) */
+			/*
+			 * from its claim file's ctime (made, or rewritten at its job's start): not when we
+			 * saw it, which a loaded machine delays; one that was there when gpuctld started,
+			 * since its record says (seconds)
+			 */
+			int64_t claimed = e[i].claimed_ns / 1000000;
 			o->start_ms = !u->started && in->since > 0 && in->since * 1000 < now ? in->since * 1000 : now;
+			if (u->started && claimed > 0 && claimed <= now && now - claimed < USAGE_CLAIM_TRUST_MS)
+				o->start_ms = claimed;
 			/* ... but not again the part an earlier gpuctld recorded when it stopped (issue 32: a
 			 * lease across a restart was counted twice from its since) */
 			int64_t last = !u->started ? store_usage_last_end(q->st, o->uuid, o->uid) : 0;

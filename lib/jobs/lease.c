@@ -1424,6 +1424,7 @@ int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)
 		if (i && strcmp(it.v[i].uuid, it.v[i - 1].uuid) == 0)
 			continue;
 		snprintf(v[k].uuid, sizeof v[k].uuid, "%s", it.v[i].uuid);
+		v[k].claimed_ns = it.v[i].key.ctime_ns;
 		v[k++].info = it.v[i].info;
 	}
 	free(it.v);

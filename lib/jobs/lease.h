@@ -216,6 +216,8 @@ int lease_revoke(struct lease_dir *d, uint64_t grant, const char *why);
 struct lease_entry {
 	char uuid[LEASE_UUID_MAX];
 	struct lease_info info;
+	int64_t claimed_ns;        /* its claim file's ctime, ns since the epoch: when it was made or its
+				      record last rewritten (at its job's start, not after); 0 unknown */
 };
 int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n);
 
