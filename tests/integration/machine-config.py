@@ -35,6 +35,10 @@ if not os.environ.get(NS):
     if os.geteuid() != 0 or not shutil.which("unshare"):
         print("SKIP: machine-config: it needs root and unshare (a mount namespace over /etc)")
         sys.exit(77)
+    # the users are made (and removed, at exit) out here, with the machine's /etc/passwd (testusers.made)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import testusers  # noqa: E402
+    testusers.create("the machine-config test creates two users")
     ov = tempfile.mkdtemp(prefix="gpuctl-etc-")
     try:
         rc = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", sys.executable, *sys.argv],
@@ -56,7 +60,7 @@ import gpuctld_proc  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTL, GPUCTLD, NODE, SRC, check, finish, gpuctl, until  # noqa: E402
 
-A, B = policy.setup("machine-config")
+A, B = policy.setup("machine-config", users_made=True)
 work = policy.work
 posted = []
 

@@ -25,10 +25,11 @@ procs = []
 log = []  # what the gpuctld of start() logged, its start-up lines first
 
 
-def setup(what):
-    """the two users (A, B), and the work directory (0777, so that jobs of both may write in it)"""
+def setup(what, users_made=False):
+    """the two users (A, B), and the work directory (0777, so that jobs of both may write in it);
+    users_made: a parent process made the users (testusers.made)"""
     global work, env, sock
-    users = testusers.create(f"the {what} test creates two users")
+    users = testusers.made() if users_made else testusers.create(f"the {what} test creates two users")
     work = tempfile.mkdtemp(prefix=f"gpuctl-{what}-")
     os.chmod(work, 0o777)
     sock = os.path.join(work, "q.sock")

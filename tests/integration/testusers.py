@@ -61,6 +61,14 @@ def create(why):
     return USERS
 
 
+def made():
+    """the users a parent process of this test made with create() and removes: used, never made or
+    removed here. A test that runs itself again inside a mount namespace over /etc (machine-config)
+    makes them outside: useradd in there writes a copy of /etc/passwd, where they would get the uids
+    of users other tests make later out here, and their cleanup's pkill -u would kill those."""
+    return USERS
+
+
 def as_user_cmd(user, *cmd):
     """the command line that runs cmd as user, with its groups"""
     return ["setpriv", "--reuid", user, "--regid", str(pwd.getpwnam(user).pw_gid), "--init-groups", "--",
