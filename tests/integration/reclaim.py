@@ -46,7 +46,10 @@ while :; do sleep 0.1; done
 
 
 def lines(path):
-    return open(path).read().splitlines() if os.path.exists(path) else []
+    """the whole lines of path: the hook writes an event's name and its JSON in two writes, so a line
+    read between them has no end yet"""
+    text = open(path).read() if os.path.exists(path) else ""
+    return text[:text.rfind("\n") + 1].splitlines()
 
 
 def start(*args):
