@@ -116,8 +116,13 @@ try:
     check("/metrics counts them", sent and int(sent.group(1)) == len(ev), (sent and sent.group(0), len(ev)))
     check("POSTed as application/json to the URL's path", all(p == "/hook" and t == "application/json"
                                                                for p, t, b in posted), posted[:3])
-    with open(cmdlog) as f:
-        lines = f.read().splitlines()
+    def whole_lines():
+        """the hook writes an event's name and its JSON in two writes: whole lines only, once all are there"""
+        with open(cmdlog) as f:
+            text = f.read()
+        return text[:text.rfind("\n") + 1].splitlines()
+    policy.until(lambda: len(whole_lines()) >= len(names), 10)
+    lines = whole_lines()
     cmd_events = [l.split(" ", 1) for l in lines]
     check("the command got each event too, GPUCTL_EVENT its name and the JSON on stdin",
           sorted(n for n, _ in cmd_events) == sorted(names) and
