@@ -133,10 +133,13 @@ try:
         check(os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)),
               "no claim is left in the state directory: " + " ".join(os.listdir(state)))
 
-    # the Python package, installed, on the installed library
+    # the Python package, installed, on the installed library; none with -Dpython=disabled
     pkgs = glob.glob(os.path.join(root, "**", "gpuctl", "__init__.py"), recursive=True)
-    check(len(pkgs) == 1 and re.search(r"/(site|dist)-packages/gpuctl/__init__\.py$", pkgs[0] if pkgs else ""),
-          "the Python package is installed in site-packages (%s)" % pkgs)
+    if os.environ.get("GPUCTL_TEST_PYTHON") == "0":
+        check(not pkgs, "-Dpython=disabled: no Python package installed (%s)" % pkgs)
+    else:
+        check(len(pkgs) == 1 and re.search(r"/(site|dist)-packages/gpuctl/__init__\.py$", pkgs[0] if pkgs else ""),
+              "the Python package is installed in site-packages (%s)" % pkgs)
     if len(pkgs) == 1:
         pkgdir = os.path.dirname(pkgs[0])
         check(os.path.exists(os.path.join(pkgdir, "py.typed")), "with py.typed")

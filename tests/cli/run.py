@@ -19,7 +19,8 @@ A case file (tests/cli/cases/*.case) holds, in this order:
 `stdout-re:` / `stderr-re:` instead of `stdout:` / `stderr:` make every
 following line a regular expression that must match the whole line.
 Placeholders, in args, env and expected output alike: {nodes} =
-tests/cli/nodes, {examples} = examples/nodes, {build} = the build directory. Each case gets a fresh, empty simulator
+tests/cli/nodes, {examples} = examples/nodes, {build} = the build directory, {src} = the
+source tree (a build directory may be anywhere). Each case gets a fresh, empty simulator
 runtime directory (GPUCTL_SIM_RUNDIR) and lease directory (GPUCTL_STATE_DIR),
 so nothing leaks between cases.
 """
@@ -100,6 +101,7 @@ def main():
         "nodes": os.path.join(srcdir, "tests", "cli", "nodes"),
         "examples": os.path.join(srcdir, "examples", "nodes"),
         "build": builddir,
+        "src": srcdir,
     }
 
     def expand(s):
