@@ -107,13 +107,7 @@ static int job_fn(const struct spawnreq *r)
 	struct job_opts jo;
 	struct job_env env;
 	struct job_exec x;
-	job_request_init(&req);
-	job_opts_init(&jo);
-	job_env_init(&env);
-	job_exec_init(&x);
-	x.r = &req;
-	x.jo = &jo;
-	x.env = &env;
+	job_exec_setup(&x, &req, &jo, &env);
 	x.name = r->name;
 	x.go_fd = SPAWNREQ_GO_FD;
 	x.open_ctx = open_ctx;
@@ -138,8 +132,7 @@ static int job_fn(const struct spawnreq *r)
 		rc = 1; /* its output was lost (a full disk): not a success; gpuctld's log says why */
 	if (write_status(r, &x, rc) < 0 && rc == 0)
 		rc = 1; /* whoever reads it would not learn how the job ended */
-	job_env_free(&env);
-	job_request_release(&req);
+	job_exec_release(&x);
 	return rc;
 }
 

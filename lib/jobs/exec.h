@@ -103,6 +103,14 @@ struct job_exec {
 /* what a struct job_exec needs before its in fields are set */
 void job_exec_init(struct job_exec *x);
 /*
+ * x on a request, options and an environment of the caller's, each made new:
+ * job_request_init, job_opts_init, job_env_init and job_exec_init at once, and
+ * x->r, x->jo, x->env set (gc_run_json, gpuctld's runner). job_exec_release
+ * frees what they hold.
+ */
+void job_exec_setup(struct job_exec *x, struct job_request *r, struct job_opts *jo, struct job_env *env);
+void job_exec_release(struct job_exec *x);
+/*
  * Lease, run, explain, retry, release. GC_OK with x->status (the command
  * ran, or could not be run: SUPERVISE_END_EXEC_FAILED); GC_EBUSY ("DESC not
  * available now: WHY" in err) or GC_ETIMEDOUT (the wait's limit, err says

@@ -114,6 +114,23 @@ void job_exec_init(struct job_exec *x)
 	x->cloud = SPOT_NONE;
 }
 
+void job_exec_setup(struct job_exec *x, struct job_request *r, struct job_opts *jo, struct job_env *env)
+{
+	job_request_init(r);
+	job_opts_init(jo);
+	job_env_init(env);
+	job_exec_init(x);
+	x->r = r;
+	x->jo = jo;
+	x->env = env;
+}
+
+void job_exec_release(struct job_exec *x)
+{
+	job_env_free(x->env);
+	job_request_release(x->r);
+}
+
 static const struct option exec_options[] = {
 	JOB_GPU_OPTIONS,
 	JOB_SUPERVISOR_OPTIONS,
@@ -438,13 +455,7 @@ int gc_run_json(gc_ctx *ctx, const char *const *options, const char *const *argv
 	struct job_opts jo;
 	struct job_env env;
 	struct job_exec x;
-	job_request_init(&r);
-	job_opts_init(&jo);
-	job_env_init(&env);
-	job_exec_init(&x);
-	x.r = &r;
-	x.jo = &jo;
-	x.env = &env;
+	job_exec_setup(&x, &r, &jo, &env);
 	struct say_to to = {.say = say, .arg = say_arg};
 	if (say) {
 		x.log = public_log;
@@ -472,7 +483,6 @@ int gc_run_json(gc_ctx *ctx, const char *const *options, const char *const *argv
 			rc = GC_ENOMEM;
 		}
 	}
-	job_env_free(&env);
-	job_request_release(&r);
+	job_exec_release(&x);
 	return rc;
 }
