@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "progerr.h"
+#include "opttab.h"
 #include "sigstop.h"
 #include "enforce.h"
 #include "health.h"
@@ -31,95 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: gpuctld [--sim FILE] [--listen ADDR:PORT] [--allow-remote] [--interval DUR]\n"
-		"               [--history DUR] [--max-connections N] [--max-per-client N] [--timeout DUR]\n"
-		"               [--threads N]\n"
-		"               [--labels dcgm|snake] [--no-queue | --queue-db FILE --queue-socket PATH\n"
-		"               --log-dir DIR --log-keep DUR --log-max-size SIZE --log-user-max SIZE --job-keep DUR\n"
-		"               --admin-group GROUP\n"
-		"               --max-queued N --max-job-bytes SIZE] [--quarantine LIST]\n"
-		"               [--quarantine-xids LIST] [--enforce off|warn|kill] [--enforce-grace DUR]\n"
-		"               [--enforce-root] [--enforce-unleased] [--webhook URL] [--webhook-format json|slack]\n"
-		"               [--webhook-timeout DUR] [--notify-command PATH] [--reclaim-after DUR]\n"
-		"               [--reclaim-grace DUR] [--reclaim-signal SIG] [--reclaim-util PCT]\n"
-		"               [--reclaim-exempt USERS] [--gpu-hour-price USD] [--fair-share-half-life DUR]\n"
-		"               [--config FILE] [--check-config]\n"
-		"\n"
-		"Sample every GPU and serve, over HTTP:\n"
-		"  /                 a live dashboard\n"
-		"  /metrics          Prometheus metrics (dcgm-exporter's names, and gpuctl_*)\n"
-		"  /api/v1/gpus      the newest sample as JSON\n"
-		"  /api/v1/history   the history as JSON (?seconds=N for the last N seconds)\n"
-		"\n"
-		"  --sim FILE            a simulated node instead of the driver (also $GPUCTL_SIM)\n"
-		"  --listen ADDR:PORT    where to listen (default 127.0.0.1:9400; port 0: any free port)\n"
-		"  --allow-remote        allow a --listen address other than loopback\n"
-		"  --interval DUR        time between samples (default 1s; 0.1s to 1h)\n"
-		"  --history DUR         how much history to keep (default 1h; at most 100000 samples)\n"
-		"  --max-connections N   connections served at once (default 256)\n"
-		"  --max-per-client N    connections one local user (by uid) or one remote address may hold\n"
-		"                        (default 32)\n"
-		"  --timeout DUR         cut off a request not answered this long after it began, however\n"
-		"                        slowly the client sends it (default 10s)\n"
-		"  --threads N           request threads (default: the number of CPUs, at most 8)\n"
-		"  --labels dcgm|snake   dcgm (default): dcgm-exporter's modelName label; snake: model_name,\n"
-		"                        which promtool check metrics does not flag\n"
-		"  --no-queue            no job queue (metrics and dashboard only)\n"
-		"  --authority           authority mode, for a shared machine: gpuctld alone grants leases,\n"
-		"                        ports and places in line (docs/security.md); needs root and the queue\n"
-		"  --authority-dir DIR   its socket and marker (default /run/gpuctld; clients read\n"
-		"                        GPUCTL_AUTHORITY_DIR)\n"
-		"  --queue-db FILE       the queue (default /var/lib/gpuctl/queue.db)\n"
-		"  --queue-socket PATH   where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)\n"
-		"  --log-dir DIR         job logs, DIR/ID.log (default /var/lib/gpuctl/logs)\n"
-		"  --log-keep DUR        remove a job's log this long after it ended (default 30d; 0: never)\n"
-		"  --log-max-size SIZE   a job's log is cut, its oldest output first, to stay under SIZE; the log\n"
-		"                        says how much was cut (default 1GiB; at least 64KiB; 0: no cap)\n"
-		"  --log-user-max SIZE   one user's logs in all: over it, the logs of that user's ended jobs are\n"
-		"                        removed, the oldest ended first (default 10GiB; 0: no limit)\n"
-
-		"  --job-keep DUR        forget a job (its record and log) this long after it ended (default 90d;\n"
-		"                        0: never)\n"
-		"  --admin-group GROUP   members may see and cancel every job (root always may)\n"
-		"  --max-queued N        queued jobs one user may have (default 10000; 0: no limit; not root or\n"
-		"                        the admin group)\n"
-		"  --max-job-bytes SIZE  a job's command line and environment, as kept (default 256KiB; 0: no\n"
-		"                        limit; a request is at most 1MiB in any case)\n"
-		"  --quarantine LIST     faults that take a GPU out of service until 'gpuctl quarantine clear':\n"
-		"                        xid,ecc,remap,lost (default: all), or off (docs/policy.md)\n"
-		"  --quarantine-xids LIST  the Xids that quarantine: reset (default: those that need a GPU\n"
-		"                        reset, 48,61,62,64,74,79,95,119,154), all, or numbers (48,79)\n"
-		"  --enforce MODE        a process on a GPU another user leased: off (default), warn (log and\n"
-		"                        count it), kill (SIGTERM, SIGKILL after --enforce-grace) (docs/policy.md)\n"
-		"  --enforce-grace DUR   from SIGTERM to SIGKILL (default 10s)\n"
-		"  --enforce-root        root's processes too (default: reported, never signalled)\n"
-		"  --enforce-unleased    all GPU work must be leased: a process on a GPU nobody leased is one too\n"
-		"  --webhook URL         POST each event (job started, ended, failed; GPU quarantined, freed;\n"
-		"                        policy violation) as JSON to URL (docs/policy.md)\n"
-		"  --webhook-format F    json (default) or slack ({\"text\": ...})\n"
-		"  --webhook-timeout DUR each POST's limit (default 5s; one retry); also --notify-command's\n"
-		"  --notify-command PATH run PATH for each event, the JSON on its stdin, GPUCTL_EVENT its name\n"
-		"  --reclaim-after DUR   a lease whose GPUs stay idle this long is reclaimed: notified, then a\n"
-		"                        --reclaim-grace apart the checkpoint signal, SIGTERM, SIGKILL (default off)\n"
-		"  --reclaim-grace DUR   between those steps (default 5m)\n"
-		"  --reclaim-signal SIG  the checkpoint signal to the job (default USR1)\n"
-		"  --reclaim-util PCT    idle: utilization and memory activity at most PCT %% (default 5)\n"
-		"  --reclaim-exempt USERS  users whose leases are never reclaimed (alice,bob)\n"
-		"  --gpu-hour-price USD  what a GPU-hour costs, for gpuctl usage (default 0: no cost shown); auto,\n"
-		"                        aws, gcp, azure: this cloud instance's, from gpuctl advise's price snapshot\n"
-		"  --fair-share-half-life DUR  among jobs of equal priority, users with less GPU time first,\n"
-		"                        that time decaying by half each DUR (default 0: off, first come first\n"
-		"                        served)\n"
-		"  --config FILE         read 'key = value' lines, keys being these options without the dashes,\n"
-		"                        before the command line (default $GPUCTLD_CONFIG, else\n"
-		"                        /etc/gpuctl/gpuctld.conf if it exists)\n"
-		"  --check-config        read the configuration and the command line, say whether they are\n"
-		"                        good (exit 0, or 2 with the error), and start nothing\n");
-}
 
 #define DEFAULT_DB_DIR "/var/lib/gpuctl"
 #define DEFAULT_DB DEFAULT_DB_DIR "/queue.db"
@@ -157,54 +69,6 @@ static int parent_dir_exists(const char *opt, const char *path)
 }
 
 
-static const struct option opts[] = {
-	{"sim", required_argument, NULL, 's'},
-	{"listen", required_argument, NULL, 'l'},
-	{"allow-remote", no_argument, NULL, 'r'},
-	{"interval", required_argument, NULL, 'i'},
-	{"history", required_argument, NULL, 'H'},
-	{"max-connections", required_argument, NULL, 'c'},
-	{"timeout", required_argument, NULL, 't'},
-	{"max-per-client", required_argument, NULL, 'm'},
-	{"threads", required_argument, NULL, 'T'},
-	{"labels", required_argument, NULL, 'L'},
-	{"no-queue", no_argument, NULL, 'Q'},
-	{"authority", no_argument, NULL, 'y'},
-	{"authority-dir", required_argument, NULL, 'd'},
-	{"queue-db", required_argument, NULL, 'D'},
-	{"queue-socket", required_argument, NULL, 'S'},
-	{"log-dir", required_argument, NULL, 'O'},
-	{"log-keep", required_argument, NULL, 'K'},
-	{"log-max-size", required_argument, NULL, 'z'},
-	{"log-user-max", required_argument, NULL, 'u'},
-	{"admin-group", required_argument, NULL, 'a'},
-	{"max-queued", required_argument, NULL, 'M'},
-	{"job-keep", required_argument, NULL, 'J'},
-	{"max-job-bytes", required_argument, NULL, 'B'},
-	{"quarantine", required_argument, NULL, 'q'},
-	{"quarantine-xids", required_argument, NULL, 'x'},
-	{"enforce", required_argument, NULL, 'e'},
-	{"enforce-grace", required_argument, NULL, 'G'},
-	{"enforce-root", no_argument, NULL, 'R'},
-	{"enforce-unleased", no_argument, NULL, 'U'},
-	{"webhook", required_argument, NULL, 'W'},
-	{"webhook-format", required_argument, NULL, 'F'},
-	{"webhook-timeout", required_argument, NULL, 'Y'},
-	{"notify-command", required_argument, NULL, 'N'},
-	{"reclaim-after", required_argument, NULL, 'A'},
-	{"reclaim-grace", required_argument, NULL, 'E'},
-	{"reclaim-signal", required_argument, NULL, 'Z'},
-	{"reclaim-util", required_argument, NULL, 'P'},
-	{"reclaim-exempt", required_argument, NULL, 'X'},
-	{"gpu-hour-price", required_argument, NULL, '$'},
-	{"fair-share-half-life", required_argument, NULL, '~'},
-	{"config", required_argument, NULL, 'C'},
-	{"check-config", no_argument, NULL, 'k'},
-	{"version", no_argument, NULL, 'V'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
 /* everything the options set */
 struct settings {
 	struct sampler_opts so;
@@ -218,283 +82,261 @@ struct settings {
 	bool queue_on;
 	bool authority;
 	const char *authority_dir;
-	bool socket_given;
+	const char *config;            /* --config */
+	bool check_only;               /* --check-config */
 };
 
-/* One option, from the command line or the configuration file: EXIT_OK, or a message and an exit code. */
-static int apply(struct settings *st, int c, const char *arg)
+/* a lib parser's verdict (one line in herr) as an exit code */
+static int said(int rc, const char *herr)
 {
-	long long ms;
-	long n;
-	int rc;
-	char herr[256];
-	switch (c) {
-	case 's': st->so.sim = arg; break;
-	case 'l': st->ho.listen = arg; break;
-	case 'r': st->ho.allow_remote = true; break;
-	case 'i':
-		if ((rc = cli_parse_duration("--interval", arg, &ms)))
-			return rc;
-		if (ms < 100 || ms > 3600000) {
-			cli_err("invalid --interval '%s' (between 0.1s and 1h)", arg);
-			return EXIT_USAGE;
-		}
-		st->so.interval_ms = (int)ms;
-		break;
-	case 'H':
-		if ((rc = cli_parse_duration("--history", arg, &ms)))
-			return rc;
-		st->so.history_ms = ms;
-		break;
-	case 'c':
-		if ((rc = cli_parse_count("--max-connections", arg, &n)))
-			return rc;
-		if (n > 65536) {
-			cli_err("invalid --max-connections '%s' (at most 65536)", arg);
-			return EXIT_USAGE;
-		}
-		st->ho.max_connections = (unsigned)n;
-		break;
-	case 'm':
-		if ((rc = cli_parse_count("--max-per-client", arg, &n)))
-			return rc;
-		if (n > 65536) {
-			cli_err("invalid --max-per-client '%s' (at most 65536)", arg);
-			return EXIT_USAGE;
-		}
-		st->ho.per_client = (unsigned)n;
-		break;
-	case 't':
-		if ((rc = cli_parse_duration("--timeout", arg, &ms)))
-			return rc;
-		if (ms < 1000 || ms > 3600000) {
-			cli_err("invalid --timeout '%s' (between 1s and 1h)", arg);
-			return EXIT_USAGE;
-		}
-		st->ho.timeout_s = (unsigned)(ms / 1000);
-		break;
-	case 'T':
-		if ((rc = cli_parse_count("--threads", arg, &n)))
-			return rc;
-		if (n > 64) {
-			cli_err("invalid --threads '%s' (at most 64)", arg);
-			return EXIT_USAGE;
-		}
-		st->ho.threads = (unsigned)n;
-		break;
-	case 'L':
-		if (strcmp(arg, "dcgm") == 0)
-			st->so.snake_labels = false;
-		else if (strcmp(arg, "snake") == 0)
-			st->so.snake_labels = true;
-		else {
-			cli_err("invalid --labels '%s' (expected dcgm or snake)", arg);
-			return EXIT_USAGE;
-		}
-		break;
-	case 'Q': st->queue_on = false; break;
-	case 'y': st->authority = true; break;
-	case 'd':
-		if (arg[0] != '/') {
-			cli_err("invalid --authority-dir '%s' (expected an absolute path, e.g. /run/gpuctld: clients look there)",
-				arg);
-			return EXIT_USAGE;
-		}
-		st->authority_dir = arg;
-		break;
-	case 'D': st->qo.db = arg; break;
-	case 'S': st->qo.socket = arg; st->socket_given = true; break;
-	case 'O': st->qo.log_dir = arg; break;
-	case 'K':
-		if (strcmp(arg, "0") == 0)
-			st->qo.log_keep_ms = 0;
-		else if ((rc = cli_parse_duration("--log-keep", arg, &st->qo.log_keep_ms)))
-			return rc;
-		break;
-	case 'z':
-	case 'u': {
-		uint64_t bytes = 0;
-		char err[200];
-		if (strcmp(arg, "0") != 0 && (units_parse_size(arg, &bytes, err, sizeof err) != 0 || bytes < JOBLOG_MIN)) {
-			if (c == 'z')
-				cli_err("invalid --log-max-size '%s' (a size of at least 64KiB, e.g. 1G, or 0 for no cap)", arg);
-			else
-				cli_err("invalid --log-user-max '%s' (a size of at least 64KiB, e.g. 10G, or 0 for no limit)",
-					arg);
-			return EXIT_USAGE;
-		}
-		*(c == 'z' ? &st->qo.log_max : &st->qo.log_user_max) = bytes;
-		break;
+	if (rc < 0)
+		cli_err("%s", herr);
+	return rc < 0 ? EXIT_USAGE : EXIT_OK;
+}
+
+#define ST(o) ((struct settings *)(o))
+
+static int set_labels(const struct opt *o, const char *arg, void *st)
+{
+	if (strcmp(arg, "dcgm") != 0 && strcmp(arg, "snake") != 0) {
+		cli_err("invalid --labels '%s' (expected dcgm or snake)", arg);
+		return EXIT_USAGE;
 	}
-	case 'J':
-		if (strcmp(arg, "0") == 0)
-			st->qo.job_keep_ms = 0;
-		else if ((rc = cli_parse_duration("--job-keep", arg, &st->qo.job_keep_ms)))
-			return rc;
-		break;
-	case 'B': {
-		uint64_t bytes;
-		char err[200];
-		if (strcmp(arg, "0") == 0) {
-			st->qo.max_job_bytes = 0;
-		} else if (units_parse_size(arg, &bytes, err, sizeof err) != 0 || bytes < 4096 ||
-			   bytes > (1u << 20)) {
-			cli_err("invalid --max-job-bytes '%s' (a size from 4KiB to 1MiB, e.g. 256KiB, or 0)", arg);
-			return EXIT_USAGE;
-		} else {
-			st->qo.max_job_bytes = (size_t)bytes;
-		}
-		break;
-	}
-	case 'M':
-		if (strcmp(arg, "0") == 0)
-			st->qo.max_queued = 0;
-		else if ((rc = cli_parse_count("--max-queued", arg, &st->qo.max_queued)))
-			return rc;
-		break;
-	case 'a': {
-		struct group gr, *res = NULL;
-		char buf[4096];
-		if (getgrnam_r(arg, &gr, buf, sizeof buf, &res) != 0 || !res) {
-			cli_err("invalid --admin-group '%s' (no such group)", arg);
-			return EXIT_USAGE;
-		}
-		st->qo.admin_gid = gr.gr_gid;
-		break;
-	}
-	case 'q':
-		if (health_parse_faults(arg, &st->hlo, herr, sizeof herr) < 0) {
-			cli_err("%s", herr);
-			return EXIT_USAGE;
-		}
-		break;
-	case 'x':
-		if (health_parse_xids(arg, &st->hlo, herr, sizeof herr) < 0) {
-			cli_err("%s", herr);
-			return EXIT_USAGE;
-		}
-		break;
-	case 'e':
-		if (enforce_parse_mode(arg, &st->eo.mode, herr, sizeof herr) < 0) {
-			cli_err("%s", herr);
-			return EXIT_USAGE;
-		}
-		break;
-	case 'G':
-		if ((rc = cli_parse_duration("--enforce-grace", arg, &st->eo.grace_ms)))
-			return rc;
-		break;
-	case 'R': st->eo.root = true; break;
-	case 'U': st->eo.unleased = true; break;
-	case 'W':
-		if (notify_check_url(arg, herr, sizeof herr) < 0) {
-			cli_err("%s", herr);
-			return EXIT_USAGE;
-		}
-		st->no.webhook = arg;
-		break;
-	case 'F':
-		if (notify_parse_format(arg, &st->no.slack, herr, sizeof herr) < 0) {
-			cli_err("%s", herr);
-			return EXIT_USAGE;
-		}
-		break;
-	case 'Y':
-		if ((rc = cli_parse_duration("--webhook-timeout", arg, &ms)))
-			return rc;
-		if (ms < 100 || ms > 600000) {
-			cli_err("invalid --webhook-timeout '%s' (between 0.1s and 10m)", arg);
-			return EXIT_USAGE;
-		}
-		st->no.timeout_ms = ms;
-		break;
-	case 'A':
-		if (strcmp(arg, "0") == 0 || strcmp(arg, "off") == 0)
-			st->ro.after_ms = 0;
-		else if ((rc = cli_parse_duration("--reclaim-after", arg, &st->ro.after_ms)))
-			return rc;
-		break;
-	case 'E':
-		if ((rc = cli_parse_duration("--reclaim-grace", arg, &st->ro.grace_ms)))
-			return rc;
-		break;
-	case 'Z':
-		if (reclaim_parse_signal(arg, &st->ro.signal, herr, sizeof herr) < 0) {
-			cli_err("%s", herr);
-			return EXIT_USAGE;
-		}
-		break;
-	case 'P':
-		if ((rc = cli_parse_count("--reclaim-util", arg, &n)))
-			return rc;
-		if (n > 100) {
-			cli_err("invalid --reclaim-util '%s' (a percentage, 0 to 100)", arg);
-			return EXIT_USAGE;
-		}
-		st->ro.util = (unsigned)n;
-		break;
-	case 'X': {
-		/* a misspelt name would leave that user's leases reclaimable: every name must exist */
-		char name[256], buf[4096];
-		struct passwd pw, *res;
-		for (const char *p = arg; *p;) {
-			size_t l = strcspn(p, ",");
-			if (l == 0 || l >= sizeof name) {
-				cli_err("invalid --reclaim-exempt '%s' (expected user names separated by commas, e.g. "
-					"alice,bob)", arg);
-				return EXIT_USAGE;
-			}
-			memcpy(name, p, l);
-			name[l] = '\0';
-			if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res) {
-				cli_err("invalid --reclaim-exempt '%s' (no such user '%s')", arg, name);
-				return EXIT_USAGE;
-			}
-			p += l;
-			if (*p == ',' && !*++p) {
-				cli_err("invalid --reclaim-exempt '%s' (expected user names separated by commas, e.g. "
-					"alice,bob)", arg);
-				return EXIT_USAGE;
-			}
-		}
-		st->ro.exempt = arg;
-		break;
-	}
-	case '~':
-		if (strcmp(arg, "0") == 0 || strcmp(arg, "off") == 0)
-			st->qo.fair_half_life_ms = 0;
-		else if ((rc = cli_parse_duration("--fair-share-half-life", arg, &st->qo.fair_half_life_ms)))
-			return rc;
-		break;
-	case '$': {
-		st->price_cloud = NULL;
-		if (price_is_cloud(arg)) {
-			st->price_cloud = arg;
-			break;
-		}
-		char *end;
-		errno = 0;
-		double v = strtod(arg, &end);
-		if (end == arg || *end || errno || !(v >= 0) || v > 1e6) {
-			cli_err("invalid --gpu-hour-price '%s' (expected a price in dollars, e.g. 2.5, or auto, aws, gcp, "
-				"azure: the cloud instance's)", arg);
-			return EXIT_USAGE;
-		}
-		st->qo.gpu_hour_price = v;
-		break;
-	}
-	case 'N': {
-		struct stat sb;
-		if (arg[0] != '/' || stat(arg, &sb) != 0 || !S_ISREG(sb.st_mode) || access(arg, X_OK) != 0) {
-			cli_err("invalid --notify-command '%s' (expected the absolute path of an executable)", arg);
-			return EXIT_USAGE;
-		}
-		st->no.command = arg;
-		break;
-	}
-	}
+	ST(st)->so.snake_labels = strcmp(arg, "snake") == 0;
 	return EXIT_OK;
 }
+
+static int set_authority_dir(const struct opt *o, const char *arg, void *st)
+{
+	if (arg[0] != '/') {
+		cli_err("invalid --authority-dir '%s' (expected an absolute path, e.g. /run/gpuctld: clients look there)", arg);
+		return EXIT_USAGE;
+	}
+	ST(st)->authority_dir = arg;
+	return EXIT_OK;
+}
+
+static int set_admin_group(const struct opt *o, const char *arg, void *st)
+{
+	struct group gr, *res = NULL;
+	char buf[4096];
+	if (getgrnam_r(arg, &gr, buf, sizeof buf, &res) != 0 || !res) {
+		cli_err("invalid --admin-group '%s' (no such group)", arg);
+		return EXIT_USAGE;
+	}
+	ST(st)->qo.admin_gid = gr.gr_gid;
+	return EXIT_OK;
+}
+
+static int set_quarantine(const struct opt *o, const char *arg, void *st)
+{
+	char herr[256];
+	return said(health_parse_faults(arg, &ST(st)->hlo, herr, sizeof herr), herr);
+}
+
+static int set_quarantine_xids(const struct opt *o, const char *arg, void *st)
+{
+	char herr[256];
+	return said(health_parse_xids(arg, &ST(st)->hlo, herr, sizeof herr), herr);
+}
+
+static int set_enforce(const struct opt *o, const char *arg, void *st)
+{
+	char herr[256];
+	return said(enforce_parse_mode(arg, &ST(st)->eo.mode, herr, sizeof herr), herr);
+}
+
+static int set_webhook(const struct opt *o, const char *arg, void *st)
+{
+	char herr[256];
+	ST(st)->no.webhook = arg;
+	return said(notify_check_url(arg, herr, sizeof herr), herr);
+}
+
+static int set_webhook_format(const struct opt *o, const char *arg, void *st)
+{
+	char herr[256];
+	return said(notify_parse_format(arg, &ST(st)->no.slack, herr, sizeof herr), herr);
+}
+
+static int set_reclaim_signal(const struct opt *o, const char *arg, void *st)
+{
+	char herr[256];
+	return said(reclaim_parse_signal(arg, &ST(st)->ro.signal, herr, sizeof herr), herr);
+}
+
+/* a misspelt name would leave that user's leases reclaimable: every name must exist */
+static int set_reclaim_exempt(const struct opt *o, const char *arg, void *st)
+{
+	char name[256], buf[4096];
+	struct passwd pw, *res;
+	for (const char *p = arg;;) {
+		size_t l = strcspn(p, ",");
+		if (l == 0 || l >= sizeof name) {
+			cli_err("invalid --reclaim-exempt '%s' (expected user names separated by commas, e.g. alice,bob)", arg);
+			return EXIT_USAGE;
+		}
+		memcpy(name, p, l);
+		name[l] = '\0';
+		if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res) {
+			cli_err("invalid --reclaim-exempt '%s' (no such user '%s')", arg, name);
+			return EXIT_USAGE;
+		}
+		if (!p[l])
+			break;
+		p += l + 1;
+	}
+	ST(st)->ro.exempt = arg;
+	return EXIT_OK;
+}
+
+static int set_price(const struct opt *o, const char *arg, void *st)
+{
+	ST(st)->price_cloud = NULL;
+	if (price_is_cloud(arg)) {
+		ST(st)->price_cloud = arg;
+		return EXIT_OK;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || errno || !(v >= 0) || v > 1e6) {
+		cli_err("invalid --gpu-hour-price '%s' (expected a price in dollars, e.g. 2.5, or auto, aws, gcp, azure: "
+			"the cloud instance's)", arg);
+		return EXIT_USAGE;
+	}
+	ST(st)->qo.gpu_hour_price = v;
+	return EXIT_OK;
+}
+
+static int set_notify_command(const struct opt *o, const char *arg, void *st)
+{
+	struct stat sb;
+	if (arg[0] != '/' || stat(arg, &sb) != 0 || !S_ISREG(sb.st_mode) || access(arg, X_OK) != 0) {
+		cli_err("invalid --notify-command '%s' (expected the absolute path of an executable)", arg);
+		return EXIT_USAGE;
+	}
+	ST(st)->no.command = arg;
+	return EXIT_OK;
+}
+
+#define AT(field) OPT_AT(struct settings, field)
+#define FLAG(n, field, h) {OPT_FLAG, n, .help = h, AT(field)}
+#define STR(n, a, field, h) {OPT_STRING, n, a, h, AT(field)}
+#define CALL(n, a, fn, h) {OPT_CALLBACK, n, a, h, .cb = fn, .flags = OPT_VALUE}
+
+/* gpuctld's options: the command line, the configuration file's keys and --help (gpuctld(8)) */
+static const struct opt options[] = {
+	{OPT_SECTION, .help = "Sample every GPU and serve, over HTTP:\n"
+			      "  /                 a live dashboard\n"
+			      "  /metrics          Prometheus metrics (dcgm-exporter's names, and gpuctl_*)\n"
+			      "  /api/v1/gpus      the newest sample as JSON\n"
+			      "  /api/v1/history   the history as JSON (?seconds=N for the last N seconds)\n"
+			      "and run gpuctl submit's queue.\n"},
+	STR("sim", "FILE", so.sim, "a simulated node instead of the driver (also $GPUCTL_SIM)"),
+	STR("listen", "ADDR:PORT", ho.listen, "where to listen (default 127.0.0.1:9400; port 0: any free port)"),
+	FLAG("allow-remote", ho.allow_remote, "allow a --listen address other than loopback"),
+	{OPT_DURATION, "interval", "DUR", "time between samples (default 1s; 0.1s to 1h)", AT(so.interval_ms),
+	 .min = 100, .max = 3600000, .accepted = "between 0.1s and 1h"},
+	{OPT_DURATION, "history", "DUR", "how much history to keep (default 1h; at most 100000 samples)",
+	 AT(so.history_ms)},
+	{OPT_COUNT, "max-connections", "N", "connections served at once (default 256)", AT(ho.max_connections),
+	 .min = 1, .max = 65536},
+	{OPT_COUNT, "max-per-client", "N",
+	 "connections one local user (by uid) or one remote address may hold (default 32)", AT(ho.per_client),
+	 .min = 1, .max = 65536},
+	{OPT_DURATION, "timeout", "DUR",
+	 "cut off a request not answered this long after it began, however slowly the client sends it (default 10s)",
+	 AT(ho.timeout_s), .min = 1000, .max = 3600000, .accepted = "between 1s and 1h", .flags = OPT_SECONDS},
+	{OPT_COUNT, "threads", "N", "request threads (default: the number of CPUs, at most 8)", AT(ho.threads),
+	 .min = 1, .max = 64},
+	CALL("labels", "dcgm|snake",
+	     set_labels, "dcgm (default): dcgm-exporter's modelName label; snake: model_name, which promtool check "
+			 "metrics does not flag"),
+	{OPT_SECTION, .help = "\nThe queue:"},
+	{OPT_FLAG, "no-queue", .help = "no job queue (metrics and dashboard only)", AT(queue_on), .flags = OPT_NEG},
+	FLAG("authority", authority, "authority mode, for a shared machine: gpuctld alone grants leases, ports and "
+				     "places in line (docs/security.md); needs root and the queue"),
+	CALL("authority-dir", "DIR", set_authority_dir,
+	     "its socket and marker (default /run/gpuctld; clients read GPUCTL_AUTHORITY_DIR)"),
+	STR("queue-db", "FILE", qo.db, "the queue (default /var/lib/gpuctl/queue.db)"),
+	STR("queue-socket", "PATH", qo.socket,
+	    "where gpuctl submit/queue/show/cancel connect (default /run/gpuctl/gpuctld.sock)"),
+	STR("log-dir", "DIR", qo.log_dir, "job logs, DIR/ID.log (default /var/lib/gpuctl/logs)"),
+	{OPT_DURATION, "log-keep", "DUR", "remove a job's log this long after it ended (default 30d; 0: never)",
+	 AT(qo.log_keep_ms), .flags = OPT_ZERO},
+	{OPT_SIZE, "log-max-size", "SIZE",
+	 "a job's log is cut, its oldest output first, to stay under SIZE; the log says how much was cut (default "
+	 "1GiB; at least 64KiB; 0: no cap)",
+	 AT(qo.log_max), .min = JOBLOG_MIN, .accepted = "a size of at least 64KiB, e.g. 1G, or 0 for no cap",
+	 .flags = OPT_ZERO},
+	{OPT_SIZE, "log-user-max", "SIZE",
+	 "one user's logs in all: over it, the logs of that user's ended jobs are removed, the oldest ended first "
+	 "(default 10GiB; 0: no limit)",
+	 AT(qo.log_user_max), .min = JOBLOG_MIN, .accepted = "a size of at least 64KiB, e.g. 10G, or 0 for no limit",
+	 .flags = OPT_ZERO},
+	{OPT_DURATION, "job-keep", "DUR",
+	 "forget a job (its record and log) this long after it ended (default 90d; 0: never)", AT(qo.job_keep_ms),
+	 .flags = OPT_ZERO},
+	CALL("admin-group", "GROUP", set_admin_group, "members may see and cancel every job (root always may)"),
+	{OPT_COUNT, "max-queued", "N",
+	 "queued jobs one user may have (default 10000; 0: no limit; not root or the admin group)", AT(qo.max_queued),
+	 .min = 1, .max = 100000000, .flags = OPT_ZERO},
+	{OPT_SIZE, "max-job-bytes", "SIZE",
+	 "a job's command line and environment, as kept (default 256KiB; 0: no limit; a request is at most 1MiB "
+	 "in any case)",
+	 AT(qo.max_job_bytes), .min = 4096, .max = 1 << 20,
+	 .accepted = "a size from 4KiB to 1MiB, e.g. 256KiB, or 0", .flags = OPT_ZERO},
+	{OPT_DURATION, "fair-share-half-life", "DUR",
+	 "among jobs of equal priority, users with less GPU time first, that time decaying by half each DUR "
+	 "(default 0: off, first come first served)",
+	 AT(qo.fair_half_life_ms), .flags = OPT_ZERO | OPT_OFF},
+	CALL("gpu-hour-price", "USD", set_price,
+	     "what a GPU-hour costs, for gpuctl usage (default 0: no cost shown); auto, aws, gcp, azure: this cloud "
+	     "instance's, from gpuctl advise's price snapshot"),
+	{OPT_SECTION, .help = "\nPolicies (docs/policy.md):"},
+	CALL("quarantine", "LIST", set_quarantine,
+	     "faults that take a GPU out of service until 'gpuctl quarantine clear': xid,ecc,remap,lost (default: "
+	     "all), or off"),
+	CALL("quarantine-xids", "LIST", set_quarantine_xids,
+	     "the Xids that quarantine: reset (default: those that need a GPU reset, 48,61,62,64,74,79,95,119,154), "
+	     "all, or numbers (48,79)"),
+	CALL("enforce", "MODE", set_enforce,
+	     "a process on a GPU another user leased: off (default), warn (log and count it), kill (SIGTERM, SIGKILL "
+	     "after --enforce-grace)"),
+	{OPT_DURATION, "enforce-grace", "DUR", "from SIGTERM to SIGKILL (default 10s)", AT(eo.grace_ms)},
+	FLAG("enforce-root", eo.root, "root's processes too (default: reported, never signalled)"),
+	FLAG("enforce-unleased", eo.unleased,
+	     "all GPU work must be leased: a process on a GPU nobody leased is one too"),
+	{OPT_DURATION, "reclaim-after", "DUR",
+	 "a lease whose GPUs stay idle this long is reclaimed: notified, then a --reclaim-grace apart the "
+	 "checkpoint signal, SIGTERM, SIGKILL (default off)",
+	 AT(ro.after_ms), .flags = OPT_ZERO | OPT_OFF},
+	{OPT_DURATION, "reclaim-grace", "DUR", "between those steps (default 5m)", AT(ro.grace_ms)},
+	CALL("reclaim-signal", "SIG", set_reclaim_signal, "the checkpoint signal to the job (default USR1)"),
+	{OPT_COUNT, "reclaim-util", "PCT", "idle: utilization and memory activity at most PCT % (default 5)",
+	 AT(ro.util), .min = 0, .max = 100, .accepted = "a percentage, 0 to 100"},
+	CALL("reclaim-exempt", "USERS", set_reclaim_exempt, "users whose leases are never reclaimed (alice,bob)"),
+	{OPT_SECTION, .help = "\nNotifications (docs/policy.md):"},
+	CALL("webhook", "URL", set_webhook,
+	     "POST each event (job started, ended, failed; GPU quarantined, freed; policy violation) as JSON to URL"),
+	CALL("webhook-format", "F", set_webhook_format, "json (default) or slack ({\"text\": ...})"),
+	{OPT_DURATION, "webhook-timeout", "DUR", "each POST's limit (default 5s; one retry); also --notify-command's",
+	 AT(no.timeout_ms), .min = 100, .max = 600000, .accepted = "between 0.1s and 10m"},
+	CALL("notify-command", "PATH", set_notify_command,
+	     "run PATH for each event, the JSON on its stdin, GPUCTL_EVENT its name"),
+	{OPT_SECTION, .help = "\nThis command line:"},
+	{OPT_STRING, "config", "FILE",
+	 "read 'key = value' lines, keys being these options without the dashes, before the command line (default "
+	 "$GPUCTLD_CONFIG, else /etc/gpuctl/gpuctld.conf if it exists)",
+	 AT(config), .flags = OPT_NOCONF},
+	{OPT_FLAG, "check-config", .help = "read the configuration and the command line, say whether they are good "
+					   "(exit 0, or 2 with the error), and start nothing",
+	 AT(check_only), .flags = OPT_NOCONF},
+	{OPT_CALLER, "version", .help = "print gpuctld's version", .val = 'V', .flags = OPT_NOCONF},
+	{OPT_CALLER, "help", .help = "print this help", .val = 'h', .flags = OPT_NOCONF},
+	{OPT_END},
+};
 
 #define DEFAULT_CONFIG "/etc/gpuctl/gpuctld.conf"
 #define CONFIG_MAX (1024 * 1024) /* bytes */
@@ -559,17 +401,14 @@ static int read_config(const char *path, bool named, bool from_env, struct setti
 			v[vl - 1] = '\0';
 			v++;
 		}
-		const struct option *o = NULL;
-		for (size_t i = 0; opts[i].name && !o; i++)
-			if (strcmp(opts[i].name, p) == 0)
-				o = &opts[i];
-		if (!o || o->val == 'C' || o->val == 'k' || o->val == 'V' || o->val == 'h') {
+		const struct opt *o = opt_find(options, p);
+		if (!o || (o->flags & OPT_NOCONF)) {
 			cli_err("unknown key '%.60s' (keys are gpuctld's long options without the dashes; see "
 				"gpuctld(8))", p);
 			rc = EXIT_USAGE;
 			break;
 		}
-		if (o->has_arg == no_argument) {
+		if (!opt_takes_value(o)) {
 			bool yes = !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1");
 			bool no = !strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0");
 			if (!yes && !no) {
@@ -578,9 +417,9 @@ static int read_config(const char *path, bool named, bool from_env, struct setti
 				break;
 			}
 			if (yes)
-				rc = apply(st, o->val, NULL);
+				rc = opt_apply(o, NULL, st);
 		} else {
-			rc = apply(st, o->val, v);
+			rc = opt_apply(o, v, st);
 		}
 	}
 	cli_where = NULL;
@@ -599,7 +438,7 @@ int main(int argc, char **argv)
 			.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus,
 		},
 		.qo = {
-			.db = DEFAULT_DB, .socket = DEFAULT_SOCKET, .log_dir = DEFAULT_DB_DIR "/logs",
+			.db = DEFAULT_DB, .socket = NULL, .log_dir = DEFAULT_DB_DIR "/logs",
 			.log_keep_ms = 30 * 86400000LL, .log_max = 1ULL << 30, .log_user_max = 10ULL << 30,
 			.admin_gid = (gid_t)-1, .max_queued = 10000,
 			.max_job_bytes = 256 * 1024, .job_keep_ms = 90 * 86400000LL,
@@ -613,40 +452,47 @@ int main(int argc, char **argv)
 	char herr[256];
 	(void)health_parse_xids("reset", &st.hlo, herr, sizeof herr);
 	int c, rc;
+	const struct opt *o;
+	const char *arg;
+	struct optparse op;
+	if (optparse_init(&op, options, NULL, NULL, false) != GC_OK) {
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
 	/* the configuration file first (--config, else $GPUCTLD_CONFIG, else the default one), then the
 	 * command line; a file named either way must exist */
 	const char *config = DEFAULT_CONFIG, *cenv = getenv("GPUCTLD_CONFIG");
-	bool named = false, from_env = false, check_only = false;
+	bool named = false, from_env = false;
 	if (cenv && *cenv) {
 		config = cenv;
 		named = from_env = true;
 	}
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		if (c == 'C') {
-			config = optarg;
+	while ((c = optparse_next(&op, argc, argv, &o, &arg)) != -1 && c != 'h' && c != 'V' && c != '?' && c != ':') {
+		if (o && strcmp(o->name, "config") == 0) {
+			config = arg;
 			named = true;
 			from_env = false;
-		} else if (c == 'h' || c == 'V' || c == '?' || c == ':') {
-			break;
 		}
 	}
-	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, from_env, &st)))
+	if (c != 'h' && c != 'V' && c != '?' && c != ':' && (rc = read_config(config, named, from_env, &st))) {
+		optparse_free(&op);
 		return rc;
+	}
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'C': break;
-		case 'k': check_only = true; break;
-		case 'V': printf("gpuctld %s\n", GPUCTL_VERSION); return EXIT_OK;
-		case 'h': usage(stdout); return EXIT_OK;
-		case '?':
-		case ':': return cli_bad_option("gpuctld", c, argv);
-		default:
-			if ((rc = apply(&st, c, optarg)))
-				return rc;
+	while ((c = optparse_next(&op, argc, argv, &o, &arg)) != -1) {
+		rc = c == 'V' ? (printf("gpuctld %s\n", GPUCTL_VERSION), EXIT_OK)
+		     : c == 'h' ? (opt_synopsis(stdout, "gpuctld", options), putchar('\n'), opt_help(stdout, options), EXIT_OK)
+		     : !o	? cli_bad_option("gpuctld", c, argv)
+				: opt_apply(o, arg, &st);
+		if (rc || c == 'V' || c == 'h') {
+			optparse_free(&op);
+			return rc;
 		}
 	}
+	optparse_free(&op);
+	bool check_only = st.check_only, socket_given = st.qo.socket != NULL;
+	if (!socket_given)
+		st.qo.socket = DEFAULT_SOCKET;
 	struct sampler_opts so = st.so;
 	struct http_opts ho = st.ho;
 	struct queue_opts qo = st.qo;
@@ -674,7 +520,7 @@ int main(int argc, char **argv)
 			cli_err("invalid --authority-dir '%s': too long a path for a socket", dir);
 			return EXIT_USAGE;
 		}
-		if (st.socket_given && strcmp(qo.socket, auth_sock) != 0) {
+		if (socket_given && strcmp(qo.socket, auth_sock) != 0) {
 			cli_err("--queue-socket with --authority: the socket is '%s' (set --authority-dir instead)", auth_sock);
 			return EXIT_USAGE;
 		}
