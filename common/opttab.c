@@ -153,7 +153,7 @@ void opt_synopsis(FILE *f, const char *prog, const struct opt *tab)
 	fputs(head, f);
 	int col = indent - 1;
 	for (const struct opt *o = tab; o->type != OPT_END; o++) {
-		if (!is_option(o))
+		if (!is_option(o) || (o->flags & OPT_HIDDEN))
 			continue;
 		char item[160];
 		int n = opt_takes_value(o) ? snprintf(item, sizeof item, (o->flags & OPT_OPTARG) ? "[--%s[=%s]]" : "[--%s %s]",
@@ -185,6 +185,8 @@ void opt_help(FILE *f, const struct opt *tab)
 			wrap(f, o->help, 2, 2);
 			continue;
 		}
+		if (o->flags & OPT_HIDDEN)
+			continue;
 		char left[160];
 		int n = o->shortopt ? snprintf(left, sizeof left, "  -%c, --%s", o->shortopt, o->name)
 				    : snprintf(left, sizeof left, "%s--%s", any_short ? "      " : "  ", o->name);

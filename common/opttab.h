@@ -40,6 +40,7 @@ enum {
 	OPT_SECONDS = 1 << 4, /* OPT_DURATION: stored in whole seconds */
 	OPT_OPTARG = 1 << 5,  /* the value is optional (--name=VALUE only) */
 	OPT_VALUE = 1 << 6,   /* OPT_CALLBACK/OPT_CALLER: takes a value (.arg names it) */
+	OPT_HIDDEN = 1 << 7,  /* taken, not in --help (an option said to be another command's) */
 };
 
 struct opt {

@@ -45,12 +45,16 @@ int cli_bad_option(const char *cmd, int c, char *const argv[])
 	const char *arg = optind > 0 ? argv[optind - 1] : "";
 	/* an unknown short option sets optopt, and optind may not have moved past its word
 	 * ("-Zi 0", "-1"); an unknown long option sets it to 0; keep only "--name" of "--name=v" */
-	if (c != ':' && optopt > 0 && optopt < 128)
+	if (c != ':' && optopt > 0 && optopt < 128 && strncmp(arg, "--", 2) != 0)
 		snprintf(opt, sizeof opt, "-%c", optopt);
 	else
 		snprintf(opt, sizeof opt, "%.*s", (int)strcspn(arg, "="), arg);
 	if (c == ':')
 		cli_err("option '%s' needs a value (%s)", opt, hint);
+	else if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=') && optopt != 0)
+		/* "--json=x": a known option given a value it does not take (getopt sets optopt to its
+		 * value, which is no option's name: "-j" would be wrong) */
+		cli_err("option '%.*s' takes no value (%s)", (int)strcspn(arg, "="), arg, hint);
 	else
 		cli_err("unknown option '%s' for %s (%s)", opt, cmd, hint);
 	return EXIT_USAGE;

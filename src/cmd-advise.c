@@ -8,6 +8,7 @@
 #include "advise/advise.h"
 #include "advise/catalog.h"
 #include "cli.h"
+#include "opttab.h"
 #include "advise/here.h"
 #include "advise/memmodel.h"
 #include "advise/sky.h"
@@ -111,31 +112,6 @@ static void breakdown(const char *title, const memmodel_mem *m, unsigned gpus)
 	}
 }
 
-static const char *const task_help = "infer, train-full, lora, qlora or embed";
-
-static int usage_advise(FILE *f)
-{
-	fprintf(f, "usage: gpuctl advise (--model NAME | --params N [--layers L --hidden H --heads A\n"
-		   "                      [--kv-heads K] [--vocab V] [--ffn F]]) [--task TASK] [options]\n"
-		   "  --task %s (default infer)\n"
-		   "  --precision fp32|bf16|fp16|fp8|int8|int4   --kv-precision P\n"
-		   "  --optimizer adamw|adam8bit|sgd|paged-adamw   --zero auto|0-3   --fsdp   --offload   --no-offload\n"
-		   "  --recompute auto|none|selective|full   --tp auto|N\n"
-		   "  --seq N   --batch N   --lora-rank R   --lora-targets all|attn|mlp|q,k,v,o,gate,up,down\n"
-		   "  --tokens N (work: training/generated/embedded tokens; images for CNNs)   --output-len N\n"
-		   "  --mfu F   --headroom PCT   --spot   --clouds aws,gcp,azure   --regions R,...\n"
-		   "  --max-gpus N   --budget USD   --deadline DURATION   --catalog FILE (repeatable)\n"
-		   "  --framework auto|hf|megatron|vllm   --loss auto|full|chunked|classifier\n"
-		   "  --top N   --json\n"
-		   "  --here [--here-price USD]  this machine too: free now, its wait in gpuctld's queue, or\n"
-		   "      what it lacks (--here-price: its $ per GPU-hour)\n"
-		   "  --emit skypilot [--any] [--launch] [--checkpoint-bucket URL] [--checkpoint-dir DIR]\n"
-		   "      [--setup CMD] [--name NAME] [--max-restarts N] [--disk-size GB] -- CMD [ARGS...]\n"
-		   "      write the plans as a SkyPilot task YAML (docs/cloud.md) instead of the table\n",
-		task_help);
-	return f == stdout ? EXIT_OK : EXIT_USAGE;
-}
-
 /*
  * `gpuctl launch --sky`: the task YAML written to `task_file` (else to a new
  * private directory under $TMPDIR, removed afterwards), then `sky jobs launch
@@ -221,121 +197,198 @@ int cmd_advise_sky(const struct cli_global *g, int argc, char **argv)
 	return advise_cli(g, argc, argv, true);
 }
 
+/* what advise's options set (the library's and the CLI's own) */
+struct advise_cli {
+	struct advise_input in;
+	struct advise_sky_opts so;
+	bool json, emit, sky, dry_run, follow;
+	const char *task_file;
+};
+
+#define AT(f) OPT_AT(struct advise_cli, f)
+
+/* one of the library's options (advise_options) */
+static int lib_option(const struct opt *o, const char *arg, void *cli)
+{
+	char err[1024];
+	if (advise_option(&((struct advise_cli *)cli)->in, o->name, arg, err, sizeof err) != GC_OK) {
+		cli_err("%s", err);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int set_emit(const struct opt *o, const char *arg, void *cli)
+{
+	if (((struct advise_cli *)cli)->sky) {
+		cli_err("gpuctl launch --sky writes the SkyPilot task itself: --emit is advise's");
+		return EXIT_USAGE;
+	}
+	if (strcmp(arg, "skypilot") != 0) {
+		cli_err("invalid --emit '%s' (accepted: skypilot)", arg);
+		return EXIT_USAGE;
+	}
+	((struct advise_cli *)cli)->emit = true;
+	return EXIT_OK;
+}
+
+/* the YAML's name: a line of text SkyPilot shows; a longer one was cut short unsaid */
+static int set_name(const struct opt *o, const char *arg, void *cli)
+{
+	size_t l = strlen(arg);
+	bool ok = l > 0 && l <= 95;
+	for (size_t i = 0; ok && i < l; i++)
+		ok = (unsigned char)arg[i] >= 0x20 && arg[i] != 0x7f;
+	if (!ok) {
+		cli_err("invalid --name (expected 1 to 95 characters, no control characters; %zu given)", l);
+		return EXIT_USAGE;
+	}
+	((struct advise_cli *)cli)->so.name = arg;
+	return EXIT_OK;
+}
+
+/* --emit skypilot's own options: any of them without --emit is refused */
+static const struct opt emit_options[] = {
+	{OPT_SECTION, .help = "\nA SkyPilot task instead of the table (docs/cloud.md), the job after \"--\":"},
+	{OPT_CALLBACK, "emit", "skypilot", "write the plans shown as a SkyPilot task YAML for sky jobs launch",
+	 .cb = set_emit, .flags = OPT_VALUE},
+	{OPT_FLAG, "any", .help = "resources.any_of: SkyPilot picks among the plans (default: ordered, cheapest first)",
+	 AT(so.any)},
+	{OPT_FLAG, "launch", .help = "gpuctl launch (torchrun, one process per GPU) instead of gpuctl run", AT(so.launch)},
+	{OPT_STRING, "checkpoint-bucket", "URL", "mount the bucket at --checkpoint-dir and keep the checkpoints there",
+	 AT(so.bucket)},
+	{OPT_STRING, "checkpoint-dir", "DIR", "the checkpoints' directory on the VM (default /gpuctl-ckpt)",
+	 AT(so.ckpt_dir)},
+	{OPT_STRING, "setup", "CMD", "the line that installs gpuctl on a VM without it", AT(so.install)},
+	{OPT_CALLBACK, "name", "NAME", "the task's name (1 to 95 characters; default gpuctl-MODEL-TASK)",
+	 .cb = set_name, .flags = OPT_VALUE},
+	{OPT_COUNT, "max-restarts", "N", "job_recovery.max_restarts_on_errors (default 3)", AT(so.max_restarts),
+	 .min = 0, .max = 1000},
+	{OPT_COUNT, "disk-size", "GB", "resources.disk_size (default 256)", AT(so.disk_gb), .min = 1, .max = 65536,
+	 .accepted = "expected GB, a whole number from 1 to 65536"},
+	{OPT_END},
+};
+
+/* gpuctl launch --sky's own */
+static const struct opt sky_options[] = {
+	{OPT_FLAG, "sky", .help = "advise's plans handed to SkyPilot", AT(sky)},
+	{OPT_FLAG, "dry-run", .help = "print the task and the command, run nothing", AT(dry_run)},
+	{OPT_STRING, "task-file", "FILE", "write the task there (default: a private temporary file)", AT(task_file)},
+	{OPT_FLAG, "follow", .help = "stream the job's logs until it ends (default: detach)", AT(follow)},
+	{OPT_END},
+};
+
+static const struct opt tail_options[] = {
+	{OPT_SECTION, .help = ""},
+	{OPT_FLAG, "json", .help = "the plans as JSON (schema gpuctl.advise/1, docs/advise.md)", AT(json)},
+	{OPT_CALLER, "help", .help = "print this help", .val = 'h', .shortopt = 'h'},
+	{OPT_END},
+};
+
+static size_t count_opts(const struct opt *t)
+{
+	size_t n = 0;
+	while (t[n].type != OPT_END)
+		n++;
+	return n;
+}
+
+/* advise's table (launch --sky's, with sky): the library's options, then --emit's, the CLI's own */
+static struct opt *advise_table(bool sky, size_t *emit_from, size_t *emit_to)
+{
+	size_t n = 0, ne = count_opts(emit_options), ns = count_opts(sky_options), nt = count_opts(tail_options);
+	struct opt *t = calloc(ns + advise_noptions + ne + nt + 2, sizeof *t);
+	if (!t)
+		return NULL;
+	for (size_t i = 0; sky && i < ns; i++)
+		t[n++] = sky_options[i];
+	if (sky)
+		t[n++] = (struct opt){OPT_SECTION, .help = "\nadvise's options:"};
+	for (size_t i = 0; i < advise_noptions; i++)
+		t[n++] = (struct opt){OPT_CALLBACK, advise_options[i].name, advise_options[i].arg, advise_options[i].help,
+				      .cb = lib_option, .flags = advise_options[i].arg ? OPT_VALUE : 0};
+	*emit_from = n;
+	for (size_t i = 0; i < ne; i++) {
+		t[n] = emit_options[i];
+		if (sky && t[n].type == OPT_SECTION)
+			t[n].help = "\nThe task (as advise --emit skypilot writes it, with these):";
+		if (sky && t[n].type == OPT_CALLBACK && t[n].cb == set_emit)
+			t[n].flags |= OPT_HIDDEN; /* taken, to say it is advise's */
+		n++;
+	}
+	*emit_to = n;
+	for (size_t i = 0; i < nt; i++) {
+		t[n] = tail_options[i];
+		if (sky && t[n].type == OPT_FLAG)
+			t[n].flags |= OPT_HIDDEN; /* taken, to say that launch --sky runs the task: --json is advise's */
+		n++;
+	}
+	return t;
+}
+
+static void advise_help(const struct opt *t, bool sky)
+{
+	if (sky)
+		printf("usage: gpuctl launch --sky (--model NAME | --params N) [advise options] [--dry-run]\n"
+		       "                    [--task-file FILE] [--follow] -- CMD [ARGS...]\n\n"
+		       "Write the plans gpuctl advise finds as a SkyPilot task (as advise --emit skypilot\n"
+		       "does, with its options) and run sky jobs launch on it.\n\n");
+	else
+		printf("usage: gpuctl advise (--model NAME | --params N [--layers L --hidden H --heads A\n"
+		       "                      [--kv-heads K] [--vocab V] [--ffn F]]) [--task TASK] [options] [--json]\n"
+		       "       gpuctl advise ... --emit skypilot [task options] -- CMD [ARGS...]\n\n"
+		       "The cheapest GPU setups that run a workload, with the memory breakdown that decides\n"
+		       "it, estimated time and cost on-demand and spot (docs/advise.md).\n\n");
+	opt_help(stdout, t);
+}
+
+/* the command line into cli: EXIT_OK, -1 after --help, else an exit code after one error line */
+static int advise_parse(int argc, char **argv, bool sky, struct advise_cli *cli, bool *emit_opt)
+{
+	*cli = (struct advise_cli){.so = {.max_restarts = 3, .disk_gb = 256}};
+	advise_input_init(&cli->in);
+	size_t emit_from, emit_to;
+	struct opt *t = advise_table(sky, &emit_from, &emit_to);
+	struct optparse op;
+	if (!t || optparse_init(&op, t, NULL, NULL, false) != GC_OK) {
+		free(t);
+		cli_err("out of memory");
+		return EXIT_FAIL;
+	}
+	cli->sky = cli->emit = sky;
+	*emit_opt = false;
+	const struct opt *o;
+	const char *arg;
+	int c, rc = EXIT_OK;
+	optind = 1;
+	while (rc == EXIT_OK && (c = optparse_next(&op, argc, argv, &o, &arg)) != -1) {
+		if (c == 'h') {
+			advise_help(t, sky);
+			rc = -1;
+		} else if (!o) {
+			rc = cli_bad_option("advise", c, argv);
+		} else {
+			rc = opt_apply(o, arg, cli);
+			*emit_opt |= o >= t + emit_from && o < t + emit_to && o->cb != set_emit;
+		}
+	}
+	optparse_free(&op);
+	free(t);
+	return rc;
+}
+
 static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sky)
 {
-	/* the library's table (lib/advise/advise-request.c), --json, --help and --emit's own */
-	enum { OPT_EMIT = 300, OPT_ANY, OPT_LAUNCH, OPT_BUCKET, OPT_CKDIR, OPT_SETUP, OPT_NAME, OPT_RESTARTS, OPT_DISK,
-	       OPT_SKY, OPT_DRY, OPT_TASKFILE, OPT_FOLLOW };
-	/* gpuctl launch --sky's own */
-	static const struct option sky_lo[] = {
-		{"sky", no_argument, NULL, OPT_SKY}, {"dry-run", no_argument, NULL, OPT_DRY},
-		{"task-file", required_argument, NULL, OPT_TASKFILE}, {"follow", no_argument, NULL, OPT_FOLLOW},
-	};
-	static const struct option emit_lo[] = {
-		{"emit", required_argument, NULL, OPT_EMIT}, {"any", no_argument, NULL, OPT_ANY},
-		{"launch", no_argument, NULL, OPT_LAUNCH}, {"checkpoint-bucket", required_argument, NULL, OPT_BUCKET},
-		{"checkpoint-dir", required_argument, NULL, OPT_CKDIR}, {"setup", required_argument, NULL, OPT_SETUP},
-		{"name", required_argument, NULL, OPT_NAME}, {"max-restarts", required_argument, NULL, OPT_RESTARTS},
-		{"disk-size", required_argument, NULL, OPT_DISK},
-	};
-	enum { NEMIT = sizeof emit_lo / sizeof emit_lo[0] };
-	enum { NSKY = sizeof sky_lo / sizeof sky_lo[0] };
-	struct option lo[64 + NEMIT + NSKY];
-	size_t nlo = 0;
-	for (; nlo < advise_noptions && nlo < 64 - 3; nlo++)
-		lo[nlo] = advise_options[nlo];
-	for (size_t i = 0; i < NEMIT; i++)
-		lo[nlo++] = emit_lo[i];
-	for (size_t i = 0; sky && i < NSKY; i++)
-		lo[nlo++] = sky_lo[i];
-	lo[nlo++] = (struct option){"json", no_argument, NULL, 'j'};
-	lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
-	lo[nlo] = (struct option){NULL, 0, NULL, 0};
-	struct advise_input in;
-	advise_input_init(&in);
-	bool json = false, emit = sky, emit_opt = false, dry_run = false, follow = false;
-	const char *task_file = NULL;
-	struct advise_sky_opts so = {.max_restarts = 3, .disk_gb = 256};
+	struct advise_cli cli;
+	bool emit_opt;
+	int prc = advise_parse(argc, argv, sky, &cli, &emit_opt);
+	if (prc)
+		return prc < 0 ? EXIT_OK : prc;
+	struct advise_input in = cli.in;
+	struct advise_sky_opts so = cli.so;
+	bool json = cli.json, emit = cli.emit, dry_run = cli.dry_run, follow = cli.follow;
+	const char *task_file = cli.task_file;
 	char err[1024];
-	int c, li = -1;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-		switch (c) {
-		case 'h':
-			if (sky) {
-				printf("usage: gpuctl launch --sky [advise options] [--dry-run] [--task-file FILE] [--follow]\n"
-				       "                    -- CMD [ARGS...]\n\n"
-				       "Write the plans gpuctl advise finds as a SkyPilot task (as advise --emit skypilot\n"
-				       "does, with its options) and run sky jobs launch on it.\n"
-				       "      --dry-run          print the task and the command, run nothing\n"
-				       "      --task-file=FILE   write the task there (default: a private temporary file)\n"
-				       "      --follow           stream the job's logs until it ends (default: detach)\n");
-				return EXIT_OK;
-			}
-			return usage_advise(stdout);
-		case OPT_SKY: break;
-		case OPT_DRY: dry_run = true; break;
-		case OPT_FOLLOW: follow = true; break;
-		case OPT_TASKFILE: task_file = optarg; break;
-		case 'j': json = true; break;
-		case OPT_EMIT:
-			if (sky) {
-				cli_err("gpuctl launch --sky writes the SkyPilot task itself: --emit is advise's");
-				return EXIT_USAGE;
-			}
-			if (strcmp(optarg, "skypilot") != 0) {
-				cli_err("invalid --emit '%s' (accepted: skypilot)", optarg);
-				return EXIT_USAGE;
-			}
-			emit = true;
-			break;
-		case OPT_ANY: so.any = emit_opt = true; break;
-		case OPT_LAUNCH: so.launch = emit_opt = true; break;
-		case OPT_BUCKET: so.bucket = optarg; emit_opt = true; break;
-		case OPT_CKDIR: so.ckpt_dir = optarg; emit_opt = true; break;
-		case OPT_SETUP: so.install = optarg; emit_opt = true; break;
-		case OPT_NAME: {
-			/* the YAML's name: a line of text SkyPilot shows; a longer one was cut short unsaid */
-			size_t l = strlen(optarg);
-			bool ok = l > 0 && l <= 95;
-			for (size_t i = 0; ok && i < l; i++)
-				ok = (unsigned char)optarg[i] >= 0x20 && optarg[i] != 0x7f;
-			if (!ok) {
-				cli_err("invalid --name (expected 1 to 95 characters, no control characters; %zu given)", l);
-				return EXIT_USAGE;
-			}
-			so.name = optarg;
-			emit_opt = true;
-			break;
-		}
-		case OPT_RESTARTS:
-		case OPT_DISK: {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			emit_opt = true;
-			if (end == optarg || *end || v < (c == OPT_DISK) || v > (c == OPT_DISK ? 65536 : 1000)) {
-				cli_err(c == OPT_DISK ? "invalid --disk-size '%s' (expected GB, a whole number from 1 to 65536)"
-						      : "invalid --max-restarts '%s' (expected a whole number from 0 to 1000)",
-					optarg);
-				return EXIT_USAGE;
-			}
-			if (c == OPT_DISK)
-				so.disk_gb = (unsigned)v;
-			else
-				so.max_restarts = (unsigned)v;
-			break;
-		}
-		case 256:
-			if (li < 0 || advise_option(&in, lo[li].name, optarg, err, sizeof err) != GC_OK) {
-				cli_err("%s", li < 0 ? "bad option" : err);
-				return EXIT_USAGE;
-			}
-			break;
-		default: return cli_bad_option("advise", c, argv);
-		}
-		li = -1;
-	}
 	if (sky && json) {
 		cli_err("gpuctl launch --sky runs the task; gpuctl advise --json shows the plans");
 		return EXIT_USAGE;

@@ -16,7 +16,6 @@
 #include "util/units.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -27,28 +26,47 @@
 #include <sys/stat.h>
 #include <time.h>
 
-const struct option advise_options[] = {
-	{"model", required_argument, NULL, 256}, {"params", required_argument, NULL, 256},
-	{"layers", required_argument, NULL, 256}, {"hidden", required_argument, NULL, 256},
-	{"heads", required_argument, NULL, 256}, {"kv-heads", required_argument, NULL, 256},
-	{"vocab", required_argument, NULL, 256}, {"ffn", required_argument, NULL, 256},
-	{"task", required_argument, NULL, 256}, {"precision", required_argument, NULL, 256},
-	{"kv-precision", required_argument, NULL, 256}, {"optimizer", required_argument, NULL, 256},
-	{"zero", required_argument, NULL, 256}, {"fsdp", no_argument, NULL, 256},
-	{"offload", no_argument, NULL, 256}, {"no-offload", no_argument, NULL, 256},
-	{"recompute", required_argument, NULL, 256}, {"tp", required_argument, NULL, 256},
-	{"seq", required_argument, NULL, 256}, {"batch", required_argument, NULL, 256},
-	{"lora-rank", required_argument, NULL, 256}, {"lora-targets", required_argument, NULL, 256},
-	{"tokens", required_argument, NULL, 256}, {"output-len", required_argument, NULL, 256},
-	{"mfu", required_argument, NULL, 256}, {"headroom", required_argument, NULL, 256},
-	{"spot", no_argument, NULL, 256}, {"clouds", required_argument, NULL, 256},
-	{"regions", required_argument, NULL, 256}, {"max-gpus", required_argument, NULL, 256},
-	{"budget", required_argument, NULL, 256}, {"deadline", required_argument, NULL, 256},
-	{"catalog", required_argument, NULL, 256}, {"top", required_argument, NULL, 256},
-	{"catalog-dir", required_argument, NULL, 256},
-	{"framework", required_argument, NULL, 256}, {"loss", required_argument, NULL, 256},
-	{"here", no_argument, NULL, 256}, {"here-price", required_argument, NULL, 256},
-	{NULL, 0, NULL, 0},
+const struct advise_optdesc advise_options[] = {
+	{"model", "NAME", "a preset of models.csv (--model list lists them; an unknown name suggests close ones)"},
+	{"params", "N", "a parameter count (7B, 350M, 1.5T); alone, the usual decoder shape for that size"},
+	{"layers", "L", "with --params, the architecture instead of the usual shape: layers"},
+	{"hidden", "H", "hidden size"},
+	{"heads", "A", "attention heads"},
+	{"kv-heads", "K", "key/value heads (default: --heads)"},
+	{"vocab", "V", "vocabulary size"},
+	{"ffn", "F", "feed-forward size"},
+	{"task", "TASK", "infer (default), train-full, lora, qlora or embed"},
+	{"precision", "P", "fp32, bf16 (default), fp16, fp8, int8 or int4"},
+	{"kv-precision", "P", "the KV cache's (default: --precision)"},
+	{"optimizer", "O", "adamw (default), adam8bit, sgd or paged-adamw"},
+	{"zero", "auto|0-3", "the ZeRO stage (default: advise chooses)"},
+	{"fsdp", NULL, "FSDP: ZeRO stage 3"},
+	{"offload", NULL, "offload optimizer states to CPU memory"},
+	{"no-offload", NULL, "never offload"},
+	{"recompute", "R", "activation recomputation: auto (default), none, selective or full"},
+	{"tp", "auto|N", "tensor-parallel degree (default: advise chooses)"},
+	{"seq", "N", "tokens per sequence (default: the preset's, else 4096)"},
+	{"batch", "N", "sequences per GPU (training micro-batch, default 1; inference, concurrent, default 16)"},
+	{"lora-rank", "R", "LoRA rank (default 16)"},
+	{"lora-targets", "LIST", "all (default), attn, mlp, or q,k,v,o,gate,up,down"},
+	{"tokens", "N", "the work: training, generated or embedded tokens; images for CNNs (defaults per task)"},
+	{"output-len", "N", "generated tokens per request (default 256)"},
+	{"mfu", "F", "model FLOPs utilisation, 0.01 to 1 (defaults per task in docs/advise.md)"},
+	{"headroom", "PCT", "memory each GPU keeps free (default 10%)"},
+	{"spot", NULL, "rank by spot prices; instances without one are left out"},
+	{"clouds", "LIST", "only these clouds: aws,gcp,azure"},
+	{"regions", "LIST", "only these regions (us-east-1,...)"},
+	{"max-gpus", "N", "at most N GPUs in all (default 64)"},
+	{"budget", "USD", "leave out plans that cost more"},
+	{"deadline", "DUR", "leave out plans that take longer (90m, 12h, 3d)"},
+	{"catalog", "FILE", "a price catalog instead of the shipped snapshot (repeatable)"},
+	{"top", "N", "rows shown (default 10)"},
+	{"catalog-dir", "DIR", "SkyPilot's catalogs, read when there (default ~/.sky/catalogs/v8)"},
+	{"framework", "F", "whose memory behaviour: auto (default), hf, megatron or vllm"},
+	{"loss", "L", "the training loss: auto (default), full, chunked or classifier"},
+	{"here", NULL, "this machine too: free now, its wait in gpuctld's queue, or what it lacks"},
+	{"here-price", "USD", "with --here: this machine's $ per GPU-hour"},
+	{NULL, NULL, NULL},
 };
 const size_t advise_noptions = sizeof advise_options / sizeof advise_options[0] - 1;
 
@@ -110,7 +128,7 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 	advise_req *r = &in->req;
 	char opt[40];
 	snprintf(opt, sizeof opt, "--%s", name);
-	const struct option *o = NULL;
+	const struct advise_optdesc *o = NULL;
 	for (size_t i = 0; i < advise_noptions && !o; i++)
 		if (strcmp(advise_options[i].name, name) == 0)
 			o = &advise_options[i];
@@ -118,7 +136,7 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		errbuf_set(err, errlen, "unknown advise option '--%.64s'", name);
 		return GC_ENOTFOUND;
 	}
-	if ((o->has_arg == required_argument) != (arg != NULL)) {
+	if ((o->arg != NULL) != (arg != NULL)) {
 		errbuf_set(err, errlen, arg ? "advise option %s takes no value" : "advise option %s needs a value", opt);
 		return GC_EINVAL;
 	}
@@ -769,7 +787,7 @@ int gc_advise_here_json(gc_ctx *ctx, const char *const *options, char **json, ch
 		const char *value = eq ? eq + 1 : NULL;
 		/* "--name value", as a command line has it: the next string is the value when the option takes one */
 		for (size_t t = 0; !eq && t < advise_noptions; t++)
-			if (strcmp(advise_options[t].name, name) == 0 && advise_options[t].has_arg == required_argument) {
+			if (strcmp(advise_options[t].name, name) == 0 && advise_options[t].arg) {
 				if (!options[i + 1]) {
 					errbuf_set(err, errlen, "advise option --%s needs a value", name);
 					return GC_EINVAL;

@@ -25,7 +25,6 @@
 #include "advise/memmodel.h"
 #include "advise/specs.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -167,8 +166,14 @@ struct advise_result {
 	size_t nsrc;
 };
 
-/* The options of `gpuctl advise` but --help and --json (getopt_long entries, all with val 256). */
-extern const struct option advise_options[];
+/* The options of `gpuctl advise` but --help, --json and --emit's: the one table of them, which the
+ * CLI's --help, completion and the docs test read through it (NULL-terminated) */
+struct advise_optdesc {
+	const char *name; /* the long option, without dashes */
+	const char *arg;  /* its value's name in --help ("N"); NULL: a flag */
+	const char *help; /* what it does, its default */
+};
+extern const struct advise_optdesc advise_options[];
 extern const size_t advise_noptions;
 
 /* The defaults (no model yet; infer; 10 plans). */
