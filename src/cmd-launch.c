@@ -18,6 +18,7 @@
 #include "runjob.h"
 #include "torchprobe.h"
 #include "sigstop.h"
+#include "opttab.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,12 +31,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-enum {
-	OPT_LAUNCHER = 256, OPT_DRY_RUN, OPT_SLURM, OPT_NODES, OPT_GPUS_PER_NODE, OPT_PARTITION,
-	OPT_TIME, OPT_CPUS, OPT_ACCOUNT, OPT_FOLLOW, OPT_JOB_NAME, OPT_OUTPUT, OPT_STEP, OPT_SKY_STEP,
-	OPT_ENDPOINT, OPT_LITERAL,
-};
 
 #define SLURM_TIMEOUT_MS 30000
 #define PROBE_TIMEOUT_MS 10000
@@ -54,42 +49,6 @@ struct launch {
 	char endpoint_buf[272];
 	struct torchprobe probe;     /* the launcher's Python and PyTorch */
 };
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: gpuctl launch [-n auto|N] [filters] [run options] [--launcher L] [--dry-run] -- SCRIPT [ARGS...]\n"
-		"       gpuctl launch --sky (--model NAME | --params N) [advise options] [--dry-run] -- CMD [ARGS...]\n"
-		"       gpuctl launch --slurm --gpus-per-node G [--nodes N] [--partition P] [--time T]\n"
-		"                     [--cpus-per-task C] [--account A] [--dry-run | --follow] -- SCRIPT [ARGS...]\n"
-		"\n"
-		"Run SCRIPT with torchrun on leased GPUs, one process per GPU; or, with --slurm,\n"
-		"submit a multi-node Slurm job that does the same on every node.\n"
-		"  -n auto|N              GPUs on this node: every free one (the default), or N\n"
-		"      --launcher=L       auto (torchrun, else python3 -m torch.distributed.run),\n"
-		"                         torchrun or python\n"
-		"      --no-placeholders  pass {gpus}, {nodes}, {world_size}, {32*gpus} unexpanded\n"
-		"      --dry-run          print the environment and command (or the batch script), run nothing\n"
-		"  the filters and run options of gpuctl run (--min-free-mem, --model, --wait, --spot,\n"
-		"  --restart, --checkpoint-dir, --hang-timeout, ...) work the same; see gpuctl-run(1)\n"
-		"\n"
-		"With --slurm:\n"
-		"      --nodes=N          nodes (default 1)\n"
-		"      --gpus-per-node=G  GPUs on each node (required)\n"
-		"      --partition=P --time=T --cpus-per-task=C --account=A --job-name=NAME\n"
-		"      --output=PATH      the job's output (default: slurm-%%j.out in this directory)\n"
-		"      --max-restarts=K   requeue after a notice or the time limit at most K times (default 3)\n"
-		"      --follow           after submitting, show the job's state and output until it ends\n"
-		"In the batch script --slurm writes (not for use by hand):\n"
-		"      --slurm-step       this node's part of the job: node count, rank and job id from Slurm\n"
-		"      --rdzv-endpoint=HOST:PORT  where every node's torchrun meets (with --slurm-step)\n"
-		"In a SkyPilot task advise --emit skypilot writes (not for use by hand):\n"
-		"      --sky-step         this node's part: node count, rank and head from SKYPILOT_NUM_NODES,\n"
-		"                         SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS (head:29500 unless --rdzv-endpoint)\n"
-		"\n"
-		"Placeholders in ARGS: {gpus} (per node), {nodes}, {world_size} and products with\n"
-		"whole numbers such as {32*gpus}; other braces pass through unchanged.\n");
-}
 
 static long cpus_available(void)
 {
@@ -537,113 +496,145 @@ static int step_requeue(void)
 	return st == 0 ? LAUNCH_EXIT_REQUEUE : EXIT_FAIL;
 }
 
+/* what launch's own options set (run's, RUNJOB_LONG_OPTIONS, go to the runjob) */
+struct launch_cli {
+	const char *launcher, *partition, *time, *account, *job_name, *output, *endpoint;
+	bool dry_run, literal, slurm, follow, slurm_step, sky_step;
+	unsigned nodes, gpus_per_node, cpus_per_task;
+};
+
+#define AT(f) OPT_AT(struct launch_cli, f)
+static const struct opt launch_options[] = {
+	{OPT_NOTE, .help = "-n auto|N: the GPUs on this node, every free one (the default) or N"},
+	{OPT_STRING, "launcher", "L", "auto (torchrun, else python3 -m torch.distributed.run), torchrun or python",
+	 AT(launcher)},
+	{OPT_FLAG, "no-placeholders", .help = "pass {gpus}, {nodes}, {world_size}, {32*gpus} unexpanded", AT(literal)},
+	{OPT_FLAG, "dry-run", .help = "print the environment and command (or the batch script), run nothing", AT(dry_run)},
+	{OPT_NOTE, .help = "the filters and run options of gpuctl run (--min-free-mem, --model, --wait, --spot, "
+			   "--restart, --checkpoint-dir, --hang-timeout, ...) work the same; see gpuctl-run(1)"},
+	{OPT_SECTION, .help = "\nWith --slurm:"},
+	{OPT_FLAG, "slurm", .help = "submit a multi-node Slurm job (sbatch) that does the same on every node", AT(slurm)},
+	{OPT_COUNT, "nodes", "N", "nodes (default 1)", AT(nodes), .min = 1, .max = 4096},
+	{OPT_COUNT, "gpus-per-node", "G", "GPUs on each node (required; or -n G)", AT(gpus_per_node), .min = 1, .max = 4096},
+	{OPT_STRING, "partition", "P", "sbatch's --partition", AT(partition)},
+	{OPT_STRING, "time", "T", "sbatch's --time", AT(time)},
+	{OPT_COUNT, "cpus-per-task", "C", "sbatch's --cpus-per-task", AT(cpus_per_task), .min = 1, .max = 4096},
+	{OPT_STRING, "account", "A", "sbatch's --account", AT(account)},
+	{OPT_STRING, "job-name", "NAME", "sbatch's --job-name", AT(job_name)},
+	{OPT_STRING, "output", "PATH", "the job's output (default: slurm-%j.out in this directory)", AT(output)},
+	{OPT_FLAG, "follow", .help = "after submitting, show the job's state and output until it ends", AT(follow)},
+	{OPT_NOTE, .help = "--max-restarts K (run's) requeues after a notice or the time limit at most K times "
+			   "(default 3)"},
+	{OPT_SECTION, .help = "In the batch script --slurm writes (not for use by hand):"},
+	{OPT_FLAG, "slurm-step", .help = "this node's part of the job: node count, rank and job id from Slurm",
+	 AT(slurm_step)},
+	{OPT_STRING, "rdzv-endpoint", "HOST:PORT", "where every node's torchrun meets (with --slurm-step)", AT(endpoint)},
+	{OPT_SECTION, .help = "In a SkyPilot task advise --emit skypilot writes (not for use by hand):"},
+	{OPT_FLAG, "sky-step", .help = "this node's part: node count, rank and head from SKYPILOT_NUM_NODES, "
+				       "SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS (head:29500 unless --rdzv-endpoint)",
+	 AT(sky_step)},
+	{OPT_SECTION, .help = ""},
+	{OPT_CALLER, "help", .help = "print this help", .val = 'h', .shortopt = 'h'},
+	{OPT_END},
+};
+
+static void usage(void)
+{
+	printf("usage: gpuctl launch [-n auto|N] [filters] [run options] [--launcher L] [--dry-run] -- SCRIPT [ARGS...]\n"
+	       "       gpuctl launch --sky (--model NAME | --params N) [advise options] [--dry-run] -- CMD [ARGS...]\n"
+	       "       gpuctl launch --slurm --gpus-per-node G [--nodes N] [--partition P] [--time T]\n"
+	       "                     [--cpus-per-task C] [--account A] [--dry-run | --follow] -- SCRIPT [ARGS...]\n"
+	       "\n"
+	       "Run SCRIPT with torchrun on leased GPUs, one process per GPU; or, with --slurm,\n"
+	       "submit a multi-node Slurm job that does the same on every node.\n\n");
+	opt_help(stdout, launch_options);
+	printf("\nPlaceholders in ARGS: {gpus} (per node), {nodes}, {world_size} and products with\n"
+	       "whole numbers such as {32*gpus}; other braces pass through unchanged.\n");
+}
+
+/* the long name of run's option c (RUNJOB_LONG_OPTIONS), or NULL */
+static const char *run_option_name(const struct option *run, int c)
+{
+	for (; run->name; run++)
+		if (run->val == c)
+			return run->name;
+	return NULL;
+}
+
 int cmd_launch(const struct cli_global *g, int argc, char **argv)
 {
 	/* --sky (before the command): advise's plans handed to SkyPilot, another set of options */
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--sky") == 0)
 			return cmd_advise_sky(g, argc, argv);
-	static const struct option opts[] = {
-		RUNJOB_LONG_OPTIONS,
-		{"launcher", required_argument, NULL, OPT_LAUNCHER},
-		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
-		{"no-placeholders", no_argument, NULL, OPT_LITERAL},
-		{"slurm", no_argument, NULL, OPT_SLURM},
-		{"nodes", required_argument, NULL, OPT_NODES},
-		{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
-		{"partition", required_argument, NULL, OPT_PARTITION},
-		{"time", required_argument, NULL, OPT_TIME},
-		{"cpus-per-task", required_argument, NULL, OPT_CPUS},
-		{"account", required_argument, NULL, OPT_ACCOUNT},
-		{"job-name", required_argument, NULL, OPT_JOB_NAME},
-		{"output", required_argument, NULL, OPT_OUTPUT},
-		{"follow", no_argument, NULL, OPT_FOLLOW},
-		{"slurm-step", no_argument, NULL, OPT_STEP},
-		{"sky-step", no_argument, NULL, OPT_SKY_STEP},
-		{"rdzv-endpoint", required_argument, NULL, OPT_ENDPOINT},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	static const struct option run_options[] = {RUNJOB_LONG_OPTIONS, {NULL, 0, NULL, 0}};
 	/* run options a node's step takes over from the command line; the rest is Slurm's */
 	static const char step_pass[] = {'S', 'C', 'P', 'G', 'K', 'T', 'O', 'A', 'N', 'W'};
 	static const char slurm_refuse[] = {'g', 'M', 'U', 'm', 'x', 's', 'I', 'w', 'R', 'B'};
 	struct runjob j;
 	struct launch L = {0};
 	struct slurm_opts s = {.nodes = 1, .max_requeues = 3};
-	const char *launcher_arg = "auto", *refused = NULL;
-	bool slurm = false, sky_step = false;
-	char optname[32];
-	long v;
-	int c, idx, rc = EXIT_OK;
+	struct launch_cli lc = {.launcher = "auto", .nodes = 1};
+	const char *refused = NULL, *arg;
+	const struct opt *o;
+	struct optparse op;
+	int c, rc = EXIT_OK;
 	runjob_init(&j);
 	j.r.jg.allow_auto = true;
 	j.arg = &L;
 	j.ready = launch_ready;
+	if (optparse_init(&op, launch_options, run_options, "n:", true) != GC_OK) {
+		cli_err("out of memory");
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	optind = 1;
-	opterr = 0;
-	while ((idx = -1, c = getopt_long(argc, argv, "+:n:h", opts, &idx)) != -1) {
-		if (c > 0 && c < 256 && memchr(slurm_refuse, c, sizeof slurm_refuse) && !refused && idx >= 0)
-			refused = opts[idx].name;
-		if (c > 0 && c < 256 && memchr(step_pass, c, sizeof step_pass) && idx >= 0 && (rc = step_opt(&s, opts[idx].name, optarg)))
-			goto out;
-		if (c == 'w')
-			optarg = cli_optional_next(optarg, argc, argv); /* --wait 5m */
-		if ((rc = runjob_option(&j, c, optarg)) >= 0) {
-			if (rc)
-				goto out;
-			continue;
-		}
-		switch (c) {
-		case OPT_LAUNCHER:
-			launcher_arg = optarg;
-			if ((rc = step_opt(&s, "launcher", optarg)))
-				goto out;
-			break;
-		case OPT_DRY_RUN: j.dry_run = true; break;
-		case OPT_LITERAL:
-			L.literal = true;
-			if ((rc = step_opt(&s, "no-placeholders", NULL)))
-				goto out;
-			break;
-		case OPT_SLURM: slurm = true; break;
-		case OPT_NODES:
-		case OPT_GPUS_PER_NODE:
-		case OPT_CPUS:
-			snprintf(optname, sizeof optname, "--%s", opts[idx].name);
-			if ((rc = cli_parse_count(optname, optarg, &v)))
-				goto out;
-			if (v > 4096) {
-				cli_err("invalid --%s '%s' (at most 4096)", opts[idx].name, optarg);
-				rc = EXIT_USAGE;
-				goto out;
-			}
-			if (c == OPT_NODES)
-				s.nodes = (unsigned)v;
-			else if (c == OPT_CPUS)
-				s.cpus_per_task = (unsigned)v;
-			else {
-				s.gpus_per_node = (unsigned)v;
-				s.gpus_given = true;
-			}
-			break;
-		case OPT_PARTITION: s.partition = optarg; break;
-		case OPT_TIME: s.time = optarg; break;
-		case OPT_ACCOUNT: s.account = optarg; break;
-		case OPT_JOB_NAME: s.job_name = optarg; break;
-		case OPT_OUTPUT: s.output = optarg; break;
-		case OPT_FOLLOW: s.follow = true; break;
-		case OPT_STEP: L.step = true; break;
-		case OPT_SKY_STEP: L.step = sky_step = true; break;
-		case OPT_ENDPOINT: L.endpoint = optarg; break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default:
+	while (rc == EXIT_OK && (c = optparse_next(&op, argc, argv, &o, &arg)) != -1) {
+		if (c == 'h') {
+			usage();
+			rc = -1;
+		} else if (o) {
+			rc = opt_apply(o, arg, &lc);
+		} else if (c == '?' || c == ':') {
 			rc = cli_bad_option("launch", c, argv);
-			goto out;
+		} else {
+			const char *name = run_option_name(run_options, c);
+			if (name && memchr(slurm_refuse, c, sizeof slurm_refuse) && !refused)
+				refused = name;
+			if (name && memchr(step_pass, c, sizeof step_pass) && (rc = step_opt(&s, name, arg)))
+				break;
+			if (c == 'w')
+				arg = cli_optional_next(optarg, argc, argv); /* --wait 5m */
+			rc = runjob_option(&j, c, arg);
+			if (rc < 0) /* not run's: none is left */
+				rc = cli_bad_option("launch", c, argv);
 		}
 	}
+	optparse_free(&op);
+	if (rc) {
+		rc = rc < 0 ? EXIT_OK : rc;
+		goto out;
+	}
+	/* launch's own, where the rest of launch keeps them */
+	j.dry_run = lc.dry_run;
+	L.literal = lc.literal;
+	L.step = lc.slurm_step || lc.sky_step;
+	L.endpoint = lc.endpoint;
+	bool slurm = lc.slurm, sky_step = lc.sky_step;
+	const char *launcher_arg = lc.launcher;
+	s.nodes = lc.nodes;
+	s.cpus_per_task = lc.cpus_per_task;
+	s.gpus_per_node = lc.gpus_per_node;
+	s.gpus_given = lc.gpus_per_node > 0;
+	s.partition = lc.partition;
+	s.time = lc.time;
+	s.account = lc.account;
+	s.job_name = lc.job_name;
+	s.output = lc.output;
+	s.follow = lc.follow;
+	if ((strcmp(lc.launcher, "auto") != 0 && (rc = step_opt(&s, "launcher", lc.launcher))) ||
+	    (lc.literal && (rc = step_opt(&s, "no-placeholders", NULL))))
+		goto out;
 	if (optind >= argc) {
 		cli_err("launch needs a script: gpuctl launch [options] -- SCRIPT [ARGS...]");
 		rc = EXIT_USAGE;

@@ -82,6 +82,8 @@ for cmd in re.findall(r"^  (\w+)\s{2,}", run("--help"), re.M):
         errors.append(f"gpuctl(1) does not list command {cmd!r}")
 
 # 5. options: what a command accepts is in its --help, what its --help prints is in its man page.
+# advise and launch declare theirs in option tables (common/opttab.h), whose --help is made from the
+# table that parses: for them the man page check is the one that can fail.
 # A command's options are the long options of its getopt table (its cmd-*.c, and the shared
 # RUNJOB_LONG_OPTIONS and lib/jobs/job.h's JOB_GPU_OPTIONS and JOB_SUPERVISOR_OPTIONS it includes), told apart by asking the command itself: an
 # option it does not know is refused as "unknown option '--x'".
