@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Run one data-driven CLI case: args + node file -> expected stdout, stderr, exit code.
+"""Run data-driven CLI cases: args + node file -> expected stdout, stderr, exit code.
+Usage: run.py GPUCTL SRCDIR BUILDDIR CASE...  (every case, each apart; exit 1 if one failed,
+naming it)
 
 A case file (tests/cli/cases/*.case) holds, in this order:
 
@@ -94,8 +96,16 @@ def compare(what, want, got, regex):
 
 
 def main():
-    gpuctl, srcdir, builddir, path = sys.argv[1:5]
+    gpuctl, srcdir, builddir, *paths = sys.argv[1:]
     srcdir, builddir = os.path.realpath(srcdir), os.path.realpath(builddir)
+    failed = [p for p in paths if run_case(gpuctl, srcdir, builddir, p)]
+    print(f"{len(paths) - len(failed)} of {len(paths)} cases passed" +
+          (": failed " + ", ".join(os.path.basename(p) for p in failed) if failed else ""))
+    return 1 if failed or not paths else 0
+
+
+def run_case(gpuctl, srcdir, builddir, path):
+    """one case, in a simulator runtime and lease directory of its own: 0, or 1 after saying what differs"""
     case = parse(path)
     subst = {
         "nodes": os.path.join(srcdir, "tests", "cli", "nodes"),
@@ -157,6 +167,7 @@ def main():
             print(e)
         print("---- stdout ----\n" + out + "---- stderr ----\n" + err)
         return 1
+    print(f"ok   {os.path.basename(path)}")
     return 0
 
 
