@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(sys.argv[3], "tests", "integration"))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import testusers  # noqa: E402
 
 GPUCTLD, GPUCTL, SRC, STAMP = (os.path.realpath(a) for a in sys.argv[1:5])
@@ -80,7 +80,7 @@ def stop(ps):
 
 
 def leases():
-    return gpuctld_proc.queue_request(sock, {"op": "leases"})
+    return harness.queue_request(sock, {"op": "leases"})
 
 
 def until(cond, secs=30):
@@ -207,6 +207,6 @@ try:
         print(f"{name:<14} {m[0]:>12.2f} {ra:>7.2f} {m[1]:>17.2f} {rb:>7.2f}  {ok:<14} {vs:>10}")
 finally:
     stop(procs)
-    gpuctld_proc.stop(d)
+    harness.stop(d)
     shutil.rmtree(work, ignore_errors=True)
     testusers.cleanup()

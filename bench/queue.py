@@ -42,7 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from gpuctld_proc import queue_request  # noqa: E402 (the path first)
+from harness import queue_request  # noqa: E402 (the path first)
 
 
 def pct(v, p):

@@ -196,7 +196,7 @@ def queued_ticket(qdir, pid):
 def queued_grant(sock, pid):
     """gpuctld's line (authority mode) holds a request of pid's"""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-    from gpuctld_proc import queue_request
+    from harness import queue_request
     try:
         return any(w.get("supervisor") == pid for w in queue_request(sock, {"op": "leases"}).get("waiters", []))
     except (OSError, ValueError):

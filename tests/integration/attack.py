@@ -41,7 +41,7 @@ import threading
 import time
 import urllib.request
 
-import gpuctld_proc
+import harness
 import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
@@ -366,7 +366,7 @@ def http_phase():
               f"GET /metrics under {B}'s trickle: {hot:.1f} ms, unloaded {calm:.1f} ms")
         return calm, hot, st
     finally:
-        gpuctld_proc.stop(d)
+        harness.stop(d)
 
 
 daemon = None
@@ -451,7 +451,7 @@ try:
 finally:
     if attacker and attacker.poll() is None:
         kill_group(attacker)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     subprocess.run(["rm", "-rf", work])
     testusers.cleanup()
 

@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import testusers  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTL, GPUCTLD, bg, check, finish, gpuctl, hold, log, setup, start, until  # noqa: E402
@@ -105,7 +105,7 @@ try:
     time.sleep(1.0)
     check("warn: counted once, not once a sample", violations(url).get(B) == 1, violations(url))
     check("warn: nothing is signalled", alive(hb) and alive(hr) and alive(ha) and alive(job))
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # kill: SIGTERM, and SIGKILL after the grace for one that ignores it
     stubborn = hold(B, 3, "trap '' TERM; while :; do sleep 0.1; done")
@@ -122,7 +122,7 @@ try:
     check("kill: root's process is reported, never signalled",
           alive(hr) and any(f"pid {hr.pid} of root" in l and "reported only: root's" in l for l in log), log)
     check("kill: A's own process and A's job live on", alive(ha) and alive(job))
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # all GPU work must be leased: B on GPU 5, which nobody leased
     free5 = hold(B, 5)
@@ -131,11 +131,11 @@ try:
     time.sleep(0.8)
     check("without --enforce-unleased, a process on a GPU nobody leased is fine",
           not any(f"pid {free5.pid}" in l for l in log), log)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     daemon, url = start("--enforce", "warn", "--enforce-unleased", queue=False)
     check("with --enforce-unleased it is a violation", until(lambda: any(
         f"GPU 5 is not leased; pid {free5.pid} of {B}" in l for l in log)), log)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # the people concerned are told on their terminals: B on B's (open to messages), A on the lease's;
     # not on a terminal closed to messages (mesg n), nor on one that is not the process's user's

@@ -22,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTLD, NODE, check, finish, gpuctl, setup, start  # noqa: E402
 
@@ -54,7 +54,7 @@ def run(tag, *gpuctld_args):
         order = [j["name"] for j in sorted(jobs, key=lambda j: j["started_ms"])]
         return w.returncode, [j["state"] for j in jobs], order
     finally:
-        gpuctld_proc.stop(d)
+        harness.stop(d)
 
 
 rc, states, order = run("fair", "--fair-share-half-life", "1h")
@@ -86,7 +86,7 @@ def stream(limit_s=40):
     finally:
         stop.append(1)
         t.join()
-        gpuctld_proc.stop(d)
+        harness.stop(d)
 
 
 waited = stream()

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 
-import gpuctld_proc
+import harness
 
 GPUCTLD, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "examples", "nodes", "l4-2x.json")
@@ -50,7 +50,7 @@ def check(name, cond, detail):
 
 
 def start(*args):
-    d, base = gpuctld_proc.start(GPUCTLD, NODE, env, *args)
+    d, base = harness.start_gpuctld(GPUCTLD, NODE, env, *args)
     return d, int(base.rsplit(":", 1)[1])
 
 
@@ -198,7 +198,7 @@ try:
     check("share", get(port) == 200, "not served once the share was given back")
     print("share: with --max-per-client 8, a ninth connection (from another loopback address) got 503")
 finally:
-    gpuctld_proc.stop(d)
+    harness.stop(d)
 
 
 # ---- a flood of tricklers (issue 17, item 8): 300 connections from 250 loopback addresses, each
@@ -311,7 +311,7 @@ try:
     print(f"flood: median GET /metrics {med_calm:.1f} ms unloaded ({len(calm)}), {med_hot:.1f} ms under the flood "
           f"({len(hot)}, max {max(hot, default=0):.0f} ms), ratio {med_hot / med_calm:.1f}")
 finally:
-    gpuctld_proc.stop(d)
+    harness.stop(d)
 
 # ---- command lines
 for args, code, frag in [

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-import gpuctld_proc
+import harness
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 JOBS = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
@@ -56,7 +56,7 @@ def start():
 
 
 def request(obj):
-    return gpuctld_proc.queue_request(sock, obj, timeout=10)
+    return harness.queue_request(sock, obj, timeout=10)
 
 
 def states():

@@ -36,7 +36,7 @@ import threading
 import time
 import urllib.request
 
-import gpuctld_proc
+import harness
 import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
@@ -448,7 +448,7 @@ try:
                   f"gpuctld died with a full log disk (job {nxt})")
             print(f"disk full: the job failed cleanly ({jj and jj['reason']}); gpuctld lives")
         finally:
-            gpuctld_proc.stop(d2)
+            harness.stop(d2)
             sh("umount", tfs)
 
     # ---- --log-keep: a third gpuctld that removes logs 1 s after their job ended
@@ -480,7 +480,7 @@ try:
         check("log-keep", bad.returncode == 2 and "--log-keep" in bad.stderr, f"--log-keep soon: {bad.stderr!r}")
         print("log-keep: a log is removed once its job has ended --log-keep ago; logs says so, show still works")
     finally:
-        gpuctld_proc.stop(d3)
+        harness.stop(d3)
 
     # ---- SIGKILL and restart
     running = int(root("submit", "-n", "8", "--", "sleep", "2").stdout.strip())
@@ -522,7 +522,7 @@ try:
           f"job without --requeue after its runner was killed: {jlo}")
     print("lost: with gpuctld and the jobs' gpuctl runs SIGKILLed, the --requeue job ran again (2 starts), the other is lost")
 finally:
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     subprocess.run(["pkill", "-u", A], capture_output=True)
     subprocess.run(["pkill", "-u", B], capture_output=True)
     testusers.cleanup()

@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 import testusers  # noqa: E402
 from policy import GPUCTL, check, finish, gpuctl, setup, start, until  # noqa: E402
@@ -47,7 +47,7 @@ JOB = ("echo \"$0 start $(date +%s.%N) $CUDA_VISIBLE_DEVICES\" >> " + stamps +
 
 
 def line_len():
-    ans = gpuctld_proc.queue_request(policy.sock, {"op": "leases"})
+    ans = harness.queue_request(policy.sock, {"op": "leases"})
     return len(ans["waiters"])
 
 
@@ -84,7 +84,7 @@ try:
         loops.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
     blocker = policy.bg(None, GPUCTL, "--sim", policy.NODE, "run", "-n", "8", "--", "sh", "-c",
                         f"while [ ! -e {go} ]; do sleep 0.05; done")
-    check("the blocker holds all 8 GPUs", until(lambda: len(gpuctld_proc.queue_request(
+    check("the blocker holds all 8 GPUs", until(lambda: len(harness.queue_request(
         policy.sock, {"op": "leases"})["grants"]) == 8, 60))
     waiters, joined = [], 0
     rnd = random.Random(32)
@@ -117,7 +117,7 @@ try:
         pass
     blocker = policy.bg(None, GPUCTL, "--sim", policy.NODE, "run", "-n", "8", "--", "sh", "-c",
                         f"while [ ! -e {go} ]; do sleep 0.05; done")
-    until(lambda: len(gpuctld_proc.queue_request(policy.sock, {"op": "leases"})["grants"]) == 8, 60)
+    until(lambda: len(harness.queue_request(policy.sock, {"op": "leases"})["grants"]) == 8, 60)
     mixed = []
     slow = JOB.replace("; echo \"$0 end", "; sleep 0.1; echo \"$0 end")
     for k in range(40):

@@ -38,7 +38,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 import testusers  # noqa: E402
 from policy import GPUCTL, bg, check, finish, gpuctl, hold, setup, start, until  # noqa: E402
@@ -52,7 +52,7 @@ AUTH = ["--authority", "--authority-dir", auth, "--config", "/dev/null"]
 
 
 def leases():
-    return gpuctld_proc.queue_request(policy.sock, {"op": "leases"})
+    return harness.queue_request(policy.sock, {"op": "leases"})
 
 
 def holders():
@@ -214,7 +214,7 @@ while time.time() < end:
         p.wait()
 
     # ---- the GPU table: a run names GPUs by gpuctld's sample and never opens NVML itself ----
-    table = gpuctld_proc.queue_request(policy.sock, {"op": "gpus"})
+    table = harness.queue_request(policy.sock, {"op": "gpus"})
     check("table: every GPU, gpuctld's UUIDs", [g.get("uuid") for g in table.get("gpus", [])] ==
           [uuid_of(i) for i in range(8)], table)
     with open(policy.NODE) as f:
@@ -298,7 +298,7 @@ while time.time() < end:
     pl.wait()
     check("python: the grant ends with the with block", until(lambda: B not in holders().values()))
 finally:
-    gpuctld_proc.stop(d)
+    harness.stop(d)
 
 # ---- reclaim: an orphan, and a grant held by hand ----
 d = None
@@ -321,7 +321,7 @@ try:
     check("3: reclaim frees it", until(lambda: B not in holders().values(), 60))
     check("3: its holder, which ignored every signal, is gone", until(lambda: h.poll() is not None, 10))
 finally:
-    gpuctld_proc.stop(d)
+    harness.stop(d)
 
 # ---- 10: three restarts during a lease ----
 d = None
@@ -335,7 +335,7 @@ try:
     until(lambda: len(holders()) == 2)
     kept = 0
     for _ in range(3):
-        gpuctld_proc.stop(d)
+        harness.stop(d)
         d, url = start(*AUTH)
         kept += len(holders()) == 2
         time.sleep(0.5)

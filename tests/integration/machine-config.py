@@ -7,7 +7,7 @@ webhook to a receiver it runs and a notify command that writes a file: any
 gpuctld that reads it reports every job and freed GPU there. A gpuctld
 started without the suite's environment does read it (the plant works);
 every gpuctld started the suite's ways (tests/integration/policy.py with
-its queue, gpuctld_proc.py without, a bare --check-config) reads an empty
+its queue, harness.py's start_gpuctld without, a bare --check-config) reads an empty
 configuration instead (meson's default test setup sets GPUCTLD_CONFIG to
 /dev/null; docs/daemon.md), and nothing reaches the receiver or the hook
 while jobs run and leases end.
@@ -56,7 +56,7 @@ if r.returncode != 0:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTL, GPUCTLD, NODE, SRC, check, finish, gpuctl, until  # noqa: E402
 
@@ -116,7 +116,7 @@ try:
     some_work()
     check("and reports to its webhook and its command", until(lambda: posted and os.path.exists(hooked)),
           (posted, policy.log))
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     daemon = None
     posted.clear()
     os.unlink(hooked)
@@ -127,13 +127,13 @@ try:
           r.returncode == 0 and f"configuration OK ({os.devnull})" in r.stdout, r)
     daemon, url = policy.start()
     some_work()
-    gpuctld_proc.stop(daemon)
-    daemon, url = gpuctld_proc.start(GPUCTLD, NODE, policy.env, "--interval", "0.2s")
+    harness.stop(daemon)
+    daemon, url = harness.start_gpuctld(GPUCTLD, NODE, policy.env, "--interval", "0.2s")
     some_work(queue=False)
     time.sleep(1.0)  # a gpu.freed event would be out by now
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     daemon = None
-    check("policy.py's and gpuctld_proc.py's gpuctlds report nothing: the machine's file was not read",
+    check("policy.py's and harness.py's gpuctlds report nothing: the machine's file was not read",
           not reported(), (posted, os.path.exists(hooked)))
 
     # the user's side: a garbage SkyPilot catalog in HOME

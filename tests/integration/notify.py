@@ -27,7 +27,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTL, GPUCTLD, NODE, SIMHOLD, bg, check, finish, gpuctl, log, setup, until  # noqa: E402
 
@@ -127,7 +127,7 @@ try:
     check("the command got each event too, GPUCTL_EVENT its name and the JSON on stdin",
           sorted(n for n, _ in cmd_events) == sorted(names) and
           all(json.loads(j)["event"] == n for n, j in cmd_events), lines[:4])
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # slack: {"text": ...} only
     posted.clear()
@@ -138,7 +138,7 @@ try:
     check("slack: {\"text\": ...} and nothing else", sl and all(set(d) == {"text"} for d in sl) and
           any(f"job {j} 'slack' of {A} started" in d["text"] for d in sl) and
           any(f"job {j} 'slack' of {A} ended" in d["text"] for d in sl), sl)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # a queued --spot job stopped by a preemption notice (the mock metadata server): job.preempted, once
     posted.clear()
@@ -164,7 +164,7 @@ try:
           "preemption notice" in pre[0]["text"] and
           not [e for e in ev if e["event"] in ("job.ended", "job.failed")], [e["event"] for e in ev])
     del policy.env["GPUCTL_METADATA_URL"]
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # a receiver that never answers, then none at all: nothing waits for it
     hang = socket.socket()
@@ -193,7 +193,7 @@ try:
             check(f"a receiver that {what}: dispatch latency {med:.0f} ms against {base:.0f} ms without one",
                   med <= base + 1000, lat)
         t0 = time.monotonic()
-        gpuctld_proc.stop(daemon)
+        harness.stop(daemon)
         check(f"a receiver that {what}: gpuctld still stops at once ({time.monotonic() - t0:.1f} s)",
               time.monotonic() - t0 < 3)
     hang.close()

@@ -12,15 +12,15 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
-import gpuctld_proc
+import harness
 import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), os.path.realpath(sys.argv[3])
 SIMHOLD = os.path.realpath(sys.argv[4]) if len(sys.argv) > 4 else None
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
+harness.verbose = True  # "ok   name" or "FAIL name" as each check is made
+check = harness.check  # the tests import it from here
 procs = []
 log = []  # what the gpuctld of start() logged, its start-up lines first
 
@@ -57,22 +57,9 @@ def authority():
     return auth
 
 
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
-
-
 def until(cond, secs=10):
-    """cond()'s value once it is true, within secs; else its last value"""
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    return cond()
+    """cond()'s value once it is true, within secs (looked at every 0.1 s); else its last value"""
+    return harness.until(cond, secs, step=0.1)
 
 
 def start(*args, queue=True, node=None):
@@ -121,17 +108,8 @@ def hold(user, gpu, script="exec sleep 60"):
 def finish(*daemons):
     """stop the gpuctlds, kill what bg() started, remove the work directory, report; exits.
     Called from a finally: an exception on its way out is a failure, not hidden by the exit."""
-    exc = sys.exc_info()[1]
-    if isinstance(exc, SystemExit):
-        # start()'s "FAIL: gpuctld did not start: ..." is a failure, not a pass by way of this exit
-        if exc.code not in (None, 0):
-            errors.append(str(exc.code).removeprefix("FAIL: "))
-    elif exc is not None:
-        import traceback
-        traceback.print_exception(type(exc), exc, exc.__traceback__)
-        errors.append(f"the test raised {type(exc).__name__}: {exc}")
     for d in daemons:
-        gpuctld_proc.stop(d)
+        harness.stop(d)
     for p in procs:
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -139,6 +117,4 @@ def finish(*daemons):
             pass
         p.wait()
     shutil.rmtree(work, ignore_errors=True)
-    for e in errors:
-        print("FAIL:", e)
-    sys.exit(1 if errors else 0)
+    harness.finish()

@@ -24,7 +24,7 @@ import time
 import urllib.parse
 import urllib.request
 
-import gpuctld_proc
+import harness
 
 GPUCTLD, GPUCTL, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
 errors = []
@@ -74,10 +74,10 @@ def ensure_prometheus():
 
 
 def start_daemon(*args):
-    return gpuctld_proc.start(GPUCTLD, NODE, env, *args)
+    return harness.start_gpuctld(GPUCTLD, NODE, env, *args)
 
 
-stop = gpuctld_proc.stop
+stop = harness.stop
 
 
 if not ensure_prometheus():

@@ -23,7 +23,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 import testusers  # noqa: E402
 from policy import GPUCTL, GPUCTLD, SIMHOLD, SRC, check, finish, gpuctl, log, setup, start, until  # noqa: E402
@@ -202,7 +202,7 @@ try:
           r2.returncode == 0, (r, r2))
 
     # off by configuration: an Xid is counted, nothing is marked
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     conf = os.path.join(work, "gpuctld.conf")
     with open(conf, "w") as f:
         f.write("# health quarantine off\nquarantine = off\ninterval = 0.2s\n")

@@ -20,7 +20,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTL, GPUCTLD, NODE, bg, check, finish, log, setup, until  # noqa: E402
 
@@ -69,7 +69,7 @@ try:
     time.sleep(3)
     check("--reclaim-exempt: A's idle lease is left alone", job.poll() is None and lines(trace) == ["started"] and
           not any("reclaim" in l for l in log), (lines(trace), log))
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     t0 = time.monotonic()
     daemon, url = start("--reclaim-after", "1s", "--reclaim-grace", "1s")
@@ -95,7 +95,7 @@ try:
     text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
     check("gpuctl_leases_reclaimed_total counts it", re.search(r"^gpuctl_leases_reclaimed_total 1$", text, re.M),
           [l for l in text.splitlines() if "reclaimed" in l])
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
 
     # a queued job's lease too: A's idle 8-GPU job is reclaimed the same way, and B's queued job gets the GPUs
     open(trace, "w").close()

@@ -64,7 +64,7 @@ import time
 
 import pwd
 
-import gpuctld_proc
+import harness
 import testusers
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
@@ -175,7 +175,7 @@ try:
     time.sleep(0.2)
     second = start(os.path.join(work, "next.db"), hostile_sock)
     check("daemons", queue_ok(hostile_sock), "root's gpuctld beside a user's lock file does not serve")
-    gpuctld_proc.stop(second)
+    harness.stop(second)
     kill_group(holder)  # flock and its sleep
 
     # the kernel drops the lock when the holder dies, even by SIGKILL
@@ -183,7 +183,7 @@ try:
     first.wait()
     again = start(db, sock)
     check("daemons", queue_ok(sock), "no queue after the first gpuctld was killed")
-    gpuctld_proc.stop(again)
+    harness.stop(again)
     check("daemons", not os.path.exists(sock), "a stopped gpuctld left its socket")
     print("daemons: a user's held lock file does not block root; after SIGKILL the next gpuctld starts")
 
@@ -320,7 +320,7 @@ time.sleep(30)
                                    text=True).stdout)
     check("control", sj["job"]["name"] == "q\x1b[2Jx\ny", f"show --json lost the exact name: {sj['job']!r}")
     kill_group(holder)
-    gpuctld_proc.stop(qd)
+    harness.stop(qd)
     print("control: leases, ls, queue and show print other users' names with control characters replaced")
 
     # ---- crowd: B holds as many idle connections as it can; A and root still get answers
@@ -380,7 +380,7 @@ time.sleep(30)
     check("slow", pa.returncode == 0 and took < 2, f"{A}'s queue while {B} does not read: {pa.returncode} "
           f"{pa.stderr!r} after {took:.1f} s")
     kill_group(slowp)
-    gpuctld_proc.stop(cd)
+    harness.stop(cd)
     print(f"slow: with 20 of {B}'s big answers unread, {A}'s gpuctl queue answered in {took * 1000:.0f} ms")
 
     # ---- bounds: --max-queued for users, not root; --after at most 64 ids
@@ -400,7 +400,7 @@ time.sleep(30)
     many = ",".join([first] * 65)
     p = submit_as(A, "--after", many, "--", "true")
     check("bounds", p.returncode == 1 and "at most 64" in p.stderr, f"--after with 65 ids: {p.returncode} {p.stderr!r}")
-    gpuctld_proc.stop(bd)
+    harness.stop(bd)
     print("bounds: a user's third queued job refused at --max-queued 2, root's not; --after stops at 64 jobs")
 
     # ---- bounds: a job's size, a list however long, ended jobs forgotten (item 6)
@@ -451,7 +451,7 @@ print(s.makefile().readline(), end="")
             break
         time.sleep(0.1)
     check("bounds", gone, f"job {done} still shown after --job-keep 2s: {sh.stdout!r} {sh.stderr!r}")
-    gpuctld_proc.stop(pd)
+    harness.stop(pd)
     print(f"bounds: a 300 KB job refused at --max-job-bytes; root's queue --all over 90 jobs of 200 KB "
           f"(18 MB, in pages) took {list_took * 1000:.0f} ms; a raw submit with --cloud= refused; an ended job "
           f"forgotten after --job-keep 2s")
@@ -609,7 +609,7 @@ time.sleep(60)
     job_took = time.monotonic() - t0
     check("files", w.returncode == 0 and job_took < 5, f"{A}'s queued job: {w.returncode} {w.stdout!r} in "
           f"{job_took:.1f} s")
-    gpuctld_proc.stop(md)
+    harness.stop(md)
     kill_group(attacker)
     out = attacker.stdout.read().decode() + attacker.stderr.read().decode()
     check("files", "WROTE" not in out and "Traceback" not in out, f"{B}'s attack: {out!r}")
@@ -668,11 +668,11 @@ time.sleep(60)
     st = os.stat(old)
     check("stale log", out.stdout == "hello from B\n" and st.st_uid == pwd.getpwnam(B).pw_uid,
           f"B's job 1 log: {out.stdout!r} {out.stderr!r}, owner uid {st.st_uid}")
-    gpuctld_proc.stop(fd)
+    harness.stop(fd)
     print("stale log: a fresh queue's job 1 got a new log, not another user's old 1.log")
 finally:
     for d in daemons:
-        gpuctld_proc.stop(d)
+        harness.stop(d)
     testusers.cleanup()
 
 if errors:

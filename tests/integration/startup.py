@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 from policy import GPUCTL, GPUCTLD, bg, check, finish, gpuctl, hold, log, setup, start, until  # noqa: E402
 
@@ -79,8 +79,8 @@ try:
           f"is served by pid {first.pid}" in said, (code, said))
     check("queue served: B's process was not signalled, no event sent", untouched(), (hb.returncode, said))
     check("queue served: the first gpuctld still serves its queue", first.poll() is None and
-          gpuctld_proc.queue_request(policy.sock, {"op": "list"}).get("ok") is True)
-    gpuctld_proc.stop(first)
+          harness.queue_request(policy.sock, {"op": "list"}).get("ok") is True)
+    harness.stop(first)
     first = None
 
     # a bad --listen is refused by --check-config as by start
@@ -100,6 +100,6 @@ try:
           until(lambda: hb.poll() is not None) and hb.returncode == -signal.SIGTERM, (hb.returncode, log))
     check("and says so through the hook", until(lambda: os.path.exists(events)))
     check("A's job lives on", job.poll() is None)
-    gpuctld_proc.stop(d)
+    harness.stop(d)
 finally:
     finish(first)

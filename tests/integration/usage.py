@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpuctld_proc  # noqa: E402
+import harness  # noqa: E402
 import policy  # noqa: E402
 from policy import NODE, check, finish, gpuctl, setup  # noqa: E402
 
@@ -102,7 +102,7 @@ try:
     r = as_user(B, "usage")
     check("the table, for anyone", r.returncode == 0 and re.search(rf"^{A} +\d+\.\d{{3}} +\d+\.\d{{3}} +\d+\.\d\d$",
                                                                    r.stdout, re.M) and "total" in r.stdout, r)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     daemon = start()
     u2 = usage()
     check("the records outlive a gpuctld restart", isinstance(u2, dict) and isinstance(u, dict) and
@@ -114,7 +114,7 @@ try:
     lease = policy.bg(B, policy.GPUCTL, "--sim", NODE, "run", "-n", "1", "--", "sh", "-c", STAMP.format(c, 4))
     policy.until(lambda: os.path.exists(c + ".start"))
     time.sleep(2.5)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     daemon = start()
     lease.wait()
     time.sleep(0.3)
@@ -128,7 +128,7 @@ try:
         r = as_user(A, "usage", *args)
         check(f"bad {args[0]}: one line, exit 2", r.returncode == 2 and said in r.stderr and
               r.stderr.count("\n") == 1, r)
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     # the price of this cloud instance: its type from the metadata service (the mock's AWS says
     # p4d.24xlarge), its on-demand price from gpuctl advise's snapshot, over its 8 GPUs
     md = subprocess.Popen([sys.executable, os.path.join(policy.SRC, "tests", "mock", "metadata.py"), "0"],
@@ -142,7 +142,7 @@ try:
         check(f"--gpu-hour-price aws: p4d.24xlarge's ${want:.4f} a GPU-hour", isinstance(u3, dict) and
               abs(u3.get("price_per_gpu_hour", 0) - want) < 1e-9 and "p4d.24xlarge" in u3.get("price_source", "") and
               abs(u3["total"]["cost"] - want * u3["total"]["gpu_hours"]) < 1e-9, u3)
-        gpuctld_proc.stop(daemon)
+        harness.stop(daemon)
         daemon = policy.start("--gpu-hour-price", "auto")[0]
         # on a machine of no cloud (by its DMI data), said in the log and no cost; on a cloud's VM,
         # that cloud's type (from the mock) and its price
@@ -154,7 +154,7 @@ try:
         md.terminate()
         md.wait()
         del policy.env["GPUCTL_METADATA_URL"]
-    gpuctld_proc.stop(daemon)
+    harness.stop(daemon)
     daemon = None
     r = as_user(A, "usage")
     check("no gpuctld: exit 1, one line", r.returncode == 1 and r.stderr.count("\n") == 1, r)
