@@ -43,12 +43,12 @@ import urllib.request
 
 import harness
 import testusers
+from harness import check
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 TIMING = os.environ.get("GPUCTL_BENCH_LATENCY") == "1"  # assert the latency ratios (bench/attack.sh)
 ROUNDS = 12          # A's jobs per phase
-errors = []
 A, B = testusers.create("the attack test creates two users")
 
 work = tempfile.mkdtemp(prefix="gpuctl-attack-")
@@ -65,12 +65,6 @@ env["GPUCTL_QUEUE_SOCKET"] = sock
 out = os.path.join(work, "out")  # A's jobs write their start times here
 os.makedirs(out)
 os.chmod(out, 0o1777)
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 def as_a(*cmd, timeout=60):
@@ -455,9 +449,4 @@ finally:
     subprocess.run(["rm", "-rf", work])
     testusers.cleanup()
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-print("OK")
+harness.finish()

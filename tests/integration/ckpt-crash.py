@@ -24,6 +24,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, fail  # noqa: E402
+
 GPUCTL = sys.argv[1]
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 4242
@@ -66,7 +70,6 @@ def intact(d, name):
 def main():
     rnd = random.Random(SEED)
     d = tempfile.mkdtemp(prefix="gpuctl-ckpt-")
-    errors = []
     committed_ever = latest_seen = False
     next_k = 1
     kills_in_commit = 0
@@ -88,7 +91,7 @@ def main():
             if os.path.isdir(markers) else []
         for name in complete:
             if os.path.exists(os.path.join(d, name)) and not intact(d, name):
-                errors.append(f"round {r}: {name} is marked complete but its data is not intact")
+                fail(f"round {r}: {name} is marked complete but its data is not intact")
         latest = os.path.join(d, "latest")
         if complete:
             committed_ever = True
@@ -97,36 +100,35 @@ def main():
                 # only the very first commit, killed between its marker (2.2) and latest (2.3),
                 # leaves no latest; once there, rename keeps it there
                 if latest_seen:
-                    errors.append(f"round {r}: latest is missing")
+                    fail(f"round {r}: latest is missing")
             else:
                 latest_seen = True
                 target = os.readlink(latest)
                 if target not in complete:
-                    errors.append(f"round {r}: latest -> {target}, which is not complete")
+                    fail(f"round {r}: latest -> {target}, which is not complete")
                 elif not intact(d, target):
-                    errors.append(f"round {r}: latest -> {target}, whose data is not intact")
+                    fail(f"round {r}: latest -> {target}, whose data is not intact")
             out = subprocess.run([GPUCTL, "ckpt", "latest", d], capture_output=True, text=True)
             if out.returncode != 0:
-                errors.append(f"round {r}: gpuctl ckpt latest failed: {out.stderr.strip()}")
+                fail(f"round {r}: gpuctl ckpt latest failed: {out.stderr.strip()}")
             else:
                 name = os.path.basename(out.stdout.strip())
                 if not intact(d, name):
-                    errors.append(f"round {r}: gpuctl ckpt latest names {name}, not intact")
+                    fail(f"round {r}: gpuctl ckpt latest names {name}, not intact")
                 elif os.path.islink(latest) and name < os.readlink(latest):
-                    errors.append(f"round {r}: gpuctl ckpt latest names {name}, older than latest")
+                    fail(f"round {r}: gpuctl ckpt latest names {name}, older than latest")
                 next_k = int(name.split("-")[1]) + 1
-        if len(errors) > 10:
+        if len(harness.errors) > 10:
             break
     names = sorted(os.listdir(d))
     print(f"{ROUNDS} kills ({kills_in_commit} with gpuctl ckpt running), "
           f"{len([n for n in names if n.startswith('step-')])} checkpoints left, "
           f"latest -> {os.readlink(os.path.join(d, 'latest')) if os.path.islink(os.path.join(d, 'latest')) else None}, "
-          f"{len(errors)} problems")
-    for e in errors:
-        print("FAIL:", e)
+          f"{len(harness.errors)} problems")
     shutil.rmtree(d, ignore_errors=True)
-    return 1 if errors or not committed_ever else 0
+    check(f"something was committed in {ROUNDS} rounds", committed_ever)
+    harness.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

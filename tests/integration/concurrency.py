@@ -26,6 +26,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fail  # noqa: E402
+
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 JOBS = int(sys.argv[3]) if len(sys.argv) > 3 else 120
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
@@ -74,19 +78,18 @@ def main():
                 os.killpg(pgid, signal.SIGKILL)
                 killed.add(v)
         time.sleep(0.01)
-    errors = []
     for i, p in procs.items():
         try:
             rc = p.wait(timeout=max(1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            errors.append(f"job {i} never finished (a lease or ticket was not freed?)")
+            fail(f"job {i} never finished (a lease or ticket was not freed?)")
             p.kill()
             continue
         if i in VICTIMS:
             if rc != -signal.SIGKILL:
-                errors.append(f"victim {i} exited {rc}, expected to be killed")
+                fail(f"victim {i} exited {rc}, expected to be killed")
         elif rc != 0:
-            errors.append(f"job {i} exited {rc}")
+            fail(f"job {i} exited {rc}")
     elapsed = time.monotonic() - t0
 
     runs = {}
@@ -95,12 +98,12 @@ def main():
             continue
         path = os.path.join(rec, str(i))
         if not os.path.exists(path):
-            errors.append(f"job {i} left no record")
+            fail(f"job {i} left no record")
             continue
         gpus, s, e, ticket, leased = open(path).read().split()
         runs[i] = ([int(g) for g in gpus.split(",")], float(s), float(e), int(ticket), float(leased))
         if len(runs[i][0]) != want[i]:
-            errors.append(f"job {i} got GPUs {gpus}, asked for {want[i]}")
+            fail(f"job {i} got GPUs {gpus}, asked for {want[i]}")
     # no overlap on any GPU
     per_gpu = {}
     for i, (gpus, s, e, _, _) in runs.items():
@@ -112,7 +115,7 @@ def main():
         for (s1, e1, a), (s2, e2, b) in zip(iv, iv[1:]):
             if s2 < e1:
                 overlaps += 1
-                errors.append(f"GPU {g}: job {a} [{s1:.3f},{e1:.3f}] overlaps job {b} [{s2:.3f},{e2:.3f}]")
+                fail(f"GPU {g}: job {a} [{s1:.3f},{e1:.3f}] overlaps job {b} [{s2:.3f},{e2:.3f}]")
     # FIFO among equal requests, in arrival order: the ticket each one got
     # (under load a later-launched gpuctl can reach the queue first)
     fifo_violations = 0
@@ -122,20 +125,18 @@ def main():
             # equal tickets: joined in one tick of the file system's clock, served in either order
             if runs[b][3] > runs[a][3] and runs[b][4] < runs[a][4]:
                 fifo_violations += 1
-                errors.append(f"-n {n}: job {b} (ticket {runs[b][3]}) got its GPUs {runs[a][4] - runs[b][4]:.3f}s "
+                fail(f"-n {n}: job {b} (ticket {runs[b][3]}) got its GPUs {runs[a][4] - runs[b][4]:.3f}s "
                               f"before job {a} (ticket {runs[a][3]}), which arrived first")
     # killed jobs hold nothing now
     out = subprocess.run([GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "true"], env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:
-        errors.append(f"after all jobs, 8 GPUs are not free: {out.stderr.strip()}")
+        fail(f"after all jobs, 8 GPUs are not free: {out.stderr.strip()}")
     print(f"{JOBS} jobs ({len(VICTIMS)} killed with SIGKILL) on 8 GPUs in {elapsed:.1f}s: "
           f"{len(runs)} ran, {overlaps} overlaps, {fifo_violations} FIFO violations")
-    for e in errors[:20]:
-        print("FAIL:", e)
     shutil.rmtree(work, ignore_errors=True)
-    return 1 if errors else 0
+    harness.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -19,10 +19,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fail  # noqa: E402
+
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODES = os.path.join(SRC, "tests", "cli", "nodes")
 EX = os.path.join(SRC, "examples", "nodes")
-errors = []
 tmp = tempfile.mkdtemp(prefix="gpuctl-doctor-")
 klog = os.path.join(tmp, "kmsg")
 with open(klog, "w") as f:
@@ -87,25 +90,25 @@ def doctor(node, extra_env=None, want_exit=None, name="", args_extra=()):
     try:
         out = json.loads(p.stdout)
     except ValueError:
-        errors.append(f"{name}: not JSON: {p.stdout!r} {p.stderr!r}")
+        fail(f"{name}: not JSON: {p.stdout!r} {p.stderr!r}")
         return {}
     if want_exit is not None and p.returncode != want_exit:
-        errors.append(f"{name}: exit {p.returncode}, expected {want_exit}")
+        fail(f"{name}: exit {p.returncode}, expected {want_exit}")
     if out.get("schema") != "gpuctl.doctor/1":
-        errors.append(f"{name}: schema {out.get('schema')}")
+        fail(f"{name}: schema {out.get('schema')}")
     return {c["id"]: c for c in out.get("checks", [])}
 
 
 def expect(checks, cid, status, name, contains=None, fix=None):
     c = checks.get(cid)
     if not c:
-        errors.append(f"{name}: no check {cid}")
+        fail(f"{name}: no check {cid}")
     elif c["status"] != status:
-        errors.append(f"{name}: {cid} is {c['status']}, expected {status}: {c['found']}")
+        fail(f"{name}: {cid} is {c['status']}, expected {status}: {c['found']}")
     elif contains and contains not in c["found"]:
-        errors.append(f"{name}: {cid}: {contains!r} not in {c['found']!r}")
+        fail(f"{name}: {cid}: {contains!r} not in {c['found']!r}")
     elif fix and fix not in c["fix"]:
-        errors.append(f"{name}: {cid}: fix {fix!r} not in {c['fix']!r}")
+        fail(f"{name}: {cid}: fix {fix!r} not in {c['fix']!r}")
 
 
 # a healthy node with a good environment: nothing fails, exit 0 (a warning does not fail)
@@ -266,7 +269,7 @@ for bad, why in ((os.path.join(tmp, "no-such-python"), "No such file or director
                        timeout=30, env=dict(os.environ, GPUCTL_SIM_RUNDIR=tmp))
     want = f"gpuctl: --python '{bad}' cannot be run ({why}): give the path of a Python interpreter"
     if p.returncode != 2 or not p.stderr.startswith(want) or p.stdout:
-        errors.append(f"--python {bad}: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
+        fail(f"--python {bad}: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
 # --python picks the interpreter; the toolkit from $CUDA_HOME/version.json when nvcc is not on PATH
 venv = fake_bin("venv", python="echo 'torch 2.3.1+cu121 12.1 1 1'; echo 'tensorflow -'")
 home = os.path.join(tmp, "cuda-12.2")
@@ -347,9 +350,6 @@ expect(doctor(nocuda, {"PATH": nc + ":" + SYS}, None, "cuda unknown, listed"), "
 
 p = subprocess.run([GPUCTL, "doctor", "--python"], capture_output=True, text=True, timeout=30)
 if p.returncode != 2 or "option '--python' needs a value (try 'gpuctl doctor --help')" not in p.stderr:
-    errors.append(f"--python without a value: exit {p.returncode} {p.stderr!r}")
+    fail(f"--python without a value: exit {p.returncode} {p.stderr!r}")
 
-for err in errors:
-    print("FAIL:", err)
-print(f"doctor: {len(errors)} problems")
-sys.exit(1 if errors else 0)
+harness.finish("doctor: 0 problems")

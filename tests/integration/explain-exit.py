@@ -32,9 +32,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
+harness.verbose = True  # "ok   name" or "FAIL name" as each check is made
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.10 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process has 77.58 GiB memory in use. "
        "Of the allocated memory 70.12 GiB is allocated by PyTorch, and 6.89 GiB is reserved by PyTorch but "
@@ -43,13 +47,6 @@ OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. 
 NCCL = ("[rank1]:[E1122 07:41:09.123456 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600045 "
         "milliseconds before timing out.")
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 work = tempfile.mkdtemp(prefix="gpuctl-explain-exit-")
@@ -244,6 +241,4 @@ try:
           (r.returncode, r.stderr[-800:]))
 finally:
     shutil.rmtree(work, ignore_errors=True)
-for e in errors:
-    print("FAIL:", e)
-sys.exit(1 if errors else 0)
+harness.finish()

@@ -34,19 +34,13 @@ import threading
 import time
 
 import harness
+from harness import check
 
 GPUCTLD, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "examples", "nodes", "l4-2x.json")
 work = tempfile.mkdtemp(prefix="gpuctld-bounds-")
 env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
-errors = []
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 def start(*args):
@@ -383,10 +377,4 @@ for args in ([], ["1"], ["x"], ["3", "4"]):
           and "not for use by hand" in lines[0], f"gpuctld-runner {args}: exit {p.returncode}, {p.stderr!r}")
 print("config: an unusable --log-dir, --queue-db or --queue-socket, or no job runner, is refused at start with one line")
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+harness.finish(work=work)

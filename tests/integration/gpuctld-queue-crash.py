@@ -13,7 +13,6 @@ import collections
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import sqlite3
@@ -23,6 +22,7 @@ import tempfile
 import time
 
 import harness
+from harness import fail
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 JOBS = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
@@ -34,7 +34,6 @@ work = tempfile.mkdtemp(prefix="gpuctl-qcrash-")
 sock, db, out = os.path.join(work, "q.sock"), os.path.join(work, "q.db"), os.path.join(work, "ran")
 env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
-errors = []
 random.seed(11)
 
 
@@ -73,7 +72,7 @@ envlist = [f"{k}={v}" for k, v in env.items() if k in ("PATH", "HOME")]
 for i in range(JOBS):
     a = request({"op": "submit", "gpus": 1 + (i % 7 == 0), "argv": ["sh", "-c", script], "env": envlist, "cwd": work})
     if not a.get("ok"):
-        errors.append(f"submit {i}: {a}")
+        fail(f"submit {i}: {a}")
         break
 submitted = time.time() - t0
 kills = 0
@@ -104,27 +103,21 @@ ran_not_done = [i for i, s, _ in rows if s != "done" and ran.get(str(i), 0) > 0]
 c = sqlite3.connect(db)
 integrity = c.execute("PRAGMA integrity_check").fetchone()[0]
 c.close()
-if not errors:
+if not harness.errors:
     if len(rows) != JOBS:
-        errors.append(f"{len(rows)} jobs in the database, {JOBS} submitted")
+        fail(f"{len(rows)} jobs in the database, {JOBS} submitted")
     if twice:
-        errors.append(f"ran twice: {twice[:10]}")
+        fail(f"ran twice: {twice[:10]}")
     if done_not_once:
-        errors.append(f"done but ran {[(i, ran.get(str(i), 0)) for i in done_not_once[:10]]} times")
+        fail(f"done but ran {[(i, ran.get(str(i), 0)) for i in done_not_once[:10]]} times")
     if ran_not_done:
-        errors.append(f"ran but recorded as not done: {ran_not_done[:10]}")
+        fail(f"ran but recorded as not done: {ran_not_done[:10]}")
     if by.get("queued") or by.get("running"):
-        errors.append(f"not ended after {took:.0f}s: {dict(by)}")
+        fail(f"not ended after {took:.0f}s: {dict(by)}")
     if by.get("lost") or by.get("failed"):
-        errors.append(f"lost or failed: {dict(by)}")
+        fail(f"lost or failed: {dict(by)}")
     if integrity != "ok":
-        errors.append(f"integrity_check: {integrity}")
+        fail(f"integrity_check: {integrity}")
 print(f"crash: {JOBS} jobs queued in {submitted:.1f}s, gpuctld SIGKILLed {kills} times; "
       f"states {dict(by)}; each done job ran once, none twice; {took:.0f}s in all")
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+harness.finish(work=work)

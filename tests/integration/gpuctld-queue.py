@@ -26,7 +26,6 @@ import json
 import os
 import pwd
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -38,13 +37,13 @@ import urllib.request
 
 import harness
 import testusers
+from harness import check, until_value
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 RUNNER_JOB = os.path.realpath(sys.argv[4])
 RUNNER = os.path.join(os.path.dirname(GPUCTLD), "gpuctld-runner")
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 GROUP = testusers.GROUP
-errors = []
 A, B = testusers.create("the queue test creates two users")
 
 work = tempfile.mkdtemp(prefix="gpuctl-queue-")
@@ -57,12 +56,6 @@ base_env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RU
 for d in ("state", "rd"):
     os.makedirs(os.path.join(work, d))
     os.chmod(os.path.join(work, d), 0o1777)
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 def sh(*cmd, **kw):
@@ -132,14 +125,8 @@ def state(job, who=None):
 
 
 def wait_state(job, states, secs=20):
-    end = time.time() + secs
-    j = None
-    while time.time() < end:
-        j = state(job)
-        if j and j["state"] in states:
-            return j
-        time.sleep(0.1)
-    return j
+    """the job once it is in one of states, within secs; else as it was last seen (None: not readable)"""
+    return until_value(lambda: state(job), lambda j: j and j["state"] in states, secs, step=0.1)
 
 
 daemon = start()
@@ -226,7 +213,7 @@ try:
                 'echo "uid=$(id -u) gid=$(id -g) groups=$(id -Gn) pwd=$(pwd) secret=$MY_SECRET gpus=$CUDA_VISIBLE_DEVICES"',
                 env={"MY_SECRET": "s3cr3t"}, cwd=adir)
     if not check("identity", p.returncode == 0 and p.stdout.strip().isdigit(), f"submit as {A}: {p.returncode} {p.stderr!r}"):
-        raise SystemExit("FAIL: " + errors[-1])
+        raise SystemExit("FAIL: " + harness.errors[-1])
     job = int(p.stdout.strip()) if p.stdout.strip().isdigit() else 0
     j = wait_state(job, ("done", "failed"))
     log = os.path.join(work, "logs", f"{job}.log")
@@ -527,10 +514,4 @@ finally:
     subprocess.run(["pkill", "-u", B], capture_output=True)
     testusers.cleanup()
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+harness.finish(work=work)

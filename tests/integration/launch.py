@@ -21,12 +21,15 @@ Usage: launch.py GPUCTL SRCDIR
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
 
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
@@ -35,7 +38,6 @@ bindir = os.path.join(work, "bin")
 os.makedirs(bindir)
 rec = os.path.join(work, "rec")
 os.makedirs(rec)
-errors = []
 
 FAKE = r'''#!PYTHON
 # fake torchrun: record argv and environment, hold the rendezvous port like
@@ -92,11 +94,6 @@ for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF"):
 base_env.update({"PATH": bindir + ":/usr/bin:/bin", "FAKE_REC": rec,
                  "GPUCTL_STATE_DIR": os.path.join(work, "state"),
                  "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
 
 
 def records():
@@ -445,10 +442,4 @@ rc, log = term_script({"SLURM_RESTART_COUNT": "3"})
 check("script", "requeue" not in log, f"requeued past --max-restarts: {log!r}")
 print("script: arguments byte for byte through bash and srun; requeue on TERM only while running")
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+harness.finish(work=work)

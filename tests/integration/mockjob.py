@@ -4,8 +4,9 @@ some lines, then a notice posted to the mock, then the job's end."""
 import os
 import subprocess
 import sys
-import time
 import urllib.request
+
+from harness import fail, until
 
 
 def ctl(base, path):
@@ -30,20 +31,16 @@ def case_env(work, case, base):
     return env
 
 
-def run_until(argv, env, log, lines, base, post, case, errors):
+def run_until(argv, env, log, lines, base, post, case):
     """argv under env until log has `lines` lines (at most 30 s), then POST post to the mock; the
-    process and its output once it ended (killed after 60 s, said in errors)"""
+    process and its output once it ended (killed after 60 s, a failure)"""
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if os.path.exists(log) and len(open(log).read().splitlines()) >= lines:
-            break
-        time.sleep(0.02)
+    until(lambda: os.path.exists(log) and len(open(log).read().splitlines()) >= lines, 30, step=0.02)
     ctl(base, post)
     try:
         out, err = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
-        errors.append(f"{case}: gpuctl did not finish")
+        fail(f"{case}: gpuctl did not finish")
     return p, out, err

@@ -25,9 +25,9 @@ import urllib.parse
 import urllib.request
 
 import harness
+from harness import check
 
 GPUCTLD, GPUCTL, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
-errors = []
 work = tempfile.mkdtemp(prefix="gpuctl-prom-")
 # the 8xH100 demo node, with GPU 3's temperature failing: an NVML error to count, a value to leave out
 with open(os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")) as f:
@@ -39,12 +39,6 @@ with open(NODE, "w") as f:
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 def get(url, timeout=10):
@@ -196,13 +190,11 @@ finally:
     stop(prom)
     stop(daemon)
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
+
+def prom_log():
     log = os.path.join(work, "prom.log")
     if os.path.exists(log):
         print(open(log).read()[-2000:])
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+
+
+harness.finish(work=work, on_fail=prom_log)

@@ -66,10 +66,10 @@ import pwd
 
 import harness
 import testusers
+from harness import check
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
-errors = []
 A, B = testusers.create("the seams test creates two users")
 
 work = tempfile.mkdtemp(prefix="gpuctl-seams-")
@@ -81,12 +81,6 @@ env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k i
 env.update({"GPUCTL_STATE_DIR": shared, "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 os.makedirs(env["GPUCTL_SIM_RUNDIR"])
 os.chmod(env["GPUCTL_SIM_RUNDIR"], 0o1777)
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 def gpuctld_cmd(db, sock, logs="logs", *extra):
@@ -675,10 +669,4 @@ finally:
         harness.stop(d)
     testusers.cleanup()
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-subprocess.run(["rm", "-rf", work])
-print("OK")
+harness.finish(work=work)

@@ -20,11 +20,14 @@ Usage: slurm.py GPUCTL SRCDIR
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, until, until_value  # noqa: E402
 
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
@@ -39,7 +42,6 @@ if up.returncode != 0:
     print(up.stderr[-3000:])
     sys.exit(77 if up.returncode == 77 else 1)
 conf = up.stdout.strip().split("=", 1)[1]
-errors = []
 
 bindir = os.path.join(work, "bin")
 rec = os.path.join(work, "rec")
@@ -86,24 +88,14 @@ env.update({"SLURM_CONF": conf, "PATH": bindir + ":" + os.environ.get("PATH", "/
             "GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
 
 
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
-
-
 def gpuctl(*args, timeout=120, **kw):
     return subprocess.run([GPUCTL, *args], env=dict(env, **kw.pop("extra", {})), capture_output=True,
                           text=True, timeout=timeout, **kw)
 
 
 def wait_for(path, secs):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        if os.path.exists(path):
-            return True
-        time.sleep(0.2)
-    return False
+    """whether path exists, within secs"""
+    return until(lambda: os.path.exists(path), secs, step=0.2)
 
 
 def job_field(job, key):
@@ -113,14 +105,8 @@ def job_field(job, key):
 
 
 def wait_state(job, states, secs):
-    end = time.monotonic() + secs
-    s = None
-    while time.monotonic() < end:
-        s = job_field(job, "JobState")
-        if s in states:
-            return s
-        time.sleep(0.3)
-    return s
+    """the job's state once it is one of states, within secs; else the state it was last in"""
+    return until_value(lambda: job_field(job, "JobState"), lambda s: s in states, secs, step=0.3)
 
 
 def load(job, attempt):
@@ -213,14 +199,12 @@ finally:
     subprocess.run(["bash", os.path.join(SRC, "tests", "slurm", "slurm-down.sh"), cluster],
                    capture_output=True, timeout=60)
 
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
+
+def logs():
     for f in sorted(os.listdir(work)):
         if f.endswith(".log"):
             print(f"==> {f} <==")
             print(open(os.path.join(work, f), errors="replace").read()[-2000:])
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+
+
+harness.finish(work=work, on_fail=logs)

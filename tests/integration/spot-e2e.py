@@ -18,6 +18,8 @@ import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fail  # noqa: E402
 from mockjob import case_env, ctl, run_until, start_mock  # noqa: E402
 
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
@@ -53,7 +55,6 @@ for k in range(start, @STEPS@):
 def main():
     work = tempfile.mkdtemp(prefix="gpuctl-e2e-")
     mock, base = start_mock(SRC)
-    errors = []
     try:
         # the last: an AWS notice whose time has already passed still leaves the job its
         # SIGTERM handler (the minimum grace; issue 17, low)
@@ -67,36 +68,34 @@ def main():
             p, out, err = run_until([GPUCTL, "--sim", NODE, "run", "--cloud", cloud, "--poll", "0.2", "--ack",
                                      "--restart", "on-preempt", "--max-restarts", "3", "--backoff", "0.2s",
                                      "--checkpoint-dir", ck, "--", sys.executable, "-c", JOB, GPUCTL, log],
-                                    env, log, 5, base, f"/_ctl/preempt?cloud={cloud}&in={when}", case, errors)
+                                    env, log, 5, base, f"/_ctl/preempt?cloud={cloud}&in={when}", case)
             lines = [l.split() for l in open(log).read().splitlines()] if os.path.exists(log) else []
             steps = [int(l[1]) for l in lines]
             attempts = sorted({l[0] for l in lines})
             terms = [l for l in lines if len(l) > 2]
             if p.returncode != 0:
-                errors.append(f"{case}: gpuctl exited {p.returncode}: {err.strip()}")
+                fail(f"{case}: gpuctl exited {p.returncode}: {err.strip()}")
             if steps != list(range(STEPS)):
-                errors.append(f"{case}: steps completed {steps}, expected each of 0..{STEPS - 1} once, in order")
+                fail(f"{case}: steps completed {steps}, expected each of 0..{STEPS - 1} once, in order")
             if attempts != ["0", "1"]:
-                errors.append(f"{case}: attempts {attempts}, expected exactly 2")
+                fail(f"{case}: attempts {attempts}, expected exactly 2")
             if len(terms) != 1 or terms[0][0] != "0":
-                errors.append(f"{case}: SIGTERM seen {terms}, expected once, in the first attempt")
+                fail(f"{case}: SIGTERM seen {terms}, expected once, in the first attempt")
             if cloud == "azure":
                 log_req = json.loads(urllib.request.urlopen(base + "/_ctl/log", timeout=5).read())
                 acks = [q for q in log_req if q.get("method") == "POST" and "StartRequests" in (q.get("body") or "")]
                 if len(acks) != 1:
-                    errors.append(f"azure: expected one StartRequests acknowledgement, saw {len(acks)}")
+                    fail(f"azure: expected one StartRequests acknowledgement, saw {len(acks)}")
             if "preemption notice from " + cloud not in err:
-                errors.append(f"{case}: the notice was not logged: {err!r}")
+                fail(f"{case}: the notice was not logged: {err!r}")
             print(f"{case}: notice after step {terms[0][1] if terms else '?'}, "
                   f"{len(steps)} steps in {len(attempts)} attempts, exit {p.returncode}")
     finally:
         mock.terminate()
         mock.wait(timeout=10)
         shutil.rmtree(work, ignore_errors=True)
-    for e in errors:
-        print("FAIL:", e)
-    return 1 if errors else 0
+    harness.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

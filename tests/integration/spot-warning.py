@@ -13,6 +13,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fail  # noqa: E402
 from mockjob import case_env, ctl, run_until, start_mock  # noqa: E402
 
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
@@ -36,7 +38,6 @@ for i in range(@STEPS@):
 def main():
     work = tempfile.mkdtemp(prefix="gpuctl-warn-")
     mock, base = start_mock(SRC)
-    errors = []
     try:
         for cloud, opt in (("aws", True), ("gcp", True), ("azure", True), ("aws", False)):
             ctl(base, "/_ctl/reset")
@@ -48,31 +49,29 @@ def main():
             if opt:
                 args += ["--on-warning", "USR1"]
             p, out, err = run_until(args + ["--", sys.executable, "-c", JOB, log, "trap" if opt else "default"], env,
-                                    log, 5, base, f"/_ctl/warning?cloud={cloud}", case, errors)
+                                    log, 5, base, f"/_ctl/warning?cloud={cloud}", case)
             lines = open(log).read().splitlines() if os.path.exists(log) else []
             steps = [int(l.split()[1]) for l in lines if l.startswith("step ")]
             usr1 = [l for l in lines if l.startswith("usr1 ")]
             if p.returncode != 0:
-                errors.append(f"{case}: gpuctl exited {p.returncode}: {err.strip()}")
+                fail(f"{case}: gpuctl exited {p.returncode}: {err.strip()}")
             if steps != list(range(STEPS)):
-                errors.append(f"{case}: steps {steps}: the job did not run to its end")
+                fail(f"{case}: steps {steps}: the job did not run to its end")
             if len(usr1) != (1 if opt else 0):
-                errors.append(f"{case}: SIGUSR1 seen {len(usr1)} times, expected {1 if opt else 0}")
+                fail(f"{case}: SIGUSR1 seen {len(usr1)} times, expected {1 if opt else 0}")
             if f"{cloud} warning from {cloud}" not in err:
-                errors.append(f"{case}: the warning was not logged: {err!r}")
+                fail(f"{case}: the warning was not logged: {err!r}")
             if opt != ("checkpoint now" in err):
-                errors.append(f"{case}: 'checkpoint now' {'missing from' if opt else 'in'} the log: {err!r}")
+                fail(f"{case}: 'checkpoint now' {'missing from' if opt else 'in'} the log: {err!r}")
             if "preemption notice" in err:
-                errors.append(f"{case}: a warning was taken for a preemption: {err!r}")
+                fail(f"{case}: a warning was taken for a preemption: {err!r}")
             print(f"{case}: {len(steps)} steps, SIGUSR1 {len(usr1)}x, exit {p.returncode}")
     finally:
         mock.terminate()
         mock.wait(timeout=10)
         shutil.rmtree(work, ignore_errors=True)
-    for e in errors:
-        print("FAIL:", e)
-    return 1 if errors else 0
+    harness.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -22,13 +22,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 work = tempfile.mkdtemp(prefix="gpuctl-sv-")
 env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.pop("CUDA_VISIBLE_DEVICES", None)
 env.update({"GPUCTL_STATE_DIR": os.path.join(work, "state"), "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd")})
-errors = []
 
 
 def run(opts, script, timeout=60):
@@ -36,11 +39,6 @@ def run(opts, script, timeout=60):
     p = subprocess.run([GPUCTL, "--sim", NODE, "run", *opts, "--", sys.executable, "-c", script],
                        env=env, capture_output=True, text=True, timeout=timeout)
     return p, time.monotonic() - t0
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
 
 
 # hang: attempt 0 sleeps (alive, no CPU, GPUs at 0 %); attempt 1 finishes at once
@@ -146,7 +144,5 @@ for _ in range(100):
 check("orphan", leased() == 0, "GPUs still leased after the orphaned job ended")
 print("orphan: the job keeps its GPUs after gpuctl is killed, and frees them when it ends")
 
-for e in errors:
-    print("FAIL:", e)
 shutil.rmtree(work, ignore_errors=True)
-sys.exit(1 if errors else 0)
+harness.finish()

@@ -23,13 +23,14 @@ Usage: torch.py GPUCTL SRCDIR
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
 from torchup import PY, torch_up, torchrun_alone  # noqa: E402
 
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
@@ -45,7 +46,6 @@ print(f"torch {TORCH} on Python {PYVER[0]}.{PYVER[1]} ({PY}), torchrun {TORCHRUN
       f"expect the --redirects/--tee workaround: {STD_BUG}, expandable_segments: {EXPANDABLE}")
 
 work = tempfile.mkdtemp(prefix="gpuctl-torch-")
-errors = []
 JOB = r'''
 import datetime, json, os, sys
 import torch
@@ -76,11 +76,6 @@ env.update({"PATH": os.environ.get("PATH", "") + ":/usr/bin:/bin", "GPUCTL_STATE
             "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"),
             # torchrun looks at its workers every 5 s by default: a 2 s job would take 5
             "PET_MONITOR_INTERVAL": "0.2"})
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
 
 
 def leased():
@@ -154,10 +149,4 @@ else:
 print(f"doctor: launch.torchrun {lt.get('status')}: {lt.get('found', '')[:100]}")
 
 print(f"total {time.monotonic() - start:.1f} s")
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("OK")
+harness.finish(work=work)

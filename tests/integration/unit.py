@@ -43,7 +43,9 @@ import sys
 import tempfile
 import time
 
+import harness
 import testusers
+from harness import check
 
 GPUCTLD, GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 UNIT = sys.argv[4] if len(sys.argv) > 4 else os.path.join(SRC, "contrib", "gpuctld.service")
@@ -51,13 +53,6 @@ NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 if os.geteuid() != 0 or not all(shutil.which(c) for c in ("unshare", "mount", "setpriv")):
     print("SKIP: the unit test needs root, unshare, mount and setpriv")
     sys.exit(77)
-errors = []
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append(f"{name}: {detail}")
-    return cond
 
 
 def parse_unit(path):
@@ -255,18 +250,13 @@ try:
         check("job", got.get("CapBnd") == mine["CapBnd"], f"job {job}'s capability bounding set is "
               f"{got.get('CapBnd')!r}, not the machine's {mine['CapBnd']}: a setuid helper (nvidia-modprobe "
               "loading nvidia_uvm) would lack some")
-        if not any(e.startswith("job:") for e in errors):
+        if not any(e.startswith("job:") for e in harness.errors):
             print(f"job: {A}'s job ran in {wdir} under the unit's settings, read /tmp, wrote its file, "
                   "had its user's privileges, and its log says so")
     elif not home:
         print("SKIP part: no /home on this machine")
 finally:
-    if d and d.poll() is None:
-        d.terminate()
-        try:
-            d.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            d.kill()
+    harness.stop(d)
     subprocess.run(["rm", "-rf", work])
     if utmp:
         subprocess.run(["rm", "-rf", utmp])
@@ -277,9 +267,4 @@ finally:
 print(f"unit: {UNIT}: " + " ".join(f"{k}={last(k)}" for k in ("ProtectSystem", "ProtectHome", "PrivateTmp",
                                                                    "NoNewPrivileges", "ProtectKernelModules",
                                                                    "KillMode", "StateDirectory", "RuntimeDirectory")))
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-print("OK")
+harness.finish()

@@ -13,6 +13,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fail  # noqa: E402
+
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 HOLD = 3.0
@@ -20,7 +24,6 @@ work = tempfile.mkdtemp(prefix="gpuctl-waitfree-")
 env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCTL_") or k in ("GPUCTL_SIM_LIBDIR", "GPUCTL_AUTHORITY_DIR")}
 env.update(GPUCTL_STATE_DIR=os.path.join(work, "state"), GPUCTL_SIM_RUNDIR=os.path.join(work, "rd"))
 env.pop("CUDA_VISIBLE_DEVICES", None)
-errors = []
 
 holder = subprocess.Popen([GPUCTL, "--sim", NODE, "run", "-n", "8", "--", "sleep", str(HOLD)], env=env)
 time.sleep(0.5)
@@ -35,16 +38,13 @@ lag = done - released
 print("wait --free 2: exit %d, printed %r, %.3f s after the release (waited %.2f s in all)"
       % (waiter.returncode, out.strip(), lag, done - t0))
 if waiter.returncode != 0 or len(out.strip().split(",")) != 2:
-    errors.append("exit %d, stdout %r, stderr %r" % (waiter.returncode, out, err))
+    fail("exit %d, stdout %r, stderr %r" % (waiter.returncode, out, err))
 if lag > 0.5:
-    errors.append("it took %.3f s after the release to notice" % lag)
+    fail("it took %.3f s after the release to notice" % lag)
 # its CPU over ~2.5 s of waiting: a loop would burn a core; the waiter sleeps
 usage = os.times()
 child_cpu = usage.children_user + usage.children_system
 print("CPU of the children (the holder and the waiter): %.3f s" % child_cpu)
 if child_cpu > 0.5:
-    errors.append("the waiter used %.3f s of CPU while waiting: it polls" % child_cpu)
-if errors:
-    print("FAIL: " + "; ".join(errors))
-    sys.exit(1)
-print("PASS")
+    fail("the waiter used %.3f s of CPU while waiting: it polls" % child_cpu)
+harness.finish("PASS")
