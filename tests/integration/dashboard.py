@@ -29,6 +29,10 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 GPUCTLD, SRC = sys.argv[1], sys.argv[2]
 GPUCTL = sys.argv[3] if len(sys.argv) > 3 else None  # with it (and root): the queue too
 NODE = os.path.join(SRC, "examples", "nodes", "h100-8x-sxm.json")
@@ -38,16 +42,9 @@ HOLD_GPU = 6            # idle on h100-8x-sxm: +30 GiB fits (GPU 2 already uses 
 HOLD_GIB = 30
 GiB = 1 << 30
 
-errors = []
+harness.verbose = "detail"  # "ok   name: detail" or "FAIL name: detail" as each check is made
 procs = []              # (name, Popen) to kill at the end
 tmp = tempfile.mkdtemp(prefix="gpuctl-dashboard-")
-
-
-def check(ok, what, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + (": " + detail if detail else ""), flush=True)
-    if not ok:
-        errors.append(what + (": " + detail if detail else ""))
-    return ok
 
 
 def skip(why):
@@ -216,7 +213,7 @@ def check_jobs(wd, env):
 
     def submit(*args):
         p = subprocess.run([GPUCTL, "submit", *args], env=qenv, capture_output=True, text=True, timeout=30)
-        check(p.returncode == 0, f"gpuctl submit {' '.join(args)}", p.stderr.strip())
+        check(f"gpuctl submit {' '.join(args)}", p.returncode == 0, p.stderr.strip())
         return p.stdout.strip()
     run_id = submit("--name", "on-the-page", "--", "sleep", "60")
     # every GPU with another user's process is kept from jobs on this node: 8 never fit, it waits
@@ -230,15 +227,16 @@ def check_jobs(wd, env):
             want = (rows[run_id], rows[wait_id])
             break
         time.sleep(0.2)
-    check(want is not None and not doc["hidden"], "#jobs lists the running and the queued job",
+    check("#jobs lists the running and the queued job", want is not None and not doc["hidden"],
           f"after {time.monotonic() - t0:.1f} s: {doc}")
     if want:
         r, w = want
-        check(r[1] == user and r[3] != "" and r[4] == "on-the-page" and w[1:5] == [user, "queued", "(8)", "-"],
-              "job rows: id, user, state, GPUs, name", f"{r} / {w}")
-        check("sleep" not in doc["text"], "no command line on the page", doc["text"])
+        check("job rows: id, user, state, GPUs, name",
+              r[1] == user and r[3] != "" and r[4] == "on-the-page" and w[1:5] == [user, "queued", "(8)", "-"],
+              f"{r} / {w}")
+        check("no command line on the page", "sleep" not in doc["text"], doc["text"])
     p = subprocess.run([GPUCTL, "cancel", run_id, wait_id], env=qenv, capture_output=True, text=True, timeout=30)
-    check(p.returncode == 0, "both jobs cancelled", p.stderr.strip())
+    check("both jobs cancelled", p.returncode == 0, p.stderr.strip())
 
 
 def parse_gib(text):
@@ -257,11 +255,11 @@ def run():
                 "GPUCTL_STATE_DIR": tempfile.mkdtemp(prefix="state-", dir=tmp)})
 
     daemon, url, dlog = start_daemon(env)
-    check(True, "daemon listening", url)
+    check("daemon listening", True, url)
     snap = api(url, "api/v1/gpus")
     before_api = snap["gpus"][HOLD_GPU]
     free = before_api["memory"]["free"]
-    check(free is not None and free >= (HOLD_GIB + 1) * GiB, f"GPU {HOLD_GPU} has room for {HOLD_GIB} GiB",
+    check(f"GPU {HOLD_GPU} has room for {HOLD_GIB} GiB", free is not None and free >= (HOLD_GIB + 1) * GiB,
           f"free {gib1(free or 0)}")
 
     wd = start_chromedriver()
@@ -276,23 +274,23 @@ def run():
             if n == NGPUS and all(parse_gib(c["mem"]) is not None for c in cards.values()):
                 break
             time.sleep(0.1)
-        check(n == NGPUS, f"{NGPUS} .gpu-card elements", f"{n} after {time.monotonic() - t0:.1f} s")
-        check(sorted(cards) == [str(i) for i in range(NGPUS)], "data-gpu-index 0..7", str(sorted(cards)))
+        check(f"{NGPUS} .gpu-card elements", n == NGPUS, f"{n} after {time.monotonic() - t0:.1f} s")
+        check("data-gpu-index 0..7", sorted(cards) == [str(i) for i in range(NGPUS)], str(sorted(cards)))
 
         # the cards agree with the API (values of the simulated node are steady)
         snap = api(url, "api/v1/gpus")
         want = {str(g["index"]): (gib1(g["memory"]["used"]), f"{g['utilization']['gpu']} %",
                                   str(len(g["processes"]))) for g in snap["gpus"]}
         got = {i: (c["mem"], c["util"], c["procs"]) for i, c in cards.items()}
-        check(got == want, ".mem-used / .util / .proc-count match /api/v1/gpus",
+        check(".mem-used / .util / .proc-count match /api/v1/gpus", got == want,
               "" if got == want else f"page {got} api {want}")
-        check(not any(c["lease"] for c in cards.values()), "no .lease badge without leases")
+        check("no .lease badge without leases", not any(c["lease"] for c in cards.values()))
 
         time.sleep(1.5)     # a few polls, so that steady-state logging shows up too
         log = [e for e in wd.browser_log() if e.get("level") in ("SEVERE", "WARNING")]
         for e in log:
             print(f"     console {e.get('level')}: {e.get('message')}", flush=True)
-        check(not log, "no console entries at WARNING or SEVERE", f"{len(log)} entries" if log else "")
+        check("no console entries at WARNING or SEVERE", not log, f"{len(log)} entries" if log else "")
 
         # change the node: a process takes HOLD_GIB GiB on HOLD_GPU
         base = cards_by_index(wd)[str(HOLD_GPU)]
@@ -309,8 +307,8 @@ def run():
                 latency = time.monotonic() - t0
                 break
             time.sleep(0.05)
-        check(latency is not None,
-              f"GPU {HOLD_GPU} on the page: +{HOLD_GIB} GiB and +1 process within 3 s",
+        check(f"GPU {HOLD_GPU} on the page: +{HOLD_GIB} GiB and +1 process within 3 s",
+              latency is not None,
               f"{latency:.2f} s ({base['mem']} -> {last['mem']}, {procs0} -> {last['procs']} processes)"
               if latency is not None else
               f"after 3 s: {base['mem']} -> {last['mem']}, {procs0} -> {last['procs']} processes")
@@ -327,13 +325,13 @@ def run():
             png = base64.b64decode(wd.s("GET", "/screenshot"))
             with open(shot, "wb") as f:
                 f.write(png)
-            check(png[:8] == b"\x89PNG\r\n\x1a\n", "screenshot saved", f"{shot} ({len(png)} bytes)")
+            check("screenshot saved", png[:8] == b"\x89PNG\r\n\x1a\n", f"{shot} ({len(png)} bytes)")
 
         log = [e for e in wd.browser_log() if e.get("level") in ("SEVERE", "WARNING")]
         for e in log:
             print(f"     console {e.get('level')}: {e.get('message')}", flush=True)
-        check(not log, "still no console entries at WARNING or SEVERE", f"{len(log)} entries" if log else "")
-        check(daemon.poll() is None, "daemon still running", "" if daemon.poll() is None else
+        check("still no console entries at WARNING or SEVERE", not log, f"{len(log)} entries" if log else "")
+        check("daemon still running", daemon.poll() is None, "" if daemon.poll() is None else
               f"exit {daemon.returncode}; stderr:\n" + "\n".join(dlog[-20:]))
     finally:
         try:
@@ -366,16 +364,10 @@ def main():
     except SystemExit:
         raise
     except Exception as e:
-        errors.append(f"{type(e).__name__}: {e}")
-        print(f"FAIL {type(e).__name__}: {e}", flush=True)
+        harness.fail(f"{type(e).__name__}: {e}")
     finally:
         cleanup()
-    if errors:
-        print(f"{len(errors)} check(s) failed:", flush=True)
-        for e in errors:
-            print("  - " + e, flush=True)
-        sys.exit(1)
-    print("OK", flush=True)
+    harness.finish()
 
 
 if __name__ == "__main__":

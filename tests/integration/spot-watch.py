@@ -25,19 +25,16 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 GPUCTL, SRC = sys.argv[1], sys.argv[2]
 MOCK = os.path.join(SRC, "tests", "mock", "metadata.py")
 # Bounds that only tell "seen" from "missed": a busy machine may take seconds for what takes
 # milliseconds on a quiet one, so the latencies are printed here and measured by bench/spot.sh
 LATENCY = 15.0    # seconds to wait for a notice to be printed once posted (a missed one never is)
 STOP = 10.0       # seconds an idle watcher may take to exit on a signal (not the 60 s long poll)
-errors = []
-
-
-def check(cond, msg):
-    if not cond:
-        errors.append(msg)
-    return cond
 
 
 class Mock:
@@ -60,7 +57,7 @@ class Mock:
         try:
             self.p.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            errors.append("the mock did not stop on SIGTERM")
+            harness.fail("the mock did not stop on SIGTERM")
             self.p.kill()
 
 
@@ -109,7 +106,7 @@ class Watcher:
             if ev.get("kind") == kind:
                 return ev, t - since
             if ev.get("kind") != "error":
-                errors.append(f"unexpected event {ev}")
+                harness.fail(f"unexpected event {ev}")
         return None, None
 
     def stop(self, sig=signal.SIGTERM):
@@ -127,7 +124,7 @@ def notice(m, w, cloud, what, kind, name, timeout=LATENCY, **q):
     t = time.monotonic()
     m.ctl(what, cloud=cloud, **q)
     ev, lat = w.expect(kind, timeout, t)
-    if check(ev is not None, f"{name}: no {kind} event within {timeout}s"):
+    if check(f"{name}: no {kind} event within {timeout}s", ev is not None):
         print(f"  {name}: {kind} {ev['action']} after {lat * 1000:.0f} ms")
     return ev
 
@@ -135,9 +132,9 @@ def notice(m, w, cloud, what, kind, name, timeout=LATENCY, **q):
 def stopped(w, name, sig=signal.SIGTERM):
     rc, dt = w.stop(sig)
     err = w.p.stderr.read()
-    check(rc == 0, f"{name}: exit {rc} on {signal.Signals(sig).name}, expected 0 (stderr: {err.strip()})")
-    check(dt is not None and dt < STOP, f"{name}: took {dt}s to stop on {signal.Signals(sig).name}")
-    check("AddressSanitizer" not in err and "runtime error" not in err, f"{name}: sanitizer: {err}")
+    check(f"{name}: exit {rc} on {signal.Signals(sig).name}, expected 0 (stderr: {err.strip()})", rc == 0)
+    check(f"{name}: took {dt}s to stop on {signal.Signals(sig).name}", dt is not None and dt < STOP)
+    check(f"{name}: sanitizer: {err}", "AddressSanitizer" not in err and "runtime error" not in err)
 
 
 def requests_to(m, fragment):
@@ -151,21 +148,22 @@ def case_aws(m):
     notice(m, w, "aws", "warning", "warning", "aws rebalance", timeout=LATENCY + 2)  # asked every 2 s
     ev = notice(m, w, "aws", "preempt", "preempt", "aws preempt", **{"in": 120})
     if ev:
-        check(ev["action"] == "terminate" and ev["cloud"] == "aws", f"aws preempt: {ev}")
+        check(f"aws preempt: {ev}", ev["action"] == "terminate" and ev["cloud"] == "aws")
         left = ev["deadline_ms"] / 1000 - time.time()
-        check(110 < left < 121, f"aws preempt: deadline {ev['deadline']} is {left:.0f}s away, expected ~120")
-    check(not w.events(1.0), "aws: a notice was reported twice")
+        check(f"aws preempt: deadline {ev['deadline']} is {left:.0f}s away, expected ~120", 110 < left < 121)
+    check("aws: a notice was reported twice", not w.events(1.0))
     # instance-action every --poll (0.2 s); the rebalance hint at most every 2 s
     elapsed = time.monotonic() - started
     actions = len(requests_to(m, "/spot/instance-action"))
     rebalances = len(requests_to(m, "/recommendations/rebalance"))
     # counts, not rates: the action asked at every --poll, the hint only every 2 s (so, fewer times)
-    check(actions >= 3 and actions > 2 * rebalances, f"aws: {actions} instance-action GETs and {rebalances} "
-          f"rebalance GETs in {elapsed:.1f}s at --poll 0.2")
-    check(1 <= rebalances <= elapsed / 2 + 1.5, f"aws: {rebalances} rebalance GETs in {elapsed:.1f}s, expected one per 2 s")
+    check(f"aws: {actions} instance-action GETs and {rebalances} rebalance GETs in {elapsed:.1f}s at --poll 0.2",
+          actions >= 3 and actions > 2 * rebalances)
+    check(f"aws: {rebalances} rebalance GETs in {elapsed:.1f}s, expected one per 2 s",
+          1 <= rebalances <= elapsed / 2 + 1.5)
     gets = [r for r in m.log() if r["method"] == "GET"]
-    check(gets and all(r["headers"].get("X-aws-ec2-metadata-token") for r in gets), "aws: a GET without token")
-    check(all(r["status"] != 401 for r in gets), "aws: a 401 without token expiry")
+    check("aws: a GET without token", gets and all(r["headers"].get("X-aws-ec2-metadata-token") for r in gets))
+    check("aws: a 401 without token expiry", all(r["status"] != 401 for r in gets))
     stopped(w, "aws")
 
 
@@ -176,8 +174,8 @@ def case_aws_token_expiry(m):
     m.ctl("fault", kind="token-expire")
     time.sleep(0.5)
     notice(m, w, "aws", "preempt", "preempt", "aws after token expiry")
-    check(len(requests_to(m, "/latest/api/token")) > puts, "aws: no new token after expiry")
-    check(any(r["status"] == 401 for r in m.log()), "aws: the expired token was never refused (mock?)")
+    check("aws: no new token after expiry", len(requests_to(m, "/latest/api/token")) > puts)
+    check("aws: the expired token was never refused (mock?)", any(r["status"] == 401 for r in m.log()))
     stopped(w, "aws token expiry")
 
 
@@ -188,15 +186,15 @@ def case_gcp(m):
     ev = notice(m, w, "gcp", "preempt", "preempt", "gcp preempted")
     if ev:
         left = ev["deadline_ms"] / 1000 - time.time()
-        check(20 < left <= 31, f"gcp preempt: deadline {left:.0f}s away, expected ~30")
+        check(f"gcp preempt: deadline {left:.0f}s away, expected ~30", 20 < left <= 31)
     m.ctl("maintenance", value="TERMINATE_ON_HOST_MAINTENANCE")
     ev, _ = w.expect("preempt", LATENCY, time.monotonic())
-    check(ev is not None and ev["action"] == "TERMINATE_ON_HOST_MAINTENANCE",
-          f"gcp: TERMINATE_ON_HOST_MAINTENANCE gave {ev}")
+    check(f"gcp: TERMINATE_ON_HOST_MAINTENANCE gave {ev}",
+          ev is not None and ev["action"] == "TERMINATE_ON_HOST_MAINTENANCE")
     reqs = requests_to(m, "/computeMetadata/")
-    check(reqs and all(r["headers"].get("Metadata-Flavor") == "Google" for r in reqs), "gcp: no Metadata-Flavor")
-    check(any("wait_for_change=true" in r["path"] and "last_etag=" in r["path"] for r in reqs),
-          "gcp: no long poll with last_etag")
+    check("gcp: no Metadata-Flavor", reqs and all(r["headers"].get("Metadata-Flavor") == "Google" for r in reqs))
+    check("gcp: no long poll with last_etag",
+          any("wait_for_change=true" in r["path"] and "last_etag=" in r["path"] for r in reqs))
     # idle inside a long poll: SIGTERM must interrupt it
     time.sleep(0.5)
     stopped(w, "gcp (in a long poll)")
@@ -209,15 +207,15 @@ def case_azure(m):
     ev = notice(m, w, "azure", "preempt", "preempt", "azure preempt", **{"in": 30})
     if ev:
         left = ev["deadline_ms"] / 1000 - time.time()
-        check(20 < left <= 31, f"azure preempt: deadline {left:.0f}s away, expected ~30")
-        check(ev["id"], "azure preempt: no EventId")
+        check(f"azure preempt: deadline {left:.0f}s away, expected ~30", 20 < left <= 31)
+        check("azure preempt: no EventId", ev["id"])
         time.sleep(0.3)
         posts = [r for r in m.log() if r["method"] == "POST"]
-        check(any(ev["id"] in r["body"] and "StartRequests" in r["body"] for r in posts),
-              "azure: --ack did not POST StartRequests for the event")
-    check(not w.events(1.0), "azure: an event was reported twice")
+        check("azure: --ack did not POST StartRequests for the event",
+              any(ev["id"] in r["body"] and "StartRequests" in r["body"] for r in posts))
+    check("azure: an event was reported twice", not w.events(1.0))
     reqs = requests_to(m, "/metadata/scheduledevents")
-    check(reqs and all(r["headers"].get("Metadata") == "true" for r in reqs), "azure: no Metadata: true")
+    check("azure: no Metadata: true", reqs and all(r["headers"].get("Metadata") == "true" for r in reqs))
     stopped(w, "azure", signal.SIGINT)
 
 
@@ -229,7 +227,7 @@ def case_faults(m, cloud):
     w = Watcher(m.url, cloud)
     time.sleep(0.5)
     notice(m, w, cloud, "preempt", "preempt", f"{cloud} after 3x 503", timeout=LATENCY + 8)
-    check(sum(r["status"] == 503 for r in m.log()) == 3, f"{cloud} 503: the faults were not met")
+    check(f"{cloud} 503: the faults were not met", sum(r["status"] == 503 for r in m.log()) == 3)
     stopped(w, f"{cloud} 503")
     m.ctl("reset")
     # a slow answer is cut off by the 2 s request timeout, then the watcher goes on
@@ -244,9 +242,9 @@ def case_faults(m, cloud):
         m.ctl("fault", kind=kind, count=6)
         w = Watcher(m.url, cloud)
         evs = w.events(3.0)
-        check(all(e.get("kind") == "error" for e in evs), f"{cloud} {kind}: {evs}")
-        check(w.p.poll() is None, f"{cloud} {kind}: the watcher exited")
-        check(any(r["status"] == 200 for r in m.log()), f"{cloud} {kind}: the faults were not met")
+        check(f"{cloud} {kind}: {evs}", all(e.get("kind") == "error" for e in evs))
+        check(f"{cloud} {kind}: the watcher exited", w.p.poll() is None)
+        check(f"{cloud} {kind}: the faults were not met", any(r["status"] == 200 for r in m.log()))
         m.ctl("reset")
         time.sleep(0.2)
         notice(m, w, cloud, "preempt", "preempt", f"{cloud} after {kind} answers", timeout=LATENCY + 5)
@@ -261,9 +259,9 @@ def case_refused(cloud):
     s.close()  # nobody listens there now
     w = Watcher(f"http://127.0.0.1:{port}", cloud)
     evs = w.events(3.0)
-    check(w.p.poll() is None, f"{cloud} refused: the watcher exited ({w.p.returncode})")
-    check(all(e.get("kind") == "error" for e in evs), f"{cloud} refused: {evs}")
-    check(len(evs) <= 1, f"{cloud} refused: {len(evs)} error events, expected at most one")
+    check(f"{cloud} refused: the watcher exited", w.p.poll() is None, f"exit {w.p.returncode}")
+    check(f"{cloud} refused: {evs}", all(e.get("kind") == "error" for e in evs))
+    check(f"{cloud} refused: {len(evs)} error events, expected at most one", len(evs) <= 1)
     print(f"  {cloud} refused: {len(evs)} error event(s)")
     stopped(w, f"{cloud} refused")
 
@@ -280,11 +278,12 @@ def case_once(m):
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
-        errors.append("--once: still running after the preemption notice")
+        harness.fail("--once: still running after the preemption notice")
     lines = out.splitlines()
-    check(p.returncode == 0, f"--once: exit {p.returncode} ({err.strip()})")
-    check(len(lines) == 2 and " azure warning action=Freeze " in lines[0] and
-          " azure preempt action=Preempt deadline=" in lines[1], f"--once: printed {lines}")
+    check(f"--once: exit {p.returncode} ({err.strip()})", p.returncode == 0)
+    check(f"--once: printed {lines}",
+          len(lines) == 2 and " azure warning action=Freeze " in lines[0] and
+          " azure preempt action=Preempt deadline=" in lines[1])
 
 
 def dmi_is_cloud():
@@ -315,8 +314,8 @@ def case_usage():
     for args, msg in cases:
         r = subprocess.run([GPUCTL, "spot", *args], capture_output=True, text=True, timeout=10)
         lines = r.stderr.splitlines()
-        check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith("gpuctl: ") and msg in lines[0],
-              f"spot {' '.join(args)}: exit {r.returncode}, stderr {r.stderr!r}")
+        check(f"spot {' '.join(args)}: exit {r.returncode}, stderr {r.stderr!r}",
+              r.returncode == 2 and len(lines) == 1 and lines[0].startswith("gpuctl: ") and msg in lines[0])
 
 
 def main():
@@ -340,11 +339,8 @@ def main():
         case_usage()
     finally:
         m.stop()
-    for e in errors:
-        print("FAIL:", e)
-    print(f"{'FAIL' if errors else 'ok'}: {len(errors)} problem(s)")
-    return 1 if errors else 0
+    harness.finish("ok: 0 problem(s)")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -26,6 +26,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, until  # noqa: E402
 from torchup import PY, torch_up, torchrun_alone  # noqa: E402
 
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), sys.argv[2]
@@ -55,21 +57,9 @@ with open(os.path.join(out, "committed-" + rank), "w") as f:
     f.write("%.1f" % (time.monotonic() - stop[0]))
 '''
 
-errors = []
-
-
-def check(cond, what):
-    if not cond:
-        errors.append(what)
-
-
 def wait_for(paths, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(os.path.exists(p) for p in paths):
-            return True
-        time.sleep(0.05)
-    return False
+    """whether all the paths exist, within timeout seconds"""
+    return until(lambda: all(os.path.exists(p) for p in paths), timeout)
 
 
 def main():
@@ -87,7 +77,7 @@ def main():
                               "--rdzv_endpoint=127.0.0.1:0", *STD, script, out, str(SAVE_S)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
-        check(wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60), "control: workers not up")
+        check("control: workers not up", wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60))
         t0 = time.monotonic()
         os.kill(t.pid, signal.SIGTERM)
         try:
@@ -99,8 +89,9 @@ def main():
         committed = [n for n in os.listdir(out) if n.startswith("committed-")]
         print(f"control: torch {TORCH}, torchrun ended {took:.1f} s after its SIGTERM; checkpoints written: "
               f"{len(committed)} of 2")
-        check(not committed and took < SAVE_S, "control: expected torchrun to SIGKILL the workers before their "
-              f"{SAVE_S} s checkpoint (it did not: {committed}, {took:.1f} s); the test's premise is gone")
+        check("control: expected torchrun to SIGKILL the workers before their "
+              f"{SAVE_S} s checkpoint (it did not: {committed}, {took:.1f} s); the test's premise is gone",
+              not committed and took < SAVE_S)
 
         # gpuctl launch, a notice two minutes ahead from the mock metadata service
         mock = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "mock", "metadata.py"), "0"],
@@ -115,14 +106,14 @@ def main():
         g = subprocess.Popen([GPUCTL, "--sim", NODE, "launch", "-n", "2", "--cloud", "aws", "--poll", "0.2",
                               "--on-warning", "USR1", "--", script, out, str(SAVE_S)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        check(wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60), "gpuctl: workers not up")
+        check("gpuctl: workers not up", wait_for([os.path.join(out, "ready-0"), os.path.join(out, "ready-1")], 60))
         # first a rebalance recommendation: the workers get SIGUSR1, torchrun (which would die of it) nothing
         urllib.request.urlopen(urllib.request.Request(base + "/_ctl/warning?cloud=aws", method="POST"),
                                timeout=5).read()
-        check(wait_for([os.path.join(out, "warned-0"), os.path.join(out, "warned-1")], 20),
-              "gpuctl: the workers did not get --on-warning's SIGUSR1")
+        check("gpuctl: the workers did not get --on-warning's SIGUSR1",
+              wait_for([os.path.join(out, "warned-0"), os.path.join(out, "warned-1")], 20))
         time.sleep(1)
-        check(g.poll() is None, "gpuctl launch ended after a warning: %r" % (g.poll(),))
+        check("gpuctl launch ended after a warning: %r" % (g.poll(),), g.poll() is None)
         urllib.request.urlopen(urllib.request.Request(base + "/_ctl/preempt?cloud=aws&in=120", method="POST"),
                                timeout=5).read()
         t0 = time.monotonic()
@@ -131,22 +122,21 @@ def main():
         except subprocess.TimeoutExpired:
             g.kill()
             gout, gerr = g.communicate()
-            errors.append("gpuctl launch did not end within 110 s of the notice")
+            harness.fail("gpuctl launch did not end within 110 s of the notice")
         took = time.monotonic() - t0
         committed = sorted(n for n in os.listdir(out) if n.startswith("committed-"))
         print(f"gpuctl launch: ended {took:.1f} s after the notice; checkpoints written: {committed}")
-        check(committed == ["committed-0", "committed-1"], f"gpuctl: checkpoints {committed}, expected both "
-              f"(stderr: {gerr[-600:]!r})")
-        check(took >= SAVE_S - 1, f"gpuctl: ended {took:.1f} s after the notice, before the {SAVE_S} s checkpoint")
-        check("not to its launcher" in gerr, f"gpuctl did not say it signalled the workers: {gerr[-600:]!r}")
+        check(f"gpuctl: checkpoints {committed}, expected both (stderr: {gerr[-600:]!r})",
+              committed == ["committed-0", "committed-1"])
+        check(f"gpuctl: ended {took:.1f} s after the notice, before the {SAVE_S} s checkpoint", took >= SAVE_S - 1)
+        check(f"gpuctl did not say it signalled the workers: {gerr[-600:]!r}", "not to its launcher" in gerr)
     finally:
         if mock:
             mock.terminate()
             mock.wait(timeout=10)
         shutil.rmtree(work, ignore_errors=True)
-    print("\n".join("FAIL: " + e for e in errors) if errors else "ok")
-    return 1 if errors else 0
+    harness.finish("ok")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
