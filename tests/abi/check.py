@@ -28,14 +28,12 @@ import sys
 import tempfile
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 build, src = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+harness.verbose = True  # "ok   what" or "FAIL what" as each check is made
 
 
 def run(cmd, **kw):
@@ -50,22 +48,22 @@ for tool in ("pkg-config", "nm", "cc"):
 root = tempfile.mkdtemp(prefix="gpuctl-abi.")
 try:
     r = run(["meson", "install", "-C", build, "--no-rebuild", "--quiet", "--destdir", root])
-    check(r.returncode == 0, "meson install --destdir: " + (r.stderr.strip()[-300:] or "ok"))
+    check("meson install --destdir: " + (r.stderr.strip()[-300:] or "ok"), r.returncode == 0)
     pcs = glob.glob(os.path.join(root, "**", "pkgconfig", "gpuctl.pc"), recursive=True)
-    check(len(pcs) == 1, f"one gpuctl.pc installed ({pcs})")
-    if failures:
+    check(f"one gpuctl.pc installed ({pcs})", len(pcs) == 1)
+    if harness.errors:
         sys.exit(1)
     pcdir = os.path.dirname(pcs[0])
     libdir = os.path.dirname(pcdir)
     env = dict(os.environ, PKG_CONFIG_PATH=pcdir, PKG_CONFIG_SYSROOT_DIR=root)
     env.pop("PKG_CONFIG_LIBDIR", None)
     r = run(["pkg-config", "--cflags", "--libs", "gpuctl"], env=env)
-    check(r.returncode == 0 and "-lgpuctl" in r.stdout, "pkg-config --cflags --libs gpuctl: " + r.stdout.strip())
+    check("pkg-config --cflags --libs gpuctl: " + r.stdout.strip(), r.returncode == 0 and "-lgpuctl" in r.stdout)
     flags = r.stdout.split()
     hdr = glob.glob(os.path.join(root, "**", "include", "gpuctl", "gpuctl.h"), recursive=True)
-    check(len(hdr) == 1, "the header is installed as include/gpuctl/gpuctl.h")
+    check("the header is installed as include/gpuctl/gpuctl.h", len(hdr) == 1)
     so = os.path.join(libdir, "libgpuctl.so.0")
-    check(os.path.exists(so), "libgpuctl.so.0 (the soname) is installed in " + libdir)
+    check("libgpuctl.so.0 (the soname) is installed in " + libdir, os.path.exists(so))
 
     # a sanitized build's library needs the sanitizer runtime loaded first: build the
     # program the same way (the plain build needs nothing of the kind)
@@ -74,9 +72,9 @@ try:
     exe = os.path.join(root, "abi")
     r = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *san, os.path.join(src, "tests", "abi", "abi.c"),
              "-o", exe, *flags], env=env)
-    check(r.returncode == 0, "abi.c builds with pkg-config's flags alone: " + r.stderr.strip()[-600:])
+    check("abi.c builds with pkg-config's flags alone: " + r.stderr.strip()[-600:], r.returncode == 0)
 
-    if not failures:
+    if not harness.errors:
         state = os.path.join(root, "state")
         os.mkdir(state, 0o700)
         simdir = os.path.join(libdir, "gpuctl")
@@ -91,7 +89,7 @@ try:
         ckdir = os.path.join(root, "ckpt")
         os.mkdir(ckdir, 0o700)
         datadirs = glob.glob(os.path.join(root, "**", "share", "gpuctl", "signatures"), recursive=True)
-        check(len(datadirs) == 1, "the failure signatures are installed")
+        check("the failure signatures are installed", len(datadirs) == 1)
         if datadirs:
             renv["GPUCTL_DATA_DIR"] = os.path.dirname(datadirs[0])
         mock = subprocess.Popen([sys.executable, os.path.join(src, "tests", "mock", "metadata.py"), "0"],
@@ -108,20 +106,21 @@ try:
             mock.terminate()
             mock.wait()
         print(r.stdout + r.stderr)
-        check(r.returncode == 0, f"abi runs against the installed library (exit {r.returncode})")
+        check(f"abi runs against the installed library (exit {r.returncode})", r.returncode == 0)
         out = r.stdout
-        check(re.search(r"^gpus 2 driver \S+ cuda \d+$", out, re.M) is not None, "it sees the node's 2 GPUs")
-        check(re.search(r"^gpu 0 NVIDIA L4 GPU-\S+ total \d+", out, re.M) is not None, "it reads names, UUIDs, memory")
+        check("it sees the node's 2 GPUs", re.search(r"^gpus 2 driver \S+ cuda \d+$", out, re.M) is not None)
+        check("it reads names, UUIDs, memory", re.search(r"^gpu 0 NVIDIA L4 GPU-\S+ total \d+", out, re.M) is not None)
         m = re.search(r"^leased 1 gpu (\d) visible (GPU-\S+)$", out, re.M)
-        check(m is not None, "it leases a GPU and renders its CUDA_VISIBLE_DEVICES by UUID")
-        check(re.search(r"^released; pick \d$", out, re.M) is not None, "the GPU is free again once released")
-        check(re.search(r"^ckpt latest step-2\.pt$", out, re.M) is not None, "the newest committed checkpoint is the latest")
-        check("ckpt list has the uncommitted one" in out, "the list shows the uncommitted one as such")
-        check(re.search(r"^ckpt pruned 1$", out, re.M) is not None and
-              sorted(f for f in os.listdir(ckdir) if f.startswith("step-")) == ["step-2.pt", "step-3.pt"],
-              "prune kept the newest and the uncommitted one: " + " ".join(sorted(os.listdir(ckdir))))
-        check(re.search(r"^explain pytorch-oom$", out, re.M) is not None, "explain names the PyTorch OOM")
-        check(re.search(r"^spot preempt aws terminate$", out, re.M) is not None, "the spot notice arrives")
+        check("it leases a GPU and renders its CUDA_VISIBLE_DEVICES by UUID", m is not None)
+        check("the GPU is free again once released", re.search(r"^released; pick \d$", out, re.M) is not None)
+        check("the newest committed checkpoint is the latest",
+              re.search(r"^ckpt latest step-2\.pt$", out, re.M) is not None)
+        check("the list shows the uncommitted one as such", "ckpt list has the uncommitted one" in out)
+        check("prune kept the newest and the uncommitted one: " + " ".join(sorted(os.listdir(ckdir))),
+              re.search(r"^ckpt pruned 1$", out, re.M) is not None and
+              sorted(f for f in os.listdir(ckdir) if f.startswith("step-")) == ["step-2.pt", "step-3.pt"])
+        check("explain names the PyTorch OOM", re.search(r"^explain pytorch-oom$", out, re.M) is not None)
+        check("the spot notice arrives", re.search(r"^spot preempt aws terminate$", out, re.M) is not None)
         cli = run([os.path.join(build, "src", "gpuctl"), "advise", "--model", "Llama-2-7B", "--task", "lora",
                    "--tokens=100M", "--spot", "--json"], env=renv)
         try:
@@ -129,20 +128,20 @@ try:
             plans = len(json.loads(cli.stdout)["plans"])
         except (OSError, ValueError, KeyError):
             same, plans = False, 0
-        check(same and plans > 0, f"gc_advise_json answers what gpuctl advise --json does ({plans} plans)")
-        check(os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)),
-              "no claim is left in the state directory: " + " ".join(os.listdir(state)))
+        check(f"gc_advise_json answers what gpuctl advise --json does ({plans} plans)", same and plans > 0)
+        check("no claim is left in the state directory: " + " ".join(os.listdir(state)),
+              os.listdir(state) == [] or all(not f.startswith("gpu-") for f in os.listdir(state)))
 
     # the Python package, installed, on the installed library; none with -Dpython=disabled
     pkgs = glob.glob(os.path.join(root, "**", "gpuctl", "__init__.py"), recursive=True)
     if os.environ.get("GPUCTL_TEST_PYTHON") == "0":
-        check(not pkgs, "-Dpython=disabled: no Python package installed (%s)" % pkgs)
+        check("-Dpython=disabled: no Python package installed (%s)" % pkgs, not pkgs)
     else:
-        check(len(pkgs) == 1 and re.search(r"/(site|dist)-packages/gpuctl/__init__\.py$", pkgs[0] if pkgs else ""),
-              "the Python package is installed in site-packages (%s)" % pkgs)
+        check("the Python package is installed in site-packages (%s)" % pkgs,
+              len(pkgs) == 1 and re.search(r"/(site|dist)-packages/gpuctl/__init__\.py$", pkgs[0] if pkgs else ""))
     if len(pkgs) == 1:
         pkgdir = os.path.dirname(pkgs[0])
-        check(os.path.exists(os.path.join(pkgdir, "py.typed")), "with py.typed")
+        check("with py.typed", os.path.exists(os.path.join(pkgdir, "py.typed")))
         penv = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "PYTHON", "LD_"))}
         penv.update(PYTHONPATH=os.path.dirname(pkgdir), LD_LIBRARY_PATH=libdir,
                     GPUCTL_SIM_LIBDIR=os.path.join(libdir, "gpuctl"), GPUCTL_STATE_DIR=os.path.join(root, "pystate"),
@@ -156,9 +155,9 @@ try:
                 os.path.join(src, "examples", "nodes", "l4-2x.json"))
         r = run([sys.executable, "-c", code], env=penv, timeout=60)
         lines = r.stdout.split()
-        check(r.returncode == 0 and lines[:1] == [pkgs[0]] and lines[1:] == ["2", "[0]"],
-              "the installed package imports the installed library, sees 2 GPUs, leases GPU 0: %s %s"
-              % (r.stdout.strip(), r.stderr.strip()[-500:]))
+        check("the installed package imports the installed library, sees 2 GPUs, leases GPU 0: %s %s"
+              % (r.stdout.strip(), r.stderr.strip()[-500:]),
+              r.returncode == 0 and lines[:1] == [pkgs[0]] and lines[1:] == ["2", "[0]"])
 
     # nm -D: the public API and nothing else
     r = run(["nm", "-D", "--defined-only", so])
@@ -168,15 +167,15 @@ try:
         if len(parts) >= 3:
             syms.add((parts[1], parts[2].split("@")[0]))
     other = sorted(n for t, n in syms if not n.startswith("gc_") and not (t == "A" and n.startswith("GPUCTL_")))
-    check(r.returncode == 0 and syms, "nm -D reads the library")
-    check(not other, "nm -D shows only gc_* symbols (others: " + " ".join(other[:20]) + ")")
+    check("nm -D reads the library", r.returncode == 0 and syms)
+    check("nm -D shows only gc_* symbols (others: " + " ".join(other[:20]) + ")", not other)
     header = open(hdr[0]).read() if hdr else ""
     declared = set(re.findall(r"\b(gc_[a-z0-9_]+)\s*\(", header))
     exported = {n for t, n in syms if n.startswith("gc_")}
-    check(exported == declared, "the exports are exactly the header's functions (exported only: %s; declared only: %s)"
-          % (" ".join(sorted(exported - declared)), " ".join(sorted(declared - exported))))
+    check("the exports are exactly the header's functions (exported only: %s; declared only: %s)"
+          % (" ".join(sorted(exported - declared)), " ".join(sorted(declared - exported))),
+          exported == declared)
 finally:
     shutil.rmtree(root, ignore_errors=True)
 
-print(f"{len(failures)} failed")
-sys.exit(1 if failures else 0)
+harness.finish("0 failed")

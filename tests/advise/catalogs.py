@@ -18,12 +18,9 @@ import sys
 import tempfile
 import time
 
-errors = []
-
-
-def check(cond, what):
-    if not cond:
-        errors.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
 
 
 V8_AWS = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch
@@ -77,32 +74,34 @@ def main():
         d8 = os.path.join(tmp, "v8")
         write(os.path.join(d8, "aws", "vms.csv"), V8_AWS)
         p = advise(gpuctl, ["--catalog-dir", d8, "--clouds", "aws", "--top", "9", "--json"], home)
-        check(p.returncode == 0, "v8: exit %d %s" % (p.returncode, p.stderr))
+        check("v8: exit %d %s" % (p.returncode, p.stderr), p.returncode == 0)
         doc = json.loads(p.stdout or "{}")
         plans = [(q["instance"], q["region"], q["price_per_hour"], q["spot_price_per_hour"], q["spot_zone"])
                  for q in doc.get("plans", [])]
-        check(sorted(plans) == [("g6.2xlarge", "us-east-1", 0.9776, 0.3102, "use1-az4"),
-                                ("g6.2xlarge", "us-west-2", 0.9977, 0.2999, "usw2-az2")],
-              "v8 plans (one per region, cheapest spot zone): %s" % plans)
+        check("v8 plans (one per region, cheapest spot zone): %s" % plans,
+              sorted(plans) == [("g6.2xlarge", "us-east-1", 0.9776, 0.3102, "use1-az4"),
+                                ("g6.2xlarge", "us-west-2", 0.9977, 0.2999, "usw2-az2")])
         srcs = {c["cloud"]: c for c in doc.get("catalogs", [])}
-        check(srcs.get("aws", {}).get("source") == "skypilot" and srcs["aws"]["path"].endswith("aws/vms.csv") and
+        check("catalogs in JSON: %s" % srcs,
+              srcs.get("aws", {}).get("source") == "skypilot" and srcs["aws"]["path"].endswith("aws/vms.csv") and
               srcs["aws"]["age_hours"] is not None and srcs["aws"]["age_hours"] < 1 and
-              srcs.get("gcp", {}).get("source") == "snapshot", "catalogs in JSON: %s" % srcs)
+              srcs.get("gcp", {}).get("source") == "snapshot")
         p = advise(gpuctl, ["--catalog-dir", d8, "--top", "2"], home)
         line = [l for l in p.stdout.splitlines() if l.startswith("prices:")]
-        check(line and ("aws: SkyPilot's catalog %s/aws/vms.csv, under an hour old; gcp, azure: snapshot of" % d8)
-              in line[0], "the prices line does not say which catalog: %s" % line)
+        check("the prices line does not say which catalog: %s" % line,
+              line and ("aws: SkyPilot's catalog %s/aws/vms.csv, under an hour old; gcp, azure: snapshot of" % d8)
+              in line[0])
         # ~/.sky/catalogs/v8 by default; a v7 file (no Arch) loads by header name; an old one is warned about
         write(os.path.join(home, ".sky", "catalogs", "v8", "aws", "vms.csv"), V7_AWS, age_days=10)
         p = advise(gpuctl, ["--clouds", "aws", "--top", "3"], home)
-        check(p.returncode == 0 and "g6.4xlarge" in p.stdout and "p5.48xlarge" not in p.stdout,
-              "~/.sky v7 catalog not used in place of the snapshot: %s" % p.stdout)
-        check("warning: SkyPilot's aws catalog is 10 days old" in p.stdout, "no age warning: %s" % p.stdout)
-        check("aws: SkyPilot's catalog %s/.sky/catalogs/v8/aws/vms.csv, 10 days old" % home in p.stdout,
-              "the prices line without the age: %s" % p.stdout)
+        check("~/.sky v7 catalog not used in place of the snapshot: %s" % p.stdout,
+              p.returncode == 0 and "g6.4xlarge" in p.stdout and "p5.48xlarge" not in p.stdout)
+        check("no age warning: %s" % p.stdout, "warning: SkyPilot's aws catalog is 10 days old" in p.stdout)
+        check("the prices line without the age: %s" % p.stdout,
+              "aws: SkyPilot's catalog %s/.sky/catalogs/v8/aws/vms.csv, 10 days old" % home in p.stdout)
         p = advise(gpuctl, ["--clouds", "aws", "--top", "1", "--json", "--spot"], home)
         q = json.loads(p.stdout)["plans"][0]
-        check(q["spot_price_per_hour"] == 0.52 and q["spot_zone"] == "use1-az2", "v7 spot: %s" % q)
+        check("v7 spot: %s" % q, q["spot_price_per_hour"] == 0.52 and q["spot_zone"] == "use1-az2")
         # SkyPilot's GCP file: each GPU priced with its host in its zone, as SkyPilot does
         # (data/sky-gcp-hosts.csv): L4 on the cheapest G2 machine, T4 on the cheapest n1 with
         # 4 vCPUs and 16 GiB (not n1-standard-4's 15), an A100 with no A2 machine in its zone left out
@@ -110,28 +109,29 @@ def main():
         p = advise(gpuctl, ["--catalog-dir", d8, "--clouds", "gcp", "--top", "20", "--json", "--spot"], home)
         plans = {q["instance"]: q for q in json.loads(p.stdout)["plans"]}
         l4, t4 = plans.get("g2-standard-4"), plans.get("n1-highmem-4")
-        check(set(plans) == {"g2-standard-4", "n1-highmem-4"}, "GCP plans: %s" % sorted(plans))
-        check(l4 and abs(l4["price_per_hour"] - 0.86) < 1e-9 and abs(l4["spot_price_per_hour"] - 0.27) < 1e-9 and
-              l4["spot_zone"] == "us-central1-b", "L4 on g2-standard-4: %s" % l4)
-        check(t4 and abs(t4["price_per_hour"] - 0.586) < 1e-9 and abs(t4["spot_price_per_hour"] - 0.19) < 1e-9,
-              "T4 on n1-highmem-4: %s" % t4)
+        check("GCP plans: %s" % sorted(plans), set(plans) == {"g2-standard-4", "n1-highmem-4"})
+        check("L4 on g2-standard-4: %s" % l4,
+              l4 and abs(l4["price_per_hour"] - 0.86) < 1e-9 and abs(l4["spot_price_per_hour"] - 0.27) < 1e-9 and
+              l4["spot_zone"] == "us-central1-b")
+        check("T4 on n1-highmem-4: %s" % t4,
+              t4 and abs(t4["price_per_hour"] - 0.586) < 1e-9 and abs(t4["spot_price_per_hour"] - 0.19) < 1e-9)
         p = advise(gpuctl, ["--catalog-dir", d8, "--top", "1"], home)
-        check("gcp: SkyPilot's catalog %s/gcp/vms.csv" % d8 in p.stdout, "GCP's live catalog not said: %s" % p.stdout)
+        check("GCP's live catalog not said: %s" % p.stdout, "gcp: SkyPilot's catalog %s/gcp/vms.csv" % d8 in p.stdout)
         # errors: a missing column, a directory that is not there
         bad = os.path.join(tmp, "bad")
         write(os.path.join(bad, "azure", "vms.csv"), V8_AWS.replace("Region,", "Place,", 1))
         p = advise(gpuctl, ["--catalog-dir", bad], home)
-        check(p.returncode == 2 and "the header has no 'Region' column" in p.stderr and
-              p.stderr.count("\n") == 1 and not p.stdout, "missing column: %d %r" % (p.returncode, p.stderr))
+        check("missing column: %d %r" % (p.returncode, p.stderr),
+              p.returncode == 2 and "the header has no 'Region' column" in p.stderr and
+              p.stderr.count("\n") == 1 and not p.stdout)
         p = advise(gpuctl, ["--catalog-dir", os.path.join(tmp, "nowhere")], home)
-        check(p.returncode == 2 and "invalid --catalog-dir" in p.stderr and p.stderr.count("\n") == 1,
-              "missing dir: %d %r" % (p.returncode, p.stderr))
+        check("missing dir: %d %r" % (p.returncode, p.stderr),
+              p.returncode == 2 and "invalid --catalog-dir" in p.stderr and p.stderr.count("\n") == 1)
         # --catalog FILE still wins over both
         p = advise(gpuctl, ["--catalog", os.path.join(d8, "aws", "vms.csv"), "--top", "1", "--json"], home)
-        check(json.loads(p.stdout).get("catalogs") == [], "--catalog: catalogs %s" % p.stdout[-200:])
-    print("\n".join("FAIL: " + e for e in errors) if errors else "ok")
-    return 1 if errors else 0
+        check("--catalog: catalogs %s" % p.stdout[-200:], json.loads(p.stdout).get("catalogs") == [])
+    harness.finish("ok")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -25,6 +25,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 TASK_KEYS = {"name", "workdir", "event_callback", "num_nodes", "resources", "file_mounts", "service", "pool",
              "setup", "run", "envs", "secrets", "managed_secrets", "inputs", "outputs", "file_mounts_mapping",
              "config", "volumes", "volume_mounts", "api_server_access", "_metadata"}
@@ -44,13 +48,6 @@ ALL_CLOUDS = {"aws", "azure", "gcp", "ibm", "lambda", "scp", "oci", "kubernetes"
 SKY_ACCELERATORS = {"A10", "A100", "A100-80GB", "A100-80GB-SXM", "A10G", "B200", "H100", "H100-MEGA", "H100-NVL",
                     "H100-NVLINK", "H100-SXM", "H200", "H200-SXM", "L4", "L40", "L40S", "T4", "V100", "V100-32GB",
                     "MI300X"}
-
-errors = []
-
-
-def check(cond, what):
-    if not cond:
-        errors.append(what)
 
 
 def yaml_loader():
@@ -92,34 +89,35 @@ def advise(gpuctl, args, env=None):
 
 
 def check_schema(doc, where):
-    check(isinstance(doc, dict) and set(doc) <= TASK_KEYS, "%s: top-level keys %s not all in SkyPilot's task "
-          "schema" % (where, sorted(doc) if isinstance(doc, dict) else doc))
+    check("%s: top-level keys %s not all in SkyPilot's task "
+          "schema" % (where, sorted(doc) if isinstance(doc, dict) else doc),
+          isinstance(doc, dict) and set(doc) <= TASK_KEYS)
     res = doc.get("resources", {})
-    check(set(res) <= RESOURCES_KEYS, "%s: resources keys %s" % (where, sorted(res)))
-    check(not ("any_of" in res and "ordered" in res), "%s: both any_of and ordered" % where)
-    check(isinstance(res.get("use_spot"), bool), "%s: use_spot %r is not a boolean" % (where, res.get("use_spot")))
-    check(isinstance(res.get("disk_size"), int), "%s: disk_size %r is not an integer" % (where, res.get("disk_size")))
+    check("%s: resources keys %s" % (where, sorted(res)), set(res) <= RESOURCES_KEYS)
+    check("%s: both any_of and ordered" % where, not ("any_of" in res and "ordered" in res))
+    check("%s: use_spot %r is not a boolean" % (where, res.get("use_spot")), isinstance(res.get("use_spot"), bool))
+    check("%s: disk_size %r is not an integer" % (where, res.get("disk_size")), isinstance(res.get("disk_size"), int))
     jr = res.get("job_recovery", {})
-    check(set(jr) <= JOB_RECOVERY_KEYS and jr.get("strategy") in STRATEGIES and
-          isinstance(jr.get("max_restarts_on_errors"), int) and jr["max_restarts_on_errors"] >= 0,
-          "%s: job_recovery %r" % (where, jr))
+    check("%s: job_recovery %r" % (where, jr),
+          set(jr) <= JOB_RECOVERY_KEYS and jr.get("strategy") in STRATEGIES and
+          isinstance(jr.get("max_restarts_on_errors"), int) and jr["max_restarts_on_errors"] >= 0)
     items = res.get("ordered", res.get("any_of", []))
-    check(isinstance(items, list) and items, "%s: no resources list" % where)
+    check("%s: no resources list" % where, isinstance(items, list) and items)
     for it in items:
-        check(set(it) <= SINGLE_RESOURCES_KEYS, "%s: item keys %s" % (where, sorted(it)))
+        check("%s: item keys %s" % (where, sorted(it)), set(it) <= SINGLE_RESOURCES_KEYS)
         acc = it.get("accelerators")
         m = re.fullmatch(r"([^:]+):(\d+)", acc) if isinstance(acc, str) else None
-        check(m and m.group(1) in SKY_ACCELERATORS, "%s: accelerators %r not NAME:COUNT with SkyPilot's name"
-              % (where, acc))
+        check("%s: accelerators %r not NAME:COUNT with SkyPilot's name" % (where, acc),
+              m and m.group(1) in SKY_ACCELERATORS)
         infra = it.get("infra", "")
-        check(isinstance(infra, str) and re.fullmatch(r"[^/]+/[^/]+", infra) and infra.split("/")[0] in ALL_CLOUDS,
-              "%s: infra %r not cloud/region of a SkyPilot cloud" % (where, infra))
-        check(isinstance(it.get("instance_type"), str), "%s: instance_type %r" % (where, it.get("instance_type")))
+        check("%s: infra %r not cloud/region of a SkyPilot cloud" % (where, infra),
+              isinstance(infra, str) and re.fullmatch(r"[^/]+/[^/]+", infra) and infra.split("/")[0] in ALL_CLOUDS)
+        check("%s: instance_type %r" % (where, it.get("instance_type")), isinstance(it.get("instance_type"), str))
     for dst, st in doc.get("file_mounts", {}).items():
-        check(dst.startswith("/") and isinstance(st, dict) and set(st) <= STORAGE_KEYS and st.get("mode") in MODES,
-              "%s: file_mounts %r: %r" % (where, dst, st))
-    check(isinstance(doc.get("setup"), str) and isinstance(doc.get("run"), str), "%s: setup/run not strings" % where)
-    check(isinstance(doc.get("name"), str), "%s: name %r" % (where, doc.get("name")))
+        check("%s: file_mounts %r: %r" % (where, dst, st),
+              dst.startswith("/") and isinstance(st, dict) and set(st) <= STORAGE_KEYS and st.get("mode") in MODES)
+    check("%s: setup/run not strings" % where, isinstance(doc.get("setup"), str) and isinstance(doc.get("run"), str))
+    check("%s: name %r" % (where, doc.get("name")), isinstance(doc.get("name"), str))
 
 
 def run_bash(script, path_dir, tmp, extra_env=None):
@@ -141,7 +139,7 @@ def main():
         base = ["--model", "llama-3-8b", "--task", "qlora", "--spot", "--top", "6"]
         weird = ["python", "train.py", "--lr", "3e-4", "it's", "$(touch pwned)", "a\nb", "\"q\" \\ `x`", "é"]
         p = advise(gpuctl, base + ["--emit", "skypilot", "--checkpoint-bucket", "s3://b/run 1", "--", *weird])
-        check(p.returncode == 0, "emit: exit %d: %s" % (p.returncode, p.stderr))
+        check("emit: exit %d: %s" % (p.returncode, p.stderr), p.returncode == 0)
         doc = load(p.stdout)
         emit_spot_text = p.stdout
         check_schema(doc, "spot, ordered")
@@ -150,10 +148,10 @@ def main():
                 if q["nodes"] == 1]
         got = [(it["infra"], it["instance_type"], int(it["accelerators"].split(":")[1]))
                for it in doc["resources"]["ordered"]]
-        check(got == want, "ordered plans %s, --json ranks %s" % (got, want))
-        check(doc["resources"]["use_spot"] is True, "--spot: use_spot not true")
-        check(doc["file_mounts"] == {"/gpuctl-ckpt": {"source": "s3://b/run 1", "mode": "MOUNT"}},
-              "file_mounts %r" % doc.get("file_mounts"))
+        check("ordered plans %s, --json ranks %s" % (got, want), got == want)
+        check("--spot: use_spot not true", doc["resources"]["use_spot"] is True)
+        check("file_mounts %r" % doc.get("file_mounts"),
+              doc["file_mounts"] == {"/gpuctl-ckpt": {"source": "s3://b/run 1", "mode": "MOUNT"}})
         # the run line under bash with a fake gpuctl: every argument arrives byte for byte
         fake = os.path.join(tmp, "bin")
         os.mkdir(fake)
@@ -162,57 +160,60 @@ def main():
                     "open(os.environ['ARGV_OUT'], 'wb').write(b'\\0'.join(os.fsencode(a) for a in sys.argv[1:]))\n")
         os.chmod(os.path.join(fake, "gpuctl"), 0o755)
         r = run_bash(doc["run"], fake, tmp)
-        check(r.returncode == 0, "run line: exit %d: %s" % (r.returncode, r.stderr))
+        check("run line: exit %d: %s" % (r.returncode, r.stderr), r.returncode == 0)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")
         expect = [b"run", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir", b"/gpuctl-ckpt",
                   b"--"] + [a.encode() for a in weird]
-        check(argv == expect, "run line gave gpuctl %r, expected %r" % (argv, expect))
-        check(not os.path.exists(os.path.join(tmp, "pwned")), "a command substitution in an argument ran")
+        check("run line gave gpuctl %r, expected %r" % (argv, expect), argv == expect)
+        check("a command substitution in an argument ran", not os.path.exists(os.path.join(tmp, "pwned")))
         # setup: nothing to do when gpuctl is there; the --setup line when it is not; a clear failure otherwise
         r = run_bash(doc["setup"], fake, tmp)
-        check(r.returncode == 0, "setup with gpuctl on PATH: exit %d" % r.returncode)
+        check("setup with gpuctl on PATH: exit %d" % r.returncode, r.returncode == 0)
         r = run_bash(doc["setup"], os.path.join(tmp, "nothing"), tmp)
-        check(r.returncode == 1 and b"not installed" in r.stderr, "setup without gpuctl: %d %r"
-              % (r.returncode, r.stderr))
+        check("setup without gpuctl: %d %r" % (r.returncode, r.stderr),
+              r.returncode == 1 and b"not installed" in r.stderr)
         p = advise(gpuctl, base + ["--emit", "skypilot", "--setup", "touch \"$HOME/installed\"", "--launch",
                                    "--checkpoint-dir", "/data/ck", "--name", "my run", "--max-restarts", "0",
                                    "--disk-size", "512", "--any", "--", "train.py"])
         doc2 = load(p.stdout)
         emit2_text = p.stdout
         check_schema(doc2, "any_of, launch")
-        check("any_of" in doc2["resources"] and doc2["name"] == "my run" and doc2["resources"]["disk_size"] == 512
-              and doc2["resources"]["job_recovery"]["max_restarts_on_errors"] == 0, "options not in the YAML: %r"
-              % doc2)
+        check("options not in the YAML: %r" % doc2,
+              "any_of" in doc2["resources"] and doc2["name"] == "my run" and doc2["resources"]["disk_size"] == 512
+              and doc2["resources"]["job_recovery"]["max_restarts_on_errors"] == 0)
         r = run_bash(doc2["setup"], os.path.join(tmp, "nothing"), tmp)
-        check(r.returncode == 0 and os.path.exists(os.path.join(tmp, "installed")), "--setup line did not run")
+        check("--setup line did not run", r.returncode == 0 and os.path.exists(os.path.join(tmp, "installed")))
         r = run_bash(doc2["run"], fake, tmp)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")
-        check(argv == [b"launch", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir",
-                       b"/data/ck", b"--", b"train.py"], "--launch run line gave %r" % argv)
+        check("--launch run line gave %r" % argv,
+              argv == [b"launch", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir",
+                       b"/data/ck", b"--", b"train.py"])
         # on-demand, no bucket: use_spot false, restart on failure, the checkpoints on the VM's disk (said)
         p = advise(gpuctl, ["--model", "llama-2-7b", "--top", "3", "--emit", "skypilot", "--", "serve"])
         doc3 = load(p.stdout)
         check_schema(doc3, "on-demand")
-        check(doc3["resources"]["use_spot"] is False and "file_mounts" not in doc3 and
-              "lost with it" in p.stdout, "on-demand task: %r" % doc3)
+        check("on-demand task: %r" % doc3,
+              doc3["resources"]["use_spot"] is False and "file_mounts" not in doc3 and
+              "lost with it" in p.stdout)
         # training plans of several GPUs without --launch: a note that the command gets them all
-        check("--launch runs it under torchrun" not in p.stdout, "the several-GPU note on inference")
+        check("the several-GPU note on inference", "--launch runs it under torchrun" not in p.stdout)
         several = any(int(it["accelerators"].split(":")[1]) > 1 for it in doc["resources"]["ordered"])
-        check(several and "--launch runs it under torchrun" in emit_spot_text, "no several-GPU note for %s"
-              % [it["accelerators"] for it in doc["resources"]["ordered"]])
-        check("--launch runs it under torchrun" not in emit2_text, "the several-GPU note with --launch")
+        check("no several-GPU note for %s" % [it["accelerators"] for it in doc["resources"]["ordered"]],
+              several and "--launch runs it under torchrun" in emit_spot_text)
+        check("the several-GPU note with --launch", "--launch runs it under torchrun" not in emit2_text)
         r = run_bash(doc3["run"], fake, tmp)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")
-        check(argv == [b"run", b"-n", b"8", b"--restart", b"on-failure", b"--checkpoint-dir",
-                       os.path.join(tmp, "gpuctl-ckpt").encode(), b"--", b"serve"], "on-demand run gave %r" % argv)
+        check("on-demand run gave %r" % argv,
+              argv == [b"run", b"-n", b"8", b"--restart", b"on-failure", b"--checkpoint-dir",
+                       os.path.join(tmp, "gpuctl-ckpt").encode(), b"--", b"serve"])
         # GCP's a3-megagpu-8g asks for H100-MEGA, as SkyPilot names it
         p = advise(gpuctl, ["--model", "llama-2-7b", "--clouds", "gcp", "--top", "40", "--emit", "skypilot", "--",
                             "x"])
         accs = [it["accelerators"] for it in load(p.stdout)["resources"]["ordered"]]
-        check("H100-MEGA:8" in accs, "no H100-MEGA:8 among %s" % accs)
+        check("no H100-MEGA:8 among %s" % accs, "H100-MEGA:8" in accs)
         # several nodes: num_nodes, the plans of that node count only, gpuctl launch --sky-step on each
         mn = ["--model", "llama-2-70b", "--task", "train-full", "--top", "10"]
         j = json.loads(advise(gpuctl, mn + ["--json"]).stdout)
@@ -222,16 +223,17 @@ def main():
         check_schema(doc4, "multi-node")
         want = [("%s/%s" % (q["cloud"], q["region"]), q["instance"]) for q in j["plans"] if q["nodes"] == k]
         got = [(it["infra"], it["instance_type"]) for it in doc4["resources"]["ordered"]]
-        check(k > 1 and doc4.get("num_nodes") == k and got == want, "multi-node: num_nodes %r (cheapest %d), "
-              "plans %s, expected %s" % (doc4.get("num_nodes"), k, got, want))
+        check("multi-node: num_nodes %r (cheapest %d), plans %s, expected %s" % (doc4.get("num_nodes"), k, got, want),
+              k > 1 and doc4.get("num_nodes") == k and got == want)
         left = sum(1 for q in j["plans"] if q["nodes"] != k)
-        check(("Left out: %d plan" % left) in p.stdout if left else "Left out" not in p.stdout,
-              "left-out plans not counted (%d)" % left)
+        check("left-out plans not counted (%d)" % left,
+              ("Left out: %d plan" % left) in p.stdout if left else "Left out" not in p.stdout)
         r = run_bash(doc4["run"], fake, tmp)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")
-        check(argv == [b"launch", b"--sky-step", b"-n", b"8", b"--checkpoint-dir", b"/gpuctl-ckpt", b"--",
-                       b"train.py", b"--bf16"], "multi-node run line gave %r" % argv)
+        check("multi-node run line gave %r" % argv,
+              argv == [b"launch", b"--sky-step", b"-n", b"8", b"--checkpoint-dir", b"/gpuctl-ckpt", b"--",
+                       b"train.py", b"--bf16"])
         # --sky-step on a node: SkyPilot's environment becomes torchrun's rendezvous
         node = os.path.join(src, "tests", "cli", "nodes", "idle-8x.json")
         env = {k2: v for k2, v in os.environ.items() if not k2.startswith(("GPUCTL_", "SKYPILOT_"))
@@ -242,41 +244,42 @@ def main():
         p = subprocess.run([gpuctl, "--sim", node, "launch", "--sky-step", "--dry-run", "-n", "8", "--", "train.py"],
                            capture_output=True, text=True, timeout=60, env=sky_env)
         tr = [l for l in p.stdout.splitlines() if "--nnodes" in l]
-        check(p.returncode == 0 and tr and all(x in tr[0].split() for x in
+        check("--sky-step: exit %d, %r" % (p.returncode, tr or p.stderr),
+              p.returncode == 0 and tr and all(x in tr[0].split() for x in
               ["--nnodes=3", "--nproc_per_node=8", "--node_rank=2", "--rdzv_endpoint=10.1.2.3:29500",
-               "--rdzv_id=sky-t-1-x", "train.py"]), "--sky-step: exit %d, %r" % (p.returncode, tr or p.stderr))
+               "--rdzv_id=sky-t-1-x", "train.py"]))
         for drop, needle in [("SKYPILOT_NUM_NODES", "SKYPILOT_NUM_NODES is not set"),
                              ("SKYPILOT_NODE_IPS", "head node's address")]:
             e2 = dict(sky_env)
             del e2[drop]
             p = subprocess.run([gpuctl, "--sim", node, "launch", "--sky-step", "--dry-run", "-n", "8", "--", "t.py"],
                                capture_output=True, text=True, timeout=60, env=e2)
-            check(p.returncode == 2 and needle in p.stderr, "--sky-step without %s: %d %r" % (drop, p.returncode,
-                                                                                               p.stderr))
+            check("--sky-step without %s: %d %r" % (drop, p.returncode, p.stderr),
+                  p.returncode == 2 and needle in p.stderr)
         # the accelerator table: every catalog name, every GPU
         with open(os.path.join(src, "data", "sky-accelerators.csv")) as f:
             table = list(csv.DictReader(line for line in f if not line.startswith("#")))
         names = {r["skypilot"] for r in table}
-        check(names <= SKY_ACCELERATORS, "names SkyPilot does not have: %s" % sorted(names - SKY_ACCELERATORS))
+        check("names SkyPilot does not have: %s" % sorted(names - SKY_ACCELERATORS), names <= SKY_ACCELERATORS)
         with open(os.path.join(src, "data", "gpus.csv")) as f:
             gpus = {r["name"] for r in csv.DictReader(line for line in f if not line.startswith("#"))}
-        check({r["gpu"] for r in table} <= gpus, "table GPUs not in gpus.csv: %s"
-              % sorted({r["gpu"] for r in table} - gpus))
-        check(gpus <= {r["gpu"] for r in table}, "GPUs without a SkyPilot name: %s"
-              % sorted(gpus - {r["gpu"] for r in table}))
+        check("table GPUs not in gpus.csv: %s" % sorted({r["gpu"] for r in table} - gpus),
+              {r["gpu"] for r in table} <= gpus)
+        check("GPUs without a SkyPilot name: %s" % sorted(gpus - {r["gpu"] for r in table}),
+              gpus <= {r["gpu"] for r in table})
         for cat in sorted(os.listdir(os.path.join(src, "data", "catalog"))):
             with open(os.path.join(src, "data", "catalog", cat)) as f:
                 accs = {r["AcceleratorName"] for r in csv.DictReader(line for line in f if not line.startswith("#"))}
-            check(accs <= names, "%s: accelerator names not in data/sky-accelerators.csv: %s"
-                  % (cat, sorted(accs - names)))
+            check("%s: accelerator names not in data/sky-accelerators.csv: %s" % (cat, sorted(accs - names)),
+                  accs <= names)
         # gpuctl launch --sky: the same task, handed to sky jobs launch (a fake sky on PATH)
         emit = advise(gpuctl, base + ["--emit", "skypilot", "--name", "j1", "--", "python", "t.py"]).stdout
         tf = os.path.join(tmp, "task file.yaml")
         p = subprocess.run([gpuctl, "launch", "--sky", *base, "--name", "j1", "--dry-run", "--task-file", tf, "--",
                             "python", "t.py"], capture_output=True, text=True, timeout=60)
-        check(p.returncode == 0 and p.stdout == emit + "# gpuctl launch --sky runs:\n"
-              "sky jobs launch -y -d -n j1 '%s'\n" % tf and not os.path.exists(tf),
-              "launch --sky --dry-run: exit %d, %r" % (p.returncode, p.stdout[-200:]))
+        check("launch --sky --dry-run: exit %d, %r" % (p.returncode, p.stdout[-200:]),
+              p.returncode == 0 and p.stdout == emit + "# gpuctl launch --sky runs:\n"
+              "sky jobs launch -y -d -n j1 '%s'\n" % tf and not os.path.exists(tf))
         with open(os.path.join(fake, "sky"), "w") as f:
             f.write("#!/usr/bin/env python3\nimport os, sys\n"
                     "open(os.environ['ARGV_OUT'], 'wb').write(b'\\0'.join(os.fsencode(a) for a in sys.argv[1:]))\n"
@@ -295,23 +298,23 @@ def main():
                 argv = f.read().split(b"\0")
             with open(os.path.join(tmp, "argv.yaml")) as f:
                 sent = f.read()
-            check(p.returncode == int(sky_exit) and argv[:-1] == want and sent == emit,
-                  "launch --sky %s: exit %d, sky got %r" % (extra, p.returncode, argv))
-            check(os.listdir(tmpdir) == [], "launch --sky left %s in TMPDIR" % os.listdir(tmpdir))
-            check(sky_exit == "0" or "sky jobs launch failed (status 3)" in p.stderr, "sky's failure: %r" % p.stderr)
+            check("launch --sky %s: exit %d, sky got %r" % (extra, p.returncode, argv),
+                  p.returncode == int(sky_exit) and argv[:-1] == want and sent == emit)
+            check("launch --sky left %s in TMPDIR" % os.listdir(tmpdir), os.listdir(tmpdir) == [])
+            check("sky's failure: %r" % p.stderr, sky_exit == "0" or "sky jobs launch failed (status 3)" in p.stderr)
         p = subprocess.run([gpuctl, "launch", "--sky", *base, "--task-file", tf, "--", "x"], capture_output=True,
                            text=True, timeout=60, env=env)
-        check(p.returncode == 0 and os.path.exists(tf), "--task-file: exit %d, file %s" % (p.returncode,
-                                                                                       os.path.exists(tf)))
+        check("--task-file: exit %d, file %s" % (p.returncode, os.path.exists(tf)),
+              p.returncode == 0 and os.path.exists(tf))
         p = subprocess.run([gpuctl, "launch", "--sky", *base, "--", "x"], capture_output=True, text=True,
                            timeout=60, env=dict(env, PATH="/usr/bin:/bin"))
-        check(p.returncode == 1 and "cannot run sky" in p.stderr, "without sky: exit %d, %r" % (p.returncode,
-                                                                                              p.stderr))
+        check("without sky: exit %d, %r" % (p.returncode, p.stderr),
+              p.returncode == 1 and "cannot run sky" in p.stderr)
         for args, needle in [(["--emit", "skypilot"], "--emit is advise's"), (["--json"], "runs the task")]:
             p = subprocess.run([gpuctl, "launch", "--sky", *base, *args, "--", "x"], capture_output=True, text=True,
                                timeout=60, env=env)
-            check(p.returncode == 2 and needle in p.stderr, "launch --sky %s: exit %d %r" % (args, p.returncode,
-                                                                                           p.stderr))
+            check("launch --sky %s: exit %d %r" % (args, p.returncode, p.stderr),
+                  p.returncode == 2 and needle in p.stderr)
         # bad input: exit 2 and one line naming it
         cat = os.path.join(tmp, "catalog.csv")
         with open(cat, "w") as f:
@@ -330,13 +333,12 @@ def main():
                 (["--emit", "skypilot", "x"], "x"),
                 (["--catalog", cat, "--emit", "skypilot", "--", "x"], "SkyPilot does not know")]:
             p = advise(gpuctl, ["--model", "llama-2-7b"] + args)
-            check(p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1 and not p.stdout,
-                  "%s: exit %d, stderr %r, stdout %d bytes" % (args, p.returncode, p.stderr, len(p.stdout)))
+            check("%s: exit %d, stderr %r, stdout %d bytes" % (args, p.returncode, p.stderr, len(p.stdout)),
+                  p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1 and not p.stdout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("\n".join("FAIL: " + e for e in errors) if errors else "ok")
-    return 1 if errors else 0
+    harness.finish("ok")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
