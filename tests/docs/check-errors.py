@@ -12,8 +12,11 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import errors  # noqa: E402
+
 SRC = sys.argv[1]
-errors = []
 header = open(os.path.join(SRC, "include", "gpuctl", "gpuctl.h")).read()
 enum = re.search(r"enum gc_error \{(.*?)\};", header, re.S)
 codes = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"\b(GC_E[A-Z]+)\s*=\s*(-?\d+)", enum.group(1)))
@@ -56,9 +59,4 @@ for f in sources:
             errors.append(f"lib/{f}: {m.group(0)} — the library never sets the environment, prints, exits "
                           "or installs a signal handler")
 print(f"{len(codes)} error codes, {checked} public functions checked")
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-print("OK")
+harness.finish()

@@ -10,15 +10,13 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import check, errors  # noqa: E402
+
 GPUCTL, GPUCTLD, SRC = (os.path.abspath(a) for a in sys.argv[1:4])
 SCRIPT = os.path.join(SRC, "contrib", "bash-completion", "gpuctl")
-errors = []
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
-        errors.append(f"{name}: {detail}")
+harness.verbose = True  # "ok   NAME" or "FAIL NAME" as each check is made
 
 
 def complete(*words):
@@ -64,9 +62,4 @@ for v in ("ls", "query", "pick", "queue", "usage", "explain", "advise"):
         if "unknown option" in r.stderr:
             bad.append(f"{v} {o}")
 check("what completion offers, each verb accepts (no 'unknown option')", not bad, bad)
-if errors:
-    print("FAIL")
-    for e in errors:
-        print("  " + e)
-    sys.exit(1)
-print("OK")
+harness.finish()

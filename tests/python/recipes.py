@@ -17,14 +17,16 @@ Exits 77 (skip) only when PyTorch cannot be installed or imported here, after th
 recipes that need no PyTorch have run.
 Usage: recipes.py GPUCTL SRCDIR [ROUNDS]  (LD_LIBRARY_PATH, PYTHONPATH, GPUCTL_SIM_LIBDIR: meson)
 """
-import json
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import check, errors  # noqa: E402
 import time
 import urllib.request
 
@@ -34,7 +36,6 @@ NODE = os.path.join(SRC, "tests", "cli", "nodes", "idle-8x.json")
 TORCH_PY = "/usr/bin/python3"
 STEPS = 3000
 work = tempfile.mkdtemp(prefix="gpuctl-recipes-")
-errors = []
 
 with open(os.path.join(SRC, "docs", "python.md")) as f:
     doc = f.read()
@@ -54,12 +55,6 @@ for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
     base_env.pop(k, None)
 base_env.update({"GPUCTL_SIM": NODE, "GPUCTL_STATE_DIR": os.path.join(work, "state"),
                  "GPUCTL_SIM_RUNDIR": os.path.join(work, "rd"), "PATH": os.environ.get("PATH", "") + ":/usr/bin:/bin"})
-
-
-def check(name, cond, detail):
-    if not cond:
-        errors.append("%s: %s" % (name, detail))
-    return cond
 
 
 def run(name, argv, env=None, timeout=120):
@@ -89,8 +84,7 @@ up = subprocess.run(["bash", os.path.join(SRC, "tests", "torch", "torch-up.sh"),
                     text=True, timeout=900)
 if up.returncode != 0:
     if errors:
-        print("FAIL:\n" + "\n".join(errors))
-        sys.exit(1)
+        harness.finish()
     msg = up.stderr.strip().splitlines()
     print("SKIP: " + (msg[-1] if msg else "torch-up.sh exit %d" % up.returncode))
     sys.exit(77 if up.returncode == 77 else 1)
@@ -207,8 +201,4 @@ for r in range(ROUNDS):
 
 mock.terminate()
 mock.wait(10)
-if errors:
-    print("FAIL (seed %d: RECIPES_SEED=%d replays it):\n" % (seed, seed) + "\n\n".join(errors))
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-print("PASS")
+harness.finish("PASS", work=work, on_fail=lambda: print("seed %d: RECIPES_SEED=%d replays it" % (seed, seed)))

@@ -44,6 +44,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
 GPUCTL, SRC = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
 SIMLIB = os.environ.get("GPUCTL_SIM_LIBDIR", os.path.join(os.path.dirname(os.path.dirname(GPUCTL)), "sim"))
 HOLD = os.path.join(SIMLIB, "gpuctl-sim-hold")
@@ -67,15 +71,8 @@ env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCTL_", "TMUX
 QSOCK = os.path.join(work, "q.sock")
 env.update(GPUCTL_SIM_LIBDIR=SIMLIB, GPUCTL_SIM_RUNDIR=RUNDIR, GPUCTL_STATE_DIR=STATE, HOME=HOME,
            LANG="C.UTF-8", TERM="xterm-256color", GPUCTL_QUEUE_SOCKET=QSOCK)
-errors = []
 procs = []
-
-
-def check(what, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        errors.append("%s: %s" % (what, detail))
-    return cond
+harness.verbose = True  # "ok   WHAT" or "FAIL WHAT" as each check is made
 
 
 def tmux(*args, check=True):
@@ -652,7 +649,4 @@ finally:
     subprocess.run(["pkill", "-f", RUNDIR], capture_output=True)
 
 shutil.rmtree(work, ignore_errors=True)
-if errors:
-    print("\n%d failed:\n%s" % (len(errors), "\n\n".join(errors)))
-    sys.exit(1)
-print("PASS")
+harness.finish("PASS")
