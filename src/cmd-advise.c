@@ -377,6 +377,195 @@ static int advise_parse(int argc, char **argv, bool sky, struct advise_cli *cli,
 	return rc;
 }
 
+/* the SkyPilot task (advise --emit skypilot on stdout; launch --sky: handed to sky) */
+static int advise_emit(struct advise_result *res, const struct advise_cli *cli, bool sky)
+{
+	spec_sky *skyt = NULL;
+	size_t nsky = 0;
+	char *yaml = NULL, err[1024];
+	size_t ylen = 0;
+	FILE *out = sky ? open_memstream(&yaml, &ylen) : stdout;
+	int erc = out ? advise_load_sky(&skyt, &nsky, err, sizeof err) : GC_ENOMEM;
+	if (!out)
+		snprintf(err, sizeof err, "out of memory");
+	char name[96] = "";
+	if (erc == GC_OK)
+		erc = advise_emit_skypilot(res, skyt, nsky, &cli->so, out, name, sizeof name, err, sizeof err);
+	if (sky && out && fclose(out) != 0 && erc == GC_OK) {
+		snprintf(err, sizeof err, "out of memory");
+		erc = GC_ENOMEM;
+	}
+	free(skyt);
+	if (erc != GC_OK) {
+		free(yaml);
+		cli_err("%s", err);
+		return erc == GC_EINVAL ? (res->np ? EXIT_USAGE : EXIT_FAIL) : EXIT_FAILURE;
+	}
+	int lrc = sky ? sky_launch(yaml, name, cli->task_file, cli->dry_run, cli->follow) : EXIT_OK;
+	free(yaml);
+	return lrc;
+}
+
+/* the lines above the table: the workload's memory on one GPU, what is assumed, the work, the prices */
+static void print_header(const struct advise_result *res)
+{
+	const advise_req r = res->req;
+	const memmodel_job *j = &r.job;
+	const memmodel_model shape = res->shape;
+	const memmodel_mem single = res->single;
+	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
+	char title[256];
+	snprintf(title, sizeof title, "%s, %s in %s, seq %u, batch %u", r.model.name, memmodel_task_name(j->task),
+		 memmodel_prec_name(j->prec), j->seq ? j->seq : r.model.seq, j->batch);
+	if (r.model.kind == MEMMODEL_CNN)
+		snprintf(title, sizeof title, "%s, %s in %s, batch %u", r.model.name, memmodel_task_name(j->task),
+			 memmodel_prec_name(j->prec), j->batch);
+	breakdown(title, &single, 1);
+	if (shape.name[0]) {
+		char n[32];
+		fmt_count(n, sizeof n, r.model.params);
+		printf("  shape assumed: %s's, the preset nearest %s parameters (%u layers, hidden %u, %u heads, %u KV "
+		       "heads, FFN %u, vocabulary %u); --layers --hidden --heads give another\n", shape.name, n,
+		       shape.layers, shape.hidden, shape.heads, shape.kv_heads ? shape.kv_heads : shape.heads,
+		       shape.ffn, shape.vocab);
+		double ratio = r.model.params / shape.params;
+		if (ratio > 1.5 || ratio < 1 / 1.5) {
+			fmt_count(n, sizeof n, shape.params);
+			printf("  (%s has %s: far from that size, its activations and KV cache are a rough guess; give "
+			       "the architecture)\n", shape.name, n);
+		}
+	}
+	if (single.partial)
+		printf("  warning: without the architecture, activations and the KV cache are not counted: the plans "
+		       "below may not fit (add --layers --hidden --heads, or --model)\n");
+	else if (train && r.model.kind != MEMMODEL_CNN)
+		printf("  (on one GPU, no sharding)\n");
+	char why[600];
+	advise_assumptions(res, why, sizeof why);
+	printf("assumes: %s\n", why);
+	char work[160];
+	work_text(&r, res->tokens_given, work, sizeof work);
+	const char *how = !train ? "roofline"
+			  : r.model.kind == MEMMODEL_CNN ? "training FLOPs"
+			  : j->task == MEMMODEL_TRAIN ? "training FLOPs, 6·N per token (8·N with full recomputation: ckpt)"
+						      : "training FLOPs, 4·N per token (6·N with full recomputation: ckpt)";
+	printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work, how,
+	       r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
+	/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
+	char prices[2048];
+	advise_prices_text(res, prices, sizeof prices);
+	printf("prices: %s; ranked by %s\n", prices,
+	       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
+		      : "TOTAL, the job at on-demand prices");
+	for (size_t i = 0; i < res->nsrc; i++)
+		if (res->src[i].live && res->src[i].age_h > ADVISE_CATALOG_OLD_H)
+			printf("warning: SkyPilot's %s catalog is %.0f days old: its prices may be stale (SkyPilot "
+			       "fetches a new one when it runs, e.g. sky check)\n", res->src[i].cloud,
+			       res->src[i].age_h / 24);
+	printf("\n");
+}
+
+/* the plans, cheapest first, and the cheapest one's memory */
+static void print_plans(const struct advise_result *res)
+{
+	const advise_req r = res->req;
+	const advise_plan *plans = res->plans;
+	const size_t np = res->np, show = np < res->top ? np : res->top;
+	bool train = r.job.task == MEMMODEL_TRAIN || r.job.task == MEMMODEL_LORA || r.job.task == MEMMODEL_QLORA;
+	printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", "CLOUD", "INSTANCE", "REGION",
+	       "GPUS", "PLAN", "MEM/GPU", "TIME", r.spot ? "SPOT $/HOUR" : "$/HOUR",
+	       r.spot ? "SPOT TOTAL" : "TOTAL", r.spot ? "ON-DEMAND TOTAL" : "SPOT TOTAL");
+	for (size_t i = 0; i < show; i++) {
+		const advise_plan *p = &plans[i];
+		char gpusb[48], planb[64], memb[32], use[360], tb[32], ph[32], tot[32], other[32];
+		if (p->nodes > 1)
+			snprintf(gpusb, sizeof gpusb, "%ux(%ux %s)", p->nodes, p->row->count, p->gpu->name);
+		else
+			snprintf(gpusb, sizeof gpusb, "%ux %s", p->row->count, p->gpu->name);
+		plan_text(p, train, planb, sizeof planb);
+		fmt_gb(memb, sizeof memb, p->mem.total);
+		snprintf(use, sizeof use, "%s/%.0f", memb, p->gpu->mem / GB);
+		advise_fmt_hours(tb, sizeof tb, p->hours);
+		advise_fmt_money(ph, sizeof ph, r.spot ? p->spot_h : p->price_h);
+		advise_fmt_money(tot, sizeof tot, r.spot ? p->spot_cost : p->cost);
+		advise_fmt_money(other, sizeof other, r.spot ? p->cost : p->spot_cost);
+		printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", p->row->cloud,
+		       p->row->instance, p->row->region, gpusb, planb, use, tb, ph, tot, other);
+	}
+	if (np > show)
+		printf("(%zu more; --top N shows more)\n", np - show);
+	printf("\n");
+	breakdown("cheapest plan's memory", &plans[0].mem, plans[0].gpus);
+	if (plans[0].offload) {
+		char hn[32], hm[32];
+		fmt_gb(hn, sizeof hn, plans[0].host_need);
+		fmt_gb(hm, sizeof hm, plans[0].row->mem_gib * 1024 * 1024 * 1024);
+		printf("  host memory for them: %s per node (x%.1f for buffers, as DeepSpeed estimates), of the "
+		       "instance's %s (%.0f GiB)\n", hn, ADVISE_HOST_BUFFER, hm, plans[0].row->mem_gib);
+	}
+	const advise_plan *cp = &plans[0];
+	if (cp->nodes > 1 && cp->fabric && cp->fabric->gbps > 0)
+		printf("  %u nodes over %s (%.0f Gbps per node): no network model, multi-node efficiency is "
+		       "assumed equal to one node's\n", cp->nodes, cp->fabric->fabric, cp->fabric->gbps);
+	else if (cp->nodes > 1 && cp->fabric)
+		printf("  %u nodes over %s: no network model, multi-node efficiency is assumed equal to one "
+		       "node's\n", cp->nodes, cp->fabric->fabric);
+	else if (cp->nodes > 1)
+		printf("  %u nodes with no GPU network between them (data/fabrics.csv): ZeRO-3 across them is "
+		       "not proposed; no network model, multi-node efficiency is assumed equal to one node's\n",
+		       cp->nodes);
+}
+
+/* nothing fits: what the smallest feasible setup would need */
+static void print_none(const struct advise_result *res)
+{
+	const advise_req r = res->req;
+	const advise_need need = res->need;
+	printf("no setup in the catalog fits%s%s%s.\n", r.budget > 0 ? " the budget" : "",
+	       r.deadline_h > 0 ? (r.budget > 0 ? " and the deadline" : " the deadline") : "",
+	       r.max_gpus < 4096 ? " within --max-gpus" : "");
+	if (need.gpu) {
+		char t[32];
+		fmt_gb(t, sizeof t, need.mem.total);
+		char hn[64] = "";
+		if (need.offload) {
+			char h[32];
+			fmt_gb(h, sizeof h, need.host_need);
+			snprintf(hn, sizeof hn, ", %s of host memory per node", h);
+		}
+		printf("smallest feasible: %u x %s (%.0f GB each) with tp%u, ZeRO stage %d, recompute %s%s: "
+		       "%s per GPU%s\n", need.gpus, need.gpu->name, need.gpu->mem / GB, need.tp, need.zero,
+		       memmodel_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t, hn);
+		if (need.gpus > 8 && need.zero == 3)
+			printf("(ZeRO-3 across nodes: needs a GPU network between them, as data/fabrics.csv "
+			       "lists)\n");
+		if (need.gpus > r.max_gpus)
+			printf("that is more than --max-gpus %u\n", r.max_gpus);
+	} else {
+		printf("no GPU in the table fits it even 4096 at a time\n");
+	}
+}
+
+/* the catalog rows left out for a reason worth naming */
+static void print_skipped(const advise_skipped skipped)
+{
+	if (skipped.unknown_gpus)
+		printf("(%zu catalog rows name GPUs not in gpus.csv and were left out)\n", skipped.unknown_gpus);
+	if (skipped.no_host_mem)
+		printf("(%zu catalog row%s fit%s only with CPU offload but give%s no host memory (MemoryGiB) to check "
+		       "it against: left out)\n", skipped.no_host_mem, skipped.no_host_mem > 1 ? "s" : "",
+		       skipped.no_host_mem > 1 ? "" : "s", skipped.no_host_mem > 1 ? "" : "s");
+	if (skipped.no_fabric)
+		printf("(%zu catalog row%s fit%s only with ZeRO-3 across instances, which %s no GPU network "
+		       "between them (data/fabrics.csv): left out)\n", skipped.no_fabric,
+		       skipped.no_fabric > 1 ? "s" : "", skipped.no_fabric > 1 ? "" : "s",
+		       skipped.no_fabric > 1 ? "have" : "has");
+	if (skipped.host_too_small)
+		printf("(%zu catalog row%s fit%s only with CPU offload, and the offloaded states exceed %s host "
+		       "memory: left out)\n", skipped.host_too_small, skipped.host_too_small > 1 ? "s" : "",
+		       skipped.host_too_small > 1 ? "" : "s", skipped.host_too_small > 1 ? "their" : "its");
+}
+
 static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sky)
 {
 	struct advise_cli cli;
@@ -385,9 +574,7 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 	if (prc)
 		return prc < 0 ? EXIT_OK : prc;
 	struct advise_input in = cli.in;
-	struct advise_sky_opts so = cli.so;
-	bool json = cli.json, emit = cli.emit, dry_run = cli.dry_run, follow = cli.follow;
-	const char *task_file = cli.task_file;
+	bool json = cli.json, emit = cli.emit;
 	char err[1024];
 	if (sky && json) {
 		cli_err("gpuctl launch --sky runs the task; gpuctl advise --json shows the plans");
@@ -410,8 +597,8 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 	if (optind < argc && (!emit || strcmp(argv[optind - 1], "--") != 0))
 		return cli_extra_arg("advise", argv[optind]);
 	if (emit) {
-		so.cmd = argv + optind;
-		so.ncmd = (size_t)(argc - optind);
+		cli.so.cmd = argv + optind;
+		cli.so.ncmd = (size_t)(argc - optind);
 	}
 	if (in.model && strcmp(in.model, "list") == 0) {
 		memmodel_model *presets = NULL;
@@ -433,44 +620,10 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		advise_result_free(&res);
 		return rc == GC_EINVAL ? EXIT_USAGE : EXIT_FAILURE;
 	}
-	const advise_req *rq = &res.req;
-	const advise_req r = *rq;
-	const memmodel_job *j = &rq->job;
-	const memmodel_model shape = res.shape;
-	const memmodel_mem single = res.single;
-	const advise_plan *plans = res.plans;
-	const size_t np = res.np;
-	const advise_need need = res.need;
-	const advise_skipped skipped = res.skipped;
-	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
-	size_t show = np < res.top ? np : res.top;
-
 	if (emit) {
-		spec_sky *skyt = NULL;
-		size_t nsky = 0;
-		char *yaml = NULL;
-		size_t ylen = 0;
-		FILE *out = sky ? open_memstream(&yaml, &ylen) : stdout;
-		int erc = out ? advise_load_sky(&skyt, &nsky, err, sizeof err) : GC_ENOMEM;
-		if (!out)
-			snprintf(err, sizeof err, "out of memory");
-		char name[96] = "";
-		if (erc == GC_OK)
-			erc = advise_emit_skypilot(&res, skyt, nsky, &so, out, name, sizeof name, err, sizeof err);
-		if (sky && out && fclose(out) != 0 && erc == GC_OK) {
-			snprintf(err, sizeof err, "out of memory");
-			erc = GC_ENOMEM;
-		}
-		free(skyt);
+		int erc = advise_emit(&res, &cli, sky);
 		advise_result_free(&res);
-		if (erc != GC_OK) {
-			free(yaml);
-			cli_err("%s", err);
-			return erc == GC_EINVAL ? (np ? EXIT_USAGE : EXIT_FAIL) : EXIT_FAILURE;
-		}
-		int lrc = sky ? sky_launch(yaml, name, task_file, dry_run, follow) : EXIT_OK;
-		free(yaml);
-		return lrc;
+		return erc;
 	}
 	json_t *hj = NULL;
 	bool here_fits = false;
@@ -502,143 +655,17 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		puts(out);
 		free(out);
 	} else {
-		char title[256];
-		snprintf(title, sizeof title, "%s, %s in %s, seq %u, batch %u", r.model.name, memmodel_task_name(j->task),
-			 memmodel_prec_name(j->prec), j->seq ? j->seq : r.model.seq, j->batch);
-		if (r.model.kind == MEMMODEL_CNN)
-			snprintf(title, sizeof title, "%s, %s in %s, batch %u", r.model.name, memmodel_task_name(j->task),
-				 memmodel_prec_name(j->prec), j->batch);
-		breakdown(title, &single, 1);
-		if (shape.name[0]) {
-			char n[32];
-			fmt_count(n, sizeof n, r.model.params);
-			printf("  shape assumed: %s's, the preset nearest %s parameters (%u layers, hidden %u, %u heads, %u KV "
-			       "heads, FFN %u, vocabulary %u); --layers --hidden --heads give another\n", shape.name, n,
-			       shape.layers, shape.hidden, shape.heads, shape.kv_heads ? shape.kv_heads : shape.heads,
-			       shape.ffn, shape.vocab);
-			double ratio = r.model.params / shape.params;
-			if (ratio > 1.5 || ratio < 1 / 1.5) {
-				fmt_count(n, sizeof n, shape.params);
-				printf("  (%s has %s: far from that size, its activations and KV cache are a rough guess; give "
-				       "the architecture)\n", shape.name, n);
-			}
-		}
-		if (single.partial)
-			printf("  warning: without the architecture, activations and the KV cache are not counted: the plans "
-			       "below may not fit (add --layers --hidden --heads, or --model)\n");
-		else if (train && r.model.kind != MEMMODEL_CNN)
-			printf("  (on one GPU, no sharding)\n");
-		char why[600];
-		advise_assumptions(&res, why, sizeof why);
-		printf("assumes: %s\n", why);
-		char work[160];
-		work_text(&r, res.tokens_given, work, sizeof work);
-		const char *how = !train ? "roofline"
-				  : r.model.kind == MEMMODEL_CNN ? "training FLOPs"
-				  : j->task == MEMMODEL_TRAIN ? "training FLOPs, 6·N per token (8·N with full recomputation: ckpt)"
-							      : "training FLOPs, 4·N per token (6·N with full recomputation: ckpt)";
-		printf("work: %s; time: %s at MFU %.2f (docs/advise.md)\n", work, how,
-		       r.mfu > 0 ? r.mfu : advise_default_mfu(&r));
-		/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
-		char prices[2048];
-		advise_prices_text(&res, prices, sizeof prices);
-		printf("prices: %s; ranked by %s\n", prices,
-		       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
-			      : "TOTAL, the job at on-demand prices");
-		for (size_t i = 0; i < res.nsrc; i++)
-			if (res.src[i].live && res.src[i].age_h > ADVISE_CATALOG_OLD_H)
-				printf("warning: SkyPilot's %s catalog is %.0f days old: its prices may be stale (SkyPilot "
-				       "fetches a new one when it runs, e.g. sky check)\n", res.src[i].cloud,
-				       res.src[i].age_h / 24);
-		printf("\n");
-		if (np) {
-			printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", "CLOUD", "INSTANCE", "REGION",
-			       "GPUS", "PLAN", "MEM/GPU", "TIME", r.spot ? "SPOT $/HOUR" : "$/HOUR",
-			       r.spot ? "SPOT TOTAL" : "TOTAL", r.spot ? "ON-DEMAND TOTAL" : "SPOT TOTAL");
-			for (size_t i = 0; i < show; i++) {
-				const advise_plan *p = &plans[i];
-				char gpusb[48], planb[64], memb[32], use[360], tb[32], ph[32], tot[32], other[32];
-				if (p->nodes > 1)
-					snprintf(gpusb, sizeof gpusb, "%ux(%ux %s)", p->nodes, p->row->count, p->gpu->name);
-				else
-					snprintf(gpusb, sizeof gpusb, "%ux %s", p->row->count, p->gpu->name);
-				plan_text(p, train, planb, sizeof planb);
-				fmt_gb(memb, sizeof memb, p->mem.total);
-				snprintf(use, sizeof use, "%s/%.0f", memb, p->gpu->mem / GB);
-				advise_fmt_hours(tb, sizeof tb, p->hours);
-				advise_fmt_money(ph, sizeof ph, r.spot ? p->spot_h : p->price_h);
-				advise_fmt_money(tot, sizeof tot, r.spot ? p->spot_cost : p->cost);
-				advise_fmt_money(other, sizeof other, r.spot ? p->cost : p->spot_cost);
-				printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", p->row->cloud,
-				       p->row->instance, p->row->region, gpusb, planb, use, tb, ph, tot, other);
-			}
-			if (np > show)
-				printf("(%zu more; --top N shows more)\n", np - show);
-			printf("\n");
-			breakdown("cheapest plan's memory", &plans[0].mem, plans[0].gpus);
-			if (plans[0].offload) {
-				char hn[32], hm[32];
-				fmt_gb(hn, sizeof hn, plans[0].host_need);
-				fmt_gb(hm, sizeof hm, plans[0].row->mem_gib * 1024 * 1024 * 1024);
-				printf("  host memory for them: %s per node (x%.1f for buffers, as DeepSpeed estimates), of the "
-				       "instance's %s (%.0f GiB)\n", hn, ADVISE_HOST_BUFFER, hm, plans[0].row->mem_gib);
-			}
-			const advise_plan *cp = &plans[0];
-			if (cp->nodes > 1 && cp->fabric && cp->fabric->gbps > 0)
-				printf("  %u nodes over %s (%.0f Gbps per node): no network model, multi-node efficiency is "
-				       "assumed equal to one node's\n", cp->nodes, cp->fabric->fabric, cp->fabric->gbps);
-			else if (cp->nodes > 1 && cp->fabric)
-				printf("  %u nodes over %s: no network model, multi-node efficiency is assumed equal to one "
-				       "node's\n", cp->nodes, cp->fabric->fabric);
-			else if (cp->nodes > 1)
-				printf("  %u nodes with no GPU network between them (data/fabrics.csv): ZeRO-3 across them is "
-				       "not proposed; no network model, multi-node efficiency is assumed equal to one node's\n",
-				       cp->nodes);
-		} else {
-			printf("no setup in the catalog fits%s%s%s.\n", r.budget > 0 ? " the budget" : "",
-			       r.deadline_h > 0 ? (r.budget > 0 ? " and the deadline" : " the deadline") : "",
-			       r.max_gpus < 4096 ? " within --max-gpus" : "");
-			if (need.gpu) {
-				char t[32];
-				fmt_gb(t, sizeof t, need.mem.total);
-				char hn[64] = "";
-				if (need.offload) {
-					char h[32];
-					fmt_gb(h, sizeof h, need.host_need);
-					snprintf(hn, sizeof hn, ", %s of host memory per node", h);
-				}
-				printf("smallest feasible: %u x %s (%.0f GB each) with tp%u, ZeRO stage %d, recompute %s%s: "
-				       "%s per GPU%s\n", need.gpus, need.gpu->name, need.gpu->mem / GB, need.tp, need.zero,
-				       memmodel_recompute_name(need.recompute), need.offload ? ", CPU offload" : "", t, hn);
-				if (need.gpus > 8 && need.zero == 3)
-					printf("(ZeRO-3 across nodes: needs a GPU network between them, as data/fabrics.csv "
-					       "lists)\n");
-				if (need.gpus > r.max_gpus)
-					printf("that is more than --max-gpus %u\n", r.max_gpus);
-			} else {
-				printf("no GPU in the table fits it even 4096 at a time\n");
-			}
-		}
-		if (skipped.unknown_gpus)
-			printf("(%zu catalog rows name GPUs not in gpus.csv and were left out)\n", skipped.unknown_gpus);
-		if (skipped.no_host_mem)
-			printf("(%zu catalog row%s fit%s only with CPU offload but give%s no host memory (MemoryGiB) to check "
-			       "it against: left out)\n", skipped.no_host_mem, skipped.no_host_mem > 1 ? "s" : "",
-			       skipped.no_host_mem > 1 ? "" : "s", skipped.no_host_mem > 1 ? "" : "s");
-		if (skipped.no_fabric)
-			printf("(%zu catalog row%s fit%s only with ZeRO-3 across instances, which %s no GPU network "
-			       "between them (data/fabrics.csv): left out)\n", skipped.no_fabric,
-			       skipped.no_fabric > 1 ? "s" : "", skipped.no_fabric > 1 ? "" : "s",
-			       skipped.no_fabric > 1 ? "have" : "has");
-		if (skipped.host_too_small)
-			printf("(%zu catalog row%s fit%s only with CPU offload, and the offloaded states exceed %s host "
-			       "memory: left out)\n", skipped.host_too_small, skipped.host_too_small > 1 ? "s" : "",
-			       skipped.host_too_small > 1 ? "" : "s", skipped.host_too_small > 1 ? "their" : "its");
+		print_header(&res);
+		if (res.np)
+			print_plans(&res);
+		else
+			print_none(&res);
+		print_skipped(res.skipped);
 		if (hj)
 			printf("%s\n", json_string_value(json_object_get(hj, "text")));
 	}
 	json_decref(hj);
-	rc = np || here_fits ? EXIT_OK : EXIT_FAILURE;
+	rc = res.np || here_fits ? EXIT_OK : EXIT_FAILURE;
 	advise_result_free(&res);
 	return rc;
 }
