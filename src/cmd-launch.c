@@ -496,6 +496,116 @@ static int step_requeue(void)
 	return st == 0 ? LAUNCH_EXIT_REQUEUE : EXIT_FAIL;
 }
 
+/* --slurm: the batch script for sbatch, after its options' checks; an exit code */
+static int launch_slurm(struct slurm_opts *s, const struct runjob *j, const struct launch *L, const char *refused)
+{
+	int rc = EXIT_OK;
+	if (j->r.jg.n_given && !j->r.jg.n_auto) {
+		if (s->gpus_given && s->gpus_per_node != j->r.jg.sel.n) {
+			cli_err("give either -n or --gpus-per-node, not both");
+			return EXIT_USAGE;
+		}
+		s->gpus_per_node = j->r.jg.sel.n;
+		s->gpus_given = true;
+	}
+	s->max_requeues = j->jo.sv.max_restarts;
+	if (L->step) {
+		cli_err("give either --slurm or --slurm-step, not both");
+		return EXIT_USAGE;
+	}
+	if (refused) {
+		cli_err("--%s does not apply with --slurm: Slurm chooses the nodes and GPUs and requeues the job "
+			"(use --gpus-per-node, --partition, --max-restarts)", refused);
+		return EXIT_USAGE;
+	}
+	if (!s->gpus_given) {
+		cli_err("--slurm needs --gpus-per-node G (or -n G): how many GPUs on each node");
+		return EXIT_USAGE;
+	}
+	if (s->follow && j->dry_run) {
+		cli_err("give either --dry-run or --follow, not both");
+		return EXIT_USAGE;
+	}
+	if ((s->partition && (rc = sbatch_value("--partition", s->partition))) ||
+	    (s->time && (rc = sbatch_value("--time", s->time))) ||
+	    (s->account && (rc = sbatch_value("--account", s->account))) ||
+	    (s->job_name && (rc = sbatch_value("--job-name", s->job_name))) ||
+	    (s->output && (rc = sbatch_value("--output", s->output))))
+		return rc;
+	return slurm_submit(s, L->cmd, j->dry_run);
+}
+
+/*
+ * --sky-step: a node of a SkyPilot task (gpuctl advise --emit skypilot's
+ * multi-node run line): its node count, rank and head from SkyPilot's
+ * environment, every node's torchrun meeting at the head (--rdzv-endpoint
+ * overrides it). An exit code.
+ */
+static int sky_step_env(struct launch *L, struct runjob *j)
+{
+	static const char where[] = "SkyPilot task (gpuctl advise --emit skypilot writes one)";
+	long nn, rank;
+	int rc;
+	const char *ips = getenv("SKYPILOT_NODE_IPS"), *task = getenv("SKYPILOT_TASK_ID");
+	if (j->r.jg.n_auto) {
+		cli_err("--sky-step needs -n G: the GPUs SkyPilot gave each node (\"$SKYPILOT_NUM_GPUS_PER_NODE\")");
+		return EXIT_USAGE;
+	}
+	if ((rc = launch_env("--sky-step", where, "SKYPILOT_NUM_NODES", 1, &nn)) ||
+	    (rc = launch_env("--sky-step", where, "SKYPILOT_NODE_RANK", 0, &rank)))
+		return rc;
+	size_t skip = ips ? strspn(ips, " \t\n") : 0, hl = ips ? strcspn(ips + skip, " \t\n") : 0;
+	if (!L->endpoint && (!hl || hl > 253)) {
+		cli_err("--sky-step needs the head node's address: SKYPILOT_NODE_IPS is %s (or give --rdzv-endpoint "
+			"HOST:PORT)", ips ? "not an address list" : "not set");
+		return EXIT_USAGE;
+	}
+	if (!L->endpoint) {
+		snprintf(L->endpoint_buf, sizeof L->endpoint_buf, "%.*s:29500", (int)hl, ips + skip);
+		L->endpoint = L->endpoint_buf;
+	}
+	L->nnodes = (unsigned)nn;
+	L->node_rank = (unsigned)rank;
+	/* the rendezvous id: SkyPilot's task id (the same on every node), in safe characters */
+	char id[48];
+	snprintf(id, sizeof id, "%s", task && *task ? task : "sky");
+	for (char *k = id; *k; k++)
+		if (!isalnum((unsigned char)*k) && *k != '-' && *k != '_')
+			*k = '-';
+	snprintf(L->rdzv_id, sizeof L->rdzv_id, "%s", id);
+	snprintf(j->jo.sv.run_id, sizeof j->jo.sv.run_id, "sky-%.28s", id);
+	/* every node must start again together: SkyPilot's job recovery relaunches them all */
+	j->jo.sv.restart = SUPERVISE_RESTART_NEVER;
+	return EXIT_OK;
+}
+
+/* --slurm-step: this node's part of a Slurm job, from Slurm's environment. An exit code. */
+static int slurm_step_env(struct launch *L, struct runjob *j)
+{
+	static const char where[] = "Slurm job step (gpuctl launch --slurm submits one)";
+	long nn, rank, jobid;
+	int rc;
+	if (!L->endpoint || !*L->endpoint) {
+		cli_err("--slurm-step needs --rdzv-endpoint HOST:PORT");
+		return EXIT_USAGE;
+	}
+	if (j->r.jg.n_auto) {
+		cli_err("--slurm-step needs -n G: the GPUs Slurm gave each node");
+		return EXIT_USAGE;
+	}
+	if ((rc = launch_env("--slurm-step", where, "SLURM_JOB_ID", 1, &jobid)) ||
+	    (rc = launch_env("--slurm-step", where, "SLURM_NNODES", 1, &nn)) ||
+	    (rc = launch_env("--slurm-step", where, "SLURM_NODEID", 0, &rank)))
+		return rc;
+	L->nnodes = (unsigned)nn;
+	L->node_rank = (unsigned)rank;
+	snprintf(L->rdzv_id, sizeof L->rdzv_id, "%ld", jobid);
+	snprintf(j->jo.sv.run_id, sizeof j->jo.sv.run_id, "slurm-%ld", jobid);
+	/* every node must restart together: that is Slurm's requeue, not a local restart */
+	j->jo.sv.restart = SUPERVISE_RESTART_NEVER;
+	return EXIT_OK;
+}
+
 /* what launch's own options set (run's, RUNJOB_LONG_OPTIONS, go to the runjob) */
 struct launch_cli {
 	const char *launcher, *partition, *time, *account, *job_name, *output, *endpoint;
@@ -642,38 +752,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 	}
 	L.cmd = argv + optind;
 	if (slurm) {
-		if (j.r.jg.n_given && !j.r.jg.n_auto) {
-			if (s.gpus_given && s.gpus_per_node != j.r.jg.sel.n) {
-				cli_err("give either -n or --gpus-per-node, not both");
-				rc = EXIT_USAGE;
-				goto out;
-			}
-			s.gpus_per_node = j.r.jg.sel.n;
-			s.gpus_given = true;
-		}
-		s.max_requeues = j.jo.sv.max_restarts;
-		if (L.step) {
-			cli_err("give either --slurm or --slurm-step, not both");
-			rc = EXIT_USAGE;
-		} else if (refused) {
-			cli_err("--%s does not apply with --slurm: Slurm chooses the nodes and GPUs and requeues the job "
-				"(use --gpus-per-node, --partition, --max-restarts)", refused);
-			rc = EXIT_USAGE;
-		} else if (!s.gpus_given) {
-			cli_err("--slurm needs --gpus-per-node G (or -n G): how many GPUs on each node");
-			rc = EXIT_USAGE;
-		} else if (s.follow && j.dry_run) {
-			cli_err("give either --dry-run or --follow, not both");
-			rc = EXIT_USAGE;
-		} else if ((s.partition && (rc = sbatch_value("--partition", s.partition))) ||
-			   (s.time && (rc = sbatch_value("--time", s.time))) ||
-			   (s.account && (rc = sbatch_value("--account", s.account))) ||
-			   (s.job_name && (rc = sbatch_value("--job-name", s.job_name))) ||
-			   (s.output && (rc = sbatch_value("--output", s.output)))) {
-			;
-		} else {
-			rc = slurm_submit(&s, L.cmd, j.dry_run);
-		}
+		rc = launch_slurm(&s, &j, &L, refused);
 		goto out;
 	}
 	if (s.nodes != 1 || s.partition || s.time || s.account || s.cpus_per_task || s.follow ||
@@ -692,69 +771,8 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		request_option(&j.r, 'n', "auto");
 	if ((rc = choose_launcher(launcher_arg, &L)))
 		goto out;
-	if (sky_step) {
-		/* a node of a SkyPilot task (gpuctl advise --emit skypilot's multi-node run line): its
-		   node count, rank and head from SkyPilot's environment, every node's torchrun meeting
-		   at the head (--rdzv-endpoint overrides it) */
-		long nn, rank;
-		const char *ips = getenv("SKYPILOT_NODE_IPS"), *task = getenv("SKYPILOT_TASK_ID");
-		if (j.r.jg.n_auto) {
-			cli_err("--sky-step needs -n G: the GPUs SkyPilot gave each node (\"$SKYPILOT_NUM_GPUS_PER_NODE\")");
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		if ((rc = launch_env("--sky-step", "SkyPilot task (gpuctl advise --emit skypilot writes one)",
-				     "SKYPILOT_NUM_NODES", 1, &nn)) ||
-		    (rc = launch_env("--sky-step", "SkyPilot task (gpuctl advise --emit skypilot writes one)",
-				     "SKYPILOT_NODE_RANK", 0, &rank)))
-			goto out;
-		size_t skip = ips ? strspn(ips, " \t\n") : 0, hl = ips ? strcspn(ips + skip, " \t\n") : 0;
-		if (!L.endpoint && (!hl || hl > 253)) {
-			cli_err("--sky-step needs the head node's address: SKYPILOT_NODE_IPS is %s (or give --rdzv-endpoint "
-				"HOST:PORT)", ips ? "not an address list" : "not set");
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		if (!L.endpoint) {
-			snprintf(L.endpoint_buf, sizeof L.endpoint_buf, "%.*s:29500", (int)hl, ips + skip);
-			L.endpoint = L.endpoint_buf;
-		}
-		L.nnodes = (unsigned)nn;
-		L.node_rank = (unsigned)rank;
-		/* the rendezvous id: SkyPilot's task id (the same on every node), in safe characters */
-		char id[48];
-		snprintf(id, sizeof id, "%s", task && *task ? task : "sky");
-		for (char *k = id; *k; k++)
-			if (!isalnum((unsigned char)*k) && *k != '-' && *k != '_')
-				*k = '-';
-		snprintf(L.rdzv_id, sizeof L.rdzv_id, "%s", id);
-		snprintf(j.jo.sv.run_id, sizeof j.jo.sv.run_id, "sky-%.28s", id);
-		/* every node must start again together: SkyPilot's job recovery relaunches them all */
-		j.jo.sv.restart = SUPERVISE_RESTART_NEVER;
-	} else if (L.step) {
-		long nn, rank, jobid;
-		if (!L.endpoint || !*L.endpoint) {
-			cli_err("--slurm-step needs --rdzv-endpoint HOST:PORT");
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		if (j.r.jg.n_auto) {
-			cli_err("--slurm-step needs -n G: the GPUs Slurm gave each node");
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		static const char where[] = "Slurm job step (gpuctl launch --slurm submits one)";
-		if ((rc = launch_env("--slurm-step", where, "SLURM_JOB_ID", 1, &jobid)) ||
-		    (rc = launch_env("--slurm-step", where, "SLURM_NNODES", 1, &nn)) ||
-		    (rc = launch_env("--slurm-step", where, "SLURM_NODEID", 0, &rank)))
-			goto out;
-		L.nnodes = (unsigned)nn;
-		L.node_rank = (unsigned)rank;
-		snprintf(L.rdzv_id, sizeof L.rdzv_id, "%ld", jobid);
-		snprintf(j.jo.sv.run_id, sizeof j.jo.sv.run_id, "slurm-%ld", jobid);
-		/* every node must restart together: that is Slurm's requeue, not a local restart */
-		j.jo.sv.restart = SUPERVISE_RESTART_NEVER;
-	}
+	if ((sky_step && (rc = sky_step_env(&L, &j))) || (!sky_step && L.step && (rc = slurm_step_env(&L, &j))))
+		goto out;
 	probe_launcher(&L);
 	/* a stop (notice, hang, --grace) goes to torchrun's workers, not to its agent, which would
 	   SIGKILL them 30 s later (docs/launch.md) */
