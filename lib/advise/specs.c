@@ -39,56 +39,85 @@ static const char *field(const struct csv *c, int col)
 	return col >= 0 && (size_t)col < c->nf ? c->f[col] : "";
 }
 
+/* a table being read: its reader, and the rows read so far (cnt of size bytes each) */
+struct table {
+	const char *path;
+	char *data;
+	struct csv c;
+	void *rows;
+	size_t cnt, size;
+	char *err;
+	size_t errlen;
+};
+
 /*
- * Read `path` and its header row into c, and the header's columns cols[0..n)
- * into idx (bits of `required`: columns that must be there). 0, or a GC_E*
- * code with the reason in err (nothing left to release).
+ * Read `path` and its header row into t (rows of `size` bytes), and the
+ * header's columns cols[0..n) into idx (bits of `required`: columns that must
+ * be there). 0, or a GC_E* code with the reason in err (nothing left to
+ * release).
  */
-static int open_table(const char *path, char **data, struct csv *c, const char *const *cols, int n,
+static int table_open(struct table *t, const char *path, size_t size, const char *const *cols, int n,
 		      unsigned long required, int *idx, char *err, size_t errlen)
 {
 	size_t len;
 	char why[256];
-	int rc = slurp(path, SPECS_MAX_FILE, data, &len, err, errlen);
+	*t = (struct table){.path = path, .size = size, .err = err, .errlen = errlen};
+	int rc = slurp(path, SPECS_MAX_FILE, &t->data, &len, err, errlen);
 	if (rc)
 		return rc;
-	csv_init(c, *data, len, CSV_COMMENTS);
-	rc = csv_next(c, why, sizeof why);
-	int miss = rc > 0 ? csv_columns(c, cols, n, required, idx) : -1;
+	csv_init(&t->c, t->data, len, CSV_COMMENTS);
+	rc = csv_next(&t->c, why, sizeof why);
+	int miss = rc > 0 ? csv_columns(&t->c, cols, n, required, idx) : -1;
 	if (rc > 0 && miss < 0)
 		return 0;
 	if (rc <= 0)
 		errbuf_set(err, errlen, "%s: %s", path, rc < 0 ? why : "empty file");
 	else
 		errbuf_set(err, errlen, "%s: no column '%s' in the header", path, cols[miss]);
-	csv_release(c);
-	free(*data);
-	*data = NULL;
+	csv_release(&t->c);
+	free(t->data);
+	t->data = NULL;
 	return GC_EINVAL;
 }
 
-/* rows grown by one zeroed row at [cnt]; the new base, or NULL (rows kept) when memory ran out */
-static void *grow(void *rows, size_t cnt, size_t size, char *err, size_t errlen)
+/*
+ * The next row, read into t->c: a zeroed row at rows[cnt] for the caller to
+ * fill (and count, cnt++, once it is good). NULL at the end of the file (*rc
+ * 0), or with *rc a GC_E* code and the reason in err (a bad line, no memory).
+ */
+static void *table_row(struct table *t, int *rc)
 {
-	char *p = realloc(rows, (cnt + 1) * size);
+	char why[256];
+	int got = csv_next(&t->c, why, sizeof why);
+	*rc = 0;
+	if (got < 0) {
+		errbuf_set(t->err, t->errlen, "%s: %s", t->path, why);
+		*rc = GC_EINVAL;
+	}
+	if (got != 1)
+		return NULL;
+	char *p = realloc(t->rows, (t->cnt + 1) * t->size);
 	if (!p) {
-		errbuf_set(err, errlen, "out of memory");
+		errbuf_set(t->err, t->errlen, "out of memory");
+		*rc = GC_ENOMEM;
 		return NULL;
 	}
-	memset(p + cnt * size, 0, size);
-	return p;
+	t->rows = p;
+	memset(p + t->cnt * t->size, 0, t->size);
+	return p + t->cnt * t->size;
 }
 
-/* the end of a load: release the reader and, on failure (rc < 0), the rows; returns rc */
-static int close_table(int rc, struct csv *c, char *data, void *rows)
+/* the end of a load: the reader released; the rows (their count in *n) when rc is 0, else NULL (the rows freed) */
+static void *table_close(struct table *t, int rc, size_t *n)
 {
-	csv_release(c);
-	free(data);
-	if (rc < 0) {
-		free(rows);
-		return rc;
+	csv_release(&t->c);
+	free(t->data);
+	if (rc) {
+		free(t->rows);
+		return NULL;
 	}
-	return 0;
+	*n = t->cnt;
+	return t->rows;
 }
 
 int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size_t errlen)
@@ -100,41 +129,31 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 					   "interconnect_gbs", "source", "notes"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
-	char *data;
-	char why[256];
-	struct csv c;
+	struct table t;
 	/* name, accelerator_names, memory_gb and mem_bw_gbs are required */
-	int rc = open_table(path, &data, &c, cols, NCOL, 0xful, idx, err, errlen);
+	int rc = table_open(&t, path, sizeof **out, cols, NCOL, 0xful, idx, err, errlen);
 	if (rc)
 		return rc;
-	spec_gpu *g = NULL;
-	size_t cnt = 0;
-	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		spec_gpu *nv = grow(g, cnt, sizeof *g, err, errlen);
-		if (!nv) {
-			rc = GC_ENOMEM;
-			goto out;
-		}
-		g = nv;
-		spec_gpu *x = &g[cnt];
-		copy(x->name, sizeof x->name, field(&c, idx[0]));
-		copy(x->acc, sizeof x->acc, field(&c, idx[1]));
-		copy(x->interconnect, sizeof x->interconnect, field(&c, idx[9]));
-		copy(x->source, sizeof x->source, field(&c, idx[11]));
-		copy(x->notes, sizeof x->notes, field(&c, idx[12]));
+	spec_gpu *x;
+	while ((x = table_row(&t, &rc))) {
+		copy(x->name, sizeof x->name, field(&t.c, idx[0]));
+		copy(x->acc, sizeof x->acc, field(&t.c, idx[1]));
+		copy(x->interconnect, sizeof x->interconnect, field(&t.c, idx[9]));
+		copy(x->source, sizeof x->source, field(&t.c, idx[11]));
+		copy(x->notes, sizeof x->notes, field(&t.c, idx[12]));
 		double v[NCOL] = {0};
 		for (int i = 2; i < NCOL; i++) {
 			if (i == 9 || i >= 11)
 				continue;
-			if (num(field(&c, idx[i]), i != 2 && i != 3, &v[i]) < 0) {
-				errbuf_set(err, errlen, "%s: line %zu: %s '%s' is not a non-negative number", path, c.line,
-					   cols[i], field(&c, idx[i]));
+			if (num(field(&t.c, idx[i]), i != 2 && i != 3, &v[i]) < 0) {
+				errbuf_set(err, errlen, "%s: line %zu: %s '%s' is not a non-negative number", path, t.c.line,
+					   cols[i], field(&t.c, idx[i]));
 				rc = GC_EINVAL;
 				goto out;
 			}
 		}
 		if (!x->name[0] || v[2] <= 0 || v[3] <= 0) {
-			errbuf_set(err, errlen, "%s: line %zu: a GPU needs a name, memory_gb and mem_bw_gbs", path, c.line);
+			errbuf_set(err, errlen, "%s: line %zu: a GPU needs a name, memory_gb and mem_bw_gbs", path, t.c.line);
 			rc = GC_EINVAL;
 			goto out;
 		}
@@ -147,18 +166,10 @@ int specs_load_gpus(const char *path, spec_gpu **out, size_t *n, char *err, size
 		x->peak[MEMMODEL_INT8] = v[8] * 1e12;
 		x->peak[MEMMODEL_INT4] = 0; /* not in the table: int4 weights are computed in 16 bits */
 		x->link = v[10] * 1e9;
-		cnt++;
-	}
-	if (rc < 0) {
-		errbuf_set(err, errlen, "%s: %s", path, why);
-		rc = GC_EINVAL;
+		t.cnt++;
 	}
 out:
-	rc = close_table(rc, &c, data, g);
-	if (!rc) {
-		*out = g;
-		*n = cnt;
-	}
+	*out = table_close(&t, rc, n);
 	return rc;
 }
 
@@ -171,41 +182,32 @@ int specs_load_models(const char *path, memmodel_model **out, size_t *n, char *e
 					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample", "default_shape"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
-	char *data;
 	char why[256];
-	struct csv c;
+	struct table t;
 	/* name, kind and params are required */
-	int rc = open_table(path, &data, &c, cols, NCOL, 1ul << 0 | 1ul << 2 | 1ul << 4, idx, err, errlen);
+	int rc = table_open(&t, path, sizeof **out, cols, NCOL, 1ul << 0 | 1ul << 2 | 1ul << 4, idx, err, errlen);
 	if (rc)
 		return rc;
-	memmodel_model *m = NULL;
-	size_t cnt = 0;
-	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		memmodel_model *nv = grow(m, cnt, sizeof *m, err, errlen);
-		if (!nv) {
-			rc = GC_ENOMEM;
-			goto out;
-		}
-		m = nv;
-		memmodel_model *x = &m[cnt];
-		copy(x->name, sizeof x->name, field(&c, idx[0]));
-		copy(x->aliases, sizeof x->aliases, field(&c, idx[1]));
-		const char *kind = field(&c, idx[2]);
+	memmodel_model *x;
+	while ((x = table_row(&t, &rc))) {
+		copy(x->name, sizeof x->name, field(&t.c, idx[0]));
+		copy(x->aliases, sizeof x->aliases, field(&t.c, idx[1]));
+		const char *kind = field(&t.c, idx[2]);
 		x->kind = strcasecmp(kind, "decoder") == 0 ? MEMMODEL_DECODER
 			  : strcasecmp(kind, "encoder") == 0 ? MEMMODEL_ENCODER
 			  : strcasecmp(kind, "cnn") == 0 ? MEMMODEL_CNN : -1;
 		if (!x->name[0] || x->kind < 0) {
 			errbuf_set(err, errlen, "%s: line %zu: a model needs a name and a kind (decoder, encoder, cnn)",
-				   path, c.line);
+				   path, t.c.line);
 			rc = GC_EINVAL;
 			goto out;
 		}
-		x->gated = strcasecmp(field(&c, idx[3]), "plain") != 0 && x->kind == MEMMODEL_DECODER;
-		x->tied = strcasecmp(field(&c, idx[14]), "yes") == 0;
-		x->default_shape = strcasecmp(field(&c, idx[18]), "yes") == 0 && x->kind == MEMMODEL_DECODER;
-		if (memmodel_parse_count(field(&c, idx[4]), &x->params, why, sizeof why) < 0 ||
-		    (*field(&c, idx[5]) && memmodel_parse_count(field(&c, idx[5]), &x->active_params, why, sizeof why) < 0)) {
-			errbuf_set(err, errlen, "%s: line %zu: %s", path, c.line, why);
+		x->gated = strcasecmp(field(&t.c, idx[3]), "plain") != 0 && x->kind == MEMMODEL_DECODER;
+		x->tied = strcasecmp(field(&t.c, idx[14]), "yes") == 0;
+		x->default_shape = strcasecmp(field(&t.c, idx[18]), "yes") == 0 && x->kind == MEMMODEL_DECODER;
+		if (memmodel_parse_count(field(&t.c, idx[4]), &x->params, why, sizeof why) < 0 ||
+		    (*field(&t.c, idx[5]) && memmodel_parse_count(field(&t.c, idx[5]), &x->active_params, why, sizeof why) < 0)) {
+			errbuf_set(err, errlen, "%s: line %zu: %s", path, t.c.line, why);
 			rc = GC_EINVAL;
 			goto out;
 		}
@@ -215,42 +217,34 @@ int specs_load_models(const char *path, memmodel_model **out, size_t *n, char *e
 				 &x->experts, &x->experts_active};
 		for (int i = 0; i < 8; i++) {
 			double v;
-			if (num(field(&c, idx[6 + i]), true, &v) < 0 || v > 1e7 || v != floor(v)) {
-				errbuf_set(err, errlen, "%s: line %zu: %s '%s' is not a whole number", path, c.line,
-					   cols[6 + i], field(&c, idx[6 + i]));
+			if (num(field(&t.c, idx[6 + i]), true, &v) < 0 || v > 1e7 || v != floor(v)) {
+				errbuf_set(err, errlen, "%s: line %zu: %s '%s' is not a whole number", path, t.c.line,
+					   cols[6 + i], field(&t.c, idx[6 + i]));
 				rc = GC_EINVAL;
 				goto out;
 			}
 			*u[i] = (unsigned)v;
 		}
 		double v;
-		if (num(field(&c, idx[15]), true, &v) < 0 || v > 1e7 ||
-		    num(field(&c, idx[16]), true, &x->act_per_sample) < 0 ||
-		    num(field(&c, idx[17]), true, &x->flops_per_sample) < 0) {
+		if (num(field(&t.c, idx[15]), true, &v) < 0 || v > 1e7 ||
+		    num(field(&t.c, idx[16]), true, &x->act_per_sample) < 0 ||
+		    num(field(&t.c, idx[17]), true, &x->flops_per_sample) < 0) {
 			errbuf_set(err, errlen, "%s: line %zu: bad seq, act_bytes_per_sample or flops_per_sample", path,
-				   c.line);
+				   t.c.line);
 			rc = GC_EINVAL;
 			goto out;
 		}
 		x->seq = (unsigned)v;
 		if (x->heads && x->hidden % x->heads) {
-			errbuf_set(err, errlen, "%s: line %zu: hidden %u is not a multiple of heads %u", path, c.line,
+			errbuf_set(err, errlen, "%s: line %zu: hidden %u is not a multiple of heads %u", path, t.c.line,
 				   x->hidden, x->heads);
 			rc = GC_EINVAL;
 			goto out;
 		}
-		cnt++;
-	}
-	if (rc < 0) {
-		errbuf_set(err, errlen, "%s: %s", path, why);
-		rc = GC_EINVAL;
+		t.cnt++;
 	}
 out:
-	rc = close_table(rc, &c, data, m);
-	if (!rc) {
-		*out = m;
-		*n = cnt;
-	}
+	*out = table_close(&t, rc, n);
 	return rc;
 }
 
@@ -261,44 +255,26 @@ int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err
 	static const char *const cols[] = {"cloud", "instance", "fabric", "gbps", "source"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
-	char *data;
-	char why[256];
-	struct csv c;
+	struct table t;
 	/* instance and fabric are required */
-	int rc = open_table(path, &data, &c, cols, NCOL, 1ul << 1 | 1ul << 2, idx, err, errlen);
+	int rc = table_open(&t, path, sizeof **out, cols, NCOL, 1ul << 1 | 1ul << 2, idx, err, errlen);
 	if (rc)
 		return rc;
-	spec_fabric *f = NULL;
-	size_t cnt = 0;
-	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		spec_fabric *nv = grow(f, cnt, sizeof *f, err, errlen);
-		if (!nv) {
-			rc = GC_ENOMEM;
-			goto out;
-		}
-		f = nv;
-		spec_fabric *x = &f[cnt];
-		copy(x->cloud, sizeof x->cloud, field(&c, idx[0]));
-		copy(x->instance, sizeof x->instance, field(&c, idx[1]));
-		copy(x->fabric, sizeof x->fabric, field(&c, idx[2]));
-		if (!x->instance[0] || !x->fabric[0] || num(field(&c, idx[3]), true, &x->gbps) < 0) {
+	spec_fabric *x;
+	while ((x = table_row(&t, &rc))) {
+		copy(x->cloud, sizeof x->cloud, field(&t.c, idx[0]));
+		copy(x->instance, sizeof x->instance, field(&t.c, idx[1]));
+		copy(x->fabric, sizeof x->fabric, field(&t.c, idx[2]));
+		if (!x->instance[0] || !x->fabric[0] || num(field(&t.c, idx[3]), true, &x->gbps) < 0) {
 			errbuf_set(err, errlen, "%s: line %zu: a row needs an instance, a fabric and gbps as a "
-						"non-negative number or empty (gbps '%s')", path, c.line, field(&c, idx[3]));
+						"non-negative number or empty (gbps '%s')", path, t.c.line, field(&t.c, idx[3]));
 			rc = GC_EINVAL;
 			goto out;
 		}
-		cnt++;
-	}
-	if (rc < 0) {
-		errbuf_set(err, errlen, "%s: %s", path, why);
-		rc = GC_EINVAL;
+		t.cnt++;
 	}
 out:
-	rc = close_table(rc, &c, data, f);
-	if (!rc) {
-		*out = f;
-		*n = cnt;
-	}
+	*out = table_close(&t, rc, n);
 	return rc;
 }
 
@@ -421,40 +397,22 @@ static int load_pairs(const char *path, const char *key_col, const char *what, s
 	*n = 0;
 	const char *const cols[] = {key_col, "gpu"};
 	int idx[2];
-	char *data;
-	char why[256];
-	struct csv c;
-	int rc = open_table(path, &data, &c, cols, 2, 3ul, idx, err, errlen);
+	struct table t;
+	int rc = table_open(&t, path, sizeof **out, cols, 2, 3ul, idx, err, errlen);
 	if (rc)
 		return rc;
-	spec_sky *t = NULL;
-	size_t cnt = 0;
-	while ((rc = csv_next(&c, why, sizeof why)) == 1) {
-		spec_sky *nv = grow(t, cnt, sizeof *t, err, errlen);
-		if (!nv) {
-			rc = GC_ENOMEM;
-			goto out;
-		}
-		t = nv;
-		copy(t[cnt].name, sizeof t[cnt].name, field(&c, idx[0]));
-		copy(t[cnt].gpu, sizeof t[cnt].gpu, field(&c, idx[1]));
-		if (!t[cnt].name[0] || !t[cnt].gpu[0]) {
-			errbuf_set(err, errlen, "%s: line %zu: a row needs %s and a GPU", path, c.line, what);
+	spec_sky *x;
+	while ((x = table_row(&t, &rc))) {
+		copy(x->name, sizeof x->name, field(&t.c, idx[0]));
+		copy(x->gpu, sizeof x->gpu, field(&t.c, idx[1]));
+		if (!x->name[0] || !x->gpu[0]) {
+			errbuf_set(err, errlen, "%s: line %zu: a row needs %s and a GPU", path, t.c.line, what);
 			rc = GC_EINVAL;
-			goto out;
+			break;
 		}
-		cnt++;
+		t.cnt++;
 	}
-	if (rc < 0) {
-		errbuf_set(err, errlen, "%s: %s", path, why);
-		rc = GC_EINVAL;
-	}
-out:
-	rc = close_table(rc, &c, data, t);
-	if (rc == 0) {
-		*out = t;
-		*n = cnt;
-	}
+	*out = table_close(&t, rc, n);
 	return rc;
 }
 

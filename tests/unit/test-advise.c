@@ -263,6 +263,58 @@ static void test_fabrics_file(void **state)
 	tmpdir_remove(dir);
 }
 
+/* a bad table names its file and why, whole, and gives no rows: a CSV error after good rows, a
+ * missing column, an empty file, a bad row, in each loader */
+static void test_specs_errors(void **state)
+{
+	(void)state;
+	char dir[64], path[256], err[512], want[512];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "specs"), 0);
+	static const struct {
+		const char *file, *text, *why; /* why: err after "DIR/FILE: " */
+	} cases[] = {
+		{"gpus.csv", "name,accelerator_names,memory_gb,mem_bw_gbs\nA,a,80,2000\nB,\"b,80,2000\n",
+		 "line 3: a quoted field is never closed"},
+		{"gpus.csv", "name,accelerator_names,memory_gb\n", "no column 'mem_bw_gbs' in the header"},
+		{"gpus.csv", "# only a comment\n", "empty file"},
+		{"gpus.csv", "name,accelerator_names,memory_gb,mem_bw_gbs\nA,a,80,2000\nB,b,0,2000\n",
+		 "line 3: a GPU needs a name, memory_gb and mem_bw_gbs"},
+		{"models.csv", "name,kind,params\nm,decoder,7B\nn,decoder,7B,\"\n",
+		 "line 3: a quoted field is never closed"},
+		{"models.csv", "name,kind,params\nm,decoder,7B\nn,rnn,7B\n",
+		 "line 3: a model needs a name and a kind (decoder, encoder, cnn)"},
+		{"fabrics.csv", "instance,fabric\nx,EFA\ny,\"EFA\"z\n", "line 3: text after a closing quote"},
+		{"nvml.csv", "nvml,gpu\n*A100*,A100\n*H100*,\"H100\n", "line 3: a quoted field is never closed"},
+		{"nvml.csv", "nvml,gpu\n*A100*,A100\n*H100*,\n", "line 3: a row needs a driver's name pattern and a GPU"},
+		{"sky.csv", "gpu\nA100\n", "no column 'skypilot' in the header"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(tmpdir_write(dir, cases[i].file, cases[i].text), 0);
+		snprintf(path, sizeof path, "%s/%s", dir, cases[i].file);
+		spec_gpu *g = NULL;
+		memmodel_model *m = NULL;
+		spec_fabric *f = NULL;
+		spec_sky *t = NULL;
+		size_t n = 99;
+		int rc;
+		if (strcmp(cases[i].file, "gpus.csv") == 0)
+			rc = specs_load_gpus(path, &g, &n, err, sizeof err);
+		else if (strcmp(cases[i].file, "models.csv") == 0)
+			rc = specs_load_models(path, &m, &n, err, sizeof err);
+		else if (strcmp(cases[i].file, "fabrics.csv") == 0)
+			rc = specs_load_fabrics(path, &f, &n, err, sizeof err);
+		else if (strcmp(cases[i].file, "nvml.csv") == 0)
+			rc = specs_load_nvml(path, &t, &n, err, sizeof err);
+		else
+			rc = specs_load_sky(path, &t, &n, err, sizeof err);
+		bool rows = g || m || f || t;
+		snprintf(want, sizeof want, "%s: %s", path, cases[i].why);
+		if (rc != GC_EINVAL || strcmp(err, want) != 0 || rows || n)
+			fail_msg("case %zu: rc %d, %zu rows, '%s'; expected GC_EINVAL, none, '%s'", i, rc, n, err, want);
+	}
+	tmpdir_remove(dir);
+}
+
 /* the driver's names map to gpus.csv rows by data/nvml-gpus.csv, the specific patterns first */
 static void test_nvml_names(void **state)
 {
@@ -369,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_zero3_needs_fabric),
 		cmocka_unit_test(test_more_nodes_when_cheaper),
 		cmocka_unit_test(test_fabrics_file),
+		cmocka_unit_test(test_specs_errors),
 		cmocka_unit_test(test_nvml_names),
 		cmocka_unit_test(test_here_plan),
 		cmocka_unit_test(test_here_wait),
