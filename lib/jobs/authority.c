@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -75,39 +76,57 @@ int authority_find(char *sock, size_t socklen, char *err, size_t errlen)
 	return 1;
 }
 
-int authority_connect(const char *sock, long long timeout_ms, const volatile int *stop, char *err, size_t errlen)
+int authority_dial(const char *sock, int timeout_ms, uid_t *peer, int *why, char *err, size_t errlen)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	*peer = (uid_t)-1;
+	*why = 0;
 	if (strlen(sock) >= sizeof a.sun_path) {
 		errbuf_set(err, errlen, "gpuctld's socket path '%.200s' is too long", sock);
 		return GC_EINVAL;
 	}
 	strcpy(a.sun_path, sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		errbuf_set(err, errlen, "cannot make a socket: %s", strerror(errno));
+		return GC_EIO;
+	}
+	if (timeout_ms > 0) {
+		struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		*why = errno;
+		close(fd);
+		errbuf_set(err, errlen, "cannot connect to gpuctld at '%.200s': %s", sock, strerror(*why));
+		return GC_EIO;
+	}
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof cr)
+		*peer = cr.uid;
+	return fd;
+}
+
+int authority_connect(const char *sock, long long timeout_ms, const volatile int *stop, char *err, size_t errlen)
+{
 	long long deadline = clock_mono_ms() + (timeout_ms < 0 ? AUTHORITY_CONNECT_MS : timeout_ms);
-	int last = 0;
 	bool said = false;
 	for (;;) {
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			errbuf_set(err, errlen, "cannot make a socket: %s", strerror(errno));
-			return GC_EIO;
+		uid_t peer;
+		int last;
+		int fd = authority_dial(sock, 0, &peer, &last, err, errlen);
+		if (fd >= 0 && peer != 0) {
+			close(fd);
+			errbuf_set(err, errlen, "refusing gpuctld's socket '%.200s': the process behind it is not root's",
+				   sock);
+			return GC_EINVAL;
 		}
-		if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-			struct ucred cr;
-			socklen_t len = sizeof cr;
-			if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != 0) {
-				close(fd);
-				errbuf_set(err, errlen, "refusing gpuctld's socket '%.200s': the process behind it is "
-					   "not root's", sock);
-				return GC_EINVAL;
-			}
+		/* a descriptor; or no socket to be had (err says why); or down or restarting (no socket yet,
+		 * or nobody listening): wait for it */
+		if (fd >= 0 || (last != ENOENT && last != ECONNREFUSED && last != EAGAIN && last != EINTR))
 			return fd;
-		}
-		last = errno;
-		close(fd);
-		/* down or restarting (no socket yet, or nobody listening): wait for it */
-		if (last != ENOENT && last != ECONNREFUSED && last != EAGAIN && last != EINTR)
-			break;
 		if (stop && *stop) {
 			errbuf_set(err, errlen, "stopped while waiting for gpuctld");
 			return GC_ECANCELED;
@@ -122,8 +141,6 @@ int authority_connect(const char *sock, long long timeout_ms, const volatile int
 		said = true;
 		poll(NULL, 0, 100);
 	}
-	errbuf_set(err, errlen, "cannot connect to gpuctld at '%.200s': %s", sock, strerror(last));
-	return GC_EIO;
 }
 
 int authority_send(int fd, json_t *req, char *err, size_t errlen)
@@ -134,6 +151,11 @@ int authority_send(int fd, json_t *req, char *err, size_t errlen)
 		errbuf_set(err, errlen, "out of memory");
 		return GC_ENOMEM;
 	}
+	return authority_send_text(fd, s, err, errlen);
+}
+
+int authority_send_text(int fd, char *s, char *err, size_t errlen)
+{
 	size_t len = strlen(s);
 	s[len] = '\n'; /* json_dumps's NUL: the line's end; sent without it */
 	size_t off = 0;
@@ -153,6 +175,12 @@ int authority_send(int fd, json_t *req, char *err, size_t errlen)
 }
 
 int authority_recv(int fd, long long timeout_ms, const volatile int *stop, json_t **ans, char *err, size_t errlen)
+{
+	return authority_recv_at_most(fd, timeout_ms, false, ANSWER_MAX, stop, ans, err, errlen);
+}
+
+int authority_recv_at_most(int fd, long long timeout_ms, bool each, size_t max, const volatile int *stop, json_t **ans,
+			   char *err, size_t errlen)
 {
 	*ans = NULL;
 	char *buf = NULL;
@@ -189,7 +217,7 @@ int authority_recv(int fd, long long timeout_ms, const volatile int *stop, json_
 		}
 		char *nl = memchr(chunk, '\n', (size_t)n);
 		size_t take = nl ? (size_t)(nl - chunk) + 1 : (size_t)n;
-		if (len + take > ANSWER_MAX) {
+		if (len + take > max) {
 			errbuf_set(err, errlen, "gpuctld's answer is too long");
 			break;
 		}
@@ -212,6 +240,8 @@ int authority_recv(int fd, long long timeout_ms, const volatile int *stop, json_
 			break;
 		}
 		len += take;
+		if (each && deadline >= 0)
+			deadline = clock_mono_ms() + timeout_ms;
 		if (nl) {
 			json_error_t je;
 			*ans = json_loadb(buf, len - 1, 0, &je);

@@ -13,7 +13,9 @@
  * gets is a connection: the grant lives while a process holds it (the job
  * inherits it), and ends when gpuctld alone says so or the last holder
  * lets go. lease.c turns every lease function into a request when the mode
- * is in force; nothing else needs to know.
+ * is in force; nothing else needs to know. The socket's parts (authority_dial,
+ * authority_send_text, authority_recv_at_most) are also gpuctld-ask.c's, for
+ * the queue socket, which accepts a server of the caller's own as well.
  */
 #ifndef GPUCTL_LIB_AUTHORITY_H
 #define GPUCTL_LIB_AUTHORITY_H
@@ -24,6 +26,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define AUTHORITY_DIR "/run/gpuctld"
 #define AUTHORITY_MARKER "authority"
@@ -41,6 +44,14 @@ int authority_find(char *sock, size_t socklen, char *err, size_t errlen);
 const char *authority_dir(void);
 
 /*
+ * One try at the Unix socket sock, no waiting and no check of who serves it: the
+ * descriptor (close-on-exec) with the server's uid in *peer ((uid_t)-1 when not
+ * known). timeout_ms > 0 bounds the connect and each later send and read on it
+ * (SO_SNDTIMEO, SO_RCVTIMEO). Else a GC_E* with err: GC_EINVAL (the path is too
+ * long), GC_EIO (no socket, or the connect failed: its errno in *why, else 0).
+ */
+int authority_dial(const char *sock, int timeout_ms, uid_t *peer, int *why, char *err, size_t errlen);
+/*
  * Connect to gpuctld at sock, waiting (every 100 ms) while it is down, for at
  * most timeout_ms (-1: AUTHORITY_CONNECT_MS); *stop (NULL: none) ends the wait.
  * The server must be root's. The descriptor (close-on-exec), or a GC_E* with
@@ -54,12 +65,21 @@ int authority_connect(const char *sock, long long timeout_ms, const volatile int
 void authority_on_wait(void (*fn)(void *arg, const char *sock), void *arg);
 /* Send one request line (takes req). 0, or GC_EIO with err. */
 int authority_send(int fd, json_t *req, char *err, size_t errlen);
+/* Send text (json_dumps's: taken, and its NUL overwritten) as one line. 0, or GC_EIO with err. */
+int authority_send_text(int fd, char *text, char *err, size_t errlen);
 /*
  * Read one answer line, waiting at most timeout_ms (-1: no limit); *stop ends
  * the wait (GC_ECANCELED). 0 with *ans (caller frees), GC_ETIMEDOUT, or GC_EIO
  * with err (gpuctld went away).
  */
 int authority_recv(int fd, long long timeout_ms, const volatile int *stop, json_t **ans, char *err, size_t errlen);
+/*
+ * authority_recv for an answer line of at most max bytes (authority_recv's: 4 MiB);
+ * with each, timeout_ms bounds the wait for each part of it, as SO_RCVTIMEO would,
+ * rather than for the whole.
+ */
+int authority_recv_at_most(int fd, long long timeout_ms, bool each, size_t max, const volatile int *stop, json_t **ans,
+			   char *err, size_t errlen);
 /* connect, send, receive, close: one request (takes req). */
 int authority_call(const char *sock, json_t *req, json_t **ans, char *err, size_t errlen);
 /* an answer's {"ok": false, "error": ...}: GC_OK when ok, else GC_EBUSY / GC_EINVAL / GC_EIO by its "code", err set */
