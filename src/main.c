@@ -19,7 +19,9 @@ struct command {
 
 static const struct command commands[] = {
 	{"ls", cmd_ls, "show GPUs, their processes and throttling (like gpustat)"},
+#if GPUCTL_HAVE_TUI
 	{"top", cmd_top, "interactive monitor: GPUs, processes, leases and waiters (like nvtop)"},
+#endif
 	{"query", cmd_query, "nvidia-smi compatible --query-gpu / --query-compute-apps CSV"},
 	{"pick", cmd_pick, "choose free GPUs and print a CUDA_VISIBLE_DEVICES value"},
 	{"run", cmd_run, "lease free GPUs and run a command on them"},
@@ -147,6 +149,13 @@ static int gpuctl_main(int argc, char **argv)
 				rc = cli_export_sim(&g);
 			return rc ? rc : commands[c].fn(&g, n, argv + i);
 		}
+#if !GPUCTL_HAVE_TUI
+	if (strcmp(argv[i], "top") == 0) {
+		cli_err("this gpuctl was built without 'gpuctl top' (it needs ncursesw: libncurses-dev, then meson "
+			"setup -Dtui=enabled)");
+		return EXIT_USAGE;
+	}
+#endif
 	cli_err("unknown command '%s' (try 'gpuctl --help')", argv[i]);
 	return EXIT_USAGE;
 }

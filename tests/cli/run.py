@@ -12,6 +12,10 @@ A case file (tests/cli/cases/*.case) holds, in this order:
                                background, e.g. `--sim F run --gpus 0 -- sleep 30`;
                                the case runs once it holds a lease, and it is
                                killed after: a holder that is not an ancestor
+    needs: tui                 (optional, repeatable) a build with gpuctl top
+                               (-Dtui); `needs: no-tui`, one without it.
+                               tests/cli/meson.build leaves out the cases the
+                               build does not fit
     exit: 0
     stdout:                    exact expected output, line by line
     ...
@@ -56,6 +60,8 @@ def parse(path):
                 case["env"].append(val.strip())
             elif key == "hold":
                 case["hold"] = val.strip()
+            elif key == "needs":
+                pass  # which builds run the case: tests/cli/meson.build's choice
             elif key == "exit":
                 case["exit"] = int(val)
             elif key in ("stdout", "stdout-re", "stderr", "stderr-re"):
