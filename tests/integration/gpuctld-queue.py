@@ -94,9 +94,9 @@ def root(*args, env=None):
                           timeout=30)
 
 
-def job_runs(daemon_pid, jobs):
+def job_runs(daemon_pid, jobs, whole=False):
     """the pids of the gpuctl runs (titled "gpuctl job-ID --") of these jobs among the daemon's descendants:
-    only this test's, on a machine running tests side by side"""
+    only this test's, on a machine running tests side by side; whole: and the processes under them"""
     kids, todo, found = {}, [daemon_pid], []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -116,6 +116,12 @@ def job_runs(daemon_pid, jobs):
                 continue
             if any(cmd.startswith(f"gpuctl job-{j} --".encode()) for j in jobs):
                 found.append(k)
+    for p in list(found) if whole else []:
+        under = [p]
+        while under:
+            for k in kids.get(under.pop(), []):
+                found.append(k)
+                under.append(k)
     return found
 
 
@@ -486,11 +492,14 @@ try:
 
     # ---- lost: gpuctld and the job's gpuctl run both SIGKILLed; --requeue queues it again
     runs = os.path.join(work, "requeue-runs")
-    rq = int(root("submit", "--requeue", "--", "sh", "-c", f"echo run >> {runs}; sleep 2").stdout.strip())
-    lo = int(root("submit", "--", "sleep", "2").stdout.strip())
+    # the first runs outlast the kills however slow the machine (the second run of rq ends at once):
+    # a job that ended before its runner was killed is no test of losing it
+    rq = int(root("submit", "--requeue", "--", "sh", "-c",
+                  f"echo run >> {runs}; [ $(grep -c run {runs}) -ge 2 ] || sleep 600").stdout.strip())
+    lo = int(root("submit", "--", "sleep", "600").stdout.strip())
     wait_state(rq, ("running",))
     wait_state(lo, ("running",))
-    doomed = job_runs(daemon.pid, (rq, lo))
+    doomed = job_runs(daemon.pid, (rq, lo), whole=True)  # their sleeps too: nothing outlives the test
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
     for pid in doomed:
