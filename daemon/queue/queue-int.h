@@ -50,6 +50,7 @@
 #define LIST_PAGE 16                /* jobs in one answer to list (rows read: at most this many) */
 #define LIST_PAGE_BYTES (256u << 10) /* and about this much of their command lines */
 #define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
+#define VIEW_JOBS 1000              /* /api/v1/jobs lists the first this many live jobs (and their total) */
 #define RUNNER_TIMEOUT_MS 5000      /* the runner answers a request within this, or is replaced */
 #define HEAD_FIRST 64               /* queued jobs dispatch reads first; more only while GPUs are left */
 

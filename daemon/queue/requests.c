@@ -169,11 +169,12 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 		nafter += *p != ',' && (p == after || p[-1] == ',');
 	if (nafter > MAX_AFTER)
 		return requests_fail("--after names %zu jobs; at most %d", nafter, MAX_AFTER);
-	if (q->o.max_queued > 0) {
+	/* root and the admin group have no limit: nothing to read for them */
+	if (q->o.max_queued > 0 && !clients_is_admin(&q->clients, c->uid, c->gid)) {
 		int64_t mine = store_count_queued(q->st, c->uid);
 		if (mine < 0)
 			return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
-		if (mine >= q->o.max_queued && !clients_is_admin(&q->clients, c->uid, c->gid))
+		if (mine >= q->o.max_queued)
 			return requests_fail("you have %lld jobs queued, the most gpuctld takes from one user (--max-queued %ld); "
 				    "wait for some to start, or cancel some", (long long)mine, q->o.max_queued);
 	}

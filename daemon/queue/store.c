@@ -20,10 +20,11 @@
 
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
-	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING,
+	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING, ST_RUNNING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
 	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST, ST_END_OF,
-	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, ST_SYNC_NORMAL, ST_SYNC_FULL, NSTMT
+	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, ST_SYNC_NORMAL, ST_SYNC_FULL, ST_COUNTS, ST_OLDEST,
+	NSTMT
 };
 
 struct store {
@@ -118,6 +119,25 @@ static const char *const migrations[] = {
 	"CREATE TABLE grants (id INTEGER PRIMARY KEY, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
 	" gpus TEXT NOT NULL, port INTEGER NOT NULL DEFAULT 0, since_ms INTEGER NOT NULL, job INTEGER NOT NULL DEFAULT 0,"
 	" ino INTEGER NOT NULL DEFAULT 0, info TEXT NOT NULL);",
+	/*
+	 * 7: a hundred thousand pending jobs (issue 35). How many jobs each user has in each
+	 * state, kept by triggers beside the rows, so that a submit's per-user limit and the
+	 * metrics read a count instead of counting; and the live jobs in id order straight from
+	 * an index (gpuctl queue's pages, /api/v1/jobs, the oldest queued job), not sorted.
+	 */
+	"CREATE TABLE job_counts (uid INTEGER NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL,"
+	" PRIMARY KEY (uid, state)) WITHOUT ROWID;"
+	"INSERT INTO job_counts (uid, state, n) SELECT uid, state, COUNT(*) FROM jobs GROUP BY uid, state;"
+	"CREATE TRIGGER jobs_count_in AFTER INSERT ON jobs BEGIN"
+	" INSERT INTO job_counts (uid, state, n) VALUES (new.uid, new.state, 1)"
+	" ON CONFLICT (uid, state) DO UPDATE SET n = n + 1; END;"
+	"CREATE TRIGGER jobs_count_out AFTER DELETE ON jobs BEGIN"
+	" UPDATE job_counts SET n = n - 1 WHERE uid = old.uid AND state = old.state; END;"
+	"CREATE TRIGGER jobs_count_move AFTER UPDATE OF state ON jobs WHEN old.state != new.state BEGIN"
+	" UPDATE job_counts SET n = n - 1 WHERE uid = old.uid AND state = old.state;"
+	" INSERT INTO job_counts (uid, state, n) VALUES (new.uid, new.state, 1)"
+	" ON CONFLICT (uid, state) DO UPDATE SET n = n + 1; END;"
+	"CREATE INDEX jobs_live ON jobs(id) WHERE state IN ('queued','running');",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -371,13 +391,72 @@ int store_get(struct store *s, int64_t id, struct store_job *out)
 
 int64_t store_count_queued(struct store *s, uid_t uid)
 {
-	sqlite3_stmt *st = stmt(s, ST_COUNT_QUEUED, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND uid = ?");
+	/* the count the triggers keep (migration 7), not a count of the rows */
+	sqlite3_stmt *st = stmt(s, ST_COUNT_QUEUED, "SELECT n FROM job_counts WHERE uid = ? AND state = 'queued'");
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, uid);
-	int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	int rc = sqlite3_step(st);
+	int64_t n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
 	done(st);
 	return n;
+}
+
+int store_counts(struct store *s, int64_t *queued, int64_t *running, int64_t *oldest_ms)
+{
+	*queued = *running = *oldest_ms = 0;
+	sqlite3_stmt *st = stmt(s, ST_COUNTS, "SELECT state, SUM(n) FROM job_counts WHERE state IN ('queued','running')"
+					      " GROUP BY state");
+	if (!st)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *state = (const char *)sqlite3_column_text(st, 0);
+		*(state && strcmp(state, "queued") == 0 ? queued : running) = sqlite3_column_int64(st, 1);
+	}
+	done(st);
+	if (rc != SQLITE_DONE)
+		return -1;
+	/* the oldest queued job is the first queued one by id in the live index (a requeued job keeps
+	 * its id and submission time); the running ones before it are few (one per GPU at most) */
+	st = stmt(s, ST_OLDEST, "SELECT submitted_ms FROM jobs INDEXED BY jobs_live WHERE state IN ('queued','running')"
+				" AND state = 'queued' ORDER BY id LIMIT 1");
+	if (!st)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*oldest_ms = sqlite3_column_int64(st, 0);
+	done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_plans(struct store *s, void (*fn)(void *arg, const char *sql, const char *plan), void *arg)
+{
+	for (int k = 0; k < NSTMT; k++) {
+		const char *sql = s->st[k] ? sqlite3_sql(s->st[k]) : NULL;
+		if (!sql || strncmp(sql, "BEGIN", 5) == 0 || strncmp(sql, "COMMIT", 6) == 0 ||
+		    strncmp(sql, "ROLLBACK", 8) == 0 || strncmp(sql, "PRAGMA", 6) == 0)
+			continue;
+		char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+		sqlite3_stmt *e = NULL;
+		int rc = q ? sqlite3_prepare_v2(s->db, q, -1, &e, NULL) : SQLITE_NOMEM;
+		sqlite3_free(q);
+		if (rc != SQLITE_OK)
+			return -1;
+		/* the plan's steps, one per line, "DETAIL" as sqlite3's .eqp prints them */
+		char plan[2048] = "";
+		size_t len = 0;
+		while ((rc = sqlite3_step(e)) == SQLITE_ROW && len < sizeof plan - 2) {
+			const char *d = (const char *)sqlite3_column_text(e, 3);
+			int w = snprintf(plan + len, sizeof plan - len, "%s\n", d ? d : "");
+			len += w > 0 ? (size_t)w : 0;
+		}
+		sqlite3_finalize(e);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+			return -1;
+		fn(arg, sql, plan);
+	}
+	return 0;
 }
 
 void store_list_free(struct store_job *v, size_t n)
@@ -431,7 +510,9 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, si
 	*out = NULL;
 	*n = 0;
 	static const char every[] = "SELECT " LISTED " FROM jobs WHERE (? = 0 OR uid = ?) AND id > ? ORDER BY id LIMIT ?";
-	static const char live[] = "SELECT " LISTED " FROM jobs WHERE state IN ('queued','running')"
+	/* the live ones from their index, in order: a page costs the same at any depth (SQLite would
+	 * rather take jobs_order and sort) */
+	static const char live[] = "SELECT " LISTED " FROM jobs INDEXED BY jobs_live WHERE state IN ('queued','running')"
 				   " AND (? = 0 OR uid = ?) AND id > ? ORDER BY id LIMIT ?";
 	sqlite3_stmt *st = all ? stmt(s, ST_LIST_ALL, every) : stmt(s, ST_LIST_LIVE, live);
 	if (!st)
@@ -532,9 +613,11 @@ int store_brief(struct store *s, enum store_which which, size_t limit, struct st
 	*n = 0;
 	static const char *const sql[] = {
 		[STORE_HEAD] = "SELECT " BRIEF " FROM jobs WHERE state = 'queued' ORDER BY priority DESC, id LIMIT ?",
-		[STORE_LIVE] = "SELECT " BRIEF " FROM jobs WHERE state IN ('queued','running') ORDER BY id LIMIT ?",
-		[STORE_WAITING] = "SELECT " BRIEF " FROM jobs WHERE state = 'queued' AND after IS NOT NULL"
-				  " ORDER BY id LIMIT ?",
+		[STORE_LIVE] = "SELECT " BRIEF " FROM jobs INDEXED BY jobs_live WHERE state IN ('queued','running')"
+			       " ORDER BY id LIMIT ?",
+		[STORE_WAITING] = "SELECT " BRIEF " FROM jobs INDEXED BY jobs_waiting WHERE state = 'queued'"
+				  " AND after IS NOT NULL ORDER BY id LIMIT ?",
+		[STORE_RUN] = "SELECT " BRIEF " FROM jobs WHERE state = 'running' LIMIT ?",
 	};
 	if ((unsigned)which >= sizeof sql / sizeof sql[0])
 		return -1;

@@ -112,8 +112,14 @@ int store_schema_version(struct store *s);
 int store_submit(struct store *s, struct store_job *j, char *err, size_t errlen);
 /* One job: 1 found (out filled; store_job_release it), 0 no such job, -1 error. */
 int store_get(struct store *s, int64_t id, struct store_job *out);
-/* How many of uid's jobs are queued; -1 on error. */
+/* How many of uid's jobs are queued (a kept count, not a count of rows); -1 on error. */
 int64_t store_count_queued(struct store *s, uid_t uid);
+/* The queued and running jobs of every user, and the submission time of the oldest queued one
+ * (0: none), each read from a kept count or an index whatever the queue's depth. 0, or -1. */
+int store_counts(struct store *s, int64_t *queued, int64_t *running, int64_t *oldest_ms);
+/* fn for each statement prepared so far, with SQLite's plan for it (EXPLAIN QUERY PLAN, a step
+ * a line): how tests hold the hot paths to their indexes. 0, or -1. */
+int store_plans(struct store *s, void (*fn)(void *arg, const char *sql, const char *plan), void *arg);
 /*
  * Jobs in id order: queued and running ones, and with `all` ended ones too;
  * only uid's when `mine`; only those after id `from`, at most `limit` (0: no
@@ -138,8 +144,9 @@ void store_list_free(struct store_job *v, size_t n);
  *   HEAD     queued jobs in dispatch order: priority (higher first), then id
  *   LIVE     queued and running jobs, by id
  *   WAITING  queued jobs that wait for others (--after), by id
+ *   RUN      running jobs, in no order
  */
-enum store_which { STORE_HEAD, STORE_LIVE, STORE_WAITING };
+enum store_which { STORE_HEAD, STORE_LIVE, STORE_WAITING, STORE_RUN };
 int store_brief(struct store *s, enum store_which which, size_t limit, struct store_job **out, size_t *n);
 
 /*

@@ -1,7 +1,7 @@
 /*
  * view.c — what the queue shows over HTTP (queue-int.h): the Prometheus
- * counts and /api/v1/jobs, rendered by the queue's thread from the live
- * jobs at most every RENDER_MS, and read by the HTTP threads under the
+ * counts and /api/v1/jobs, rendered by the queue's thread from kept counts
+ * and the first VIEW_JOBS live jobs at most every RENDER_MS, and read by the HTTP threads under the
  * view's lock. Never a command line or an environment: the pages are not
  * authenticated.
  */
@@ -54,60 +54,66 @@ void view_failed(struct view *v, const char *cls)
 	pthread_mutex_unlock(&v->lock);
 }
 
-/* the counts for /metrics and the jobs for /api/v1/jobs, from the live jobs */
+/* a label value must be UTF-8 without quotes or backslashes: keep the usual user-name bytes */
+static void label_safe(char *dst, const char *src, size_t len)
+{
+	for (size_t c = 0; c < len; c++) {
+		char ch = src[c];
+		dst[c] = !ch || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			 ch == '-' || ch == '_' || ch == '.' ? ch : '_';
+		if (!ch)
+			break;
+	}
+}
+
+/*
+ * The counts for /metrics and the first VIEW_JOBS live jobs for /api/v1/jobs:
+ * kept counts, the running jobs (one per GPU at most) and one page from the
+ * live index, so that a render costs the same at a hundred pending jobs as at
+ * a hundred thousand (issue 35).
+ */
 void view_render(struct view *w, struct store *st)
 {
-	size_t queued = 0, running = 0;
-	int64_t oldest = 0;
+	int64_t queued, running, oldest;
 	char *buf = NULL;
 	size_t len = 0;
-	struct store_job *v;
-	size_t n;
+	struct store_job *v = NULL, *r = NULL;
+	size_t n = 0, nr = 0;
 	w->rendered = clock_mono_ms();
 	w->render_at = 0;
-	if (store_brief(st, STORE_LIVE, SIZE_MAX, &v, &n) < 0)
+	if (store_counts(st, &queued, &running, &oldest) < 0 || store_brief(st, STORE_RUN, VIEW_JOBS, &r, &nr) < 0)
 		return;
+	if (store_brief(st, STORE_LIVE, VIEW_JOBS, &v, &n) < 0) {
+		store_list_free(r, nr);
+		return;
+	}
 	FILE *f = open_memstream(&buf, &len);
 	if (!f) {
 		store_list_free(v, n);
+		store_list_free(r, nr);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].state == STORE_QUEUED) {
-			queued++;
-			if (!oldest || v[i].submitted_ms < oldest)
-				oldest = v[i].submitted_ms;
-		}
-		running += v[i].state == STORE_RUNNING;
-	}
 	fprintf(f, "# HELP gpuctl_queue_jobs Jobs in gpuctld's queue, by state.\n# TYPE gpuctl_queue_jobs gauge\n"
-		   "gpuctl_queue_jobs{state=\"queued\"} %zu\ngpuctl_queue_jobs{state=\"running\"} %zu\n", queued, running);
+		   "gpuctl_queue_jobs{state=\"queued\"} %lld\ngpuctl_queue_jobs{state=\"running\"} %lld\n",
+		(long long)queued, (long long)running);
 	fprintf(f, "# HELP gpuctl_queue_running_jobs Running queued jobs, by user.\n"
 		   "# TYPE gpuctl_queue_running_jobs gauge\n");
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].state != STORE_RUNNING)
-			continue;
+	for (size_t i = 0; i < nr; i++) {
 		bool seen = false;
 		size_t cnt = 0;
-		for (size_t k = 0; k < n; k++) {
-			if (v[k].state == STORE_RUNNING && strcmp(v[k].user, v[i].user) == 0) {
+		for (size_t k = 0; k < nr; k++) {
+			if (strcmp(r[k].user, r[i].user) == 0) {
 				seen |= k < i;
 				cnt++;
 			}
 		}
 		if (seen)
 			continue;
-		/* a label value must be UTF-8 without quotes or backslashes: keep the usual user-name bytes */
-		char user[sizeof v[i].user];
-		for (size_t c = 0; c < sizeof user; c++) {
-			char ch = v[i].user[c];
-			user[c] = !ch || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-				  ch == '-' || ch == '_' || ch == '.' ? ch : '_';
-			if (!ch)
-				break;
-		}
+		char user[sizeof r[i].user];
+		label_safe(user, r[i].user, sizeof user);
 		fprintf(f, "gpuctl_queue_running_jobs{user=\"%s\"} %zu\n", user, cnt);
 	}
+	store_list_free(r, nr);
 	if (fclose(f) != 0) {
 		free(buf);
 		store_list_free(v, n);
@@ -124,7 +130,11 @@ void view_render(struct view *w, struct store *st)
 						   "submitted_ms", (json_int_t)v[i].submitted_ms, "started_ms",
 						   (json_int_t)v[i].started_ms));
 	}
-	json_t *doc = a ? json_pack("{s:s, s:b, s:o}", "schema", "gpuctl.jobs/1", "queue", 1, "jobs", a) : NULL;
+	/* the first page; "total" says how many there are in all */
+	json_t *doc = a ? json_pack("{s:s, s:b, s:I, s:b, s:o}", "schema", "gpuctl.jobs/1", "queue", 1, "total",
+				    (json_int_t)(queued + running), "truncated", (int)(queued + running > (int64_t)n),
+				    "jobs", a)
+			: NULL;
 	char *jt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	pthread_mutex_lock(&w->lock);

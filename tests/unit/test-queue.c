@@ -50,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 6);
+	assert_int_equal(store_schema_version(s), 7);
 	struct store_job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -283,7 +283,9 @@ static void test_store_migrates_v1(void **state)
 	sqlite3_close(db);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 6);
+	assert_int_equal(store_schema_version(s), 7);
+	/* migration 7: the counts start from the rows there */
+	assert_int_equal(store_count_queued(s, 1000), 1);
 	struct store_job *v;
 	size_t n;
 	assert_int_equal(store_brief(s, STORE_WAITING, SIZE_MAX, &v, &n), 0);
@@ -328,6 +330,118 @@ static void test_store_migrates_v1(void **state)
 	assert_int_equal(store_finish(s, 42, STORE_FAILED, 1, "exit status 1", 1000), 1);
 	assert_true(store_forget(s, 2000) >= 1);
 	assert_null(store_get_diagnosis(s, 42));
+	assert_int_equal(store_integrity(s), 1);
+	store_close(s);
+	assert_int_equal(tmpdir_remove(dir), 0);
+}
+
+/* the kept counts against the rows themselves, after every kind of transition */
+static void counts_match(struct store *s, uid_t uids[2])
+{
+	struct store_job *v;
+	size_t n;
+	int64_t q[2] = {0, 0}, queued = 0, running = 0, oldest = 0, cq, cr, co;
+	assert_int_equal(store_list(s, false, false, 0, 0, 0, 0, &v, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		bool isq = v[i].state == STORE_QUEUED;
+		queued += isq;
+		running += v[i].state == STORE_RUNNING;
+		q[v[i].uid == uids[1]] += isq;
+		if (isq && (!oldest || v[i].submitted_ms < oldest))
+			oldest = v[i].submitted_ms;
+	}
+	store_list_free(v, n);
+	assert_int_equal(store_count_queued(s, uids[0]), q[0]);
+	assert_int_equal(store_count_queued(s, uids[1]), q[1]);
+	assert_int_equal(store_count_queued(s, 4242), 0); /* a user who never submitted */
+	assert_int_equal(store_counts(s, &cq, &cr, &co), 0);
+	assert_int_equal(cq, queued);
+	assert_int_equal(cr, running);
+	assert_int_equal(co, oldest);
+}
+
+struct plans {
+	int checked, bad;
+};
+
+/* a hot statement on the jobs table never sorts into a temporary B-tree, never scans the table,
+ * and scans an index of it only for a page (LIMIT); the small tables beside it (job_counts: a row
+ * per user and state) may */
+static void plan_of(void *arg, const char *sql, const char *plan)
+{
+	struct plans *p = arg;
+	p->checked++;
+	bool page = strstr(sql, "LIMIT ?") != NULL || strstr(sql, "LIMIT 1") != NULL;
+	bool bad = strstr(sql, "FROM jobs ") && strstr(plan, "TEMP B-TREE") != NULL;
+	for (const char *l = plan; *l; l = strchr(l, '\n') + 1) {
+		if (!strncmp(l, "SCAN jobs\n", 10) || (!strncmp(l, "SCAN jobs USING", 15) && !page))
+			bad = true;
+		if (!strchr(l, '\n'))
+			break;
+	}
+	if (bad) {
+		p->bad++;
+		print_error("a hot statement's plan sorts or scans:\n  %s\n%s", sql, plan);
+	}
+}
+
+static void test_store_counts_and_plans(void **state)
+{
+	(void)state;
+	char dir[64], path[128], err[256];
+	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
+	snprintf(path, sizeof path, "%s/queue.db", dir);
+	struct store *s;
+	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	uid_t uids[2] = {1000, 1001};
+	int64_t id[40];
+	for (int i = 0; i < 40; i++) {
+		struct store_job j = make("j", 1, i % 3);
+		j.uid = uids[i % 2];
+		assert_int_equal(store_submit(s, &j, err, sizeof err), 0);
+		id[i] = j.id;
+	}
+	counts_match(s, uids);
+	/* start, end, fail, requeue, cancel: each moves one count to another */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(store_start(s, id[i], 100 + i, 1, "0", 1000 + i), 1);
+	counts_match(s, uids);
+	assert_int_equal(store_finish(s, id[0], STORE_DONE, 0, "", 2000), 1);
+	assert_int_equal(store_finish(s, id[1], STORE_FAILED, 1, "x", 2001), 1);
+	assert_int_equal(store_requeue(s, id[2], "lost"), 1);
+	assert_int_equal(store_cancel(s, id[20], "by alice", 2002), 1);
+	assert_int_equal(store_cancel(s, id[21], "by bob", 2003), 1);
+	counts_match(s, uids);
+	/* the oldest queued job: the first queued one by id, whatever started before it */
+	int64_t q, r, oldest;
+	struct store_job g;
+	assert_int_equal(store_counts(s, &q, &r, &oldest), 0);
+	assert_int_equal(store_get(s, id[2], &g), 1); /* requeued: the oldest queued now */
+	assert_int_equal(oldest, g.submitted_ms);
+	store_job_release(&g);
+	/* forgetting ended jobs takes them from the counts too */
+	assert_int_equal(store_forget(s, INT64_MAX), 4);
+	counts_match(s, uids);
+	/* pages of the live jobs, and the brief lists, as the views and dispatch read them */
+	struct store_job *v;
+	size_t n;
+	assert_int_equal(store_list(s, false, true, uids[0], id[5], 3, 0, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_true(v[0].id > id[5] && v[0].uid == uids[0]);
+	store_list_free(v, n);
+	for (enum store_which w = STORE_HEAD; w <= STORE_RUN; w++) {
+		assert_int_equal(store_brief(s, w, 5, &v, &n), 0);
+		store_list_free(v, n);
+	}
+	enum store_state stt;
+	assert_int_equal(store_state(s, id[3], &stt), 1);
+	int64_t ended;
+	assert_int_equal(store_end_of(s, id[3], &ended), 0);
+	/* every statement used above, planned: none sorts or scans the whole table */
+	struct plans p = {0};
+	assert_int_equal(store_plans(s, plan_of, &p), 0);
+	assert_true(p.checked >= 12);
+	assert_int_equal(p.bad, 0);
 	assert_int_equal(store_integrity(s), 1);
 	store_close(s);
 	assert_int_equal(tmpdir_remove(dir), 0);
@@ -619,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_store_sigkill),
 		cmocka_unit_test(test_store_migrates_v1),
 		cmocka_unit_test(test_store_head_and_rounds),
+		cmocka_unit_test(test_store_counts_and_plans),
 		cmocka_unit_test(test_sched_order_and_filters),
 		cmocka_unit_test(test_sched_choose),
 		cmocka_unit_test(test_sched_fair_share),

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""queue-depth.py — the helper of bench/queue-depth.sh: gpuctld's queue at
+1k, 10k and 100k pending jobs (issue 35).
+
+    queue-depth.py GPUCTL GPUCTLD NODE WORKDIR DEPTHS
+
+A gpuctld with its queue in WORKDIR (database, socket, logs) on the
+simulated node NODE; one job that takes every GPU and sleeps holds them,
+so every job submitted after it stays pending. The queue is filled to each
+depth of DEPTHS (comma-separated, increasing) by 16 clients at once over
+the socket (one request per connection, as gpuctl submit makes it); at
+each depth, one line:
+
+  depth   the pending jobs
+  fill/s  submits per second while filling to it (16 clients)
+  cpu/sub gpuctld's CPU (user + system, /proc/PID/stat) per submit over
+          the last 1000 submits of the fill, in ms
+  sock50  one submit's round trip over the socket, median of 200 made one
+          after the other from another client, in ms
+  cli50   `gpuctl submit -- true`'s wall time (a process: start-up, the
+          request, exit), median of 30, in ms
+  queue   `gpuctl queue`'s wall time, the whole list, in s; its first
+          line's time after the start beside it
+  idle    gpuctld's CPU over 10 s with nothing asked of it, in % of a core
+  rss     gpuctld's resident memory, in MiB
+
+Prints what it measured; figures against targets are bench/queue-depth.sh's.
+"""
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import re
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import queue_request  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+ENV = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15)
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def submit(sock, argv=("true",), gpus=1):
+    ans = queue_request(sock, {"op": "submit", "gpus": gpus, "argv": list(argv), "env": ENV, "cwd": "/"})
+    if not ans.get("ok"):
+        raise SystemExit(f"queue-depth: submit refused: {ans}")
+    return ans
+
+
+def fill(sock, n, clients=16):
+    """n submits from `clients` threads at once"""
+    left = [n]
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                if left[0] <= 0:
+                    return
+                left[0] -= 1
+            submit(sock)
+    ts = [threading.Thread(target=work) for _ in range(clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def main():
+    gpuctl, gpuctld, node, work, depths = sys.argv[1:6]
+    depths = [int(d) for d in depths.split(",")]
+    sock = os.path.join(work, "q.sock")
+    env = dict(os.environ, GPUCTL_QUEUE_SOCKET=sock, GPUCTLD_CONFIG="/dev/null")
+    d = subprocess.Popen([gpuctld, "--sim", node, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
+                          "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"), "--max-queued", "0"],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        line = d.stderr.readline()
+        m = re.search(r"listening on (http://\S+)", line)
+        if not m:
+            raise SystemExit(f"queue-depth: gpuctld did not start: {line!r}")
+        url = m.group(1).rstrip("/")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        threading.Thread(target=lambda: d.stderr.read(), daemon=True).start()
+        for _ in range(500):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        ngpus = len(json.load(open(node))["gpus"])
+        blocker = submit(sock, ("sleep", "100000"), gpus=ngpus)["id"]
+        for _ in range(600):
+            shown = queue_request(sock, {"op": "show", "id": blocker})
+            if shown.get("job", {}).get("state") == "running":
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit("queue-depth: the blocker job did not start")
+        print(f"{'depth':>7} {'fill/s':>7} {'cpu/sub':>8} {'sock50':>7} {'cli50':>7} {'queue':>7} {'first':>7} "
+              f"{'idle':>6} {'rss':>6}")
+        pending = 0
+        for depth in depths:
+            if depth - pending > 1000:
+                t = time.perf_counter()
+                fill(sock, depth - pending - 1000)
+                fill_rate = (depth - pending - 1000) / (time.perf_counter() - t)
+                pending = depth - 1000
+            else:
+                fill_rate = float("nan")
+            c0, t0 = cpu_s(d.pid), time.perf_counter()
+            fill(sock, depth - pending)
+            cpu_per = (cpu_s(d.pid) - c0) / (depth - pending) * 1000
+            if fill_rate != fill_rate:
+                fill_rate = (depth - pending) / (time.perf_counter() - t0)
+            pending = depth
+            lat = []
+            for _ in range(200):
+                t = time.perf_counter()
+                submit(sock)
+                lat.append((time.perf_counter() - t) * 1000)
+            pending += 200
+            cli = []
+            for _ in range(30):
+                t = time.perf_counter()
+                subprocess.run([gpuctl, "submit", "--", "true"], env=env, check=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                cli.append((time.perf_counter() - t) * 1000)
+            pending += 30
+            t = time.perf_counter()
+            p = subprocess.Popen([gpuctl, "queue"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            first = None
+            lines = 0
+            for _ in p.stdout:
+                if first is None:
+                    first = time.perf_counter() - t
+                lines += 1
+            p.wait()
+            qs = time.perf_counter() - t
+            if p.returncode != 0 or lines < pending:
+                raise SystemExit(f"queue-depth: gpuctl queue: exit {p.returncode}, {lines} lines for {pending} jobs")
+            time.sleep(1)  # the last render (at most every 0.2 s) done
+            # /api/v1/jobs: the first page and the total (the blocker runs too), at any depth
+            api = json.loads(opener.open(url + "/api/v1/jobs").read())
+            if api["total"] != pending + 1 or len(api["jobs"]) != min(1000, pending + 1):
+                raise SystemExit(f"queue-depth: /api/v1/jobs has total {api['total']} and {len(api['jobs'])} jobs "
+                                 f"for {pending + 1}")
+            c0 = cpu_s(d.pid)
+            time.sleep(10)
+            idle = (cpu_s(d.pid) - c0) / 10 * 100
+            print(f"{pending:>7} {fill_rate:>7.0f} {cpu_per:>8.3f} {statistics.median(lat):>7.2f} "
+                  f"{statistics.median(cli):>7.2f} {qs:>7.2f} {first or 0:>7.3f} {idle:>5.2f}% {rss_mib(d.pid):>6.1f}",
+                  flush=True)
+    finally:
+        d.terminate()
+        try:
+            d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            d.kill()
+        subprocess.run(["pkill", "-f", "sleep 100000"], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
