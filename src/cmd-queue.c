@@ -342,8 +342,11 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_extra_arg("queue", argv[optind]);
-	/* a page at a time (gpuctld answers at most 16 jobs): the whole list, however long */
+	/* a page at a time (gpuctld answers a few hundred jobs at most): the whole list, however long;
+	 * the table is printed as the pages come, as squeue does, so its first line is there at once */
 	json_t *jobs = json_array();
+	size_t shown = 0;
+	int rc = EXIT_OK;
 	for (json_int_t from = 0;;) {
 		json_t *req = json_pack("{s:s, s:b, s:I}", "op", "list", "all", all, "from", from);
 		json_t *ans = ask(req);
@@ -352,27 +355,31 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 			json_decref(jobs);
 			return EXIT_FAIL;
 		}
-		json_array_extend(jobs, json_object_get(ans, "jobs"));
+		json_t *page = json_object_get(ans, "jobs");
+		if (json) {
+			json_array_extend(jobs, page);
+		} else {
+			size_t i;
+			json_t *j;
+			json_array_foreach(page, i, j) {
+				if (!shown++)
+					printf("%-6s %-12s %-9s %-6s %-12s %-14s %s\n", "ID", "USER", "STATE", "NGPU",
+					       "GPUS(REASON)", "NAME", "COMMAND");
+				print_job_line(j);
+			}
+		}
 		json_int_t next = json_integer_value(json_object_get(ans, "next"));
 		json_decref(ans);
 		if (next <= from)
 			break;
 		from = next;
 	}
-	int rc = EXIT_OK;
 	if (json) {
 		json_t *out = json_pack("{s:s, s:O}", "schema", "gpuctl.queue/1", "jobs", jobs);
 		rc = cli_put_json(out);
 		json_decref(out);
-	} else if (json_array_size(jobs) == 0) {
+	} else if (!shown) {
 		printf("no job %s\n", all ? "in the queue's history" : "queued or running");
-	} else {
-		printf("%-6s %-12s %-9s %-6s %-12s %-14s %s\n", "ID", "USER", "STATE", "NGPU", "GPUS(REASON)", "NAME",
-		       "COMMAND");
-		size_t i;
-		json_t *j;
-		json_array_foreach(jobs, i, j)
-			print_job_line(j);
 	}
 	json_decref(jobs);
 	return fflush(stdout) == 0 ? rc : EXIT_FAIL;

@@ -47,7 +47,7 @@
 #define CLIENT_TIMEOUT_MS 10000
 #define MAX_RUNNING 256
 #define MAX_AFTER 64                /* jobs one --after may name */
-#define LIST_PAGE 16                /* jobs in one answer to list (rows read: at most this many) */
+#define LIST_PAGE 256               /* jobs in one answer to list (rows read: at most this many) */
 #define LIST_PAGE_BYTES (256u << 10) /* and about this much of their command lines */
 #define RENDER_MS 200               /* /metrics and /api/v1/jobs lag the queue by at most this */
 #define VIEW_JOBS 1000              /* /api/v1/jobs lists the first this many live jobs (and their total) */
