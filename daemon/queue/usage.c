@@ -149,13 +149,20 @@ void usage_observe(struct queue *q, bool changed)
 	}
 	free(e);
 	gpu_snapshot_release(&snap);
-	size_t w = 0;
+	/* the leases that ended since the last look, recorded in one transaction: one commit (one
+	 * fsync) for a draining queue's many ends, not one each (issue 35) */
+	size_t ended = 0, w = 0;
+	for (size_t k = 0; k < u->n; k++)
+		ended += !u->v[k].seen;
+	bool tx = ended > 1 && store_begin(q->st) == 0;
 	for (size_t k = 0; k < u->n; k++) {
 		if (u->v[k].seen)
 			u->v[w++] = u->v[k];
 		else
 			record(q, &u->v[k], now);
 	}
+	if (tx && store_commit(q->st) != 0)
+		queue_log("the GPU time of %zu ended leases could not be recorded: %s", ended, store_errmsg(q->st));
 	u->n = w;
 	u->started = true;
 }
@@ -165,8 +172,11 @@ void usage_stop(struct queue *q)
 	/* the leases still held end here as far as the record goes; a restart opens them again
 	 * from their records' since */
 	int64_t now = clock_real_ms();
+	bool tx = q->usage.n > 1 && store_begin(q->st) == 0;
 	for (size_t k = 0; k < q->usage.n; k++)
 		record(q, &q->usage.v[k], now);
+	if (tx && store_commit(q->st) != 0)
+		queue_log("the GPU time of %zu open leases could not be recorded: %s", q->usage.n, store_errmsg(q->st));
 	free(q->usage.v);
 	free(q->usage.share);
 	memset(&q->usage, 0, sizeof q->usage);
