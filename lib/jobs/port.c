@@ -25,9 +25,46 @@ struct port_hold {
 	struct lease *claim;
 };
 
-/* a port nothing listens on or is bound to now, from the kernel's ephemeral range */
+/* whether nothing is bound to port now (a bind to it succeeds) */
+static bool bindable(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return false;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_ANY)};
+	bool ok = bind(s, (struct sockaddr *)&a, sizeof a) == 0;
+	close(s);
+	return ok;
+}
+
+/*
+ * A port nothing is bound to now, below the kernel's ephemeral range
+ * (ip_local_port_range): a port from that range (a bind to port 0) is the
+ * kernel's to hand out again, to any socket's bind(0) or outgoing connection,
+ * between the moment it is named here and the job's bind (seen: a test's
+ * torchrun found its rendezvous port taken); one below it is only ever taken
+ * by a program that names it. Not torch's default 29500, which scripts name.
+ * Falls back on the kernel's choice when the range leaves nothing below it.
+ */
 static int free_port(void)
 {
+	unsigned lo = 32768, hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	if (f) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2)
+			lo = 32768;
+		fclose(f);
+	}
+	const unsigned first = 15000;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	unsigned seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() << 16;
+	for (int tries = 0; lo > first + 100 && lo <= 65536 && tries < 64; tries++) {
+		int p = (int)(first + rand_r(&seed) % (lo - first));
+		if (p != 29500 && bindable(p))
+			return p;
+	}
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -1;

@@ -2,8 +2,10 @@
  * port.h — a TCP port for a job's rendezvous that no other job on this host
  * is using or about to use.
  *
- * The kernel names a port free right now (bind to port 0); between that
- * and the job binding it, another launch could be told the same number.
+ * A port below the kernel's ephemeral range that nothing is bound to now
+ * (the kernel hands out ports of that range to any bind(0) or connection,
+ * so one named from it could be taken before the job binds it); between
+ * that and the job binding it, another launch could pick the same number.
  * So each chosen port is also claimed in the lease state directory, as a GPU
  * is leased (lease_port_try), for as long as the job runs, and a port another
  * launch holds is never handed out: two concurrent `gpuctl launch` never share
