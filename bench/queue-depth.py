@@ -24,11 +24,20 @@ each depth, one line:
   idle    gpuctld's CPU over 10 s with nothing asked of it, in % of a core
   rss     gpuctld's resident memory, in MiB
 
+Then, at the last depth, the blocker is cancelled and DRAIN jobs (default
+2000) run, 8 at a time (one GPU each, `true`): one more line,
+
+  drain   jobs/s from the first one's start to the last one's end (gpuctld's
+          records, ms)
+  disp50  dispatch latency: on each GPU, a job's end to the next job's
+          start there (the records), median, in ms
+
 Prints what it measured; figures against targets are bench/queue-depth.sh's.
 """
 import json
 import os
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -167,6 +176,34 @@ def main():
             print(f"{pending:>7} {fill_rate:>7.0f} {cpu_per:>8.3f} {statistics.median(lat):>7.2f} "
                   f"{statistics.median(cli):>7.2f} {qs:>7.2f} {first or 0:>7.3f} {idle:>5.2f}% {rss_mib(d.pid):>6.1f}",
                   flush=True)
+        # the drain: the blocker cancelled, the first DRAIN jobs after it run
+        drain = int(os.environ.get("DRAIN", "2000"))
+        ans = queue_request(sock, {"op": "cancel", "id": blocker})
+        if not ans.get("ok"):
+            raise SystemExit(f"queue-depth: cannot cancel the blocker: {ans}")
+        db = sqlite3.connect(f"file:{os.path.join(work, 'q.db')}?mode=ro", uri=True, timeout=30)
+        end = time.monotonic() + 600
+        rows = []
+        while time.monotonic() < end:
+            rows = db.execute("SELECT started_ms, ended_ms, gpus FROM jobs WHERE id > ? AND state = 'done'"
+                              " ORDER BY id LIMIT ?", (blocker, drain)).fetchall()
+            if len(rows) >= drain:
+                break
+            time.sleep(0.5)
+        db.close()
+        if len(rows) < drain:
+            raise SystemExit(f"queue-depth: {len(rows)} of {drain} jobs ended within 600 s")
+        span = (max(e for _, e, _ in rows) - min(s for s, _, _ in rows)) / 1000
+        by_gpu = {}
+        for st, en, g in rows:
+            by_gpu.setdefault(g, []).append((st, en))
+        gaps = []
+        for runs in by_gpu.values():
+            runs.sort()
+            gaps += [runs[i + 1][0] - runs[i][1] for i in range(len(runs) - 1)]
+        print(f"drain: {drain} jobs in {span:.2f} s, {drain / span:.0f} jobs/s; dispatch latency (a GPU's job end "
+              f"to its next start, records in ms) median {statistics.median(gaps):.1f} ms over {len(gaps)}",
+              flush=True)
     finally:
         d.terminate()
         try:

@@ -6,8 +6,10 @@
 # per depth (bench/queue-depth.py says what each column is). Targets
 # (issue 35): sock50 <= 2 ms and cpu/sub <= 1 ms at every depth, their
 # 100k/1k ratio <= 1.5; gpuctl queue <= 3 s at 100k; idle < 0.1 %; RSS at
-# 100k <= 64 MiB. Not yet here: the drain after release, the dispatch
-# latency at depth, Slurm's sbatch and squeue beside it.
+# 100k <= 64 MiB. Then, at the last depth, the blocker is cancelled and
+# DRAIN jobs (2000) drain: jobs/s (target >= 500) and the dispatch latency
+# from gpuctld's records (target median <= 10 ms). Not yet here: Slurm's
+# sbatch and squeue beside it.
 #
 # Needs root (gpuctld starts the blocker job as its submitter). TMPDIR is
 # where the database goes (synchronous=FULL: every submit is an fsync, so
