@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdint.h>
+#include <pwd.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -321,20 +323,56 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	static const struct option opts[] = {
 		{"all", no_argument, NULL, 'a'},
 		{"json", no_argument, NULL, 'j'},
+		{"user", required_argument, NULL, 'u'},
+		{"state", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	static const char *const states[] = {"queued", "running", "done", "failed", "cancelled", "lost"};
 	bool all = false, json = false;
+	const char *state = NULL;
+	long long uid = -1;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ah", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ahu:t:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': all = true; break;
 		case 'j': json = true; break;
+		case 'u': {
+			/* a name, or a number as squeue takes it */
+			struct passwd pw, *res = NULL;
+			char buf[4096], *end;
+			if (getpwnam_r(optarg, &pw, buf, sizeof buf, &res) == 0 && res) {
+				uid = pw.pw_uid;
+			} else {
+				errno = 0;
+				uid = strtoll(optarg, &end, 10);
+				if (!*optarg || *end || errno || uid < 0 || uid > UINT32_MAX) {
+					cli_err("invalid --user '%s' (no such user; expected a user name or uid)", optarg);
+					return EXIT_USAGE;
+				}
+			}
+			break;
+		}
+		case 't':
+			state = NULL;
+			for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+				if (strcmp(optarg, states[i]) == 0)
+					state = states[i];
+			if (!state) {
+				cli_err("invalid --state '%s' (expected queued, running, done, failed, cancelled or lost)",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h':
-			printf("usage: gpuctl queue [--all] [--json]\n\nYour queued and running jobs (root and the "
-			       "admin group: everyone's); --all adds ended ones.\n");
+			printf("usage: gpuctl queue [--all] [--user USER] [--state STATE] [--json]\n\n"
+			       "Your queued and running jobs (root and the admin group: everyone's), a page at a time.\n"
+			       "  -a, --all          ended jobs too\n"
+			       "  -u, --user USER    only USER's (a name or uid; others than you: root and the admin group)\n"
+			       "  -t, --state STATE  only those in STATE: queued, running, done, failed, cancelled or lost\n"
+			       "      --json         the list as JSON (schema gpuctl.queue/1)\n");
 			return EXIT_OK;
 		default:
 			return cli_bad_option("queue", c, argv);
@@ -349,6 +387,10 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	int rc = EXIT_OK;
 	for (json_int_t from = 0;;) {
 		json_t *req = json_pack("{s:s, s:b, s:I}", "op", "list", "all", all, "from", from);
+		if (req && state)
+			json_object_set_new(req, "state", json_string(state));
+		if (req && uid >= 0)
+			json_object_set_new(req, "uid", json_integer((json_int_t)uid));
 		json_t *ans = ask(req);
 		json_decref(req);
 		if (!ans) {
@@ -379,7 +421,7 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 		rc = cli_put_json(out);
 		json_decref(out);
 	} else if (!shown) {
-		printf("no job %s\n", all ? "in the queue's history" : "queued or running");
+		printf("no job %s\n", state || uid >= 0 ? "matches" : all ? "in the queue's history" : "queued or running");
 	}
 	json_decref(jobs);
 	return fflush(stdout) == 0 ? rc : EXIT_FAIL;

@@ -302,9 +302,27 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 	bool all = json_is_true(json_object_get(req, "all"));
 	bool admin = clients_is_admin(&q->clients, c->uid, c->gid);
 	json_int_t from = json_integer_value(json_object_get(req, "from"));
+	/* filters (gpuctl queue --state, --user), each served by an index */
+	json_t *sj = json_object_get(req, "state"), *uj = json_object_get(req, "uid");
+	int state = -1;
+	if (sj) {
+		const char *name = json_string_value(sj);
+		for (int k = STORE_QUEUED; name && k <= STORE_LOST && state < 0; k++)
+			if (strcmp(name, store_state_name((enum store_state)k)) == 0)
+				state = k;
+		if (state < 0)
+			return requests_fail("list: state must be queued, running, done, failed, cancelled or lost");
+	}
+	if (uj && (!json_is_integer(uj) || json_integer_value(uj) < 0 || json_integer_value(uj) > UINT32_MAX))
+		return requests_fail("list: uid must be a user id");
+	/* a user who is not root or an admin sees their own jobs alone, whatever they ask for */
+	bool mine = !admin || uj;
+	uid_t uid = !admin ? c->uid : uj ? (uid_t)json_integer_value(uj) : 0;
+	if (!admin && uj && (uid_t)json_integer_value(uj) != c->uid)
+		return json_pack("{s:b, s:[]}", "ok", 1, "jobs");
 	struct store_job *v;
 	size_t n;
-	if (store_list(q->st, all, !admin, c->uid, from > 0 ? from : 0, LIST_PAGE, LIST_PAGE_BYTES, &v, &n) < 0)
+	if (store_list(q->st, all, mine, uid, state, from > 0 ? from : 0, LIST_PAGE, LIST_PAGE_BYTES, &v, &n) < 0)
 		return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
 	json_t *a = json_array();
 	struct gpus_now now;

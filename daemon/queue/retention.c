@@ -220,7 +220,7 @@ void retention_recover(struct queue *q)
 	for (int64_t from = 0;;) {
 		struct store_job *v;
 		size_t n;
-		if (store_list(q->st, false, false, 0, from, 256, 0, &v, &n) < 0)
+		if (store_list(q->st, false, false, 0, -1, from, 256, 0, &v, &n) < 0)
 			return;
 		if (n == 0) {
 			store_list_free(v, n);

@@ -20,7 +20,7 @@
 
 /* the statements, prepared once and reset after each use */
 enum stmt_key {
-	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_HEAD, ST_LIVE, ST_WAITING, ST_RUNNING,
+	ST_SUBMIT, ST_GET, ST_LIST_ALL, ST_LIST_LIVE, ST_LIST_STATE, ST_LIST_USER_ALL, ST_LIST_USER_LIVE, ST_HEAD, ST_LIVE, ST_WAITING, ST_RUNNING,
 	ST_START, ST_FINISH, ST_CANCEL, ST_REQUEUE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_ENDED, ST_COUNT_QUEUED, ST_FORGET, ST_STATE, ST_USAGE_ADD, ST_USAGE_SINCE,
 	ST_LOAD_LIVE, ST_LOAD_RUNTIMES, ST_DIAG_SET, ST_DIAG_GET, ST_DIAG_CLEAR, ST_SET_REQUEST, ST_END_OF,
 	ST_GRANT_ADD, ST_GRANT_DEL, ST_GRANT_ALL, ST_USAGE_LAST, ST_SYNC_NORMAL, ST_SYNC_FULL, ST_COUNTS, ST_OLDEST,
@@ -138,6 +138,9 @@ static const char *const migrations[] = {
 	" INSERT INTO job_counts (uid, state, n) VALUES (new.uid, new.state, 1)"
 	" ON CONFLICT (uid, state) DO UPDATE SET n = n + 1; END;"
 	"CREATE INDEX jobs_live ON jobs(id) WHERE state IN ('queued','running');",
+	/* 8: gpuctl queue --state and --user (and a user's own list) from an index, in id order */
+	"CREATE INDEX jobs_state_id ON jobs(state, id);"
+	"CREATE INDEX jobs_user ON jobs(uid, id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -504,23 +507,35 @@ static int collect(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct store_
 	return collect_upto(st, fill, 0, out, n);
 }
 
-int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, size_t budget,
+int store_list(struct store *s, bool all, bool mine, uid_t uid, int state, int64_t from, size_t limit, size_t budget,
 	       struct store_job **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	static const char every[] = "SELECT " LISTED " FROM jobs WHERE (? = 0 OR uid = ?) AND id > ? ORDER BY id LIMIT ?";
-	/* the live ones from their index, in order: a page costs the same at any depth (SQLite would
+	/* ?1 the state, ?2 mine, ?3 the uid, ?4 after this id, ?5 at most this many; each from the index
+	 * that hands its rows out in id order, so that a page costs the same at any depth (SQLite would
 	 * rather take jobs_order and sort) */
+	static const char every[] = "SELECT " LISTED " FROM jobs WHERE (?2 = 0 OR uid = ?3) AND id > ?4 ORDER BY id LIMIT ?5";
 	static const char live[] = "SELECT " LISTED " FROM jobs INDEXED BY jobs_live WHERE state IN ('queued','running')"
-				   " AND (? = 0 OR uid = ?) AND id > ? ORDER BY id LIMIT ?";
-	sqlite3_stmt *st = all ? stmt(s, ST_LIST_ALL, every) : stmt(s, ST_LIST_LIVE, live);
+				   " AND (?2 = 0 OR uid = ?3) AND id > ?4 ORDER BY id LIMIT ?5";
+	static const char in_state[] = "SELECT " LISTED " FROM jobs INDEXED BY jobs_state_id WHERE state = ?1"
+				       " AND (?2 = 0 OR uid = ?3) AND id > ?4 ORDER BY id LIMIT ?5";
+	static const char user_all[] = "SELECT " LISTED " FROM jobs INDEXED BY jobs_user WHERE uid = ?3 AND ?2 = 1"
+				       " AND id > ?4 ORDER BY id LIMIT ?5";
+	static const char user_live[] = "SELECT " LISTED " FROM jobs INDEXED BY jobs_user WHERE uid = ?3 AND ?2 = 1"
+					" AND state IN ('queued','running') AND id > ?4 ORDER BY id LIMIT ?5";
+	sqlite3_stmt *st = store_state_name((enum store_state)state) ? stmt(s, ST_LIST_STATE, in_state)
+			   : mine ? (all ? stmt(s, ST_LIST_USER_ALL, user_all) : stmt(s, ST_LIST_USER_LIVE, user_live))
+			   : all  ? stmt(s, ST_LIST_ALL, every)
+				  : stmt(s, ST_LIST_LIVE, live);
 	if (!st)
 		return -1;
-	sqlite3_bind_int(st, 1, mine);
-	sqlite3_bind_int64(st, 2, uid);
-	sqlite3_bind_int64(st, 3, from);
-	sqlite3_bind_int64(st, 4, limit ? (sqlite3_int64)limit : -1);
+	const char *sn = store_state_name((enum store_state)state);
+	sqlite3_bind_text(st, 1, sn ? sn : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, mine);
+	sqlite3_bind_int64(st, 3, uid);
+	sqlite3_bind_int64(st, 4, from);
+	sqlite3_bind_int64(st, 5, limit ? (sqlite3_int64)limit : -1);
 	return collect_upto(st, row, budget, out, n);
 }
 

@@ -122,12 +122,14 @@ int store_counts(struct store *s, int64_t *queued, int64_t *running, int64_t *ol
 int store_plans(struct store *s, void (*fn)(void *arg, const char *sql, const char *plan), void *arg);
 /*
  * Jobs in id order: queued and running ones, and with `all` ended ones too;
- * only uid's when `mine`; only those after id `from`, at most `limit` (0: no
- * limit), and no more once their command lines (argv) reach `budget` bytes
- * (0: no budget; the row that passes it is the last). Their environments are
- * not read (env is "[]"). *out is freed with store_list_free.
+ * only those in `state` when it is one (an enum store_state; -1: as `all`
+ * says); only uid's when `mine`; only those after id `from`, at most `limit`
+ * (0: no limit), and no more once their command lines (argv) reach `budget`
+ * bytes (0: no budget; the row that passes it is the last). Each from an index
+ * in id order. Their environments are not read (env is "[]"). *out is freed
+ * with store_list_free.
  */
-int store_list(struct store *s, bool all, bool mine, uid_t uid, int64_t from, size_t limit, size_t budget,
+int store_list(struct store *s, bool all, bool mine, uid_t uid, int state, int64_t from, size_t limit, size_t budget,
 	       struct store_job **out, size_t *n);
 /* A job's state alone (its command line is not read): 1 found, 0 no such job, -1 error. */
 int store_state(struct store *s, int64_t id, enum store_state *out);

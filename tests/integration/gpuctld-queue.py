@@ -253,6 +253,22 @@ try:
     allq = json.loads(root("queue", "--all", "--json").stdout)["jobs"]
     check("isolation", {x["user"] for x in allq} == {A, B}, f"root sees {[x['user'] for x in allq]}")
     print(f"isolation: {B} cannot show, list, cancel or read {A}'s job; root sees both")
+    # --user and --state (issue 35): root asks for one user's, or one state's; a user asking for
+    # another's gets nothing
+    ua_ids = {x["id"] for x in allq if x["user"] == A}
+    byuser = json.loads(root("queue", "--all", "--user", A, "--json").stdout)["jobs"]
+    check("filters", {x["id"] for x in byuser} == ua_ids and [x["id"] for x in byuser] == sorted(ua_ids),
+          f"--user {A}: {[x['id'] for x in byuser]}, expected {sorted(ua_ids)}")
+    running = json.loads(root("queue", "--state", "running", "--json").stdout)["jobs"]
+    check("filters", long_a in [x["id"] for x in running] and all(x["state"] == "running" for x in running),
+          f"--state running: {[(x['id'], x['state']) for x in running]}")
+    failed = json.loads(root("queue", "--state", "failed", "--user", B, "--json").stdout)["jobs"]
+    check("filters", [x["id"] for x in failed] == [bj], f"--state failed --user {B}: {failed}")
+    peek = as_user(B, "queue", "--all", "--user", A, "--json")
+    check("filters", peek.returncode == 0 and json.loads(peek.stdout)["jobs"] == [], f"{B} --user {A}: {peek.stdout!r}")
+    none = root("queue", "--state", "lost")
+    check("filters", none.returncode == 0 and none.stdout.strip() == "no job matches", f"--state lost: {none.stdout!r}")
+    print("filters: --user and --state list only those, in id order; another user's are not for a user to see")
 
     # ---- cancel, FIFO behind a blocked job, --after
     c = as_user(A, "cancel", str(long_a))

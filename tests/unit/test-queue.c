@@ -50,7 +50,7 @@ static void test_store(void **state)
 	snprintf(path, sizeof path, "%s/queue.db", dir);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 7);
+	assert_int_equal(store_schema_version(s), 8);
 	struct store_job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
 	c.after = (char *)"1";
@@ -95,32 +95,32 @@ static void test_store(void **state)
 	assert_int_equal(store_get(s, 999, &g), 0);
 	struct store_job *v;
 	size_t n;
-	assert_int_equal(store_list(s, false, false, 0, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, false, false, 0, -1, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 1); /* c runs; a done, b cancelled */
 	store_list_free(v, n);
-	assert_int_equal(store_list(s, true, false, 0, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, -1, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(store_state_name(v[1].state), "cancelled");
 	assert_string_equal(v[1].reason, "by alice");
 	store_list_free(v, n);
-	assert_int_equal(store_list(s, true, true, 1000, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, true, 1000, -1, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 2);
 	store_list_free(v, n);
 	/* a page: after the first job, one at most; no environment read */
-	assert_int_equal(store_list(s, true, false, 0, a.id, 1, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, -1, a.id, 1, 0, &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].id, b.id);
 	assert_string_equal(v[0].env, "[]");
 	store_list_free(v, n);
 	/* a byte budget: the row that reaches it is the last */
-	assert_int_equal(store_list(s, true, false, 0, 0, 0, 1, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, -1, 0, 0, 1, &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].id, a.id);
 	store_list_free(v, n);
 	/* forgetting ended jobs: a and b ended, c runs and stays */
 	assert_int_equal(store_forget(s, 0), 0);
 	assert_int_equal(store_forget(s, INT64_MAX), 2);
-	assert_int_equal(store_list(s, true, false, 0, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, true, false, 0, -1, 0, 0, 0, &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].id, c.id);
 	store_list_free(v, n);
@@ -283,7 +283,7 @@ static void test_store_migrates_v1(void **state)
 	sqlite3_close(db);
 	struct store *s;
 	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
-	assert_int_equal(store_schema_version(s), 7);
+	assert_int_equal(store_schema_version(s), 8);
 	/* migration 7: the counts start from the rows there */
 	assert_int_equal(store_count_queued(s, 1000), 1);
 	struct store_job *v;
@@ -341,7 +341,7 @@ static void counts_match(struct store *s, uid_t uids[2])
 	struct store_job *v;
 	size_t n;
 	int64_t q[2] = {0, 0}, queued = 0, running = 0, oldest = 0, cq, cr, co;
-	assert_int_equal(store_list(s, false, false, 0, 0, 0, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, false, false, 0, -1, 0, 0, 0, &v, &n), 0);
 	for (size_t i = 0; i < n; i++) {
 		bool isq = v[i].state == STORE_QUEUED;
 		queued += isq;
@@ -425,9 +425,30 @@ static void test_store_counts_and_plans(void **state)
 	/* pages of the live jobs, and the brief lists, as the views and dispatch read them */
 	struct store_job *v;
 	size_t n;
-	assert_int_equal(store_list(s, false, true, uids[0], id[5], 3, 0, &v, &n), 0);
+	assert_int_equal(store_list(s, false, true, uids[0], -1, id[5], 3, 0, &v, &n), 0);
 	assert_int_equal(n, 3);
 	assert_true(v[0].id > id[5] && v[0].uid == uids[0]);
+	store_list_free(v, n);
+	/* --state and --user: only those, in id order */
+	int64_t cq, cr, co;
+	assert_int_equal(store_counts(s, &cq, &cr, &co), 0);
+	assert_int_equal(store_list(s, false, false, 0, STORE_RUNNING, 0, 100, 0, &v, &n), 0);
+	assert_int_equal((int64_t)n, cr);
+	for (size_t i = 0; i < n; i++)
+		assert_true(v[i].state == STORE_RUNNING && (i == 0 || v[i - 1].id < v[i].id));
+	store_list_free(v, n);
+	assert_int_equal(store_list(s, true, false, 0, STORE_QUEUED, id[30], 100, 0, &v, &n), 0);
+	assert_int_equal(n, 9); /* id[31..39], all queued */
+	store_list_free(v, n);
+	assert_int_equal(store_list(s, true, true, uids[1], -1, 0, 100, 0, &v, &n), 0);
+	assert_int_equal(n, 18); /* bob's 20, less the failed and cancelled ones forgotten */
+	for (size_t i = 0; i < n; i++)
+		assert_true(v[i].uid == uids[1] && (i == 0 || v[i - 1].id < v[i].id));
+	store_list_free(v, n);
+	assert_int_equal(store_list(s, false, true, uids[1], STORE_RUNNING, 0, 100, 0, &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_true(v[i].uid == uids[1] && v[i].state == STORE_RUNNING);
+	assert_int_equal(n, 4); /* ids 3, 5, 7, 9 run (1 failed, forgotten) */
 	store_list_free(v, n);
 	for (enum store_which w = STORE_HEAD; w <= STORE_RUN; w++) {
 		assert_int_equal(store_brief(s, w, 5, &v, &n), 0);
