@@ -21,7 +21,8 @@ each depth, one line:
           request, exit), median of 30, in ms
   queue   `gpuctl queue`'s wall time, the whole list, in s; its first
           line's time after the start beside it
-  idle    gpuctld's CPU over 10 s with nothing asked of it, in % of a core
+  idle    gpuctld's CPU over IDLE_S (30) s with nothing asked of it, in % of a
+          core (its sampler included: it samples the GPUs every second)
   rss     gpuctld's resident memory, in MiB
 
 Then, at the last depth, the blocker is cancelled and DRAIN jobs (default
@@ -170,9 +171,11 @@ def main():
             if api["total"] != pending + 1 or len(api["jobs"]) != min(1000, pending + 1):
                 raise SystemExit(f"queue-depth: /api/v1/jobs has total {api['total']} and {len(api['jobs'])} jobs "
                                  f"for {pending + 1}")
+            # over IDLE_S seconds (30): the clock ticks of /proc/PID/stat are 10 ms, 0.03 % of 30 s
+            idle_s = float(os.environ.get("IDLE_S", "30"))
             c0 = cpu_s(d.pid)
-            time.sleep(10)
-            idle = (cpu_s(d.pid) - c0) / 10 * 100
+            time.sleep(idle_s)
+            idle = (cpu_s(d.pid) - c0) / idle_s * 100
             print(f"{pending:>7} {fill_rate:>7.0f} {cpu_per:>8.3f} {statistics.median(lat):>7.2f} "
                   f"{statistics.median(cli):>7.2f} {qs:>7.2f} {first or 0:>7.3f} {idle:>5.2f}% {rss_mib(d.pid):>6.1f}",
                   flush=True)
