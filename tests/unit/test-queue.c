@@ -42,14 +42,21 @@ static struct store_job make(const char *name, unsigned ngpus, int priority)
 	return j;
 }
 
+/* a new store in a new directory dir (removed by the test): path and err for the test's own use */
+static struct store *fresh_store(char *dir, size_t dlen, char *path, size_t plen, char *err, size_t elen)
+{
+	struct store *s;
+	assert_int_equal(tmpdir_make(dir, dlen, "queue"), 0);
+	snprintf(path, plen, "%s/queue.db", dir);
+	assert_int_equal(store_open(&s, path, err, elen), 0);
+	return s;
+}
+
 static void test_store(void **state)
 {
 	(void)state;
 	char dir[64], path[128], err[256];
-	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
-	snprintf(path, sizeof path, "%s/queue.db", dir);
-	struct store *s;
-	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	struct store *s = fresh_store(dir, sizeof dir, path, sizeof path, err, sizeof err);
 	assert_int_equal(store_schema_version(s), 8);
 	struct store_job a = make("a", 1, 0), b = make("b", 4, 5), c = make("c", 2, 0);
 	c.uid = 1001;
@@ -389,10 +396,7 @@ static void test_store_counts_and_plans(void **state)
 {
 	(void)state;
 	char dir[64], path[128], err[256];
-	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
-	snprintf(path, sizeof path, "%s/queue.db", dir);
-	struct store *s;
-	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	struct store *s = fresh_store(dir, sizeof dir, path, sizeof path, err, sizeof err);
 	uid_t uids[2] = {1000, 1001};
 	int64_t id[40];
 	for (int i = 0; i < 40; i++) {
@@ -473,10 +477,7 @@ static void test_store_head_and_rounds(void **state)
 {
 	(void)state;
 	char dir[64], path[128], err[256];
-	assert_int_equal(tmpdir_make(dir, sizeof dir, "queue"), 0);
-	snprintf(path, sizeof path, "%s/queue.db", dir);
-	struct store *s;
-	assert_int_equal(store_open(&s, path, err, sizeof err), 0);
+	struct store *s = fresh_store(dir, sizeof dir, path, sizeof path, err, sizeof err);
 	int prio[] = {0, 5, 0, -3, 5, 0};
 	int64_t id[6];
 	for (int i = 0; i < 6; i++) {
