@@ -33,8 +33,14 @@ Then, at the last depth, the blocker is cancelled and DRAIN jobs (default
   disp50  dispatch latency: on each GPU, a job's end to the next job's
           start there (the records), median, in ms
 
+KILLS=N (0): each job writes its id down when it runs, and gpuctld is
+SIGKILLed and restarted N times at random moments during the drain; then the
+records are held to what ran: no job twice, every done job once, none lost
+or failed, no queued one run (exit 1 naming any that is not so).
+
 Prints what it measured; figures against targets are bench/queue-depth.sh's.
 """
+import collections
 import json
 import os
 import socket
@@ -42,7 +48,9 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import random
 import re
+import signal
 import threading
 import time
 import urllib.request
@@ -68,8 +76,11 @@ def rss_mib(pid):
     return 0.0
 
 
-def submit(sock, argv=("true",), gpus=1):
-    ans = queue_request(sock, {"op": "submit", "gpus": gpus, "argv": list(argv), "env": ENV, "cwd": "/"})
+JOB_ARGV = ["true"]  # what each filling job runs (KILLS>0: it writes down that it ran)
+
+
+def submit(sock, argv=None, gpus=1):
+    ans = queue_request(sock, {"op": "submit", "gpus": gpus, "argv": list(argv or JOB_ARGV), "env": ENV, "cwd": "/"})
     if not ans.get("ok"):
         raise SystemExit(f"queue-depth: submit refused: {ans}")
     return ans
@@ -99,21 +110,36 @@ def main():
     depths = [int(d) for d in depths.split(",")]
     sock = os.path.join(work, "q.sock")
     env = dict(os.environ, GPUCTL_QUEUE_SOCKET=sock, GPUCTLD_CONFIG="/dev/null")
-    d = subprocess.Popen([gpuctld, "--sim", node, "--listen", "127.0.0.1:0", "--queue-db", os.path.join(work, "q.db"),
-                          "--queue-socket", sock, "--log-dir", os.path.join(work, "logs"), "--max-queued", "0"],
-                         env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        line = d.stderr.readline()
+    kills = int(os.environ.get("KILLS", "0"))
+    ran = os.path.join(work, "ran")
+    if kills:
+        JOB_ARGV[:] = ["sh", "-c", f'echo "$GPUCTL_JOB_ID" >> {ran}']
+
+    def start():
+        """gpuctld on the queue in work: the process and its URL, once its socket answers"""
+        p = subprocess.Popen([gpuctld, "--sim", node, "--listen", "127.0.0.1:0", "--queue-db",
+                              os.path.join(work, "q.db"), "--queue-socket", sock, "--log-dir",
+                              os.path.join(work, "logs"), "--max-queued", "0"],
+                             env=env, stderr=subprocess.PIPE, text=True)
+        line = p.stderr.readline()
         m = re.search(r"listening on (http://\S+)", line)
         if not m:
+            p.kill()
             raise SystemExit(f"queue-depth: gpuctld did not start: {line!r}")
-        url = m.group(1).rstrip("/")
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        threading.Thread(target=lambda: d.stderr.read(), daemon=True).start()
-        for _ in range(500):
-            if os.path.exists(sock):
+        threading.Thread(target=lambda: p.stderr.read(), daemon=True).start()
+        for _ in range(3000):
+            try:
+                c = socket.socket(socket.AF_UNIX)
+                c.connect(sock)
+                c.close()
                 break
-            time.sleep(0.01)
+            except OSError:
+                time.sleep(0.01)
+        return p, m.group(1).rstrip("/")
+
+    d, url = start()
+    try:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         ngpus = len(json.load(open(node))["gpus"])
         blocker = submit(sock, ("sleep", "100000"), gpus=ngpus)["id"]
         for _ in range(600):
@@ -149,7 +175,7 @@ def main():
             cli = []
             for _ in range(30):
                 t = time.perf_counter()
-                subprocess.run([gpuctl, "submit", "--", "true"], env=env, check=True, stdout=subprocess.DEVNULL,
+                subprocess.run([gpuctl, "submit", "--", *JOB_ARGV], env=env, check=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
                 cli.append((time.perf_counter() - t) * 1000)
             pending += 30
@@ -184,6 +210,15 @@ def main():
         ans = queue_request(sock, {"op": "cancel", "id": blocker})
         if not ans.get("ok"):
             raise SystemExit(f"queue-depth: cannot cancel the blocker: {ans}")
+        if kills:
+            # exactly once under SIGKILL (issue 35 item 4): the drain goes on through KILLS kills and
+            # restarts of gpuctld at random moments
+            rnd = random.Random(35)
+            for _ in range(kills):
+                time.sleep(rnd.uniform(0.2, 1.5))
+                d.send_signal(signal.SIGKILL)
+                d.wait()
+                d, url = start()
         db = sqlite3.connect(f"file:{os.path.join(work, 'q.db')}?mode=ro", uri=True, timeout=30)
         end = time.monotonic() + 600
         rows = []
@@ -204,9 +239,31 @@ def main():
         for runs in by_gpu.values():
             runs.sort()
             gaps += [runs[i + 1][0] - runs[i][1] for i in range(len(runs) - 1)]
-        print(f"drain: {drain} jobs in {span:.2f} s, {drain / span:.0f} jobs/s; dispatch latency (a GPU's job end "
-              f"to its next start, records in ms) median {statistics.median(gaps):.1f} ms over {len(gaps)}",
-              flush=True)
+        if not kills:
+            print(f"drain: {drain} jobs in {span:.2f} s, {drain / span:.0f} jobs/s; dispatch latency (a GPU's job "
+                  f"end to its next start, records in ms) median {statistics.median(gaps):.1f} ms over {len(gaps)}",
+                  flush=True)
+            return
+        # stop, let what runs end, then hold the records to what really ran
+        d.terminate()
+        d.wait(timeout=60)
+        time.sleep(2)
+        db = sqlite3.connect(f"file:{os.path.join(work, 'q.db')}?mode=ro", uri=True, timeout=30)
+        rows = db.execute("SELECT id, state FROM jobs WHERE id > ?", (blocker,)).fetchall()
+        db.close()
+        with open(ran) as f:
+            runs = collections.Counter(int(x) for x in f.read().split())
+        by = collections.Counter(st for _, st in rows)
+        bad = {"twice": [i for i, n in runs.items() if n > 1],
+               "done, not once": [i for i, st in rows if st == "done" and runs.get(i, 0) != 1],
+               "queued, yet ran": [i for i, st in rows if st == "queued" and runs.get(i, 0)],
+               "lost or failed": [i for i, st in rows if st in ("lost", "failed")]}
+        print(f"kill loop: {kills} SIGKILLs of gpuctld during the drain at {pending} pending; states "
+              f"{dict(by)}; {sum(runs.values())} runs written down", flush=True)
+        for what, ids in bad.items():
+            if ids:
+                raise SystemExit(f"queue-depth: kill loop: {what}: {len(ids)} jobs, e.g. {ids[:10]}")
+        print("kill loop: every done job ran once, none twice, none lost or failed, no queued one ran", flush=True)
     finally:
         d.terminate()
         try:
