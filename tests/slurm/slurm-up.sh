@@ -15,6 +15,7 @@
 # On success prints exactly one line on stdout, "SLURM_CONF=DIR/slurm.conf",
 # and exits 0.  Exits 77 (meson's "skip") when Slurm cannot be installed or
 # started here, with the reason on stderr.  Stop it with slurm-down.sh DIR.
+# SLURM_MAX_JOBS: its MaxJobCount (default 10000; bench/queue-depth.sh raises it).
 set -eu
 set -o pipefail
 
@@ -151,7 +152,7 @@ GresTypes=gpu
 ReturnToService=2
 JobRequeue=1
 MinJobAge=600
-MaxJobCount=10000
+MaxJobCount=${SLURM_MAX_JOBS:-10000}
 InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30
