@@ -608,9 +608,10 @@ static int slurm_step_env(struct launch *L, struct runjob *j)
 
 /* what launch's own options set (run's, RUNJOB_LONG_OPTIONS, go to the runjob) */
 struct launch_cli {
-	const char *launcher, *partition, *time, *account, *job_name, *output, *endpoint;
-	bool dry_run, literal, slurm, follow, slurm_step, sky_step;
-	unsigned nodes, gpus_per_node, cpus_per_task;
+	struct slurm_opts s;         /* --slurm's and the step's options, stored there by the table */
+	struct launch L;             /* --no-placeholders, --slurm-step, --rdzv-endpoint */
+	const char *launcher;
+	bool dry_run, slurm, sky_step;
 };
 
 #define AT(f) OPT_AT(struct launch_cli, f)
@@ -618,27 +619,27 @@ static const struct opt launch_options[] = {
 	{OPT_NOTE, .help = "-n auto|N: the GPUs on this node, every free one (the default) or N"},
 	{OPT_STRING, "launcher", "L", "auto (torchrun, else python3 -m torch.distributed.run), torchrun or python",
 	 AT(launcher)},
-	{OPT_FLAG, "no-placeholders", .help = "pass {gpus}, {nodes}, {world_size}, {32*gpus} unexpanded", AT(literal)},
+	{OPT_FLAG, "no-placeholders", .help = "pass {gpus}, {nodes}, {world_size}, {32*gpus} unexpanded", AT(L.literal)},
 	{OPT_FLAG, "dry-run", .help = "print the environment and command (or the batch script), run nothing", AT(dry_run)},
 	{OPT_NOTE, .help = "the filters and run options of gpuctl run (--min-free-mem, --model, --wait, --spot, "
 			   "--restart, --checkpoint-dir, --hang-timeout, ...) work the same; see gpuctl-run(1)"},
 	{OPT_SECTION, .help = "\nWith --slurm:"},
 	{OPT_FLAG, "slurm", .help = "submit a multi-node Slurm job (sbatch) that does the same on every node", AT(slurm)},
-	{OPT_COUNT, "nodes", "N", "nodes (default 1)", AT(nodes), .min = 1, .max = 4096},
-	{OPT_COUNT, "gpus-per-node", "G", "GPUs on each node (required; or -n G)", AT(gpus_per_node), .min = 1, .max = 4096},
-	{OPT_STRING, "partition", "P", "sbatch's --partition", AT(partition)},
-	{OPT_STRING, "time", "T", "sbatch's --time", AT(time)},
-	{OPT_COUNT, "cpus-per-task", "C", "sbatch's --cpus-per-task", AT(cpus_per_task), .min = 1, .max = 4096},
-	{OPT_STRING, "account", "A", "sbatch's --account", AT(account)},
-	{OPT_STRING, "job-name", "NAME", "sbatch's --job-name", AT(job_name)},
-	{OPT_STRING, "output", "PATH", "the job's output (default: slurm-%j.out in this directory)", AT(output)},
-	{OPT_FLAG, "follow", .help = "after submitting, show the job's state and output until it ends", AT(follow)},
+	{OPT_COUNT, "nodes", "N", "nodes (default 1)", AT(s.nodes), .min = 1, .max = 4096},
+	{OPT_COUNT, "gpus-per-node", "G", "GPUs on each node (required; or -n G)", AT(s.gpus_per_node), .min = 1, .max = 4096},
+	{OPT_STRING, "partition", "P", "sbatch's --partition", AT(s.partition)},
+	{OPT_STRING, "time", "T", "sbatch's --time", AT(s.time)},
+	{OPT_COUNT, "cpus-per-task", "C", "sbatch's --cpus-per-task", AT(s.cpus_per_task), .min = 1, .max = 4096},
+	{OPT_STRING, "account", "A", "sbatch's --account", AT(s.account)},
+	{OPT_STRING, "job-name", "NAME", "sbatch's --job-name", AT(s.job_name)},
+	{OPT_STRING, "output", "PATH", "the job's output (default: slurm-%j.out in this directory)", AT(s.output)},
+	{OPT_FLAG, "follow", .help = "after submitting, show the job's state and output until it ends", AT(s.follow)},
 	{OPT_NOTE, .help = "--max-restarts K (run's) requeues after a notice or the time limit at most K times "
 			   "(default 3)"},
 	{OPT_SECTION, .help = "In the batch script --slurm writes (not for use by hand):"},
 	{OPT_FLAG, "slurm-step", .help = "this node's part of the job: node count, rank and job id from Slurm",
-	 AT(slurm_step)},
-	{OPT_STRING, "rdzv-endpoint", "HOST:PORT", "where every node's torchrun meets (with --slurm-step)", AT(endpoint)},
+	 AT(L.step)},
+	{OPT_STRING, "rdzv-endpoint", "HOST:PORT", "where every node's torchrun meets (with --slurm-step)", AT(L.endpoint)},
 	{OPT_SECTION, .help = "In a SkyPilot task advise --emit skypilot writes (not for use by hand):"},
 	{OPT_FLAG, "sky-step", .help = "this node's part: node count, rank and head from SKYPILOT_NUM_NODES, "
 				       "SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS (head:29500 unless --rdzv-endpoint)",
@@ -682,16 +683,16 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 	static const char step_pass[] = {'S', 'C', 'P', 'G', 'K', 'T', 'O', 'A', 'N', 'W'};
 	static const char slurm_refuse[] = {'g', 'M', 'U', 'm', 'x', 's', 'I', 'w', 'R', 'B'};
 	struct runjob j;
-	struct launch L = {0};
-	struct slurm_opts s = {.nodes = 1, .max_requeues = 3};
-	struct launch_cli lc = {.launcher = "auto", .nodes = 1};
+	struct launch_cli lc = {.s = {.nodes = 1, .max_requeues = 3}, .launcher = "auto"};
+	struct slurm_opts *s = &lc.s;
+	struct launch *L = &lc.L;
 	const char *refused = NULL, *arg;
 	const struct opt *o;
 	struct optparse op;
 	int c, rc = EXIT_OK;
 	runjob_init(&j);
 	j.r.jg.allow_auto = true;
-	j.arg = &L;
+	j.arg = L;
 	j.ready = launch_ready;
 	if (optparse_init(&op, launch_options, run_options, "n:", true) != GC_OK) {
 		cli_err("out of memory");
@@ -711,7 +712,7 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 			const char *name = run_option_name(run_options, c);
 			if (name && memchr(slurm_refuse, c, sizeof slurm_refuse) && !refused)
 				refused = name;
-			if (name && memchr(step_pass, c, sizeof step_pass) && (rc = step_opt(&s, name, arg)))
+			if (name && memchr(step_pass, c, sizeof step_pass) && (rc = step_opt(s, name, arg)))
 				break;
 			if (c == 'w')
 				arg = cli_optional_next(optarg, argc, argv); /* --wait 5m */
@@ -725,66 +726,53 @@ int cmd_launch(const struct cli_global *g, int argc, char **argv)
 		rc = rc < 0 ? EXIT_OK : rc;
 		goto out;
 	}
-	/* launch's own, where the rest of launch keeps them */
+	/* what the table's entries imply */
 	j.dry_run = lc.dry_run;
-	L.literal = lc.literal;
-	L.step = lc.slurm_step || lc.sky_step;
-	L.endpoint = lc.endpoint;
-	bool slurm = lc.slurm, sky_step = lc.sky_step;
-	const char *launcher_arg = lc.launcher;
-	s.nodes = lc.nodes;
-	s.cpus_per_task = lc.cpus_per_task;
-	s.gpus_per_node = lc.gpus_per_node;
-	s.gpus_given = lc.gpus_per_node > 0;
-	s.partition = lc.partition;
-	s.time = lc.time;
-	s.account = lc.account;
-	s.job_name = lc.job_name;
-	s.output = lc.output;
-	s.follow = lc.follow;
-	if ((strcmp(lc.launcher, "auto") != 0 && (rc = step_opt(&s, "launcher", lc.launcher))) ||
-	    (lc.literal && (rc = step_opt(&s, "no-placeholders", NULL))))
+	L->step |= lc.sky_step;
+	s->gpus_given = s->gpus_per_node > 0;
+	if ((strcmp(lc.launcher, "auto") != 0 && (rc = step_opt(s, "launcher", lc.launcher))) ||
+	    (L->literal && (rc = step_opt(s, "no-placeholders", NULL))))
 		goto out;
 	if (optind >= argc) {
 		cli_err("launch needs a script: gpuctl launch [options] -- SCRIPT [ARGS...]");
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	L.cmd = argv + optind;
-	if (slurm) {
-		rc = launch_slurm(&s, &j, &L, refused);
+	L->cmd = argv + optind;
+	if (lc.slurm) {
+		rc = launch_slurm(s, &j, L, refused);
 		goto out;
 	}
-	if (s.nodes != 1 || s.partition || s.time || s.account || s.cpus_per_task || s.follow ||
-	    s.job_name || s.output) {
+	if (s->nodes != 1 || s->partition || s->time || s->account || s->cpus_per_task || s->follow ||
+	    s->job_name || s->output) {
 		cli_err("--nodes, --partition, --time, --account, --cpus-per-task, --job-name, --output and "
 			"--follow need --slurm");
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (s.gpus_given) {
+	if (s->gpus_given) {
 		cli_err("--gpus-per-node needs --slurm (on this node, use -n)");
 		rc = EXIT_USAGE;
 		goto out;
 	}
 	if (!j.r.jg.n_given && !j.r.jg.gpus_spec) /* every free GPU unless told otherwise */
 		request_option(&j.r, 'n', "auto");
-	if ((rc = choose_launcher(launcher_arg, &L)))
+	if ((rc = choose_launcher(lc.launcher, L)))
 		goto out;
-	if ((sky_step && (rc = sky_step_env(&L, &j))) || (!sky_step && L.step && (rc = slurm_step_env(&L, &j))))
+	if ((lc.sky_step && (rc = sky_step_env(L, &j))) || (!lc.sky_step && L->step && (rc = slurm_step_env(L, &j))))
 		goto out;
-	probe_launcher(&L);
+	probe_launcher(L);
 	/* a stop (notice, hang, --grace) goes to torchrun's workers, not to its agent, which would
 	   SIGKILL them 30 s later (docs/launch.md) */
 	j.jo.sv.spare_leader = true;
-	rc = runjob_exec(&j, g, L.cmd);
-	if (L.step && j.ran && j.end == SUPERVISE_END_PREEMPTED)
+	rc = runjob_exec(&j, g, L->cmd);
+	if (L->step && j.ran && j.end == SUPERVISE_END_PREEMPTED)
 		rc = step_requeue();
 out:
-	for (size_t i = 0; i < s.n_step; i++)
-		if (s.owned[i])
-			free(s.step_opts[i]);
-	launch_free(&L);
+	for (size_t i = 0; i < s->n_step; i++)
+		if (s->owned[i])
+			free(s->step_opts[i]);
+	launch_free(L);
 	runjob_release(&j);
 	return rc;
 }
