@@ -524,13 +524,13 @@ int store_list(struct store *s, bool all, bool mine, uid_t uid, int state, int64
 				       " AND id > ?4 ORDER BY id LIMIT ?5";
 	static const char user_live[] = "SELECT " LISTED " FROM jobs INDEXED BY jobs_user WHERE uid = ?3 AND ?2 = 1"
 					" AND state IN ('queued','running') AND id > ?4 ORDER BY id LIMIT ?5";
-	sqlite3_stmt *st = store_state_name((enum store_state)state) ? stmt(s, ST_LIST_STATE, in_state)
+	const char *sn = store_state_name((enum store_state)state);
+	sqlite3_stmt *st = sn	  ? stmt(s, ST_LIST_STATE, in_state)
 			   : mine ? (all ? stmt(s, ST_LIST_USER_ALL, user_all) : stmt(s, ST_LIST_USER_LIVE, user_live))
 			   : all  ? stmt(s, ST_LIST_ALL, every)
 				  : stmt(s, ST_LIST_LIVE, live);
 	if (!st)
 		return -1;
-	const char *sn = store_state_name((enum store_state)state);
 	sqlite3_bind_text(st, 1, sn ? sn : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, mine);
 	sqlite3_bind_int64(st, 3, uid);

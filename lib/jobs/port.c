@@ -25,17 +25,20 @@ struct port_hold {
 	struct lease *claim;
 };
 
-/* whether nothing is bound to port now (a bind to it succeeds) */
-static bool bindable(int port)
+/* bind to port (0: the kernel's choice) and let go: the port it got, or -1 when taken */
+static int try_bind(int port)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
-		return false;
+		return -1;
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_ANY)};
-	bool ok = bind(s, (struct sockaddr *)&a, sizeof a) == 0;
+	socklen_t len = sizeof a;
+	int got = -1;
+	if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &len) == 0)
+		got = ntohs(a.sin_port);
 	close(s);
-	return ok;
+	return got;
 }
 
 /*
@@ -62,20 +65,10 @@ static int free_port(void)
 	unsigned seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() << 16;
 	for (int tries = 0; lo > first + 100 && lo <= 65536 && tries < 64; tries++) {
 		int p = (int)(first + rand_r(&seed) % (lo - first));
-		if (p != 29500 && bindable(p))
+		if (p != 29500 && try_bind(p) == p)
 			return p;
 	}
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -1;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-	socklen_t len = sizeof a;
-	int port = -1;
-	if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-	    getsockname(s, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(s);
-	return port;
+	return try_bind(0);
 }
 
 int port_reserve(struct lease_dir *d, int *port, struct port_hold **out, char *err, size_t errlen)
