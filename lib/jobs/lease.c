@@ -98,6 +98,12 @@ struct lease_dir {
 	bool auth;
 	char sock[PATH_MAX];
 	const struct lease_source *src;
+	/* the records read before, by file: a claim's record is read again only when its file
+	 * changed (gpuctld lists the directory every second, its sampler and its usage both) */
+	struct cached_record *cache;
+	size_t ncache, next_slot;
+	bool nocache; /* a lease's own copy (struct lease): it keeps none */
+	struct pid_memo *memo; /* during a listing (lease_list): its processes, asked after once */
 };
 
 /* the order of claims and tickets: all three from the kernel but num, which only breaks ties */
@@ -278,6 +284,7 @@ void lease_dir_close(struct lease_dir *d)
 		close(d->dfd);
 	if (d->ino >= 0)
 		close(d->ino);
+	free(d->cache);
 	free(d);
 }
 
@@ -433,6 +440,8 @@ static void copy_field(char *dst, size_t len, json_t *o, const char *key)
 static void read_record(int fd, const struct stat *st, struct lease_info *i, uint64_t *ticket)
 {
 	memset(i, 0, sizeof *i);
+	if (ticket)
+		*ticket = 0;
 	char buf[RECORD_MAX];
 	json_t *o = NULL;
 	for (int tries = 0; !o && tries < 3; tries++) {
@@ -458,11 +467,114 @@ static void read_record(int fd, const struct stat *st, struct lease_info *i, uin
 	i->uid = st->st_uid;
 	i->since = (int64_t)st->st_ctim.tv_sec;
 	proc_user_name(i->uid, i->user, sizeof i->user, NULL);
-	/* a live process of someone else's is not the owner's job (a gone one names nobody) */
-	if (i->pid > 0 && proc_owner(i->pid) != st->st_uid && proc_owner(i->pid) != (uid_t)-1)
+}
+
+/*
+ * What one listing learnt of the processes its records name: a job holds a claim per GPU,
+ * each naming the same two processes, asked after once per listing (NULL: not kept).
+ */
+#define PID_MEMO_MAX 8
+struct pid_memo {
+	size_t n, next;
+	struct {
+		pid_t pid;
+		uid_t owner;  /* (uid_t)-1: gone */
+		int alive;    /* -1: not asked yet */
+	} e[PID_MEMO_MAX];
+};
+
+static bool alive(pid_t pid);
+
+static size_t memo_slot(struct pid_memo *m, pid_t pid)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (m->e[k].pid == pid)
+			return k;
+	size_t k = m->n < PID_MEMO_MAX ? m->n++ : m->next++ % PID_MEMO_MAX;
+	m->e[k].pid = pid;
+	m->e[k].owner = proc_owner(pid);
+	m->e[k].alive = -1;
+	return k;
+}
+
+static uid_t memo_owner(struct pid_memo *m, pid_t pid)
+{
+	return m ? m->e[memo_slot(m, pid)].owner : proc_owner(pid);
+}
+
+static bool memo_alive(struct pid_memo *m, pid_t pid)
+{
+	if (!m || pid <= 0)
+		return alive(pid);
+	size_t k = memo_slot(m, pid);
+	if (m->e[k].alive < 0)
+		m->e[k].alive = alive(pid);
+	return m->e[k].alive;
+}
+
+/* a live process of someone else's is not the owner's job (a gone one names nobody): asked
+ * at each look, as pids are reused */
+static void believe_pids(struct lease_info *i, uid_t owner, struct pid_memo *m)
+{
+	uid_t o;
+	if (i->pid > 0 && (o = memo_owner(m, i->pid)) != owner && o != (uid_t)-1)
 		i->pid = 0;
-	if (i->supervisor > 0 && proc_owner(i->supervisor) != st->st_uid && proc_owner(i->supervisor) != (uid_t)-1)
+	if (i->supervisor > 0 && (o = memo_owner(m, i->supervisor)) != owner && o != (uid_t)-1)
 		i->supervisor = 0;
+}
+
+/*
+ * A record as read from a file that has not changed since: (dev, ino, ctime, mtime, size,
+ * owner) the same. Only records whose file was last written over a second before they were
+ * read are kept, so that a rewrite within the file system's clock tick (lease_set_pid soon
+ * after the claim) cannot leave the times as they were.
+ */
+struct cached_record {
+	dev_t dev;
+	ino_t ino;
+	int64_t ctime_ns, mtime_ns;
+	off_t size;
+	uid_t uid;
+	uint64_t ticket;
+	struct lease_info info; /* as read_record made it: before believe_pids */
+};
+
+#define RECORD_CACHE_MAX 256 /* records kept: a full cache reuses its slots in turn */
+#define RECORD_SETTLED_NS INT64_C(1000000000)
+
+static bool same_file(const struct cached_record *c, const struct stat *st)
+{
+	return c->ino == st->st_ino && c->dev == st->st_dev && c->ctime_ns == ctime_ns(st) &&
+	       c->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec &&
+	       c->size == st->st_size && c->uid == st->st_uid;
+}
+
+/* the record of the open file fd (stat st): from the cache when it has not changed */
+static void load_record(struct lease_dir *d, int fd, const struct stat *st, struct lease_info *i, uint64_t *ticket)
+{
+	for (size_t k = 0; k < d->ncache; k++)
+		if (same_file(&d->cache[k], st)) {
+			*i = d->cache[k].info;
+			if (ticket)
+				*ticket = d->cache[k].ticket;
+			believe_pids(i, st->st_uid, d->memo);
+			return;
+		}
+	uint64_t num = 0;
+	read_record(fd, st, i, &num);
+	if (ticket)
+		*ticket = num;
+	struct timespec now;
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+	    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec - mtime > RECORD_SETTLED_NS && !d->nocache &&
+	    (d->cache || (d->cache = calloc(RECORD_CACHE_MAX, sizeof *d->cache)))) {
+		size_t k = d->ncache < RECORD_CACHE_MAX ? d->ncache++ : d->next_slot++ % RECORD_CACHE_MAX;
+		d->cache[k] = (struct cached_record){.dev = st->st_dev, .ino = st->st_ino, .ctime_ns = ctime_ns(st),
+						     .mtime_ns = mtime, .size = st->st_size, .uid = st->st_uid,
+						     .ticket = num, .info = *i};
+	}
+	believe_pids(i, st->st_uid, d->memo);
 }
 
 /*
@@ -498,7 +610,7 @@ static int probe(struct lease_dir *d, const char *name, bool want_record, struct
 		s->ino = st.st_ino;
 		s->key = (struct key){ctime_ns(&st), 0, st.st_ino};
 		if (want_record)
-			read_record(fd, &st, &s->info, &s->key.num);
+			load_record(d, fd, &st, &s->info, &s->key.num);
 	}
 	close(fd);
 	return 1;
@@ -661,11 +773,11 @@ static int find_claim(struct lease_dir *d, const char *name, void *arg)
 
 /* the record names a job and a supervisor that are both gone, yet the lock is held: by an
  * orphan of the job. Name it when it can be seen. */
-static void note_orphan(struct lease_info *info, dev_t dev, ino_t ino)
+static void note_orphan(struct lease_info *info, dev_t dev, ino_t ino, struct pid_memo *m)
 {
 	info->orphan = false;
 	info->live = 0;
-	if (info->pid <= 0 || alive(info->pid) || alive(info->supervisor))
+	if (info->pid <= 0 || memo_alive(m, info->pid) || memo_alive(m, info->supervisor))
 		return;
 	info->orphan = true;
 	info->live = opener_of(dev, ino);
@@ -697,7 +809,7 @@ int lease_peek(struct lease_dir *d, const char *uuid, struct lease_info *info)
 		return rc;
 	if (f.found && info) {
 		*info = f.s.info;
-		note_orphan(info, f.s.dev, f.s.ino);
+		note_orphan(info, f.s.dev, f.s.ino, NULL);
 	}
 	return f.found;
 }
@@ -872,6 +984,9 @@ static int claim_try(struct lease_dir *d, const char *prefix, const char *const 
 	l->afd = -1;
 	l->own = *d;
 	l->own.ino = -1;
+	l->own.cache = NULL; /* d's */
+	l->own.ncache = 0;
+	l->own.nocache = true;
 	l->own.dfd = fcntl(d->dfd, F_DUPFD_CLOEXEC, 0);
 	l->d = &l->own;
 	l->n = n;
@@ -1361,6 +1476,7 @@ struct items {
 	size_t n, cap;
 	bool tickets;
 	int rc;
+	struct pid_memo memo;
 };
 
 static int collect(struct lease_dir *d, const char *name, void *arg)
@@ -1387,7 +1503,7 @@ static int collect(struct lease_dir *d, const char *name, void *arg)
 	e->ticket = (uint64_t)s.key.ctime_ns;
 	e->info = s.info;
 	if (!it->tickets)
-		note_orphan(&e->info, s.dev, s.ino);
+		note_orphan(&e->info, s.dev, s.ino, &it->memo);
 	return 0;
 }
 
@@ -1406,7 +1522,9 @@ int lease_list(struct lease_dir *d, struct lease_entry **out, size_t *n)
 	if (d->auth || d->src)
 		return auth_list(d, out, n, NULL, NULL);
 	struct items it = {.rc = GC_OK};
+	d->memo = &it.memo;
 	int rc = scan(d, collect, &it);
+	d->memo = NULL;
 	if (rc < 0 || it.rc != GC_OK) {
 		free(it.v);
 		return rc < 0 ? rc : it.rc;
@@ -1597,6 +1715,7 @@ static struct lease *auth_lease(const struct lease_info *me, int fd)
 		return NULL;
 	l->afd = fd;
 	l->own.dfd = l->own.ino = -1;
+	l->own.nocache = true;
 	l->d = &l->own;
 	l->me = *me;
 	return l;

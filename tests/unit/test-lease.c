@@ -160,6 +160,59 @@ static void test_inherited_by_job(void **state)
 	lease_dir_close(d);
 }
 
+/* files of the lease directory written long ago (their times set back an hour) */
+static void age_files(struct lease_dir *d)
+{
+	DIR *files = opendir(lease_dir_path(d));
+	assert_non_null(files);
+	struct timespec old[2];
+	clock_gettime(CLOCK_REALTIME, &old[0]);
+	old[0].tv_sec -= 3600;
+	old[1] = old[0];
+	for (struct dirent *e; (e = readdir(files));)
+		if (e->d_name[0] != '.')
+			assert_int_equal(utimensat(dirfd(files), e->d_name, old, 0), 0);
+	closedir(files);
+}
+
+/* lease_list keeps the records it read: one rewritten since (lease_set_pid, a job started
+ * under the lease) is read again, and what it says is shown, not what it said */
+static void test_list_reads_rewritten_record(void **state)
+{
+	(void)state;
+	struct lease_dir *d = open_dir();
+	struct lease *l = NULL;
+	size_t busy;
+	char err[256];
+	struct lease_info info = me("job");
+	assert_int_equal(lease_try(d, &A, 1, &info, &l, &busy, err, sizeof err), GC_OK);
+	age_files(d); /* as if written long ago: its record is kept */
+	struct lease_entry *list = NULL;
+	size_t n = 0;
+	for (int k = 0; k < 2; k++) { /* read, then kept */
+		assert_int_equal(lease_list(d, &list, &n), GC_OK);
+		assert_int_equal(n, 1);
+		assert_int_equal(list[0].info.pid, getpid());
+		assert_string_equal(list[0].info.name, "job");
+		free(list);
+	}
+	pid_t job = fork();
+	assert_true(job >= 0);
+	if (job == 0) {
+		execlp("sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	lease_set_pid(l, job, 0);
+	assert_int_equal(lease_list(d, &list, &n), GC_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(list[0].info.pid, job);
+	free(list);
+	kill(job, SIGKILL);
+	waitpid(job, NULL, 0);
+	lease_release(l);
+	lease_dir_close(d);
+}
+
 /* a command line that is not UTF-8, or is cut inside a character, still leases */
 static void test_command_any_bytes(void **state)
 {
@@ -675,6 +728,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_frees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inherited_by_job, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_reads_rewritten_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command_any_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queue_fifo_and_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_wakes_waiter, setup, teardown),
