@@ -374,9 +374,12 @@ static void *acceptor(void *arg)
 		pthread_mutex_lock(&h->mu);
 		reap(h, clock_mono_ms());
 		bool room = h->nconns < h->max_connections; /* else the next waits in the backlog */
+		bool deadlines = false; /* connections to reap when their time is up: look every REAP_MS */
+		for (size_t i = 0; i < h->nconns && !deadlines; i++)
+			deadlines = !h->conns[i].reaped;
 		pthread_mutex_unlock(&h->mu);
 		struct pollfd p[2] = {{.fd = h->stop, .events = POLLIN}, {.fd = room ? h->fd : -1, .events = POLLIN}};
-		if (poll(p, 2, REAP_MS) < 0 && errno != EINTR)
+		if (poll(p, 2, deadlines || !room ? REAP_MS : -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;

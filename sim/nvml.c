@@ -16,6 +16,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1595,6 +1596,11 @@ nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b,
 struct nvmlEventSet_st {
 	bool gpus[SIM_MAX_GPUS];
 	long long after_ns;
+	/* the run directory's watch, made at the first wait and kept: the driver's wait costs
+	 * nothing while nothing happens, and neither should ours (gpuctld waits in a loop) */
+	int ifd;            /* inotify, -1: none yet, or none to be had (then a look every 10 ms) */
+	char watched[PATH_MAX]; /* the directory it watches */
+	bool looked;        /* the directory was looked at since the watch's last event */
 };
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
@@ -1605,16 +1611,20 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 		r = NVML_ERROR_INVALID_ARGUMENT;
 	if (r == NVML_SUCCESS) {
 		*set = calloc(1, sizeof(**set));
-		if (!*set)
+		if (!*set) {
 			r = NVML_ERROR_MEMORY;
-		else
+		} else {
 			(*set)->after_ns = now_ns();
+			(*set)->ifd = -1;
+		}
 	}
 	return leave(r);
 }
 
 nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
+	if (set && set->ifd >= 0)
+		close(set->ifd);
 	free(set);
 	return NVML_SUCCESS;
 }
@@ -1652,13 +1662,19 @@ static nvmlReturn_t event_wait(const char *fn, nvmlEventSet_t set, nvmlEventData
 			       size_t rec)
 {
 	long long deadline = now_ns() + (long long)timeout_ms * 1000000LL;
-	/* the driver blocks: so do we, woken by a file made in the run directory (an Xid among them),
-	 * watched before the first look so none is missed; every 10 ms without inotify */
-	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 
-	if (ifd >= 0 && inotify_add_watch(ifd, node->rundir, IN_CREATE | IN_MOVED_TO) < 0) {
-		close(ifd);
-		ifd = -1;
+	if (set && node && node->rundir && (set->ifd < 0 || strcmp(set->watched, node->rundir) != 0)) {
+		/* the driver blocks: so do we, woken by a file made in the run directory (an Xid among
+		 * them), watched before the first look so none is missed; every 10 ms without inotify */
+		if (set->ifd >= 0)
+			close(set->ifd);
+		set->looked = false;
+		set->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+		if (set->ifd >= 0 && inotify_add_watch(set->ifd, node->rundir, IN_CREATE | IN_MOVED_TO) < 0) {
+			close(set->ifd);
+			set->ifd = -1;
+		}
+		snprintf(set->watched, sizeof(set->watched), "%s", node->rundir);
 	}
 	for (;;) {
 		nvmlReturn_t r = sys_enter(fn);
@@ -1668,12 +1684,13 @@ static nvmlReturn_t event_wait(const char *fn, nvmlEventSet_t set, nvmlEventData
 
 		if (r == NVML_SUCCESS && (!set || !data))
 			r = NVML_ERROR_INVALID_ARGUMENT;
-		if (r != NVML_SUCCESS) {
-			if (ifd >= 0)
-				close(ifd);
+		if (r != NVML_SUCCESS)
 			return leave(r);
-		}
-		if (sim_rundir_next_xid(node->rundir, set->gpus, node->ngpus < SIM_MAX_GPUS ? node->ngpus : SIM_MAX_GPUS,
+		if (set->ifd < 0)
+			set->looked = false; /* no watch: look each time */
+		/* looked at again only after the watch saw a file made (or without a watch) */
+		if (!set->looked &&
+		    sim_rundir_next_xid(node->rundir, set->gpus, node->ngpus < SIM_MAX_GPUS ? node->ngpus : SIM_MAX_GPUS,
 					set->after_ns, &gpu, &ns, &xid)) {
 			nvmlEventData_t x;
 
@@ -1684,24 +1701,35 @@ static nvmlReturn_t event_wait(const char *fn, nvmlEventSet_t set, nvmlEventData
 			x.gpuInstanceId = x.computeInstanceId = 0xFFFFFFFFu;
 			memcpy(data, &x, rec);
 			set->after_ns = ns;
-			if (ifd >= 0)
-				close(ifd);
-			return leave(NVML_SUCCESS);
+			return leave(NVML_SUCCESS); /* more may be there: the next wait looks again */
 		}
+		set->looked = set->ifd >= 0;
 		leave(NVML_SUCCESS);
 		long long left = deadline - now_ns();
-		if (left <= 0) {
-			if (ifd >= 0)
-				close(ifd);
+		if (left <= 0)
 			return NVML_ERROR_TIMEOUT;
-		}
-		if (ifd >= 0) {
+		if (set->ifd >= 0) {
 			char buf[4096];
-			struct pollfd pfd = {.fd = ifd, .events = POLLIN};
+			struct pollfd pfd = {.fd = set->ifd, .events = POLLIN};
 
-			if (poll(&pfd, 1, (int)((left + 999999) / 1000000)) > 0)
-				while (read(ifd, buf, sizeof(buf)) > 0)
-					;
+			if (poll(&pfd, 1, (int)((left + 999999) / 1000000)) > 0) {
+				bool gone = false;
+				ssize_t n;
+
+				while ((n = read(set->ifd, buf, sizeof(buf))) > 0)
+					for (ssize_t at = 0; at + (ssize_t)sizeof(struct inotify_event) <= n;) {
+						struct inotify_event ev;
+
+						memcpy(&ev, buf + at, sizeof(ev));
+						gone |= (ev.mask & IN_IGNORED) != 0;
+						at += (ssize_t)sizeof(ev) + ev.len;
+					}
+				set->looked = false;
+				if (gone) { /* the directory went: watch it again at the next wait */
+					close(set->ifd);
+					set->ifd = -1;
+				}
+			}
 		} else {
 			nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
 		}
