@@ -22,7 +22,8 @@ each depth, one line:
   queue   `gpuctl queue`'s wall time, the whole list, in s; its first
           line's time after the start beside it
   idle    gpuctld's CPU over IDLE_S (30) s with nothing asked of it, in % of a
-          core (its sampler included: it samples the GPUs every second)
+          core, every thread's schedstat (its sampler included: it samples the GPUs
+          every second)
   rss     gpuctld's resident memory, in MiB
 
 Then, at the last depth, the blocker is cancelled and DRAIN jobs (default
@@ -66,6 +67,18 @@ def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15)
+
+
+def sched_s(pid):
+    """CPU time of every thread of pid (/proc/PID/task/*/schedstat, in ns: finer than stat's ticks)"""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended meanwhile
+    return total / 1e9
 
 
 def rss_mib(pid):
@@ -197,13 +210,13 @@ def main():
             if api["total"] != pending + 1 or len(api["jobs"]) != min(1000, pending + 1):
                 raise SystemExit(f"queue-depth: /api/v1/jobs has total {api['total']} and {len(api['jobs'])} jobs "
                                  f"for {pending + 1}")
-            # over IDLE_S seconds (30): the clock ticks of /proc/PID/stat are 10 ms, 0.03 % of 30 s
+            # over IDLE_S seconds (30), from schedstat (ns; /proc/PID/stat's 10 ms ticks are 0.03 % of 30 s)
             idle_s = float(os.environ.get("IDLE_S", "30"))
-            c0 = cpu_s(d.pid)
+            c0 = sched_s(d.pid)
             time.sleep(idle_s)
-            idle = (cpu_s(d.pid) - c0) / idle_s * 100
+            idle = (sched_s(d.pid) - c0) / idle_s * 100
             print(f"{pending:>7} {fill_rate:>7.0f} {cpu_per:>8.3f} {statistics.median(lat):>7.2f} "
-                  f"{statistics.median(cli):>7.2f} {qs:>7.2f} {first or 0:>7.3f} {idle:>5.2f}% {rss_mib(d.pid):>6.1f}",
+                  f"{statistics.median(cli):>7.2f} {qs:>7.2f} {first or 0:>7.3f} {idle:>5.3f}% {rss_mib(d.pid):>6.1f}",
                   flush=True)
         # the drain: the blocker cancelled, the first DRAIN jobs after it run
         drain = int(os.environ.get("DRAIN", "2000"))

@@ -4,7 +4,11 @@
  * Everything a request needs is made here, once per sample: the Prometheus
  * text and the GPU JSON are rendered into a frame that requests reference
  * and copy, so a scrape costs a memcpy however many scrapes come in, and
- * never waits on the driver.
+ * never waits on the driver. A frame is rendered only while someone reads
+ * them: when none was asked for in RENDER_KEEP_MS, samples go on (the
+ * history, leases, health, enforcement) but are not rendered, and the
+ * next request has the sampling thread render the newest sample at once
+ * (it waits for that render, or for a sample under way to end).
  */
 #include "util/clock.h"
 #include "sampler.h"
@@ -27,6 +31,9 @@
 #include "device/gpu.h"
 #include "jobs/lease.h"
 #include "jobs/select.h"
+
+#define RENDER_KEEP_MS 30000 /* frames are rendered each sample this long after a request (default) */
+#define RENDER_WAIT_MS 5000  /* the most a request waits for a render it asked for */
 
 /* what the dashboard charts, per GPU per sample; -1 / UINT64_MAX: unknown */
 struct point {
@@ -57,12 +64,18 @@ struct sampler {
 	struct metrics_errors errors;
 	uint64_t samples, failures, seq;
 	double last_duration;
+	int64_t t0;                        /* clock_mono_ms() at the newest sample's start */
+	uint64_t recorded;                 /* seq of the newest sample in the history (under lock) */
 
 	pthread_t thread;
 	pthread_mutex_t lock;              /* cur, the history, stop */
 	pthread_cond_t wake;
 	bool stop, running;
 	struct frame *cur;
+	pthread_cond_t rendered;           /* cur is the newest sample's again */
+	int64_t asked_ms;                  /* clock_mono_ms() of the last request for a frame */
+	bool stale;                        /* cur is older than the newest sample (not rendered) */
+	bool render_now;                   /* a request waits for the newest sample's frame */
 
 	size_t cap, head, count;           /* the history ring: cap samples */
 	int64_t *times;                    /* [cap] wall ms */
@@ -84,11 +97,30 @@ void frame_unref(struct frame *f)
 struct frame *sampler_frame(struct sampler *s)
 {
 	pthread_mutex_lock(&s->lock);
+	s->asked_ms = clock_mono_ms();
+	if (s->stale && s->running && !s->stop) {
+		/* nobody asked for a while: the newest sample is not rendered yet */
+		s->render_now = true;
+		pthread_cond_signal(&s->wake);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += RENDER_WAIT_MS / 1000;
+		while (s->render_now && !s->stop && pthread_cond_timedwait(&s->rendered, &s->lock, &until) != ETIMEDOUT)
+			;
+	}
 	struct frame *f = s->cur;
 	if (f)
 		__atomic_add_fetch(&f->refs, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_unlock(&s->lock);
 	return f;
+}
+
+uint64_t sampler_seq(struct sampler *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t seq = s->recorded;
+	pthread_mutex_unlock(&s->lock);
+	return seq;
 }
 
 int sampler_snapshot(struct sampler *s, gc_snapshot *out)
@@ -234,6 +266,7 @@ static void record(struct sampler *s)
 	else
 		s->count++;
 	s->times[at] = s->snap.time_ms;
+	s->recorded = s->seq;
 	for (size_t i = 0; i < s->ngpus; i++) {
 		const gc_gpu *g = &s->snap.gpus[i];
 		struct point *p = &s->pts[at * s->ngpus + i];
@@ -255,36 +288,16 @@ static void record(struct sampler *s)
 	}
 }
 
-/* One sample: take it, render it, publish it. Called with the lock not held. */
-static void sample_once(struct sampler *s)
+/* The newest sample rendered into the frame requests get. Called with the lock not held. */
+static void render(struct sampler *s)
 {
-	int64_t t0 = clock_mono_ms();
-	struct timespec c0, c1;
-	clock_gettime(CLOCK_MONOTONIC, &c0);
-	int rc = gc_ctx_sample(s->ctx, &s->snap, GC_ALL_VALUES, NULL, false);
-	clock_gettime(CLOCK_MONOTONIC, &c1);
-	s->samples++;
-	s->last_duration = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9;
-	if (rc != GC_OK) {
-		s->failures++;
-		fprintf(stderr, "gpuctld: sample failed: %s\n", gc_ctx_errmsg(s->ctx));
-		return; /* the last good frame stays; its age tells scrapers */
-	}
-	s->seq++;
-	metrics_count_errors(&s->errors, &s->snap);
-	read_leases(s);
-	note_freed(s);
-	if (s->o.health)
-		health_sample(s->o.health, &s->snap, s->marks, s->last_xid);
-	enforce_sample(s->o.enforce, &s->snap, s->holder, clock_mono_ms());
-	reclaim_sample(s->o.reclaim, &s->snap, s->holder, clock_mono_ms());
 	struct frame *f = calloc(1, sizeof *f);
 	if (!f)
 		return;
 	f->refs = 1;
 	f->seq = s->seq;
 	f->time_ms = s->snap.time_ms;
-	f->mono_ms = t0;
+	f->mono_ms = s->t0;
 	struct metrics_input in = {
 		.snap = &s->snap, .hostname = s->hostname, .leases = s->holder, .errors = &s->errors,
 		.samples = s->samples, .failures = s->failures, .last_duration = s->last_duration,
@@ -305,15 +318,53 @@ static void sample_once(struct sampler *s)
 	if (!f->metrics || !f->gpus) {
 		fprintf(stderr, "gpuctld: out of memory rendering a sample\n");
 		frame_unref(f);
-		return;
+		f = NULL; /* the last frame stays; a request waiting for this one gets it */
+	} else {
+		f->gpus_len = strlen(f->gpus);
 	}
-	f->gpus_len = strlen(f->gpus);
 	pthread_mutex_lock(&s->lock);
-	struct frame *old = s->cur;
-	s->cur = f;
-	record(s);
+	struct frame *old = f ? s->cur : NULL;
+	if (f) {
+		s->cur = f;
+		s->stale = false;
+	}
+	s->render_now = false;
+	pthread_cond_broadcast(&s->rendered);
 	pthread_mutex_unlock(&s->lock);
 	frame_unref(old);
+}
+
+/* One sample: take it, and render and publish it while frames are asked for. Called with the lock not held. */
+static void sample_once(struct sampler *s)
+{
+	s->t0 = clock_mono_ms();
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_MONOTONIC, &c0);
+	int rc = gc_ctx_sample(s->ctx, &s->snap, GC_ALL_VALUES, NULL, false);
+	clock_gettime(CLOCK_MONOTONIC, &c1);
+	s->samples++;
+	s->last_duration = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9;
+	if (rc != GC_OK) {
+		s->failures++;
+		fprintf(stderr, "gpuctld: sample failed: %s\n", gc_ctx_errmsg(s->ctx));
+		return; /* the last good frame stays; its age tells scrapers */
+	}
+	s->seq++;
+	metrics_count_errors(&s->errors, &s->snap);
+	read_leases(s);
+	note_freed(s);
+	if (s->o.health)
+		health_sample(s->o.health, &s->snap, s->marks, s->last_xid);
+	enforce_sample(s->o.enforce, &s->snap, s->holder, clock_mono_ms());
+	reclaim_sample(s->o.reclaim, &s->snap, s->holder, clock_mono_ms());
+	pthread_mutex_lock(&s->lock);
+	record(s);
+	s->stale = true;
+	bool wanted = !s->cur || s->render_now ||
+		      clock_mono_ms() - s->asked_ms < (s->o.render_keep_ms > 0 ? s->o.render_keep_ms : RENDER_KEEP_MS);
+	pthread_mutex_unlock(&s->lock);
+	if (wanted)
+		render(s);
 }
 
 static void *run(void *arg)
@@ -330,8 +381,16 @@ static void *run(void *arg)
 			next.tv_sec++;
 			next.tv_nsec -= 1000000000;
 		}
-		while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &next) != ETIMEDOUT)
-			;
+		while (!s->stop) {
+			if (s->render_now && s->stale) {
+				pthread_mutex_unlock(&s->lock);
+				render(s);
+				pthread_mutex_lock(&s->lock);
+				continue;
+			}
+			if (pthread_cond_timedwait(&s->wake, &s->lock, &next) == ETIMEDOUT)
+				break;
+		}
 		if (s->stop)
 			break;
 		pthread_mutex_unlock(&s->lock);
@@ -359,6 +418,7 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
+	pthread_cond_init(&s->rendered, &ca);
 	pthread_condattr_destroy(&ca);
 	gc_open_opts oo = {.library = NULL, .sim_node = o->sim};
 	int rc = gc_ctx_open(&s->ctx, &oo);
@@ -412,6 +472,7 @@ void sampler_stop(struct sampler *s)
 		pthread_mutex_lock(&s->lock);
 		s->stop = true;
 		pthread_cond_signal(&s->wake);
+		pthread_cond_broadcast(&s->rendered);
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->thread, NULL);
 	}
@@ -430,6 +491,7 @@ void sampler_stop(struct sampler *s)
 	free(s->pts);
 	free(s->gpu);
 	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->rendered);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

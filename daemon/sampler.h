@@ -37,6 +37,8 @@ struct sampler_opts {
 	struct enforce *enforce; /* borrowed: lease enforcement after each sample, or NULL */
 	struct notify *notify;   /* borrowed: gpu.freed events (a lease released), or NULL */
 	struct reclaim *reclaim; /* borrowed: idle reclaim after each sample, or NULL */
+	int render_keep_ms;      /* frames are rendered each sample this long after a request
+				    (0: 30 s); after that, at the next request */
 };
 
 struct sampler;
@@ -49,8 +51,10 @@ int sampler_start(struct sampler **out, const struct sampler_opts *o, char *err,
 void sampler_stop(struct sampler *s);
 size_t sampler_ngpus(const struct sampler *s);
 
-/* The newest frame, referenced: give it back with frame_unref. */
+/* The newest sample's frame, referenced: give it back with frame_unref. */
 struct frame *sampler_frame(struct sampler *s);
+/* the newest sample's number (a frame's seq) */
+uint64_t sampler_seq(struct sampler *s);
 void frame_unref(struct frame *f);
 
 /*

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <sys/wait.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <limits.h>
@@ -177,17 +178,49 @@ static void test_listen(void **state)
 	}
 }
 
-/* a sampler on tests/cli/nodes/NAME, sampling every interval_ms */
-static struct sampler *start_sampler(const char *name, int interval_ms)
+/* a sampler on tests/cli/nodes/NAME, sampling every interval_ms, rendering for keep_ms after a
+ * request (0: the default) */
+static struct sampler *start_sampler_keep(const char *name, int interval_ms, int keep_ms)
 {
 	char node[PATH_MAX], err[256];
 	const char *src = getenv("GPUCTL_SRCDIR");
 	snprintf(node, sizeof node, "%s/tests/cli/nodes/%s", src ? src : ".", name);
-	struct sampler_opts o = {.sim = node, .interval_ms = interval_ms, .history_ms = 60000, .hostname = "h"};
+	struct sampler_opts o = {.sim = node, .interval_ms = interval_ms, .history_ms = 60000, .hostname = "h",
+				 .render_keep_ms = keep_ms};
 	struct sampler *s = NULL;
 	if (sampler_start(&s, &o, err, sizeof err) != GC_OK)
 		fail_msg("sampler_start: %s", err);
 	return s;
+}
+
+static struct sampler *start_sampler(const char *name, int interval_ms)
+{
+	return start_sampler_keep(name, interval_ms, 0);
+}
+
+/* samples nobody asked for are not rendered; a request then gets the newest one rendered
+ * (not the last one that was) */
+static void test_sampler_renders_when_asked(void **state)
+{
+	(void)state;
+	struct sampler *s = start_sampler_keep("idle-8x.json", 10, 1);
+	struct frame *f = sampler_frame(s);
+	assert_non_null(f);
+	uint64_t first = f->seq;
+	frame_unref(f);
+	for (int tries = 0; tries < 3000 && sampler_seq(s) < first + 3; tries++)
+		usleep(10000);
+	uint64_t newest = sampler_seq(s);
+	assert_true(newest >= first + 3);
+	f = sampler_frame(s);
+	assert_non_null(f);
+	assert_true(f->seq >= newest);
+	assert_non_null(strstr(f->metrics, "gpuctl_sampler_samples_total"));
+	char seq[48];
+	snprintf(seq, sizeof seq, "\"seq\":%" PRIu64 ",", f->seq);
+	assert_non_null(strstr(f->gpus, seq));
+	frame_unref(f);
+	sampler_stop(s);
 }
 
 /* the queue's view of a GPU in MIG mode: never handed out by index (as gpuctl run) */
@@ -524,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_sampler_mig),
+		cmocka_unit_test(test_sampler_renders_when_asked),
 		cmocka_unit_test(test_sampler_lost),
 		cmocka_unit_test(test_health_parse),
 		cmocka_unit_test(test_health_default_xids_match_catalogue),
