@@ -5,6 +5,7 @@
  * so nothing here can claim to be someone else.
  */
 #include "cli.h"
+#include "device/proc.h"
 #include "jobs/joblog.h"
 #include "jobs/gpuctld-ask.h"
 #include "runjob.h"
@@ -289,6 +290,8 @@ static void gpu_list_text(json_t *a, char *buf, size_t len)
 	}
 }
 
+#define LINE_FORMAT "%-6s %-12s %-9s %-6s %-12s %-14s %s\n" /* gpuctl queue's table */
+
 static void print_job_line(json_t *j)
 {
 	char cmd[61] = "";
@@ -310,11 +313,32 @@ static void print_job_line(json_t *j)
 		snprintf(gpus, sizeof gpus, "(%s)", pending);
 	else
 		gpu_list_text(json_object_get(j, "gpus"), gpus, sizeof gpus);
-	printf("%-6lld %-12s %-9s %-6lld %-12s %-14s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
-	       cli_safe(user, sizeof user, json_string_value(json_object_get(j, "user"))),
-	       json_string_value(json_object_get(j, "state")),
-	       (long long)json_integer_value(json_object_get(j, "gpus_requested")), *gpus ? gpus : "-",
+	char id[24], ngpus[24];
+	snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
+	snprintf(ngpus, sizeof ngpus, "%lld", (long long)json_integer_value(json_object_get(j, "gpus_requested")));
+	printf(LINE_FORMAT, id, cli_safe(user, sizeof user, json_string_value(json_object_get(j, "user"))),
+	       json_string_value(json_object_get(j, "state")), ngpus, *gpus ? gpus : "-",
 	       nm && *nm ? cli_safe(name, sizeof name, nm) : "-", cli_safe(safe_cmd, sizeof safe_cmd, cmd));
+}
+
+static void print_header(void)
+{
+	printf(LINE_FORMAT, "ID", "USER", "STATE", "NGPU", "GPUS(REASON)", "NAME", "COMMAND");
+}
+
+/* one of gpuctld's rows (see op_list): id, user, state, GPUs requested, GPUs or (reason), name,
+ * command, apart by tabs; sanitised again here, as every text from another user is */
+static void print_row(const char *r, size_t len)
+{
+	char f[7][256];
+	size_t k = 0;
+	for (const char *p = r, *end = r + len; k < 7; k++) {
+		const char *tab = k < 6 ? memchr(p, '\t', (size_t)(end - p)) : NULL;
+		size_t fl = tab ? (size_t)(tab - p) : (size_t)(end - p);
+		proc_sanitize(f[k], sizeof f[k], p, fl);
+		p = tab ? tab + 1 : end;
+	}
+	printf(LINE_FORMAT, f[0], f[1], f[2], f[3], *f[4] ? f[4] : "-", *f[5] ? f[5] : "-", f[6]);
 }
 
 int cmd_queue(const struct cli_global *g, int argc, char **argv)
@@ -386,7 +410,8 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	size_t shown = 0;
 	int rc = EXIT_OK;
 	for (json_int_t from = 0;;) {
-		json_t *req = json_pack("{s:s, s:b, s:I}", "op", "list", "all", all, "from", from);
+		/* the table as gpuctld's rows of text (a gpuctld before them answers jobs: printed as such) */
+		json_t *req = json_pack("{s:s, s:b, s:I, s:b}", "op", "list", "all", all, "from", from, "table", !json);
 		if (req && state)
 			json_object_set_new(req, "state", json_string(state));
 		if (req && uid >= 0)
@@ -398,15 +423,25 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 			return EXIT_FAIL;
 		}
 		json_t *page = json_object_get(ans, "jobs");
+		const char *rows = json_string_value(json_object_get(ans, "rows"));
 		if (json) {
 			json_array_extend(jobs, page);
+		} else if (rows) {
+			size_t len = json_string_length(json_object_get(ans, "rows"));
+			for (const char *r = rows, *end = rows + len; r < end;) {
+				const char *nl = memchr(r, '\n', (size_t)(end - r));
+				size_t rl = nl ? (size_t)(nl - r) : (size_t)(end - r);
+				if (!shown++)
+					print_header();
+				print_row(r, rl);
+				r += rl + 1;
+			}
 		} else {
 			size_t i;
 			json_t *j;
 			json_array_foreach(page, i, j) {
 				if (!shown++)
-					printf("%-6s %-12s %-9s %-6s %-12s %-14s %s\n", "ID", "USER", "STATE", "NGPU",
-					       "GPUS(REASON)", "NAME", "COMMAND");
+					print_header();
 				print_job_line(j);
 			}
 		}

@@ -12,6 +12,8 @@
 #include "util/clock.h"
 #include "jobs/job.h"
 #include "device/gputable.h"
+#include "device/proc.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -95,45 +97,54 @@ static int strings(json_t *a, size_t max)
 
 /* ---- why a queued job waits ------------------------------------------------------- */
 
-/* a queued job's reason, as Slurm's squeue REASON column: "pending" (one word) and "pending_reason" */
+/* a queued job's reason, as Slurm's squeue REASON column: one word, and the sentence in why
+ * (NULL: not wanted) */
+static const char *pending_word(struct queue *q, const struct gpus_now *now, const struct store_job *j, char *why,
+				size_t whylen)
+{
+	bool failed;
+	if (!round_deps_state(q, j, &failed)) {
+		if (why)
+			snprintf(why, whylen, failed ? "a job it runs --after (%s) did not succeed: it will be cancelled"
+						     : "waits for job %s to succeed (--after)", j->after);
+		return failed ? "DependencyNeverSatisfied" : "Dependency";
+	}
+	json_t *rq = json_loads(j->request, 0, NULL);
+	struct select_request r;
+	bool excl[MAX_GPUS];
+	round_job_request(j, rq, &r, excl);
+	bool e[MAX_GPUS];
+	size_t ever = 0, fit = 0;
+	round_job_eligible(now, &r, e);
+	for (size_t g = 0; g < now->n; g++) {
+		ever += select_could(&now->view, g, &r) == SELECT_OK;
+		fit += now->is_free[g] && e[g];
+	}
+	json_decref(rq);
+	const char *s = j->ngpus == 1 ? "" : "s";
+	if (ever < j->ngpus) {
+		if (why)
+			snprintf(why, whylen, "%u GPU%s requested, but only %zu of this machine's %zu GPUs could ever match it",
+				 j->ngpus, s, ever, now->n);
+		return "NeverFits";
+	}
+	if (fit < j->ngpus) {
+		if (why)
+			snprintf(why, whylen, "%u GPU%s requested, %zu free now that it may use (%zu could match%s)",
+				 j->ngpus, s, fit, ever, now->nquarantined ? "; quarantined GPUs are not used: gpuctl quarantine" : "");
+		return "Resources";
+	}
+	if (why)
+		snprintf(why, whylen, "behind earlier or higher-priority jobs (first come, first served)");
+	return "Priority";
+}
+
 static void add_pending_reason(struct queue *q, const struct gpus_now *now, const struct store_job *j, json_t *o)
 {
 	if (!o || j->state != STORE_QUEUED)
 		return;
 	char why[300];
-	const char *word;
-	bool failed;
-	if (!round_deps_state(q, j, &failed)) {
-		word = failed ? "DependencyNeverSatisfied" : "Dependency";
-		snprintf(why, sizeof why, failed ? "a job it runs --after (%s) did not succeed: it will be cancelled"
-						 : "waits for job %s to succeed (--after)", j->after);
-	} else {
-		json_t *rq = json_loads(j->request, 0, NULL);
-		struct select_request r;
-		bool excl[MAX_GPUS];
-		round_job_request(j, rq, &r, excl);
-		bool e[MAX_GPUS];
-		size_t ever = 0, fit = 0;
-		round_job_eligible(now, &r, e);
-		for (size_t g = 0; g < now->n; g++) {
-			ever += select_could(&now->view, g, &r) == SELECT_OK;
-			fit += now->is_free[g] && e[g];
-		}
-		json_decref(rq);
-		const char *s = j->ngpus == 1 ? "" : "s";
-		if (ever < j->ngpus) {
-			word = "NeverFits";
-			snprintf(why, sizeof why, "%u GPU%s requested, but only %zu of this machine's %zu GPUs could ever match it",
-				 j->ngpus, s, ever, now->n);
-		} else if (fit < j->ngpus) {
-			word = "Resources";
-			snprintf(why, sizeof why, "%u GPU%s requested, %zu free now that it may use (%zu could match%s)",
-				 j->ngpus, s, fit, ever, now->nquarantined ? "; quarantined GPUs are not used: gpuctl quarantine" : "");
-		} else {
-			word = "Priority";
-			snprintf(why, sizeof why, "behind earlier or higher-priority jobs (first come, first served)");
-		}
-	}
+	const char *word = pending_word(q, now, j, why, sizeof why);
 	json_object_set_new(o, "pending", json_string(word));
 	json_object_set_new(o, "pending_reason", json_string(why));
 }
@@ -290,6 +301,92 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 }
 
 /*
+ * gpuctl queue's table (list with "table"): a row per job, in text, so that a listing of
+ * 100 000 jobs is not 100 000 JSON objects made, written, read and taken apart again. Fields:
+ * id, user, state, GPUs requested, the GPUs it runs on or (the word why it waits), name, the
+ * command line's first TABLE_CMD bytes; apart by tabs, rows ended by newlines, every field
+ * sanitised (no control character: a name cannot forge a field or a row).
+ */
+#define TABLE_PAGE 4096 /* rows in one answer: some 400 kB at most */
+#define TABLE_CMD 60
+
+struct table {
+	char *v;
+	size_t len, cap;
+	bool oom;
+	/* the last queued job's reason, for the next one of the same user that asks the same (a
+	 * sweep's jobs, one after the other) */
+	char *memo_request;
+	unsigned memo_ngpus;
+	uid_t memo_uid;
+	const char *memo_word;
+};
+
+static void table_put(struct table *t, const char *s, size_t n)
+{
+	char *v = t->oom ? NULL : grow(t->v, &t->cap, t->len + n, 1, 64 << 10);
+	if (!v) {
+		t->oom = true;
+		return;
+	}
+	t->v = v;
+	memcpy(t->v + t->len, s, n);
+	t->len += n;
+}
+
+static void table_field(struct table *t, const char *s, char end)
+{
+	char safe[4 * TABLE_CMD + 8];
+	proc_sanitize(safe, sizeof safe, s, strlen(s));
+	table_put(t, safe, strlen(safe));
+	table_put(t, &end, 1);
+}
+
+static void table_row(struct queue *q, const struct gpus_now *now, const struct store_job *j, struct table *t)
+{
+	char num[32], gpus[160];
+	snprintf(num, sizeof num, "%lld", (long long)j->id);
+	table_field(t, num, '\t');
+	table_field(t, j->user, '\t');
+	table_field(t, store_state_name(j->state), '\t');
+	snprintf(num, sizeof num, "%u", j->ngpus);
+	table_field(t, num, '\t');
+	if (j->state == STORE_QUEUED) {
+		const char *word;
+		if (!j->after && t->memo_request && t->memo_ngpus == j->ngpus && t->memo_uid == j->uid &&
+		    strcmp(t->memo_request, j->request) == 0) {
+			word = t->memo_word;
+		} else {
+			word = pending_word(q, now, j, NULL, 0);
+			if (!j->after) {
+				free(t->memo_request);
+				t->memo_request = strdup(j->request);
+				t->memo_ngpus = j->ngpus;
+				t->memo_uid = j->uid;
+				t->memo_word = word;
+			}
+		}
+		snprintf(gpus, sizeof gpus, "(%s)", word);
+	} else {
+		snprintf(gpus, sizeof gpus, "%s", j->gpus);
+	}
+	table_field(t, gpus, '\t');
+	table_field(t, j->name, '\t');
+	char cmd[TABLE_CMD + 1] = "";
+	json_t *argv = json_loads(j->argv, 0, NULL);
+	size_t off = 0, i;
+	json_t *a;
+	json_array_foreach(argv, i, a) {
+		off += (size_t)snprintf(cmd + off, off < sizeof cmd ? sizeof cmd - off : 0, "%s%s", i ? " " : "",
+					json_string_value(a));
+		if (off >= sizeof cmd)
+			break;
+	}
+	json_decref(argv);
+	table_field(t, cmd, '\n');
+}
+
+/*
  * One page of jobs: those after id "from" (0: from the start), at most LIST_PAGE
  * of them and about LIST_PAGE_BYTES of command lines, then "next" (the id to ask
  * from) when there may be more. No answer is ever so big that writing it holds
@@ -320,13 +417,33 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 	uid_t uid = !admin ? c->uid : uj ? (uid_t)json_integer_value(uj) : 0;
 	if (!admin && uj && (uid_t)json_integer_value(uj) != c->uid)
 		return json_pack("{s:b, s:[]}", "ok", 1, "jobs");
+	bool table = json_is_true(json_object_get(req, "table"));
+	size_t page = table ? TABLE_PAGE : LIST_PAGE;
 	struct store_job *v;
 	size_t n;
-	if (store_list(q->st, all, mine, uid, state, from > 0 ? from : 0, LIST_PAGE, LIST_PAGE_BYTES, &v, &n) < 0)
+	size_t budget = table ? 4 * LIST_PAGE_BYTES : LIST_PAGE_BYTES;
+	if (store_list(q->st, all, mine, uid, state, from > 0 ? from : 0, page, budget, &v, &n) < 0)
 		return requests_fail("cannot read the queue: %s", store_errmsg(q->st));
-	json_t *a = json_array();
 	struct gpus_now now;
 	round_gpus_now(q, &now);
+	if (table) {
+		struct table t = {0};
+		size_t bytes = 0;
+		for (size_t i = 0; i < n; i++) {
+			table_row(q, &now, &v[i], &t);
+			bytes += strlen(v[i].argv);
+		}
+		round_gpus_release(&now);
+		json_t *ans = t.oom ? NULL : json_pack("{s:b, s:s#}", "ok", 1, "rows", t.v ? t.v : "", t.len);
+		/* a full page, by count or by bytes: there may be more */
+		if (ans && n && (n == page || bytes >= budget))
+			json_object_set_new(ans, "next", json_integer((json_int_t)v[n - 1].id));
+		free(t.v);
+		free(t.memo_request);
+		store_list_free(v, n);
+		return ans ? ans : requests_fail("out of memory listing the queue");
+	}
+	json_t *a = json_array();
 	size_t bytes = 0, i;
 	for (i = 0; i < n; i++) {
 		json_t *o = queue_job_json(&v[i]);
@@ -337,7 +454,7 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 	round_gpus_release(&now);
 	json_t *ans = json_pack("{s:b, s:o}", "ok", 1, "jobs", a);
 	/* a full page, by count or by bytes: there may be more */
-	if (ans && n && (n == LIST_PAGE || bytes >= LIST_PAGE_BYTES))
+	if (ans && n && (n == LIST_PAGE || bytes >= budget))
 		json_object_set_new(ans, "next", json_integer((json_int_t)v[n - 1].id));
 	store_list_free(v, n);
 	return ans;

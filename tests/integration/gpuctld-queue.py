@@ -362,6 +362,34 @@ try:
     print("run options: --restart, --max-restarts, --backoff and --checkpoint-dir reach gpuctl run; "
           "bad values refused at submit; other gpuctl run options refused by the daemon")
 
+    # ---- pages (issue 35): gpuctl queue's table comes from gpuctld as rows of text, 4096 to an
+    # answer. More than a page of jobs, one named to forge a field and a row, is listed whole, in
+    # id order, as --json lists it, each job on one line.
+    keep = int(root("submit", "--name", "keep", "--", "sleep", "120").stdout.strip())
+    wait_state(keep, ("running",))
+    paged = []
+    for i in range(4100):
+        ans = harness.queue_request(sock, {"op": "submit", "gpus": 1, "argv": ["echo", f"p{i}"], "env": [], "cwd": "/",
+                                           "after": str(keep), "name": "tab\there\nrow" if i == 7 else f"pg{i}"})
+        if not check("pages", ans.get("ok"), f"submit {i}: {ans}"):
+            break
+        paged.append(ans["id"])
+    text = root("queue").stdout.splitlines()
+    listed = json.loads(root("queue", "--json").stdout)["jobs"]
+    rows = {int(line.split()[0]): line for line in text[1:] if line.split() and line.split()[0].isdigit()}
+    check("pages", [int(line.split()[0]) for line in text[1:]] == [j["id"] for j in listed] and
+          set(paged) <= set(rows) and len(text) == len(listed) + 1,
+          f"{len(text) - 1} rows, {len(listed)} jobs in --json, {len(set(paged) - set(rows))} of {len(paged)} missing")
+    check("pages", all(re.search(rf"^{j} +root +queued +1 +\(Dependency\) +pg\d+ +echo p\d+$", rows.get(j, ""))
+                       for j in paged if j != paged[7]), f"a row of a waiting job: {rows.get(paged[0])!r}")
+    check("pages", re.search(rf"^{paged[7]} +root +queued .* tab\?here\?row +echo p7$", rows.get(paged[7], "")),
+          f"the row of the job named with a tab and a newline: {rows.get(paged[7])!r}")
+    root("cancel", str(keep))
+    last = wait_state(paged[-1], ("cancelled", "failed", "done"), secs=60)
+    check("pages", last and last["state"] == "cancelled", f"the jobs after a cancelled one: {last}")
+    print("pages: gpuctl queue lists 4100 waiting jobs whole (two pages of rows), in id order, as --json does; "
+          "a name with a tab and a newline stays in its field")
+
     # ---- bad input
     nx = int(root("submit", "--", "/nonexistent/cmd").stdout.strip())
     jj = wait_state(nx, ("failed", "done"))
