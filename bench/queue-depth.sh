@@ -31,7 +31,8 @@ GPUCTL_SIM_LIBDIR=$BUILD/sim python3 "$ROOT/bench/queue-depth.py" "$GPUCTL" "$GP
 # ---- Slurm beside it (issue 35 item 2): the project's one-node Slurm (tests/slurm/slurm-up.sh) with
 # MaxJobCount raised, a blocker holding its 8 CPUs, filled to 1k and 10k pending (SLURM_DEPTHS) with
 # job arrays of 1000, and at each depth: one `sbatch --wrap true`'s wall time (median of 30, the
-# comparison for gpuctl submit's cli50) and `squeue -r`'s, the whole list (for gpuctl queue's).
+# comparison for gpuctl submit's cli50) and `squeue -r`'s, the whole list, median of 5 (for gpuctl
+# queue's).
 # SLURM=0 leaves it out.
 [ "${SLURM:-1}" != 0 ] || exit 0
 SLURM_DEPTHS=${SLURM_DEPTHS:-1000,10000}
@@ -59,7 +60,7 @@ for depth in $(echo "$SLURM_DEPTHS" | tr , ' '); do
 	s50=$(for i in $(seq 30); do time_cmd sbatch --parsable -c 1 -o /dev/null --wrap true; done | median)
 	pending=$((pending + 30))
 	lines=$(squeue -r -h | wc -l)
-	sq=$(time_cmd squeue -r)
+	sq=$(for i in 1 2 3 4 5; do time_cmd squeue -r; done | median)
 	[ "$lines" -ge "$pending" ] || die "Slurm: squeue -r lists $lines jobs for $pending"
 	awk -v d="$pending" -v a="$s50" -v b="$sq" 'BEGIN { printf "%7d %7.2f ms %7.2f s\n", d, a * 1000, b }'
 done
