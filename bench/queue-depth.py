@@ -218,7 +218,7 @@ def main():
             time.sleep(idle_s)
             idle = (sched_s(d.pid) - c0) / idle_s * 100
             print(f"{pending:>7} {fill_rate:>7.0f} {cpu_per:>8.3f} {statistics.median(lat):>7.2f} "
-                  f"{statistics.median(cli):>7.2f} {qs:>7.2f} {first or 0:>7.3f} {idle:>5.3f}% {rss_mib(d.pid):>6.1f}",
+                  f"{statistics.median(cli):>7.2f} {qs:>7.3f} {first or 0:>7.3f} {idle:>5.3f}% {rss_mib(d.pid):>6.1f}",
                   flush=True)
         # the drain: the blocker cancelled, the first DRAIN jobs after it run
         drain = int(os.environ.get("DRAIN", "2000"))

@@ -62,5 +62,5 @@ for depth in $(echo "$SLURM_DEPTHS" | tr , ' '); do
 	lines=$(squeue -r -h | wc -l)
 	sq=$(for i in 1 2 3 4 5; do time_cmd squeue -r; done | median)
 	[ "$lines" -ge "$pending" ] || die "Slurm: squeue -r lists $lines jobs for $pending"
-	awk -v d="$pending" -v a="$s50" -v b="$sq" 'BEGIN { printf "%7d %7.2f ms %7.2f s\n", d, a * 1000, b }'
+	awk -v d="$pending" -v a="$s50" -v b="$sq" 'BEGIN { printf "%7d %7.2f ms %7.3f s\n", d, a * 1000, b }'
 done
