@@ -322,35 +322,43 @@ struct table {
 	const char *memo_word;
 };
 
-static void table_put(struct table *t, const char *s, size_t n)
+/* s, sanitised, then end: written straight into the rows (sanitising never makes text longer) */
+static void table_field(struct table *t, const char *s, size_t n, char end)
 {
-	char *v = t->oom ? NULL : grow(t->v, &t->cap, t->len + n, 1, 64 << 10);
+	char *v = t->oom ? NULL : grow(t->v, &t->cap, t->len + n + 2, 1, 64 << 10);
 	if (!v) {
 		t->oom = true;
 		return;
 	}
 	t->v = v;
-	memcpy(t->v + t->len, s, n);
-	t->len += n;
+	proc_sanitize(t->v + t->len, n + 1, s, n);
+	t->len += strlen(t->v + t->len);
+	t->v[t->len++] = end;
 }
 
-static void table_field(struct table *t, const char *s, char end)
+static void table_text(struct table *t, const char *s, char end)
 {
-	char safe[4 * TABLE_CMD + 8];
-	proc_sanitize(safe, sizeof safe, s, strlen(s));
-	table_put(t, safe, strlen(safe));
-	table_put(t, &end, 1);
+	table_field(t, s, strlen(s), end);
+}
+
+static void table_number(struct table *t, long long v, char end)
+{
+	char num[24], *p = num + sizeof num;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	table_field(t, p, (size_t)(num + sizeof num - p), end);
 }
 
 static void table_row(struct queue *q, const struct gpus_now *now, const struct store_job *j, struct table *t)
 {
-	char num[32], gpus[160];
-	snprintf(num, sizeof num, "%lld", (long long)j->id);
-	table_field(t, num, '\t');
-	table_field(t, j->user, '\t');
-	table_field(t, store_state_name(j->state), '\t');
-	snprintf(num, sizeof num, "%u", j->ngpus);
-	table_field(t, num, '\t');
+	table_number(t, j->id, '\t');
+	table_text(t, j->user, '\t');
+	table_text(t, store_state_name(j->state), '\t');
+	table_number(t, j->ngpus, '\t');
 	if (j->state == STORE_QUEUED) {
 		const char *word;
 		if (!j->after && t->memo_request && t->memo_ngpus == j->ngpus && t->memo_uid == j->uid &&
@@ -366,24 +374,33 @@ static void table_row(struct queue *q, const struct gpus_now *now, const struct 
 				t->memo_word = word;
 			}
 		}
-		snprintf(gpus, sizeof gpus, "(%s)", word);
+		char why[48];
+		snprintf(why, sizeof why, "(%s)", word);
+		table_text(t, why, '\t');
 	} else {
-		snprintf(gpus, sizeof gpus, "%s", j->gpus);
+		table_text(t, j->gpus, '\t');
 	}
-	table_field(t, gpus, '\t');
-	table_field(t, j->name, '\t');
-	char cmd[TABLE_CMD + 1] = "";
-	json_t *argv = json_loads(j->argv, 0, NULL);
+	table_text(t, j->name, '\t');
+	/* the command line's first TABLE_CMD bytes: its words apart by spaces */
+	char cmd[TABLE_CMD];
 	size_t off = 0, i;
-	json_t *a;
+	json_t *argv = json_loads(j->argv, 0, NULL), *a;
 	json_array_foreach(argv, i, a) {
-		off += (size_t)snprintf(cmd + off, off < sizeof cmd ? sizeof cmd - off : 0, "%s%s", i ? " " : "",
-					json_string_value(a));
-		if (off >= sizeof cmd)
+		const char *w = json_string_value(a);
+		size_t n = json_string_length(a);
+		if (!w)
+			continue;
+		if (i && off < sizeof cmd)
+			cmd[off++] = ' ';
+		if (n > sizeof cmd - off)
+			n = sizeof cmd - off;
+		memcpy(cmd + off, w, n);
+		off += n;
+		if (off == sizeof cmd)
 			break;
 	}
 	json_decref(argv);
-	table_field(t, cmd, '\n');
+	table_field(t, cmd, off, '\n');
 }
 
 /*

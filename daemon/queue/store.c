@@ -319,10 +319,13 @@ static char *dup_col(sqlite3_stmt *st, int c)
 	return t ? strdup((const char *)t) : NULL;
 }
 
+/* as snprintf "%s" would (cut to len - 1 bytes), without its formatting: every listed row has two */
 static void copy_col(sqlite3_stmt *st, int c, char *buf, size_t len)
 {
 	const unsigned char *t = sqlite3_column_text(st, c);
-	snprintf(buf, len, "%s", t ? (const char *)t : "");
+	size_t n = t ? strnlen((const char *)t, len - 1) : 0;
+	memcpy(buf, t ? (const char *)t : "", n);
+	buf[n] = '\0';
 }
 
 #define HEAD "id, uid, gid, user, name, priority, ngpus, request" /* row_head reads these */
@@ -469,7 +472,6 @@ void store_list_free(struct store_job *v, size_t n)
 	free(v);
 }
 
-/* every row of st (reset here) through fill into *out[*n]: 0, or -1 with nothing kept */
 /* every row of st (reset here) through fill into *out[*n], or until the rows' argv pass `budget`
  * bytes (0: no budget): 0, or -1 with nothing kept */
 static int collect_upto(sqlite3_stmt *st, int (*fill)(sqlite3_stmt *st, struct store_job *j), size_t budget,
