@@ -410,24 +410,27 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 	size_t shown = 0;
 	int rc = EXIT_OK;
 	for (json_int_t from = 0;;) {
-		/* the table as gpuctld's rows of text (a gpuctld before them answers jobs: printed as such) */
+		/* the table as gpuctld's rows of text after its answer (a gpuctld before them answers
+		 * jobs: printed as such) */
 		json_t *req = json_pack("{s:s, s:b, s:I, s:b}", "op", "list", "all", all, "from", from, "table", !json);
 		if (req && state)
 			json_object_set_new(req, "state", json_string(state));
 		if (req && uid >= 0)
 			json_object_set_new(req, "uid", json_integer((json_int_t)uid));
-		json_t *ans = ask(req);
+		char err[1400], *rows = NULL;
+		size_t len = 0;
+		int reached;
+		json_t *ans = gpuctld_ask_rows(req, 0, &reached, &rows, &len, err, sizeof err);
 		json_decref(req);
 		if (!ans) {
+			cli_err("%s", err);
 			json_decref(jobs);
 			return EXIT_FAIL;
 		}
 		json_t *page = json_object_get(ans, "jobs");
-		const char *rows = json_string_value(json_object_get(ans, "rows"));
 		if (json) {
 			json_array_extend(jobs, page);
 		} else if (rows) {
-			size_t len = json_string_length(json_object_get(ans, "rows"));
 			for (const char *r = rows, *end = rows + len; r < end;) {
 				const char *nl = memchr(r, '\n', (size_t)(end - r));
 				size_t rl = nl ? (size_t)(nl - r) : (size_t)(end - r);
@@ -447,6 +450,7 @@ int cmd_queue(const struct cli_global *g, int argc, char **argv)
 		}
 		json_int_t next = json_integer_value(json_object_get(ans, "next"));
 		json_decref(ans);
+		free(rows);
 		if (next <= from)
 			break;
 		from = next;

@@ -48,6 +48,7 @@ static void drop(struct clients *cs, size_t i)
 		close(cs->cl[i].fd);
 	free(cs->cl[i].buf);
 	free(cs->cl[i].out);
+	free(cs->cl[i].raw);
 	cs->cl[i] = cs->cl[--cs->ncl];
 }
 
@@ -150,14 +151,22 @@ static void serve(struct clients *cs, size_t i)
 	char *out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
 	json_decref(ans);
 	size_t len = out ? strlen(out) : 0;
-	char *line = out ? realloc(out, len + 2) : NULL;
+	/* the line, then the bytes it announces (gpuctl queue's rows: text, not a JSON string to escape
+	 * here and take apart there) */
+	char *line = out ? realloc(out, len + 2 + c->rawlen) : NULL;
 	if (!line) {
 		free(out);
 		drop(cs, i);
 		return;
 	}
 	line[len++] = '\n';
+	if (c->rawlen)
+		memcpy(line + len, c->raw, c->rawlen);
+	len += c->rawlen;
 	line[len] = '\0';
+	free(c->raw);
+	c->raw = NULL;
+	c->rawlen = 0;
 	/*
 	 * Written as the client reads it, never blocking the queue's thread: a
 	 * client that does not read its answer holds only its own connection,

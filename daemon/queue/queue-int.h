@@ -68,6 +68,8 @@ struct client {
 	bool too_big;            /* over MAX_REQUEST: the rest is read and dropped, then refused */
 	char *out;               /* the answer being written, as the client reads it; NULL: reading */
 	size_t outlen, outoff;
+	char *raw;               /* bytes the answer line announces ("rows_bytes") and is followed by */
+	size_t rawlen;
 };
 
 struct clients {

@@ -301,8 +301,9 @@ static json_t *op_submit(struct queue *q, const struct client *c, json_t *req)
 }
 
 /*
- * gpuctl queue's table (list with "table"): a row per job, in text, so that a listing of
- * 100 000 jobs is not 100 000 JSON objects made, written, read and taken apart again. Fields:
+ * gpuctl queue's table (list with "table"): a row per job, in text, after the answer's line
+ * ("rows_bytes" says how many bytes), so that a listing of 100 000 jobs is not 100 000 JSON
+ * objects made, written, read and taken apart again, nor one string escaped and unescaped. Fields:
  * id, user, state, GPUs requested, the GPUs it runs on or (the word why it waits), name, the
  * command line's first TABLE_CMD bytes; apart by tabs, rows ended by newlines, every field
  * sanitised (no control character: a name cannot forge a field or a row).
@@ -410,7 +411,7 @@ static void table_row(struct queue *q, const struct gpus_now *now, const struct 
  * the queue up or the client refuses it, however many jobs and however long
  * their command lines.
  */
-static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
+static json_t *op_list(struct queue *q, struct client *c, json_t *req)
 {
 	round_memo_forget(q);
 	bool all = json_is_true(json_object_get(req, "all"));
@@ -451,11 +452,18 @@ static json_t *op_list(struct queue *q, const struct client *c, json_t *req)
 			bytes += strlen(v[i].argv);
 		}
 		round_gpus_release(&now);
-		json_t *ans = t.oom ? NULL : json_pack("{s:b, s:s#}", "ok", 1, "rows", t.v ? t.v : "", t.len);
+		/* the rows follow the answer's line, as many bytes as it says (clients.c) */
+		json_t *ans = t.oom ? NULL : json_pack("{s:b, s:I}", "ok", 1, "rows_bytes", (json_int_t)t.len);
 		/* a full page, by count or by bytes: there may be more */
 		if (ans && n && (n == page || bytes >= budget))
 			json_object_set_new(ans, "next", json_integer((json_int_t)v[n - 1].id));
-		free(t.v);
+		if (ans) {
+			free(c->raw);
+			c->raw = t.v;
+			c->rawlen = t.len;
+		} else {
+			free(t.v);
+		}
 		free(t.memo_request);
 		store_list_free(v, n);
 		return ans ? ans : requests_fail("out of memory listing the queue");

@@ -8,9 +8,12 @@
 #include "device/proc.h"
 #include "jobs/authority.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define ANSWER_MAX (16u << 20)
@@ -28,8 +31,38 @@ const char *gpuctld_socket_path(void)
 	return auth[0] ? auth : "/run/gpuctl/gpuctld.sock";
 }
 
+/* exactly n bytes from fd into buf, each wait bounded by timeout_ms (<= 0: none): 0, or -1 */
+static int recv_exact(int fd, char *buf, size_t n, int timeout_ms)
+{
+	for (size_t got = 0; got < n;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int r = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		ssize_t k = recv(fd, buf + got, n - got, 0);
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (k <= 0)
+			return -1;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
 json_t *gpuctld_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t errlen)
 {
+	return gpuctld_ask_rows(req, timeout_ms, reached, NULL, NULL, err, errlen);
+}
+
+json_t *gpuctld_ask_rows(json_t *req, int timeout_ms, int *reached, char **rows, size_t *rowslen, char *err,
+			 size_t errlen)
+{
+	if (rows) {
+		*rows = NULL;
+		*rowslen = 0;
+	}
 	const char *path = gpuctld_socket_path();
 	*reached = 0;
 	char *text = json_dumps(req, JSON_COMPACT);
@@ -64,6 +97,22 @@ json_t *gpuctld_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t
 	if (authority_send_text(fd, text, err, errlen) == GC_OK)
 		(void)authority_recv_at_most(fd, timeout_ms > 0 ? timeout_ms : -1, true, ANSWER_MAX, NULL, &ans, err,
 					     errlen);
+	/* the bytes the line says follow it (gpuctl queue's rows), when the caller takes them */
+	json_t *rb = json_object_get(ans, "rows_bytes");
+	if (rows && rb) {
+		json_int_t n = json_integer_value(rb);
+		char *buf = json_is_integer(rb) && n >= 0 && n <= (json_int_t)ANSWER_MAX ? malloc((size_t)n + 1) : NULL;
+		if (!buf || recv_exact(fd, buf, (size_t)n, timeout_ms) < 0) {
+			free(buf);
+			json_decref(ans);
+			close(fd);
+			snprintf(err, errlen, "gpuctld at '%.200s' cut its answer short (it may have stopped)", path);
+			return NULL;
+		}
+		buf[n] = '\0';
+		*rows = buf;
+		*rowslen = (size_t)n;
+	}
 	close(fd);
 	if (!ans) {
 		snprintf(err, errlen, "gpuctld at '%.200s' gave no answer (it may have stopped)", path);
@@ -76,6 +125,11 @@ json_t *gpuctld_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t
 			proc_sanitize(safe, sizeof safe, e, strlen(e));
 		snprintf(err, errlen, "%s", e ? safe : "gpuctld refused the request");
 		json_decref(ans);
+		if (rows) {
+			free(*rows);
+			*rows = NULL;
+			*rowslen = 0;
+		}
 		return NULL;
 	}
 	return ans;

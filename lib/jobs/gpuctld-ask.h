@@ -19,5 +19,11 @@ const char *gpuctld_socket_path(void);
  * badly or refuses (*reached 1). timeout_ms > 0 bounds each send and read.
  */
 json_t *gpuctld_ask(json_t *req, int timeout_ms, int *reached, char *err, size_t errlen);
+/*
+ * gpuctld_ask, and the bytes an answer with "rows_bytes" N is followed by (gpuctl queue's table):
+ * *rows (malloc'd, NUL-terminated; NULL when the answer has none) and *rowslen.
+ */
+json_t *gpuctld_ask_rows(json_t *req, int timeout_ms, int *reached, char **rows, size_t *rowslen, char *err,
+			 size_t errlen);
 
 #endif
