@@ -46,7 +46,8 @@
 # release), TIMEOUT (seconds a part may take per system; 900), CC (cc),
 # TMPDIR (where the temp dir, and so gpuctld's SQLite database, goes: its
 # file system shows in the figures; synchronous=FULL makes every commit an
-# fsync).
+# fsync), STATE_ROOT (where gpuctld's lease directory goes; default /dev/shm
+# when it is a tmpfs, as /run/gpuctl is under the shipped unit).
 set -eu
 
 # shellcheck source=bench/common.sh
@@ -83,6 +84,17 @@ NODE8=$ROOT/tests/cli/nodes/idle-8x.json
 Q="python3 bench/queue.py"
 
 TMP=$(mktemp -d)
+# gpuctld's leases (GPUCTL_STATE_DIR) where the shipped unit keeps them: a tmpfs (/run/gpuctl,
+# RuntimeDirectory=). STATE_ROOT=DIR puts them elsewhere (STATE_ROOT=$TMP: on the temp dir, as
+# before 2026-11-29; where that is ext4 without a journal, every claim's unlink makes later file
+# creations scan the recently deleted inodes).
+if [ -z "${STATE_ROOT:-}" ]; then
+	STATE_ROOT=$TMP
+	if [ "$(df --output=fstype /dev/shm 2>/dev/null | tail -n 1)" = tmpfs ] && [ -w /dev/shm ]; then
+		STATE_ROOT=/dev/shm
+	fi
+fi
+STATE=$(mktemp -d "$STATE_ROOT/gpuctl-bench-state-XXXXXX")
 PIDS=""
 TSP_SOCKETS=""
 SLURM_DIR=""
@@ -97,7 +109,7 @@ cleanup() {
 		while read -r p; do kill "$p" 2>/dev/null || :; done <"$f"
 	done
 	if [ -n "$SLURM_DIR" ]; then bash "$ROOT/tests/slurm/slurm-down.sh" "$SLURM_DIR" >/dev/null 2>&1 || :; fi
-	rm -rf "$TMP"
+	rm -rf "$TMP" "$STATE"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -200,9 +212,9 @@ wait_file() { # FILE WHAT
 # gpuctld_part NAME NODE BLOCKER_GPUS COUNT: leaves $TMP/NAME/stamps, sets QUEUED_S
 gpuctld_part() {
 	d=$TMP/$1
-	mkdir -p "$d/state" "$d/rd" "$d/logs"
+	mkdir -p "$STATE/$1" "$d/rd" "$d/logs"
 	# shellcheck disable=SC2153,SC2086 # GPUCTL comes from common.sh; GPUCTLD_EXTRA is a list of options
-	GPUCTL_SIM_LIBDIR=$BUILD/sim GPUCTL_STATE_DIR=$d/state GPUCTL_SIM_RUNDIR=$d/rd \
+	GPUCTL_SIM_LIBDIR=$BUILD/sim GPUCTL_STATE_DIR=$STATE/$1 GPUCTL_SIM_RUNDIR=$d/rd \
 		"$GPUCTLD" --sim "$2" --listen 127.0.0.1:0 --queue-db "$d/q.db" --queue-socket "$d/q.sock" \
 		--log-dir "$d/logs" --config /dev/null $GPUCTLD_EXTRA 2>"$d/err" &
 	gpid=$!
@@ -304,7 +316,9 @@ commit=$(git -C "$ROOT" describe --always --dirty --abbrev=7 2>/dev/null || echo
 fs=$(df --output=fstype "$TMP" 2>/dev/null | tail -n 1) || fs=unknown
 tspv=$(dpkg-query -W -f '${Version}' task-spooler 2>/dev/null || echo "?")
 echo "gpuctl queue bench — $(nproc) cores, $cpu, $(date +%F), commit $commit"
-echo "temp dir (gpuctld's SQLite, synchronous=FULL): $TMP ($fs); task-spooler $tspv"
+sfs=$(df --output=fstype "$STATE" 2>/dev/null | tail -n 1) || sfs=unknown
+echo "temp dir (gpuctld's SQLite, synchronous=FULL, and job logs; tsp's outputs): $TMP ($fs); task-spooler $tspv"
+echo "gpuctld's lease directory: $STATE ($sfs; STATE_ROOT)"
 
 # ---- runs ----------------------------------------------------------------------------
 python3 bench/queue.py node1 "$NODE8" "$TMP/node1.json"
