@@ -33,6 +33,14 @@ bool opt_takes_value(const struct opt *o)
 	}
 }
 
+size_t opt_count(const struct opt *tab)
+{
+	size_t n = 0;
+	while (tab[n].type != OPT_END)
+		n++;
+	return n;
+}
+
 const struct opt *opt_find(const struct opt *tab, const char *name)
 {
 	for (const struct opt *o = tab; o->type != OPT_END; o++)
@@ -208,9 +216,7 @@ int optparse_init(struct optparse *p, const struct opt *tab, const struct option
 		  bool stop_at_operand)
 {
 	memset(p, 0, sizeof *p);
-	size_t n = 0, nextra = 0, nshort = 0;
-	for (const struct opt *o = tab; o->type != OPT_END; o++)
-		n++;
+	size_t n = opt_count(tab), nextra = 0, nshort = 0;
 	for (; extra && extra[nextra].name; nextra++)
 		;
 	p->tab = tab;

@@ -69,6 +69,8 @@ int opt_apply(const struct opt *o, const char *arg, void *settings);
 const struct opt *opt_find(const struct opt *tab, const char *name);
 /* Does the entry take a value? */
 bool opt_takes_value(const struct opt *o);
+/* The table's entries before its OPT_END, sections and notes included. */
+size_t opt_count(const struct opt *tab);
 
 /*
  * --help from a table: the usage line (synopsis, or one generated as

@@ -285,18 +285,10 @@ static const struct opt tail_options[] = {
 	{OPT_END},
 };
 
-static size_t count_opts(const struct opt *t)
-{
-	size_t n = 0;
-	while (t[n].type != OPT_END)
-		n++;
-	return n;
-}
-
 /* advise's table (launch --sky's, with sky): the library's options, then --emit's, the CLI's own */
 static struct opt *advise_table(bool sky, size_t *emit_from, size_t *emit_to)
 {
-	size_t n = 0, ne = count_opts(emit_options), ns = count_opts(sky_options), nt = count_opts(tail_options);
+	size_t n = 0, ne = opt_count(emit_options), ns = opt_count(sky_options), nt = opt_count(tail_options);
 	struct opt *t = calloc(ns + advise_noptions + ne + nt + 2, sizeof *t);
 	if (!t)
 		return NULL;
