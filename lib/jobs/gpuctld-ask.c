@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,12 +102,18 @@ json_t *gpuctld_ask_rows(json_t *req, int timeout_ms, int *reached, char **rows,
 	json_t *rb = json_object_get(ans, "rows_bytes");
 	if (rows && rb) {
 		json_int_t n = json_integer_value(rb);
-		char *buf = json_is_integer(rb) && n >= 0 && n <= (json_int_t)ANSWER_MAX ? malloc((size_t)n + 1) : NULL;
+		bool sane = json_is_integer(rb) && n >= 0 && n <= (json_int_t)ANSWER_MAX;
+		char *buf = sane ? malloc((size_t)n + 1) : NULL;
 		if (!buf || recv_exact(fd, buf, (size_t)n, timeout_ms) < 0) {
+			if (!sane)
+				snprintf(err, errlen, "gpuctld at '%.200s' gave a bad answer (rows_bytes is not a size up to "
+					 "%u bytes)", path, ANSWER_MAX);
+			else
+				snprintf(err, errlen, buf ? "gpuctld at '%.200s' cut its answer short (it may have stopped)"
+							  : "out of memory reading gpuctld's answer at '%.200s'", path);
 			free(buf);
 			json_decref(ans);
 			close(fd);
-			snprintf(err, errlen, "gpuctld at '%.200s' cut its answer short (it may have stopped)", path);
 			return NULL;
 		}
 		buf[n] = '\0';

@@ -224,6 +224,51 @@ static void test_ask_answers(void **state)
 	free(a);
 }
 
+/* the bytes an answer with "rows_bytes" is followed by (gpuctl queue's table): all of them, and only
+ * them; fewer than it says, or a size that is none, is an error, never a short table */
+static void test_ask_rows(void **state)
+{
+	(void)state;
+	char err[1400], want[1400], *rows;
+	size_t len;
+	int reached;
+	json_t *req = json_pack("{s:s}", "op", "list");
+	const char two[] = "{\"ok\": true, \"rows_bytes\": 8, \"next\": 2}\n1\ta\n2\tb\nextra";
+	serve(two, sizeof two - 1, -1);
+	json_t *ans = gpuctld_ask_rows(req, 1000, &reached, &rows, &len, err, sizeof err);
+	assert_non_null(ans);
+	assert_int_equal(json_integer_value(json_object_get(ans, "next")), 2);
+	assert_int_equal(len, 8);
+	assert_string_equal(rows, "1\ta\n2\tb\n");
+	json_decref(ans);
+	free(rows);
+	/* gpuctld_ask takes the line alone */
+	ans = gpuctld_ask(req, 1000, &reached, err, sizeof err);
+	assert_non_null(ans);
+	json_decref(ans);
+	stop();
+	const char cut[] = "{\"ok\": true, \"rows_bytes\": 100}\n1\ta\n";
+	serve(cut, sizeof cut - 1, -1);
+	snprintf(want, sizeof want, "gpuctld at '%s' cut its answer short (it may have stopped)", sock);
+	assert_null(gpuctld_ask_rows(req, 1000, &reached, &rows, &len, err, sizeof err));
+	assert_null(rows);
+	assert_int_equal(len, 0);
+	assert_string_equal(err, want);
+	stop();
+	const char *bad[] = {"{\"ok\": true, \"rows_bytes\": -1}\n", "{\"ok\": true, \"rows_bytes\": \"8\"}\n",
+			     "{\"ok\": true, \"rows_bytes\": 99999999999}\n"};
+	snprintf(want, sizeof want, "gpuctld at '%s' gave a bad answer (rows_bytes is not a size up to 16777216 bytes)",
+		 sock);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		serve(bad[i], strlen(bad[i]), -1);
+		assert_null(gpuctld_ask_rows(req, 1000, &reached, &rows, &len, err, sizeof err));
+		assert_null(rows);
+		assert_string_equal(err, want);
+		stop();
+	}
+	json_decref(req);
+}
+
 static void test_ask_unreached(void **state)
 {
 	(void)state;
@@ -357,6 +402,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_ask_answers, stop_server),
+		cmocka_unit_test_teardown(test_ask_rows, stop_server),
 		cmocka_unit_test_teardown(test_ask_unreached, stop_server),
 		cmocka_unit_test_teardown(test_other_users_socket, stop_server),
 		cmocka_unit_test_teardown(test_authority, stop_server),
