@@ -54,6 +54,12 @@ static int open_ctx(struct job_request *r, void *arg)
 	return rc;
 }
 
+static int log_sync(void *arg)
+{
+	(void)arg;
+	return runner_log_sync();
+}
+
 /* job id's record ("ID RAN STATUS END RETRIES") in its user's status file: 0, or -1 */
 static int write_status(const struct spawnreq *r, const struct job_exec *x, int rc)
 {
@@ -114,6 +120,9 @@ static int job_fn(const struct spawnreq *r)
 	x.log = job_log;
 	x.report = job_report;
 	x.retries = r->retries;
+	/* a capped log: the job writes to its writer's pipe, a failure is explained from the log */
+	x.out_log = runner_log_fd();
+	x.out_sync = log_sync;
 	/* a cancel (SIGTERM) while it waits for its GPUs or the go byte: it never starts */
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 	sigstop_catch(sigs, sizeof sigs / sizeof sigs[0]);

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -137,30 +138,47 @@ static void title_area(char **argv)
 	title_len = (size_t)(end - argv[0]);
 }
 
-/*
- * What ps and pkill -f show for the child, "gpuctl job-ID[-NAME] -- CMD ARGS"
- * (its log's writer: "gpuctl job-ID[-NAME] log"), written over the runner's
- * own argv and environment strings (no longer in use: environ points at the
- * request), cut to their length. Past the end of the original argv the
- * kernel reads on up to the first NUL.
- */
-static void set_title_of(const struct spawnreq *r, bool writer)
+/* the title, words[0..n) joined by spaces, written over the runner's strings, cut to their length; comm as top shows it */
+static void set_title_words(const char *const *words, size_t n, const char *comm)
 {
+	(void)prctl(PR_SET_NAME, comm, 0, 0, 0); /* 15 bytes: which of a job's processes this is */
 	if (title_len < 2)
 		return;
 	size_t off = 0;
-	const char *head[] = {"gpuctl", r->name, writer ? "log" : "--"};
-	for (size_t i = 0; off < title_len - 1 && i < 3 + (writer ? 0 : r->argc); i++) {
-		const char *w = i < 3 ? head[i] : r->argv[i - 3];
+	for (size_t i = 0; off < title_len - 1 && i < n; i++) {
 		if (i)
 			title_at[off++] = ' ';
-		size_t n = strlen(w);
-		if (n > title_len - 1 - off)
-			n = title_len - 1 - off;
-		memcpy(title_at + off, w, n);
-		off += n;
+		size_t k = strlen(words[i]);
+		if (k > title_len - 1 - off)
+			k = title_len - 1 - off;
+		memcpy(title_at + off, words[i], k);
+		off += k;
 	}
 	memset(title_at + off, 0, title_len - off);
+}
+
+/*
+ * What ps and pkill -f show for the child, "gpuctl job-ID[-NAME] -- CMD ARGS"
+ * (its log's own writer: "gpuctl job-ID[-NAME] log"; a user's writer: "gpuctl
+ * logs of uid UID"), written over the runner's own argv and environment
+ * strings (no longer in use: environ points at the request). Past the end of
+ * the original argv the kernel reads on up to the first NUL. top shows
+ * gpuctl-job and gpuctl-log.
+ */
+static void set_title_of(const struct spawnreq *r, bool writer)
+{
+	const char *head[] = {"gpuctl", r->name, writer ? "log" : "--"};
+	size_t n = 3 + (writer ? 0 : r->argc);
+	const char **w = malloc(n * sizeof *w);
+	if (!w) {
+		set_title_words(head, 3, writer ? "gpuctl-log" : "gpuctl-job");
+		return;
+	}
+	memcpy(w, head, sizeof head);
+	for (size_t i = 3; i < n; i++)
+		w[i] = r->argv[i - 3];
+	set_title_words(w, n, writer ? "gpuctl-log" : "gpuctl-job");
+	free(w);
 }
 
 static void set_title(const struct spawnreq *r)
@@ -173,19 +191,83 @@ static void set_writer_title(void *r)
 	set_title_of(r, true);
 }
 
-/* the log's writer's handshake (logwriter.h), once, at the job's end: its fd, and whose it is */
+static void set_user_writer_title(void *arg)
+{
+	char uid[24];
+	snprintf(uid, sizeof uid, "%u", (unsigned)*(const uid_t *)arg);
+	const char *w[] = {"gpuctl", "logs", "of", "uid", uid};
+	set_title_words(w, sizeof w / sizeof w[0], "gpuctl-log");
+}
+
+/*
+ * The users' log writers (logwriter.h), the runner's children: a job with a
+ * capped log hands it to its user's, started with that user's first such
+ * job. Past USER_WRITERS users at once, jobs get writers of their own.
+ */
+#define USER_WRITERS 64
+static struct {
+	uid_t uid;
+	pid_t pid;
+	int sock;
+} writers[USER_WRITERS];
+static size_t nwriters;
+static int child_writer = -1; /* in a child: its user's writer's socket, or -1 */
+
+static int user_writer(uid_t uid)
+{
+	for (size_t i = 0; i < nwriters; i++)
+		if (writers[i].uid == uid)
+			return writers[i].sock;
+	if (nwriters == USER_WRITERS)
+		return -1;
+	int sock;
+	pid_t pid = logwriter_user_start(LOGWRITER_IDLE_MS, set_user_writer_title, &uid, &sock);
+	if (pid < 0) {
+		runner_err("cannot start a log writer for uid %u: %s (its jobs get one each)", (unsigned)uid,
+			   strerror(errno));
+		return -1;
+	}
+	writers[nwriters].uid = uid;
+	writers[nwriters].pid = pid;
+	writers[nwriters].sock = sock;
+	return writers[nwriters++].sock;
+}
+
+/* pid has ended: when it was a user's writer, forget it (its next job starts another) and say true */
+static bool writer_ended(pid_t pid)
+{
+	for (size_t i = 0; i < nwriters; i++)
+		if (writers[i].pid == pid) {
+			close(writers[i].sock);
+			writers[i] = writers[--nwriters];
+			return true;
+		}
+	return false;
+}
+
+/* the log's writer's handshake (logwriter.h) on fd 4: whose it is, and what it said at the job's end */
 static int drain_fd = -1;
 static pid_t drain_pid;
 static int drained = 1; /* 1: not yet; else what it said */
 
-int runner_log_drained(void)
+int runner_log_sync(void)
 {
 	fflush(NULL);
 	if (drain_fd < 0 || getpid() != drain_pid)
-		return 0; /* no writer; or a fork of the supervisor that failed to exec the job: not the job's end */
+		return 0; /* no writer; or a fork of the supervisor that failed to exec the job: not the job's */
+	return logwriter_drained(drain_fd);
+}
+
+int runner_log_drained(void)
+{
 	if (drained == 1)
-		drained = logwriter_drained(drain_fd);
+		drained = runner_log_sync();
 	return drained;
+}
+
+int runner_log_fd(void)
+{
+	return drain_fd >= 0 && getpid() == drain_pid ? RUNNER_LOG_FD : -1;
 }
 
 static void drain_at_exit(void)
@@ -220,6 +302,23 @@ static int open_log(const struct spawnreq *r)
 	return open(r->log, flags | O_CREAT | O_EXCL, 0600);
 }
 
+/*
+ * A capped log, for its job's supervisor to read a failure's tail back from
+ * (runner_log_fd): read-only, above fd 9 (moved to RUNNER_LOG_FD once the
+ * job's fds are in place). Reopened through /proc, not by its name: the
+ * file the child made. The fd, or -1.
+ */
+static int reopen_log(int log)
+{
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", log);
+	int fd = open(self, O_RDONLY | O_CLOEXEC);
+	int hi = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (fd >= 0)
+		close(fd);
+	return hi;
+}
+
 /* the forked child: becomes the job's user and runs the job in-process */
 __attribute__((noreturn)) static void child(const struct spawnreq *r, const int fds[SPAWNREQ_NFDS],
 					    int (*job_fn)(const struct spawnreq *))
@@ -241,25 +340,30 @@ __attribute__((noreturn)) static void child(const struct spawnreq *r, const int 
 	}
 	/*
 	 * A capped log (gpuctld --log-max-size) is written by a writer of its own,
-	 * root's, through a pipe: the cap holds while the job writes. The job's
-	 * end waits for it (drain_at_exit) on fd 4.
+	 * root's (its user's, or its own), through a pipe: the cap holds while the
+	 * job writes. The job's end waits for it (drain_at_exit) on fd 4; a
+	 * failure is explained from the log, read on RUNNER_LOG_FD.
 	 */
 	int out = log, ctl = -1;
 	if (r->log_max >= JOBLOG_MIN) {
-		const int shut[] = {fds[0], fds[1]};
-		if (logwriter_start(log, r->log_max, r->log, r->uid, r->gid, set_writer_title, (void *)r, shut, 2, &out,
+		const int shut[] = {fds[0], fds[1], child_writer};
+		if ((child_writer < 0 ||
+		     logwriter_join(child_writer, log, r->log_max, r->log, r->uid, r->gid, &out, &ctl) < 0) &&
+		    logwriter_start(log, r->log_max, r->log, r->uid, r->gid, set_writer_title, (void *)r, shut, 3, &out,
 				    &ctl) < 0) {
 			runner_err("cannot start the writer of the log '%s': %s", r->log, strerror(errno));
 			_exit(126);
 		}
 	}
 	/* the go pipe becomes SPAWNREQ_GO_FD, where the job waits for it (the log is on 1 and 2 before) */
-	if (dup2(fds[0], 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || dup2(fds[1], SPAWNREQ_GO_FD) < 0 ||
-	    (ctl >= 0 && dup3(ctl, 4, O_CLOEXEC) < 0)) {
+	int rlog = ctl >= 0 ? reopen_log(log) : -1;
+	if ((ctl >= 0 && rlog < 0) || dup2(fds[0], 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
+	    dup2(fds[1], SPAWNREQ_GO_FD) < 0 || (ctl >= 0 && dup3(ctl, 4, O_CLOEXEC) < 0) ||
+	    (rlog >= 0 && dup3(rlog, RUNNER_LOG_FD, O_CLOEXEC) < 0)) {
 		runner_err("cannot set up the job's files: %s", strerror(errno));
 		_exit(126);
 	}
-	close_range(ctl >= 0 ? 5 : 4, ~0u, 0); /* the received fds, the socket, the signalfd, the log */
+	close_range(ctl >= 0 ? RUNNER_LOG_FD + 1 : 4, ~0u, 0); /* the received fds, the socket, the signalfd, the log */
 	if (ctl >= 0) {
 		drain_fd = 4;
 		drain_pid = getpid();
@@ -314,6 +418,7 @@ static int serve_one(int sock, int sfd, int (*job_fn)(const struct spawnreq *), 
 	int err = EINVAL;
 	if (spawnreq_decode(payload, len, &r) == 0) {
 		warm_nss();
+		child_writer = r.log_max >= JOBLOG_MIN ? user_writer(r.uid) : -1;
 		pid = fork();
 		err = errno;
 		if (pid == 0) {
@@ -333,7 +438,8 @@ static void reap(int sock)
 	int st;
 	pid_t pid;
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
-		(void)send_rec(sock, SPAWNREC_EXITED, pid, st); /* gpuctld gone: it reads the status files */
+		if (!writer_ended(pid))
+			(void)send_rec(sock, SPAWNREC_EXITED, pid, st); /* gpuctld gone: it reads the status files */
 }
 
 int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnreq *r))

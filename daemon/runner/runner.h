@@ -32,6 +32,20 @@ int runner_serve(char **argv, const char *arg, int (*job_fn)(const struct spawnr
  */
 int runner_log_drained(void);
 
+/*
+ * The same handshake, at any time (a failure to explain): 0, or -1 when
+ * some output could not be written.
+ */
+int runner_log_sync(void);
+
+/*
+ * In a runner's child whose log has a writer: the log open for reading, at
+ * RUNNER_LOG_FD (close-on-exec), from which a failure's tail is read back
+ * (outtail_open_log); else -1.
+ */
+#define RUNNER_LOG_FD 5
+int runner_log_fd(void);
+
 /* "gpuctld-runner: MESSAGE" on stderr (gpuctld's, or in a child the job's log) */
 void runner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

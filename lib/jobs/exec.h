@@ -88,6 +88,11 @@ struct job_exec {
 	void (*log)(void *arg, const char *line);   /* a line for the user, no newline; NULL */
 	void (*report)(void *arg, const char *text); /* a failure's findings, whole lines; NULL: log's */
 	void *arg;
+	/* our stdout and stderr reach this log, open for reading (a queued job's capped log, through its writer):
+	 * the job gets them as they are and a failure is explained from the log's tail, read once
+	 * out_sync(arg) (when not NULL) has seen the job's output reach it (outtail_open_log); -1 */
+	int out_log;
+	int (*out_sync)(void *arg);
 	unsigned retries;            /* in: retries spent before (a queued job's); out: in all */
 	/* out */
 	bool ran;                    /* the command started (status and end say how it ended) */

@@ -111,6 +111,7 @@ void job_exec_init(struct job_exec *x)
 	memset(x, 0, sizeof *x);
 	x->timeout_ms = -1;
 	x->go_fd = -1;
+	x->out_log = -1;
 	x->cloud = SPOT_NONE;
 }
 
@@ -337,7 +338,10 @@ int job_exec(struct job_exec *x, char *err, size_t errlen)
 				};
 				/* the job's output passes through the tail keeper, so that a failure can be explained */
 				struct outtail *tail = NULL;
-				if (!x->jo->no_explain && outtail_open(&tail, OUTTAIL_KEEP, eerr, sizeof eerr) != GC_OK)
+				if (!x->jo->no_explain &&
+				    (x->out_log >= 0 ? outtail_open_log(&tail, OUTTAIL_KEEP, x->out_log, x->out_sync, x->arg,
+									 eerr, sizeof eerr)
+						     : outtail_open(&tail, OUTTAIL_KEEP, eerr, sizeof eerr)) != GC_OK)
 					errbuf_log(x->log, x->arg, "%s: the job runs, but a failure will not be explained", eerr);
 				x->jo->sv.tail = tail;
 				struct job_run_result res;

@@ -3,6 +3,7 @@
  */
 #include "jobs/outtail.h"
 #include "gpuctl/gpuctl.h"
+#include "jobs/joblog.h"
 #include "util/clock.h"
 #include "util/errbuf.h"
 
@@ -62,6 +63,10 @@ struct outtail {
 	int devnull;
 	struct winsize ws;
 	bool ws_known;
+	int logfd;           /* outtail_open_log: the log the output reaches, open for reading (borrowed); -1 */
+	int (*sync)(void *arg);
+	void *sync_arg;
+	uint64_t log_from;   /* the log's whole output (the bytes cut included) when the job started */
 };
 
 static void ring_add(struct chan *c, size_t keep, const char *b, size_t n)
@@ -267,6 +272,7 @@ int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen)
 		return GC_ENOMEM;
 	}
 	t->keep = keep ? keep : OUTTAIL_KEEP;
+	t->logfd = -1;
 	t->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	for (int i = 0; i < 2; i++)
 		t->c[i] = (struct chan){.ours = i + 1, .out = i + 1, .child = -1, .src = -1, .tail = {-1, -1}};
@@ -293,6 +299,44 @@ int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen)
 		}
 		c->open = c->src >= 0;
 	}
+	*out = t;
+	return GC_OK;
+}
+
+/* the whole output so far (the bytes a cut removed included) of the log open on fd */
+static uint64_t log_whole(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return 0;
+	char head[JOBLOG_MARK_MAX], limit[32];
+	ssize_t k = pread(fd, head, sizeof head, 0);
+	uint64_t cut;
+	size_t mlen;
+	if (k > 0 && joblog_parse_mark(head, (size_t)k, &cut, &mlen, limit, sizeof limit) &&
+	    (uint64_t)st.st_size >= mlen)
+		return cut + (uint64_t)st.st_size - mlen;
+	return (uint64_t)st.st_size;
+}
+
+int outtail_open_log(struct outtail **out, size_t keep, int fd, int (*sync)(void *arg), void *arg, char *err,
+		     size_t errlen)
+{
+	*out = NULL;
+	struct outtail *t = calloc(1, sizeof *t);
+	if (!t) {
+		errbuf_set(err, errlen, "out of memory");
+		return GC_ENOMEM;
+	}
+	t->keep = keep ? keep : OUTTAIL_KEEP;
+	t->devnull = -1;
+	for (int i = 0; i < 2; i++) /* both left as they are (K_NONE): the job writes where we would */
+		t->c[i] = (struct chan){.ours = i + 1, .out = i + 1, .child = -1, .src = -1, .tail = {-1, -1}};
+	t->shared = true;
+	t->logfd = fd;
+	t->sync = sync;
+	t->sync_arg = arg;
+	t->log_from = log_whole(fd);
 	*out = t;
 	return GC_OK;
 }
@@ -557,11 +601,55 @@ static void tail_of(struct outtail *t, struct chan *c, char **buf, size_t *len)
 	*len += got;
 }
 
+/* what a log's reader gives, its last `keep` bytes kept */
+struct grab {
+	char *buf;
+	size_t len, keep;
+};
+
+static void grab(void *arg, const char *b, size_t n)
+{
+	struct grab *g = arg;
+	if (n >= g->keep) {
+		memcpy(g->buf, b + n - g->keep, g->keep);
+		g->len = g->keep;
+		return;
+	}
+	if (g->len + n > g->keep) {
+		size_t drop = g->len + n - g->keep;
+		memmove(g->buf, g->buf + drop, g->len - drop);
+		g->len -= drop;
+	}
+	memcpy(g->buf + g->len, b, n);
+	g->len += n;
+}
+
+/* outtail_open_log's: the log's newest output since the job started, once sync says it is all there */
+static void tail_of_log(struct outtail *t, char **buf, size_t *len)
+{
+	if (t->sync)
+		(void)t->sync(t->sync_arg);
+	struct grab g = {.buf = malloc(t->keep + 1), .keep = t->keep};
+	if (!g.buf)
+		return;
+	uint64_t end = log_whole(t->logfd);
+	struct joblog_pos p = {.at = end > t->keep ? end - t->keep : 0};
+	if (p.at < t->log_from)
+		p.at = t->log_from; /* what was there before (a job queued again) is not this start's */
+	/* up to where it was: descendants that write on do not keep this reading */
+	while (p.at < end && joblog_read(t->logfd, &p, grab, &g) > 0)
+		;
+	*buf = g.buf;
+	*len = g.len;
+}
+
 size_t outtail_text(struct outtail *t, char **buf)
 {
 	*buf = NULL;
 	size_t len = 0;
-	if (!t->shared)
+	if (t->logfd >= 0)
+		tail_of_log(t, buf, &len);
+	else if (!t->shared)
 		tail_of(t, &t->c[1], buf, &len);
 	tail_of(t, &t->c[0], buf, &len);
 	if (*buf && len == 0) {

@@ -13,7 +13,9 @@
  *    is spliced on to ours without a copy, and tee(2)'d into a pipe of
  *    `keep` bytes that holds the tail (its oldest pages dropped, without a
  *    copy, as new ones come);
- *  - /dev/null, or a descriptor that is not open: left alone, nothing kept.
+ *  - /dev/null, or a descriptor that is not open: left alone, nothing kept;
+ *  - a pipe to a log the caller names (outtail_open_log): left alone, the
+ *    tail read back from that log.
  * stdout and stderr on the same open file share one channel, so their order
  * is kept. The job's stdin, controlling terminal and process group are not
  * touched.
@@ -31,6 +33,16 @@ struct outtail;
 
 /* Set up for our fds 1 and 2: GC_OK with *out, or a GC_E* with err (nothing changed then). */
 int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen);
+/*
+ * Our fds 1 and 2 go on, through the job's own hands, into the log open for
+ * reading on fd (a queued job's capped log: a pipe to its writer): the job
+ * gets them as they are, nothing is copied or kept on the way, and the tail
+ * is read back from the log (lib/jobs/joblog.h: through its cuts) once
+ * sync(arg), when not NULL, has seen all that was written reach it. fd is
+ * borrowed. GC_OK with *out; GC_ENOMEM with err.
+ */
+int outtail_open_log(struct outtail **out, size_t keep, int fd, int (*sync)(void *arg), void *arg, char *err,
+		     size_t errlen);
 /* What the job's fd 1 and fd 2 must be (dup2'd in the child), each -1 when ours is left as it is. */
 void outtail_child_fds(const struct outtail *t, int *fd1, int *fd2);
 /* The descriptors to poll for the job's output, into p[0..max): how many. */

@@ -18,11 +18,16 @@ with --log-max-size 1M --log-user-max 3M:
   user:    A's logs in all over --log-user-max: the oldest ended jobs' logs
            are removed (gpuctld's log says so, gpuctl logs says it has none),
            the newest and a running job's stay, and B's are untouched;
+  writers: three held jobs of A and one of B: their logs are written by two
+           writers, root's, children of the runner, one titled for each
+           user's uid; each job's line is in its own log; 10 s after their
+           last log the writers are gone;
   options: bad --log-max-size and --log-user-max values exit 2 with one line.
 Usage: joblog.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -204,6 +209,44 @@ try:
     check("user: gpuctl logs of a removed log says why", r.returncode == 1 and "--log-user-max" in r.stderr, r)
     open(run_go, "w").close()
     until(lambda: state(running) == "done")
+
+    # ---- writers: one per user (root's, the runner's children), however many of the user's jobs run
+    wgo = os.path.join(policy.work, "go4")
+    held = [submit(A, "sh", "-c", f"echo A{i}; while [ ! -e {wgo} ]; do sleep 0.1; done") for i in range(3)]
+    heldb = submit(B, "sh", "-c", f"echo B; while [ ! -e {wgo} ]; do sleep 0.1; done")
+    check("writers: the four jobs run", until(lambda: all(state(j) == "running" for j in held) and
+                                              state(heldb, B) == "running", 30),
+          [state(j) for j in held] + [state(heldb, B)])
+
+    def kids(ppid, comm):
+        """ppid's children named comm: {pid: (owner uid, command line)}"""
+        out = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    st = f.read()
+                name, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
+                if name != comm or int(rest[1]) != ppid:
+                    continue
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                out[int(pid)] = (os.stat(f"/proc/{pid}").st_uid, cmd)
+            except (OSError, ValueError, IndexError):
+                pass
+        return out
+    runner = list(kids(daemon.pid, "gpuctld-runner"))
+    check("writers: one runner", len(runner) == 1, runner)
+    ws = kids(runner[0], "gpuctl-log") if runner else {}
+    want = sorted(f"gpuctl logs of uid {pwd.getpwnam(u).pw_uid}" for u in (A, B))
+    check("writers: two, root's, one for each user", sorted(c for _, c in ws.values()) == want and
+          all(u == 0 for u, _ in ws.values()), (ws, want))
+    open(wgo, "w").close()
+    check("writers: the jobs end", until(lambda: all(state(j) == "done" for j in held) and
+                                         state(heldb, B) == "done", 30))
+    check("writers: each job's line in its own log",
+          [open(logpath(j)).read() for j in held] + [open(logpath(heldb)).read()] == ["A0\n", "A1\n", "A2\n", "B\n"],
+          [open(logpath(j)).read() for j in [*held, heldb]])
+    check("writers: gone once idle", until(lambda: not kids(runner[0], "gpuctl-log"), 25) if runner else False)
 
     # ---- options
     for args, frag in [(["--log-max-size", "10K"], "invalid --log-max-size '10K' (a size of at least 64KiB"),
