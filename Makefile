@@ -4,7 +4,7 @@
 #   make check  the whole test suite, then again under ASan + UBSan
 BUILD ?= build
 SAN_BUILD ?= build-san
-DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libncurses-dev
+DEB_DEPS = gcc meson ninja-build pkg-config python3 libjansson-dev libvectorscan-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libncurses-dev
 DEMO_NODE = examples/nodes/h100-8x-sxm.json
 
 # tests at once in each suite: most of them wait on daemons, users and timers, not the CPU,

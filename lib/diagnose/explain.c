@@ -17,30 +17,77 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <hs/hs.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * Vectorscan (or Hyperscan: the same ABI, libhs.so.5), loaded with dlopen
+ * the first time signatures are loaded: every other command of gpuctl
+ * starts without it and the C++ runtime it needs (0.35 ms a start).
+ * Without it, every line is tried against every signature.
+ */
+#define HS_SONAME "libhs.so.5"
+static struct {
+	hs_error_t (*valid_platform)(void);
+	hs_error_t (*compile_lit_multi)(const char *const *, const unsigned *, const unsigned *, const size_t *,
+					unsigned, unsigned, const hs_platform_info_t *, hs_database_t **,
+					hs_compile_error_t **);
+	hs_error_t (*free_compile_error)(hs_compile_error_t *);
+	hs_error_t (*free_database)(hs_database_t *);
+	hs_error_t (*alloc_scratch)(const hs_database_t *, hs_scratch_t **);
+	hs_error_t (*clone_scratch)(const hs_scratch_t *, hs_scratch_t **);
+	hs_error_t (*free_scratch)(hs_scratch_t *);
+	hs_error_t (*scan)(const hs_database_t *, const char *, unsigned, unsigned, hs_scratch_t *,
+			   match_event_handler, void *);
+} hs;
+static bool hs_loaded;
+static pthread_once_t hs_once = PTHREAD_ONCE_INIT;
+
+static void hs_load(void)
+{
+	void *h = dlopen(HS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return;
+	static const struct { const char *name; size_t off; } syms[] = {
+#define SYM(f) {"hs_" #f, offsetof(__typeof__(hs), f)}
+		SYM(valid_platform), SYM(compile_lit_multi), SYM(free_compile_error), SYM(free_database),
+		SYM(alloc_scratch), SYM(clone_scratch), SYM(free_scratch), SYM(scan),
+#undef SYM
+	};
+	__typeof__(hs) api;
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		void *f = dlsym(h, syms[i].name);
+		if (!f) { /* hs_compile_lit_multi came in 5.2 */
+			dlclose(h);
+			return;
+		}
+		memcpy((char *)&api + syms[i].off, &f, sizeof f);
+	}
+	hs = api;
+	hs_loaded = api.valid_platform() == HS_SUCCESS;
+}
+
 #define BLOCK (1u << 20)      /* read size */
 #define MAX_LINE (64u << 10)  /* the matcher's window: a longer piece is matched in windows */
-#define WIN_BACK (MAX_LINE / 2) /* a window starts at most this far before its gateway */
+#define WIN_BACK (MAX_LINE / 2) /* a window starts at most this far before its trigger */
 #define WIN_OVERLAP 512       /* longer than any trigger: a cut window's successor starts before its end */
 #define MAX_SIGS 256
-#define MAX_GATEWAYS 64       /* one bit each in a candidate's mask */
-#define LONG_GATEWAY 8        /* literals this long share one pass over the input */
+#define SIG_WORDS (MAX_SIGS / 64) /* a candidate's signatures: one bit each */
+#define ID_ESC MAX_SIGS       /* the scanner's id for ESC: a line with escapes is scanned again, cleaned */
 #define MAX_CONTEXT 4
 #define MAX_MEMO 16
 #define SIZE_BUG_RATIO 100.0  /* a request this many times the memory there is: a wrong size */
-
-/* literals that cover most triggers: one memmem pass each over every block */
-static const char *const common_gateways[] = {"CUDA", "NCCL", "nccl", "Xid", "CUDNN", "CUBLAS"};
 
 /* cudaver: CUDA's integer version (11040) as "11.4"; bytes: a byte count kept in MiB */
 enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST, VT_CUDAVER, VT_BYTES };
@@ -63,12 +110,11 @@ struct sig {
 	char trigger[128];
 	char also[128];
 	char unless[128];         /* a line holding this is not a match */
-	char gateway[128];        /* the literal that brings the line to the matcher */
+	size_t tlen;              /* the trigger's length */
 	char analyzer[16];
 	char cause[600];
 	char fix[600];
 	bool note;                /* leaves values for later findings, is no finding itself */
-	int gw;                   /* index of its gateway */
 	bool has_re;
 	regex_t re;
 	size_t nvals;
@@ -88,21 +134,13 @@ struct explain_db {
 	size_t n;
 	struct xid_entry *xid;
 	size_t nxid;
-	char gateways[MAX_GATEWAYS][128];
-	size_t gwlen[MAX_GATEWAYS];
-	size_t ngw;
-	uint16_t by_gw[MAX_SIGS];     /* signature indices, by gateway, in file order */
-	size_t by_gw_at[MAX_GATEWAYS + 1]; /* gateway g's are by_gw[by_gw_at[g] .. by_gw_at[g + 1]) */
-	/* The long gateways are searched together (Wu-Manber with blocks of 2
-	 * bytes): shift[b] is how far a window of wm_len bytes may move when the
-	 * 2 bytes ending it are b; at 0, the gateways whose first wm_len bytes
-	 * end with b are compared. */
-	uint64_t long_gw;             /* bit i: gateway i is long */
-	size_t wm_len;                /* the shortest long gateway's length */
-	uint8_t shift[1u << 16];
-	uint8_t end_of[1u << 16];     /* 1 + the index in wm_end of the gateways ending in b, or 0 */
-	uint64_t wm_end[MAX_GATEWAYS];
-	size_t nwm_end;
+	/*
+	 * Every trigger (its signature's index) and ESC (ID_ESC) as literals in
+	 * one Vectorscan database: one pass over the input finds the lines that
+	 * hold a trigger, and which. NULL where this CPU cannot run it (then
+	 * every line is tried against every signature).
+	 */
+	hs_database_t *hs;
 };
 
 /* ---- loading ------------------------------------------------------------ */
@@ -119,6 +157,22 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		errbuf_set(err, errlen, "%s: more than %d signatures", file, MAX_SIGS);
 		return GC_EINVAL;
 	}
+	static const char *const known[] = {"id", "title", "trigger", "also", "unless", "analyzer", "cause", "fix",
+					    "note", "context", "regex", "values", "source"};
+	const char *key;
+	json_t *any;
+	json_object_foreach(o, key, any) {
+		size_t k = 0;
+		while (k < sizeof known / sizeof known[0] && strcmp(key, known[k]))
+			k++;
+		if (k == sizeof known / sizeof known[0]) {
+			const char *id = json_string_value(json_object_get(o, "id"));
+			errbuf_set(err, errlen, "%s: %s: unknown key '%s' (a signature has id, title, trigger, also, "
+				   "unless, analyzer, cause, fix, note, context, regex, values, source)", file,
+				   id ? id : "?", key);
+			return GC_EINVAL;
+		}
+	}
 	struct sig *s = &db->sigs[db->n];
 	memset(s, 0, sizeof *s);
 	copy(s->id, sizeof s->id, o, "id");
@@ -126,7 +180,6 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 	copy(s->trigger, sizeof s->trigger, o, "trigger");
 	copy(s->also, sizeof s->also, o, "also");
 	copy(s->unless, sizeof s->unless, o, "unless");
-	copy(s->gateway, sizeof s->gateway, o, "gateway");
 	copy(s->analyzer, sizeof s->analyzer, o, "analyzer");
 	copy(s->cause, sizeof s->cause, o, "cause");
 	copy(s->fix, sizeof s->fix, o, "fix");
@@ -140,11 +193,7 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		errbuf_set(err, errlen, "%s: %s: unknown analyzer '%s'", file, s->id, s->analyzer);
 		return GC_EINVAL;
 	}
-	if (s->gateway[0] && !strstr(s->trigger, s->gateway) && !strstr(s->also, s->gateway)) {
-		errbuf_set(err, errlen, "%s: %s: gateway '%s' is in neither trigger nor also", file, s->id,
-			   s->gateway);
-		return GC_EINVAL;
-	}
+	s->tlen = strlen(s->trigger);
 	const char *cname;
 	json_t *cv;
 	json_object_foreach(json_object_get(o, "context"), cname, cv) {
@@ -258,51 +307,35 @@ static int json_file(const struct dirent *e)
 	return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
 }
 
-/* the index of gateway lit, added if new; -1 when there are too many */
-static int add_gateway(struct explain_db *db, const char *lit)
+/* the scanner's database of every trigger and ESC; GC_OK (db->hs NULL where the CPU cannot run it), or GC_E* */
+static int hs_build(struct explain_db *db, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < db->ngw; i++)
-		if (strcmp(db->gateways[i], lit) == 0)
-			return (int)i;
-	if (db->ngw == MAX_GATEWAYS)
-		return -1;
-	snprintf(db->gateways[db->ngw], sizeof db->gateways[0], "%s", lit);
-	db->gwlen[db->ngw] = strlen(db->gateways[db->ngw]);
-	return (int)db->ngw++;
-}
-
-static unsigned wm_block(const char *p)
-{
-	return (unsigned)(unsigned char)p[0] << 8 | (unsigned char)p[1];
-}
-
-static void wm_build(struct explain_db *db)
-{
-	db->wm_len = SIZE_MAX;
-	for (size_t g = 0; g < db->ngw; g++)
-		if (db->gwlen[g] >= LONG_GATEWAY) {
-			db->long_gw |= UINT64_C(1) << g;
-			if (db->gwlen[g] < db->wm_len)
-				db->wm_len = db->gwlen[g];
-		}
-	if (!db->long_gw)
-		return;
-	size_t m = db->wm_len;
-	memset(db->shift, (int)(m - 1), sizeof db->shift); /* m <= 127: a gateway is < 128 bytes */
-	for (size_t g = 0; g < db->ngw; g++) {
-		if (!(db->long_gw & (UINT64_C(1) << g)))
-			continue;
-		const char *p = db->gateways[g];
-		for (size_t j = 0; j + 2 <= m; j++) {
-			unsigned b = wm_block(p + j);
-			if (db->shift[b] > m - 2 - j)
-				db->shift[b] = (uint8_t)(m - 2 - j);
-		}
-		unsigned b = wm_block(p + m - 2);
-		if (!db->end_of[b])
-			db->end_of[b] = (uint8_t)++db->nwm_end;
-		db->wm_end[db->end_of[b] - 1] |= UINT64_C(1) << g;
+	pthread_once(&hs_once, hs_load);
+	if (!hs_loaded)
+		return GC_OK; /* the slow path: every line tried */
+	const char *lit[MAX_SIGS + 1];
+	size_t len[MAX_SIGS + 1];
+	unsigned flags[MAX_SIGS + 1], ids[MAX_SIGS + 1];
+	for (size_t i = 0; i < db->n; i++) {
+		lit[i] = db->sigs[i].trigger;
+		len[i] = db->sigs[i].tlen;
+		flags[i] = 0;
+		ids[i] = (unsigned)i;
 	}
+	lit[db->n] = "\x1b";
+	len[db->n] = 1;
+	flags[db->n] = 0;
+	ids[db->n] = ID_ESC;
+	hs_compile_error_t *ce = NULL;
+	if (hs.compile_lit_multi(lit, flags, ids, len, (unsigned)db->n + 1, HS_MODE_BLOCK, NULL, &db->hs, &ce) !=
+	    HS_SUCCESS) {
+		errbuf_set(err, errlen, "cannot compile the signatures' triggers: %s", ce && ce->message ? ce->message : "?");
+		if (ce)
+			hs.free_compile_error(ce);
+		db->hs = NULL;
+		return GC_EINVAL;
+	}
+	return GC_OK;
 }
 
 int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen)
@@ -337,27 +370,10 @@ int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t 
 		explain_db_free(db);
 		return rc;
 	}
-	/* each trigger is reached through its named gateway, a common one, or is its own */
-	for (size_t i = 0; i < db->n; i++) {
-		struct sig *s = &db->sigs[i];
-		const char *gw = s->gateway[0] ? s->gateway : NULL;
-		for (size_t k = 0; !gw && k < sizeof common_gateways / sizeof common_gateways[0]; k++)
-			if (strstr(s->trigger, common_gateways[k]))
-				gw = common_gateways[k];
-		if ((s->gw = add_gateway(db, gw ? gw : s->trigger)) < 0) {
-			errbuf_set(err, errlen, "more than %d gateway literals in '%s'", MAX_GATEWAYS, dir);
-			explain_db_free(db);
-			return GC_EINVAL;
-		}
+	if ((rc = hs_build(db, err, errlen)) != GC_OK) {
+		explain_db_free(db);
+		return rc;
 	}
-	for (size_t g = 0, k = 0; g < db->ngw; g++) {
-		db->by_gw_at[g] = k;
-		for (size_t i = 0; i < db->n; i++)
-			if (db->sigs[i].gw == (int)g)
-				db->by_gw[k++] = (uint16_t)i;
-		db->by_gw_at[g + 1] = k;
-	}
-	wm_build(db);
 	*out = db;
 	return GC_OK;
 }
@@ -371,7 +387,14 @@ void explain_db_free(struct explain_db *db)
 			regfree(&db->sigs[i].re);
 	free(db->sigs);
 	free(db->xid);
+	if (db->hs)
+		hs.free_database(db->hs);
 	free(db);
+}
+
+bool explain_db_fast(const struct explain_db *db)
+{
+	return db && db->hs;
 }
 
 size_t explain_db_count(const struct explain_db *db)
@@ -905,18 +928,25 @@ struct memo {
 
 struct cand {
 	size_t start, end;   /* a window of the region */
-	uint64_t gates;      /* the gateways found in it: bit i for gateway i */
+	uint64_t sigs[SIG_WORDS]; /* the signatures whose trigger is in it: bit i for signature i */
+	bool esc;            /* it holds ESC: its signatures are known once it is cleaned */
 };
 
 struct scan {
 	const struct explain_db *db;
 	struct explain_result *r;
-	uint64_t line;        /* lines before the current region */
-	struct cand *cand;
-	size_t ncand, capcand;
+	uint64_t line;        /* lines before pos */
+	size_t pos;           /* where in the region the lines are counted up to */
+	struct cand cand;     /* the candidate being gathered: hits come in order, a piece's together */
+	bool pending;
 	struct memo memo[MAX_MEMO];  /* values notes left, newest per name */
 	size_t nmemo;
 	char *clean;          /* the line being matched, cleaned (MAX_LINE + 1; made at first use) */
+	hs_scratch_t *hs;     /* the scanner's scratch; NULL: every line is tried */
+	hs_scratch_t *hs_line; /* another, for a cleaned line while a region is scanned */
+	/* while a region is scanned */
+	const char *data;
+	size_t len;
 };
 
 static void memo_put(struct scan *sc, const struct explain_value *v, uint64_t line)
@@ -958,10 +988,8 @@ static bool has_values_of(const struct explain_finding *f, const struct sig *s)
 	return false;
 }
 
-static bool matches(const struct sig *s, const char *text, uint64_t gates, const char **at)
+static bool matches(const struct sig *s, const char *text, const char **at)
 {
-	if (!(gates & (UINT64_C(1) << s->gw)))
-		return false;
 	*at = strstr(text, s->trigger);
 	return *at && (!s->also[0] || strstr(text, s->also)) && (!s->unless[0] || !strstr(text, s->unless));
 }
@@ -1001,10 +1029,21 @@ static void fill_in(const struct explain_finding *f, char *text, size_t size)
 	snprintf(text, size, "%s", out);
 }
 
-static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t gates, uint64_t lineno)
+/* a trigger found in a cleaned line: its signature's bit */
+static int set_sig(unsigned id, unsigned long long from, unsigned long long to, unsigned flags, void *ctx)
+{
+	(void)from, (void)to, (void)flags;
+	uint64_t *sigs = ctx;
+	if (id < MAX_SIGS)
+		sigs[id / 64] |= UINT64_C(1) << (id % 64);
+	return 0;
+}
+
+static void match_line(struct scan *sc, const struct cand *c, const char *raw, uint64_t lineno)
 {
 	const struct explain_db *db = sc->db;
 	struct explain_result *r = sc->r;
+	size_t len = c->end - c->start;
 	if (len > MAX_LINE)
 		len = MAX_LINE;
 	/* on the heap, not a static TLS buffer: 64 KiB of .tbss is zeroed, page by
@@ -1012,25 +1051,29 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 	if (!sc->clean && !(sc->clean = malloc(MAX_LINE + 1)))
 		return; /* out of memory: this line goes unmatched */
 	char *clean = sc->clean;
-	explain_clean_line(raw, len, clean);
+	size_t clen = explain_clean_line(raw, len, clean);
 	const char *at;
-	/* the signatures to try: those of the one gateway found (the usual
-	 * case), or all of them, in file order either way */
-	uint16_t all[MAX_SIGS];
-	const uint16_t *list = all;
+	/* the signatures to try, in file order: those whose trigger the scanner
+	 * found; in a line with escapes, those it finds once they are gone;
+	 * without the scanner, all */
+	uint64_t sigs[SIG_WORDS];
+	memcpy(sigs, c->sigs, sizeof sigs);
+	if (!sc->hs)
+		memset(sigs, 0xff, sizeof sigs);
+	else if (c->esc && hs.scan(db->hs, clean, (unsigned)clen, 0, sc->hs_line, set_sig, sigs) != HS_SUCCESS)
+		memset(sigs, 0xff, sizeof sigs);
+	uint16_t list[MAX_SIGS];
 	size_t n = 0;
-	if ((gates & (gates - 1)) == 0) {
-		int g = __builtin_ctzll(gates);
-		list = db->by_gw + db->by_gw_at[g];
-		n = db->by_gw_at[g + 1] - db->by_gw_at[g];
-	} else {
-		for (size_t i = 0; i < db->n; i++)
-			all[n++] = (uint16_t)i;
-	}
+	for (size_t w = 0; w < SIG_WORDS; w++)
+		for (uint64_t b = sigs[w]; b; b &= b - 1) {
+			size_t i = w * 64 + (size_t)__builtin_ctzll(b);
+			if (i < db->n)
+				list[n++] = (uint16_t)i;
+		}
 	/* notes first, so a finding on the same line can take what they leave */
 	for (size_t i = 0; i < n; i++) {
 		const struct sig *s = &db->sigs[list[i]];
-		if (!s->note || !matches(s, clean, gates, &at))
+		if (!s->note || !matches(s, clean, &at))
 			continue;
 		struct explain_value v[EXPLAIN_MAX_VALUES];
 		size_t nv = regex_values(s, clean, v, EXPLAIN_MAX_VALUES);
@@ -1039,7 +1082,7 @@ static void match_line(struct scan *sc, const char *raw, size_t len, uint64_t ga
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct sig *s = &db->sigs[list[i]];
-		if (s->note || !matches(s, clean, gates, &at))
+		if (s->note || !matches(s, clean, &at))
 			continue;
 		if (strcmp(s->analyzer, "xid") == 0) {
 			analyze_xid(db, r, s, clean, lineno);
@@ -1079,31 +1122,49 @@ static size_t count_nl(const char *p, size_t n)
 	return c;
 }
 
-static int cmp_cand(const void *a, const void *b)
+/* the pending candidate matched, its line counted from the lines before it */
+static void flush(struct scan *sc)
 {
-	const struct cand *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (!sc->pending)
+		return;
+	sc->pending = false;
+	sc->line += count_nl(sc->data + sc->pos, sc->cand.start - sc->pos);
+	sc->pos = sc->cand.start;
+	match_line(sc, &sc->cand, sc->data + sc->cand.start, sc->line + 1);
 }
 
-static bool add_cand(struct scan *sc, size_t start, size_t end, int gw)
+/*
+ * A candidate [start, end) with signature id (or ESC): the same piece as the
+ * pending one joins it, another (hits come in order, so pieces do too) has
+ * the pending one matched first.
+ */
+static void add_cand(struct scan *sc, size_t start, size_t end, unsigned id)
 {
-	if (sc->ncand == sc->capcand) {
-		size_t cap = sc->capcand ? sc->capcand * 2 : 64;
-		struct cand *c = realloc(sc->cand, cap * sizeof *c);
-		if (!c)
-			return false;
-		sc->cand = c;
-		sc->capcand = cap;
+	struct cand *c = &sc->cand;
+	if (!sc->pending || c->start != start) {
+		flush(sc);
+		memset(c, 0, sizeof *c);
+		c->start = start;
+		c->end = end;
+		sc->pending = true;
 	}
-	sc->cand[sc->ncand++] = (struct cand){start, end, UINT64_C(1) << gw};
-	return true;
+	if (end > c->end)
+		c->end = end;
+	if (id == ID_ESC)
+		c->esc = true;
+	else
+		c->sigs[id / 64] |= UINT64_C(1) << (id % 64);
 }
 
-/* A hit of gateway g at data[hit]: the piece of line around it becomes a
- * candidate. Where to look for g's next hit (past the piece; after a cut
- * window, a little before its end), or SIZE_MAX when memory runs out. */
-static size_t take_hit(struct scan *sc, const char *data, size_t len, int g, size_t hit)
+/*
+ * A trigger (or ESC) at data[hit, hit + n): the piece of line around it,
+ * from the '\n' or '\r' before it to the one after, becomes a candidate; in
+ * a line longer than MAX_LINE, a window of MAX_LINE that holds it.
+ */
+static void take_hit(struct scan *sc, size_t hit, size_t n, unsigned id)
 {
+	const char *data = sc->data;
+	size_t len = sc->len;
 	size_t floor = hit > WIN_BACK ? hit - WIN_BACK : 0, s = floor;
 	const char *q = memrchr(data + floor, '\n', hit - floor);
 	if (q)
@@ -1111,98 +1172,120 @@ static size_t take_hit(struct scan *sc, const char *data, size_t len, int g, siz
 	if ((q = memrchr(data + s, '\r', hit - s)))
 		s = (size_t)(q - data) + 1;
 	size_t limit = len - s > MAX_LINE ? s + MAX_LINE : len;
-	size_t from = hit + sc->db->gwlen[g], e = limit;
+	size_t from = hit + n < limit ? hit + n : limit, e = limit;
 	if ((q = memchr(data + from, '\n', limit - from)))
 		e = (size_t)(q - data);
 	if ((q = memchr(data + from, '\r', e - from)))
 		e = (size_t)(q - data);
-	if (!add_cand(sc, s, e, g))
-		return SIZE_MAX;
-	return e < len && (data[e] == '\n' || data[e] == '\r') ? e + 1
-	       : e == len ? len : e > hit + WIN_OVERLAP ? e - WIN_OVERLAP : hit + 1;
+	add_cand(sc, s, e, id);
+}
+
+static int on_hit(unsigned id, unsigned long long from, unsigned long long to, unsigned flags, void *ctx)
+{
+	(void)from, (void)flags;
+	struct scan *sc = ctx;
+	take_hit(sc, (size_t)to - (id == ID_ESC ? 1 : sc->db->sigs[id].tlen), id == ID_ESC ? 1 : sc->db->sigs[id].tlen,
+		 id);
+	return 0;
+}
+
+/* without the scanner: every line is a candidate for every signature (a long one in windows) */
+static void every_line(struct scan *sc, size_t at)
+{
+	while (at < sc->len) {
+		const char *q = memchr(sc->data + at, '\n', sc->len - at);
+		size_t e = q ? (size_t)(q - sc->data) : sc->len;
+		for (size_t w = at;; w += MAX_LINE - WIN_OVERLAP) {
+			add_cand(sc, w, e - w > MAX_LINE ? w + MAX_LINE : e, ID_ESC);
+			if (e - w <= MAX_LINE)
+				break;
+		}
+		at = e + 1;
+	}
 }
 
 /* Process data[0..len): complete lines, or (the fd scan, for a line longer
- * than its buffer) the start of one. Each gateway hit brings the piece of
- * line around it, from the '\n' or '\r' before it to the one after; a piece
- * longer than MAX_LINE is matched in windows of MAX_LINE that overlap by
- * more than a trigger is long, so a match anywhere in it is found. */
+ * than its buffer) the start of one. One pass of the scanner finds every
+ * trigger; each hit brings the piece of line around it, matched as soon as
+ * the next hit is in another piece. A line longer than MAX_LINE is matched
+ * in windows around its hits. */
 static void region(struct scan *sc, const char *data, size_t len)
 {
 	if (!sc->r->binary && memchr(data, '\0', len))
 		sc->r->binary = true;
-	sc->ncand = 0;
-	const struct explain_db *db = sc->db;
-	/* the short gateways: one memmem pass each */
-	for (size_t g = 0; g < db->ngw; g++) {
-		if (db->long_gw & (UINT64_C(1) << g))
-			continue;
-		const char *gw = db->gateways[g];
-		size_t gl = db->gwlen[g], next = 0;
-		const char *p;
-		while (next < len && (p = memmem(data + next, len - next, gw, gl)))
-			if ((next = take_hit(sc, data, len, (int)g, (size_t)(p - data))) == SIZE_MAX)
-				return;
+	sc->data = data;
+	sc->len = len;
+	sc->pos = 0;
+	sc->pending = false;
+	if (!sc->hs) {
+		every_line(sc, 0);
+	} else if (len && hs.scan(sc->db->hs, data, (unsigned)len, 0, sc->hs, on_hit, sc) != HS_SUCCESS) {
+		/* the scanner failed: the rest the slow way, from the line of the last candidate on */
+		size_t at = sc->pending ? sc->cand.start : 0;
+		while (at > 0 && data[at - 1] != '\n')
+			at--;
+		flush(sc);
+		every_line(sc, at);
 	}
-	/* the long ones: one pass for all */
-	size_t m = db->wm_len, after[MAX_GATEWAYS] = {0};
-	const uint8_t *shift = db->shift;
-	for (size_t pos = m - 2; db->long_gw && len >= m && pos + 2 <= len;) {
-		unsigned b = wm_block(data + pos), sh = shift[b];
-		if (sh) {
-			pos += sh;
-			continue;
-		}
-		size_t start = pos - (m - 2);
-		for (uint64_t gates = db->wm_end[db->end_of[b] - 1]; gates; gates &= gates - 1) {
-			int g = __builtin_ctzll(gates);
-			if (start < after[g] || db->gwlen[g] > len - start ||
-			    memcmp(data + start, db->gateways[g], db->gwlen[g]) != 0)
-				continue;
-			if ((after[g] = take_hit(sc, data, len, g, start)) == SIZE_MAX)
-				return;
-		}
-		pos++;
+	flush(sc);
+	sc->line += count_nl(data + sc->pos, len - sc->pos);
+}
+
+/* the scanner's scratches for a scan of db (none without the scanner); false when memory runs out */
+static bool scan_start(struct scan *sc, const struct explain_db *db, struct explain_result *r)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->db = db;
+	sc->r = r;
+	return !db || !db->hs ||
+	       (hs.alloc_scratch(db->hs, &sc->hs) == HS_SUCCESS && hs.clone_scratch(sc->hs, &sc->hs_line) == HS_SUCCESS);
+}
+
+static void scan_end(struct scan *sc)
+{
+	free(sc->clean);
+	if (sc->hs)
+		hs.free_scratch(sc->hs);
+	if (sc->hs_line)
+		hs.free_scratch(sc->hs_line);
+}
+
+static int scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r, bool fast)
+{
+	memset(r, 0, sizeof *r);
+	struct scan sc;
+	if (!scan_start(&sc, fast ? db : NULL, r)) {
+		scan_end(&sc);
+		return GC_ENOMEM;
 	}
-	if (sc->ncand > 1)
-		qsort(sc->cand, sc->ncand, sizeof *sc->cand, cmp_cand);
-	size_t pos = 0;
-	uint64_t line = sc->line;
-	for (size_t i = 0; i < sc->ncand; i++) {
-		struct cand c = sc->cand[i];
-		/* one piece found through several gateways is matched once, with all of them */
-		while (i + 1 < sc->ncand && sc->cand[i + 1].start == c.start) {
-			i++;
-			c.gates |= sc->cand[i].gates;
-			if (sc->cand[i].end > c.end)
-				c.end = sc->cand[i].end;
-		}
-		line += count_nl(data + pos, c.start - pos);
-		pos = c.start;
-		match_line(sc, data + c.start, c.end - c.start, c.gates, line + 1);
-	}
-	sc->line = line + count_nl(data + pos, len - pos);
+	sc.db = db;
+	region(&sc, buf, len);
+	r->lines = sc.line + (len && buf[len - 1] != '\n');
+	r->bytes = len;
+	scan_end(&sc);
+	return GC_OK;
 }
 
 int explain_scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r)
 {
-	memset(r, 0, sizeof *r);
-	struct scan sc = {.db = db, .r = r};
-	region(&sc, buf, len);
-	r->lines = sc.line + (len && buf[len - 1] != '\n');
-	r->bytes = len;
-	free(sc.cand);
-	free(sc.clean);
-	return GC_OK;
+	return scan_buf(db, buf, len, r, true);
+}
+
+int explain_scan_buf_slow(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r)
+{
+	return scan_buf(db, buf, len, r, false);
 }
 
 int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
 	char *buf = malloc(BLOCK + MAX_LINE);
-	if (!buf)
+	struct scan sc;
+	if (!scan_start(&sc, db, r) || !buf) {
+		scan_end(&sc);
+		free(buf);
 		return GC_ENOMEM;
-	struct scan sc = {.db = db, .r = r};
+	}
 	size_t have = 0, kept = 0; /* kept: bytes at the front already scanned, kept for context */
 	int rc = GC_OK;
 	for (;;) {
@@ -1244,8 +1327,7 @@ int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *
 		have = have - done + kept;
 	}
 	r->lines = sc.line;
-	free(sc.cand);
-	free(sc.clean);
+	scan_end(&sc);
 	free(buf);
 	return rc;
 }

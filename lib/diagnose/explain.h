@@ -3,9 +3,11 @@
  * in it, with the numbers they carry, the likely cause and the fix.
  *
  * Signatures are data (the JSON files of data/signatures/); the scan is linear in the
- * input: a few gateway literals are searched in whole blocks with memmem,
- * and only the lines holding one are cleaned (ANSI codes) and matched, each
- * against the signatures reached through the gateways it holds. A carriage
+ * input: one pass of Vectorscan (Hyperscan's portable fork) over whole blocks
+ * finds every signature's trigger at once, and only the lines holding one
+ * are cleaned (ANSI codes) and matched, each against the signatures whose
+ * triggers it holds (a line with escape codes is scanned again once they are
+ * gone: they may split a trigger). A carriage
  * return ends a piece of a line as a newline does (tqdm's progress bars are
  * one line of thousands of \r-separated pieces, often with the error glued
  * to the last), and a piece longer than the matcher's window is matched in
@@ -64,6 +66,8 @@ const char *explain_class(const struct explain_finding *f, char *buf, size_t len
 int explain_db_load(struct explain_db **out, const char *dir, char *err, size_t errlen);
 void explain_db_free(struct explain_db *db);
 size_t explain_db_count(const struct explain_db *db);
+/* Whether its scans use Vectorscan (libhs.so.5 loaded and this CPU able to run it): else every line is tried. */
+bool explain_db_fast(const struct explain_db *db);
 /* What Xid `code` means, from xid.json; NULL unknown. */
 const char *explain_xid_meaning(const struct explain_db *db, int code);
 
@@ -71,6 +75,12 @@ const char *explain_xid_meaning(const struct explain_db *db, int code);
 int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *r, char *err, size_t errlen);
 /* Scan a buffer (for tests and the fuzz target). */
 int explain_scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r);
+/*
+ * The same, without the scanner: every line tried against every signature,
+ * as on a CPU Vectorscan cannot run on (the tests' reference: both must find
+ * the same).
+ */
+int explain_scan_buf_slow(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r);
 void explain_result_free(struct explain_result *r);
 
 /*
