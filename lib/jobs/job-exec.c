@@ -341,7 +341,8 @@ int job_exec(struct job_exec *x, char *err, size_t errlen)
 				if (!x->jo->no_explain &&
 				    (x->out_log >= 0 ? outtail_open_log(&tail, OUTTAIL_KEEP, x->out_log, x->out_sync, x->arg,
 									 eerr, sizeof eerr)
-						     : outtail_open(&tail, OUTTAIL_KEEP, eerr, sizeof eerr)) != GC_OK)
+						     : outtail_open(&tail, OUTTAIL_KEEP, x->jo->retry_on != NULL, eerr,
+								    sizeof eerr)) != GC_OK)
 					errbuf_log(x->log, x->arg, "%s: the job runs, but a failure will not be explained", eerr);
 				x->jo->sv.tail = tail;
 				struct job_run_result res;

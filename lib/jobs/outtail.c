@@ -263,7 +263,7 @@ static bool same_file(int a, int b)
 	return fa == fb;
 }
 
-int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen)
+int outtail_open(struct outtail **out, size_t keep, bool from_null, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct outtail *t = calloc(1, sizeof *t);
@@ -289,7 +289,7 @@ int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen)
 		}
 		else if (isatty(c->ours))
 			rc = setup_tty(t, c, err, errlen);
-		else if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)
+		else if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3 && !from_null)
 			continue; /* /dev/null */
 		else
 			rc = setup_pipe(t, c, err, errlen);

@@ -13,7 +13,9 @@
  *    is spliced on to ours without a copy, and tee(2)'d into a pipe of
  *    `keep` bytes that holds the tail (its oldest pages dropped, without a
  *    copy, as new ones come);
- *  - /dev/null, or a descriptor that is not open: left alone, nothing kept;
+ *  - /dev/null: left alone, nothing kept; or, when a retry depends on the
+ *    explanation (from_null), a pipe as above, spliced on to /dev/null;
+ *  - a descriptor that is not open: left alone, nothing kept;
  *  - a pipe to a log the caller names (outtail_open_log): left alone, the
  *    tail read back from that log.
  * stdout and stderr on the same open file share one channel, so their order
@@ -32,7 +34,7 @@
 struct outtail;
 
 /* Set up for our fds 1 and 2: GC_OK with *out, or a GC_E* with err (nothing changed then). */
-int outtail_open(struct outtail **out, size_t keep, char *err, size_t errlen);
+int outtail_open(struct outtail **out, size_t keep, bool from_null, char *err, size_t errlen);
 /*
  * Our fds 1 and 2 go on, through the job's own hands, into the log open for
  * reading on fd (a queued job's capped log: a pipe to its writer): the job

@@ -21,7 +21,8 @@ gpuctl explain finds in it, once, after the job's own output, on stderr.
   merged into the user's PYTORCH_CUDA_ALLOC_CONF (max_split_size_mb where
   PyTorch refuses it), nccl-timeout and oom-other-process on other GPUs,
   oom-too-big with --bigger
-  on a GPU with the memory it needed, --max-restarts bounding it, a class
+  on a GPU with the memory it needed, --max-restarts bounding it (also with
+  stdout and stderr on /dev/null: the tail is kept then), a class
   not listed not retried.
 Usage: explain-exit.py GPUCTL SRCDIR
 """
@@ -162,6 +163,11 @@ try:
           "garbage_collection_threshold:0.6,expandable_segments:True\ntrained\n" and
           "gpuctl: retrying (1 of 3, --retry-on oom-fragmentation): with PYTORCH_CUDA_ALLOC_CONF="
           "garbage_collection_threshold:0.6,expandable_segments:True" in r.stderr, (r.returncode, r.stdout, r.stderr))
+    # the output going nowhere (/dev/null): with --retry-on, the tail is kept all the same
+    r = subprocess.run([GPUCTL, "--sim", NODE, "run", "--retry-on", "oom-fragmentation", "--", frag],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, env=env)
+    check("retry oom-fragmentation with stdout and stderr on /dev/null: explained, retried, then it succeeds",
+          r.returncode == 0, r.returncode)
     old = os.path.join(work, "old-torch.sh")
     with open(old, "w") as f:
         f.write("#!/bin/sh\necho \"attempt conf=${PYTORCH_CUDA_ALLOC_CONF:-unset}\"\n"
