@@ -3,8 +3,8 @@
 issue 36): each log was pasted in a public issue thread or forum, and its
 manifest line names its source and the family of its root cause.
 
-For each log `gpuctl explain --json` runs; what it names is the family of its
-first finding (the earliest line), or "none". A failure of the GPU stack is
+For each log `gpuctl explain --json` runs; what it names is the family of the
+finding it calls the root cause ("root": true), or "none". A failure of the GPU stack is
 right when that is its label; a healthy run or a failure outside the GPU
 stack (labels healthy, non-gpu-failure) is right when it is "none", and any
 finding there is a false alarm.
@@ -64,7 +64,7 @@ def predict(gpuctl, data, path):
     found = json.loads(p.stdout)["findings"]
     if not found:
         return "none"
-    return family(min(found, key=lambda f: f["first_line"]))
+    return family(next(f for f in found if f["root"]))
 
 
 def main():

@@ -108,8 +108,8 @@ json_t *findings_of_job(struct queue *q, int64_t id, char *cls, size_t clslen)
 	struct explain_result r = {0};
 	json_t *a = NULL;
 	if (len > from && explain_scan_buf(db, text + from, len - from, &r) == GC_OK && r.n) {
-		explain_class(&r.findings[0], cls, clslen);
-		a = explain_summary_json(&r, DIAG_FINDINGS);
+		explain_class(&r.findings[r.root], cls, clslen);
+		a = explain_summary_json(&r, DIAG_FINDINGS); /* the root cause first */
 	}
 	explain_result_free(&r);
 	free(text);

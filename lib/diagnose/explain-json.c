@@ -57,6 +57,8 @@ char *explain_result_json(const char *source, const struct explain_result *r)
 				      "(not UTF-8)", "values", vals, "cause", f->cause, "fix", f->fix);
 		}
 		json_decref(vals);
+		if (o)
+			json_object_set_new(o, "root", json_boolean(i == r->root));
 		json_array_append_new(a, o);
 	}
 	json_object_set_new(root, "findings", a);

@@ -33,7 +33,9 @@ char *explain_summary_text(const struct explain_result *r, const char *how, size
 		return NULL;
 	fprintf(t, "\ngpuctl: the job failed (%s); its last output shows %zu known failure%s (gpuctl explain):\n", how,
 		r->n, r->n == 1 ? "" : "s");
-	for (size_t i = 0; i < r->n && i < max; i++) {
+	/* the root cause first, then the rest in order of appearance */
+	for (size_t n = 0; n < r->n && n < max; n++) {
+		size_t i = n == 0 ? r->root : n <= r->root ? n - 1 : n;
 		const struct explain_finding *f = &r->findings[i];
 		char fc[64];
 		fprintf(t, "  [%s] %s\n    %.*s%s\n", explain_class(f, fc, sizeof fc), f->title, 200, f->line,
@@ -58,7 +60,8 @@ char *explain_summary_text(const struct explain_result *r, const char *how, size
 struct json_t *explain_summary_json(const struct explain_result *r, size_t max)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; a && i < r->n && i < max; i++) {
+	for (size_t n = 0; a && n < r->n && n < max; n++) {
+		size_t i = n == 0 ? r->root : n <= r->root ? n - 1 : n; /* the root cause first */
 		const struct explain_finding *f = &r->findings[i];
 		char c[64];
 		json_t *nums = json_object();

@@ -117,6 +117,8 @@ struct sig {
 	bool note;                /* leaves values for later findings, is no finding itself */
 	bool has_re;
 	regex_t re;
+	bool has_match;           /* "match": a POSIX ERE the cleaned line must match too */
+	regex_t match;
 	size_t nvals;
 	struct sig_value vals[EXPLAIN_MAX_VALUES];
 	size_t nctx;
@@ -158,7 +160,7 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		return GC_EINVAL;
 	}
 	static const char *const known[] = {"id", "title", "trigger", "also", "unless", "analyzer", "cause", "fix",
-					    "note", "context", "regex", "values", "source"};
+					    "note", "context", "regex", "match", "values", "source"};
 	const char *key;
 	json_t *any;
 	json_object_foreach(o, key, any) {
@@ -168,7 +170,7 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		if (k == sizeof known / sizeof known[0]) {
 			const char *id = json_string_value(json_object_get(o, "id"));
 			errbuf_set(err, errlen, "%s: %s: unknown key '%s' (a signature has id, title, trigger, also, "
-				   "unless, analyzer, cause, fix, note, context, regex, values, source)", file,
+				   "unless, analyzer, cause, fix, note, context, regex, match, values, source)", file,
 				   id ? id : "?", key);
 			return GC_EINVAL;
 		}
@@ -205,6 +207,17 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		snprintf(s->ctx[s->nctx].name, sizeof s->ctx[0].name, "%s", cname);
 		s->ctx[s->nctx++].lines = (unsigned)json_integer_value(cv);
 	}
+	const char *mre = json_string_value(json_object_get(o, "match"));
+	if (mre) {
+		int rc = regcomp(&s->match, mre, REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			char why[200];
+			regerror(rc, &s->match, why, sizeof why);
+			errbuf_set(err, errlen, "%s: %s: bad match: %s", file, s->id, why);
+			return GC_EINVAL;
+		}
+		s->has_match = true;
+	}
 	const char *re = json_string_value(json_object_get(o, "regex"));
 	if (re) {
 		int rc = regcomp(&s->re, re, REG_EXTENDED);
@@ -212,6 +225,8 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 			char why[200];
 			regerror(rc, &s->re, why, sizeof why);
 			errbuf_set(err, errlen, "%s: %s: bad regex: %s", file, s->id, why);
+			if (s->has_match)
+				regfree(&s->match);
 			return GC_EINVAL;
 		}
 		s->has_re = true;
@@ -241,6 +256,8 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 					   s->id, name);
 				if (s->has_re)
 					regfree(&s->re);
+				if (s->has_match)
+					regfree(&s->match);
 				return GC_EINVAL;
 			}
 		s->nvals++;
@@ -249,6 +266,8 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		errbuf_set(err, errlen, "%s: %s: a note needs a regex with values", file, s->id);
 		if (s->has_re)
 			regfree(&s->re);
+		if (s->has_match)
+			regfree(&s->match);
 		return GC_EINVAL;
 	}
 	db->n++;
@@ -382,9 +401,12 @@ void explain_db_free(struct explain_db *db)
 {
 	if (!db)
 		return;
-	for (size_t i = 0; i < db->n; i++)
+	for (size_t i = 0; i < db->n; i++) {
 		if (db->sigs[i].has_re)
 			regfree(&db->sigs[i].re);
+		if (db->sigs[i].has_match)
+			regfree(&db->sigs[i].match);
+	}
 	free(db->sigs);
 	free(db->xid);
 	if (db->hs)
@@ -991,7 +1013,8 @@ static bool has_values_of(const struct explain_finding *f, const struct sig *s)
 static bool matches(const struct sig *s, const char *text, const char **at)
 {
 	*at = strstr(text, s->trigger);
-	return *at && (!s->also[0] || strstr(text, s->also)) && (!s->unless[0] || !strstr(text, s->unless));
+	return *at && (!s->also[0] || strstr(text, s->also)) && (!s->unless[0] || !strstr(text, s->unless)) &&
+	       (!s->has_match || regexec(&s->match, text, 0, NULL, 0) == 0);
 }
 
 /* "{name}" in a finding's cause or fix becomes the value of that name
@@ -1084,20 +1107,22 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 		const struct sig *s = &db->sigs[list[i]];
 		if (s->note || !matches(s, clean, &at))
 			continue;
+		/* a line is one finding: the first signature, in file order, that matches it (the
+		 * specific ones come before the families' general rows) */
 		if (strcmp(s->analyzer, "xid") == 0) {
 			analyze_xid(db, r, s, clean, lineno);
-			continue;
+			break;
 		}
 		bool fresh;
 		struct explain_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
 		if (!f)
-			continue;
+			break;
 		if (!fresh) {
 			/* another wording of the failure, later on, may carry the numbers the
 			 * first line lacked (the kernel's line after nvidia-smi's) */
 			if (s->has_re && !s->analyzer[0] && !has_values_of(f, s))
 				f->nvalues += regex_values(s, clean, f->values + f->nvalues, EXPLAIN_MAX_VALUES - f->nvalues);
-			continue;
+			break;
 		}
 		if (s->has_re)
 			f->nvalues += regex_values(s, clean, f->values + f->nvalues, EXPLAIN_MAX_VALUES - f->nvalues);
@@ -1108,6 +1133,7 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 			analyze_tf_oom(f, at);
 		fill_in(f, f->cause, sizeof f->cause);
 		fill_in(f, f->fix, sizeof f->fix);
+		break;
 	}
 }
 
@@ -1250,6 +1276,39 @@ static void scan_end(struct scan *sc)
 		hs.free_scratch(sc->hs_line);
 }
 
+/* a finding that another rank's failure brings about: a collective's timeout, a peer that went away */
+static bool consequence(const struct explain_finding *f)
+{
+	if (strcmp(f->id, "nccl-watchdog-timeout") == 0 || strcmp(f->id, "nccl-timeout") == 0)
+		return true;
+	return strstr(f->id, "nccl") && (strstr(f->line, "remote") || strstr(f->line, "Remote"));
+}
+
+/* an Xid whose table entry needs a reset: the GPU's own fault */
+static bool hardware_xid(const struct explain_db *db, const struct explain_finding *f)
+{
+	if (strcmp(f->id, "xid") != 0)
+		return false;
+	const struct explain_value *v = value_of(f, "code");
+	const struct xid_entry *x = v && v->is_num && v->num >= 0 && v->num <= INT_MAX ? xid_entry(db, (int)v->num) : NULL;
+	return x && strncmp(x->reset, "yes", 3) == 0;
+}
+
+static void pick_root(const struct explain_db *db, struct explain_result *r)
+{
+	r->root = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (hardware_xid(db, &r->findings[i])) {
+			r->root = i;
+			return;
+		}
+	for (size_t i = 0; i < r->n; i++)
+		if (!consequence(&r->findings[i])) {
+			r->root = i;
+			return;
+		}
+}
+
 static int scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r, bool fast)
 {
 	memset(r, 0, sizeof *r);
@@ -1262,6 +1321,7 @@ static int scan_buf(const struct explain_db *db, const char *buf, size_t len, st
 	region(&sc, buf, len);
 	r->lines = sc.line + (len && buf[len - 1] != '\n');
 	r->bytes = len;
+	pick_root(db, r);
 	scan_end(&sc);
 	return GC_OK;
 }
@@ -1327,6 +1387,7 @@ int explain_scan_fd(const struct explain_db *db, int fd, struct explain_result *
 		have = have - done + kept;
 	}
 	r->lines = sc.line;
+	pick_root(db, r);
 	scan_end(&sc);
 	free(buf);
 	return rc;

@@ -48,6 +48,14 @@ struct explain_finding {
 struct explain_result {
 	struct explain_finding *findings;  /* owned; in order of first appearance */
 	size_t n;
+	/*
+	 * The root cause, findings[root] (0 when n is 0): the first hardware
+	 * Xid (one whose table entry needs a reset: the GPU's fault explains
+	 * the rest); else the first finding that is not a consequence of
+	 * another rank's failure (an NCCL timeout, NCCL's word that a remote
+	 * peer went away); else the first.
+	 */
+	size_t root;
 	uint64_t lines;               /* lines read */
 	uint64_t bytes;
 	bool binary;                  /* NUL bytes seen */

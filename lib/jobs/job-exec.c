@@ -195,8 +195,8 @@ static void explain_failure(struct job_exec *x, struct outtail *tail, const stru
 	    explain_db_load(&db, dir, err, sizeof err) != GC_OK || explain_scan_buf(db, text, len, &r) != GC_OK ||
 	    r.n == 0)
 		goto out;
-	explain_class(&r.findings[0], cls, clslen);
-	*need_mib = explain_need_mib(&r.findings[0]);
+	explain_class(&r.findings[r.root], cls, clslen);
+	*need_mib = explain_need_mib(&r.findings[r.root]);
 	char how[64];
 	if (sv->end == SUPERVISE_END_OOM)
 		snprintf(how, sizeof how, "killed by the kernel's OOM killer");

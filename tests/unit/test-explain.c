@@ -361,20 +361,22 @@ static void test_triggers_in_one_pass(void **state)
 	struct explain_db *d;
 	char dir[64], err[512];
 	assert_int_equal(load_sigs(sigs, &d, dir, err, sizeof err), GC_OK);
-	const char *log = "alpha-bravo-charlie-delta\n"     /* 1: a and b */
-			  "zulu zulu zulu zulu Q!\n"         /* 2: z and q */
+	const char *log = "alpha-bravo-charlie-delta\n"     /* 1: a (a line is one finding: the first signature) */
+			  "zulu zulu zulu zulu Q!\n"         /* 2: z */
 			  "xx-yy-zz-wxx-yy-zz-w alpha-bravo-charli\n" /* 3: near misses */
 			  "bravo-charlie-delt bravo-charlie-delta\n"  /* 4: b */
 			  "tail xx-yy-zz-ww\n"               /* 5: x */
 			  "zulu \x1b[31mzulu\x1b[0m zulu\n"   /* 6: z, its trigger split by escape codes */
-			  "\x1b[1mQ\x1b[0m! xx-yy-\x1b[2Kzz-ww"; /* 7: q and x, split, at the very end */
+			  "\x1b[1mQ\x1b[0m! xx-yy-\x1b[2Kzz-ww\n" /* 7: x (before q in the file), split */
+			  "Q! bravo-charlie-delta"; /* 8: b, at the very end */
 	assert_true(explain_db_fast(d)); /* libvectorscan is a build dependency: the scanner is there */
 	struct explain_result r;
 	scan_both_with(d, log, strlen(log), &r);
-	assert_int_equal(r.n, 5);
+	assert_int_equal(r.n, 4);
 	static const struct { const char *id; unsigned count, first; } want[] = {
-		{"a", 1, 1}, {"b", 2, 1}, {"z", 2, 2}, {"q", 2, 2}, {"x", 2, 5}};
-	for (size_t i = 0; i < 5; i++) {
+		{"a", 1, 1}, {"b", 2, 4}, {"z", 2, 2}, {"x", 2, 5}};
+	assert_null(find(&r, "q")); /* on lines that an earlier signature took */
+	for (size_t i = 0; i < 4; i++) {
 		const struct explain_finding *f = find(&r, want[i].id);
 		assert_non_null(f);
 		assert_int_equal(f->count, want[i].count);
@@ -392,6 +394,67 @@ static void test_triggers_in_one_pass(void **state)
 		explain_result_free(&r);
 	}
 	explain_db_free(d);
+}
+
+/* the root cause: not a timeout or a peer gone away that an earlier rank's failure brings about; a hardware Xid first */
+static void test_root_cause(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *log, *root;
+	} cases[] = {
+		/* rank 0 times out (the watchdog's line comes first), rank 3 ran out of memory */
+		{"[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout: "
+		 "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600051 milliseconds before timing out.\n"
+		 "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
+		 "capacity of 79.10 GiB of which 1.00 GiB is free.\n",
+		 "pytorch-oom"},
+		/* NCCL's word that the remote peer went away, then that peer's own failure */
+		{"host:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer host-b<51159>\n"
+		 "host-b:3:4 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n",
+		 "cuda-error-oom"},
+		/* the application's illegal address, and the driver's Xid 79 (the GPU fell off the bus) after it */
+		{"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+		 "NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n",
+		 "xid"},
+		/* an Xid of the application's (13) is no hardware fault: the first finding stays the root */
+		{"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+		 "NVRM: Xid (PCI:0000:18:00): 13, pid=1234, name=python, Graphics Exception\n",
+		 "illegal-memory-access"},
+		/* timeouts only: the first */
+		{"[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! Process will be "
+		 "terminated after dumping debug info.\n",
+		 "nccl-watchdog-timeout"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct explain_result r;
+		scan_both(cases[i].log, strlen(cases[i].log), &r);
+		assert_true(r.n >= 1);
+		assert_true(r.root < r.n);
+		assert_string_equal(r.findings[r.root].id, cases[i].root);
+		explain_result_free(&r);
+	}
+}
+
+/* "match": the line must match the ERE too */
+static void test_match_key(void **state)
+{
+	(void)state;
+	struct explain_db *d;
+	char dir[64], err[512];
+	assert_int_equal(load_sigs("{\"signatures\": [{\"id\": \"killed\", \"title\": \"t\", \"trigger\": \"Killed\","
+				   " \"match\": \"^Killed$\"}]}", &d, dir, err, sizeof err), GC_OK);
+	const char *log = "Killed 3 zombie workers\nKilled\n";
+	struct explain_result r;
+	explain_scan_buf(d, log, strlen(log), &r);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.findings[0].first_line, 2);
+	assert_int_equal(r.findings[0].count, 1);
+	explain_result_free(&r);
+	explain_db_free(d);
+	assert_int_equal(load_sigs("{\"signatures\": [{\"id\": \"x\", \"title\": \"t\", \"trigger\": \"a\","
+				   " \"match\": \"(\"}]}", &d, dir, err, sizeof err), GC_EINVAL);
+	assert_non_null(strstr(err, "bad match"));
 }
 
 static void test_bad_signature_files(void **state)
@@ -435,6 +498,8 @@ int main(void)
 		cmocka_unit_test(test_error_glued_to_a_tqdm_bar),
 		cmocka_unit_test(test_notes_unless_and_types),
 		cmocka_unit_test(test_triggers_in_one_pass),
+		cmocka_unit_test(test_root_cause),
+		cmocka_unit_test(test_match_key),
 		cmocka_unit_test(test_bad_signature_files),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
