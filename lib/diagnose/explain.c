@@ -1167,6 +1167,16 @@ static void flush(struct scan *sc)
 static void add_cand(struct scan *sc, size_t start, size_t end, unsigned id)
 {
 	struct cand *c = &sc->cand;
+	/*
+	 * Hits come in the order of their ends: in a line longer than WIN_BACK,
+	 * a long trigger that holds a shorter one (which ends first) starts its
+	 * window a little earlier. It joins the pending window, which holds it;
+	 * and nothing starts before the lines counted so far.
+	 */
+	if (sc->pending && start < c->start)
+		start = c->start;
+	if (start < sc->pos)
+		start = sc->pos;
 	if (!sc->pending || c->start != start) {
 		flush(sc);
 		memset(c, 0, sizeof *c);

@@ -1,6 +1,7 @@
 /*
  * test-explain-replay.c — runs the fuzz target (tests/fuzz/fuzz-explain.c)
- * in make check, under the sanitizers: over every file of tests/explain/,
+ * in make check, under the sanitizers: over every .log file of the directories
+ * it is given (tests/explain/, its real logs, and the inputs the fuzzer found),
  * then 3000 deterministic inputs: random bytes, and corpus files cut, spliced
  * and sprinkled with NULs, escapes, CRs and long lines.
  */
@@ -34,21 +35,23 @@ static char *slurp(const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-	const char *dir = argc > 1 ? argv[1] : "tests/explain";
-	char *files[256];
-	size_t lens[256], nf = 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d)) && nf < 256) {
-		if (e->d_name[0] == '.' || !strstr(e->d_name, ".log"))
-			continue;
-		char p[4200];
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		if ((files[nf] = slurp(p, &lens[nf])))
-			LLVMFuzzerTestOneInput((const uint8_t *)files[nf], lens[nf]), nf++;
+	char *files[512];
+	size_t lens[512], nf = 0;
+	for (int a = 1; a < argc || a == 1; a++) {
+		const char *dir = argc > 1 ? argv[a] : "tests/explain";
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)) && nf < 512) {
+			if (e->d_name[0] == '.' || !strstr(e->d_name, ".log"))
+				continue;
+			char p[4200];
+			snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+			if ((files[nf] = slurp(p, &lens[nf])))
+				LLVMFuzzerTestOneInput((const uint8_t *)files[nf], lens[nf]), nf++;
+		}
+		if (d)
+			closedir(d);
 	}
-	if (d)
-		closedir(d);
 	static const char *bits[] = {"\033[31m", "\r\n", "\0", "CUDA out of memory. Tried to allocate ",
 				     "Xid (PCI:", "): 79, ", "WorkNCCL(SeqNum=", "Timeout(ms)=", "GiB",
 				     "\033]0;x\a", "\033", "Process 1 has ", " of which ", "CUBLAS_STATUS_", "\r",
