@@ -4,6 +4,7 @@
 #include "logwriter.h"
 
 #include "jobs/joblog.h"
+#include "jobs/spawnreq.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -273,23 +274,11 @@ static int take_join(int sock, struct ent *e)
 		return 0;
 	if (n <= 0)
 		return -1;
-	int fds[3], nf = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
-			if (nf < 3)
-				fds[nf++] = fd;
-			else
-				close(fd);
-		}
-	}
+	int fds[3];
+	size_t nf = spawnreq_fds(&m, fds, 3);
 	if (nf != 3 || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || (size_t)n < sizeof h || h.magic != JOIN_MAGIC ||
 	    h.len != (size_t)n - sizeof h || h.max < JOBLOG_MIN || !(e->path = strndup(path, h.len))) {
-		for (int i = 0; i < nf; i++)
+		for (size_t i = 0; i < nf; i++)
 			close(fds[i]);
 		return 2; /* not a registration: dropped */
 	}

@@ -92,20 +92,7 @@ static int recv_req(int sock, char **payload, size_t *len, int fds[SPAWNREQ_NFDS
 	while (n < 0 && errno == EINTR);
 	if (n == 0 || (n < 0 && errno == ECONNRESET))
 		return 0; /* gone (a reset: it left our records unread) */
-	size_t nf = 0;
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
-			if (nf < SPAWNREQ_NFDS)
-				fds[nf++] = fd;
-			else
-				close(fd);
-		}
-	}
+	size_t nf = n > 0 ? spawnreq_fds(&m, fds, SPAWNREQ_NFDS) : 0;
 	if (n != (ssize_t)sizeof h || (m.msg_flags & MSG_CTRUNC) || nf != SPAWNREQ_NFDS || h.magic != SPAWNREQ_MAGIC ||
 	    h.len > SPAWNREQ_MAX) {
 		close_fds(fds, nf);

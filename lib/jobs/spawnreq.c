@@ -15,6 +15,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define FIXED (11 * sizeof(uint32_t))
 
@@ -165,4 +167,23 @@ void spawnreq_release(struct spawnreq *r)
 	free(r->argv);
 	free(r->env);
 	memset(r, 0, sizeof *r);
+}
+
+size_t spawnreq_fds(struct msghdr *m, int *fds, size_t max)
+{
+	size_t nf = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+			if (nf < max)
+				fds[nf++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return nf;
 }

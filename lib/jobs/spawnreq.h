@@ -84,4 +84,11 @@ int spawnreq_encode(const struct spawnreq *r, char **out, size_t *len);
 int spawnreq_decode(char *payload, size_t len, struct spawnreq *r);
 void spawnreq_release(struct spawnreq *r);
 
+/*
+ * The file descriptors a received message carried (SCM_RIGHTS), the first
+ * max of them into fds; any more are closed. How many were taken.
+ */
+struct msghdr;
+size_t spawnreq_fds(struct msghdr *m, int *fds, size_t max);
+
 #endif

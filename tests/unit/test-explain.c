@@ -137,6 +137,18 @@ static int temp_log(const char *buf, size_t len)
 }
 
 /* both scans of buf[len] with signatures d: the same findings, lines and first lines */
+/* a and b found the same: ids, counts and first lines, in order */
+static void same_findings(const struct explain_result *a, const struct explain_result *b)
+{
+	assert_int_equal(a->lines, b->lines);
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		assert_string_equal(a->findings[i].id, b->findings[i].id);
+		assert_int_equal(a->findings[i].count, b->findings[i].count);
+		assert_int_equal(a->findings[i].first_line, b->findings[i].first_line);
+	}
+}
+
 static void scan_both_with(const struct explain_db *d, const char *buf, size_t len, struct explain_result *r)
 {
 	struct explain_result b;
@@ -145,13 +157,7 @@ static void scan_both_with(const struct explain_db *d, const char *buf, size_t l
 	char err[256];
 	assert_int_equal(explain_scan_fd(d, fd, r, err, sizeof err), GC_OK);
 	close(fd);
-	assert_int_equal(r->lines, b.lines);
-	assert_int_equal(r->n, b.n);
-	for (size_t i = 0; i < r->n; i++) {
-		assert_string_equal(r->findings[i].id, b.findings[i].id);
-		assert_int_equal(r->findings[i].count, b.findings[i].count);
-		assert_int_equal(r->findings[i].first_line, b.findings[i].first_line);
-	}
+	same_findings(r, &b);
 	explain_result_free(&b);
 	/* and every line tried against every signature, without the scanner, finds the same (where no line
 	 * is longer than half the matcher's window: a longer one is matched in windows around each trigger
@@ -165,13 +171,7 @@ static void scan_both_with(const struct explain_db *d, const char *buf, size_t l
 	if (longest > (32u << 10))
 		return;
 	explain_scan_buf_slow(d, buf, len, &b);
-	assert_int_equal(r->lines, b.lines);
-	assert_int_equal(r->n, b.n);
-	for (size_t i = 0; i < r->n; i++) {
-		assert_string_equal(r->findings[i].id, b.findings[i].id);
-		assert_int_equal(r->findings[i].count, b.findings[i].count);
-		assert_int_equal(r->findings[i].first_line, b.findings[i].first_line);
-	}
+	same_findings(r, &b);
 	explain_result_free(&b);
 }
 
