@@ -263,19 +263,28 @@ static bool same_file(int a, int b)
 	return fa == fb;
 }
 
-int outtail_open(struct outtail **out, size_t keep, bool from_null, char *err, size_t errlen)
+/* a keeper whose channels are our fds 1 and 2, left as they are (K_NONE) until set up; NULL with err */
+static struct outtail *keeper(size_t keep, char *err, size_t errlen)
 {
-	*out = NULL;
 	struct outtail *t = calloc(1, sizeof *t);
 	if (!t) {
 		errbuf_set(err, errlen, "out of memory");
-		return GC_ENOMEM;
+		return NULL;
 	}
 	t->keep = keep ? keep : OUTTAIL_KEEP;
-	t->logfd = -1;
-	t->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	t->logfd = t->devnull = -1;
 	for (int i = 0; i < 2; i++)
 		t->c[i] = (struct chan){.ours = i + 1, .out = i + 1, .child = -1, .src = -1, .tail = {-1, -1}};
+	return t;
+}
+
+int outtail_open(struct outtail **out, size_t keep, bool from_null, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct outtail *t = keeper(keep, err, errlen);
+	if (!t)
+		return GC_ENOMEM;
+	t->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	t->shared = same_file(1, 2);
 	for (int i = 0; i < (t->shared ? 1 : 2); i++) {
 		struct chan *c = &t->c[i];
@@ -323,15 +332,9 @@ int outtail_open_log(struct outtail **out, size_t keep, int fd, int (*sync)(void
 		     size_t errlen)
 {
 	*out = NULL;
-	struct outtail *t = calloc(1, sizeof *t);
-	if (!t) {
-		errbuf_set(err, errlen, "out of memory");
+	struct outtail *t = keeper(keep, err, errlen); /* both left as they are: the job writes where we would */
+	if (!t)
 		return GC_ENOMEM;
-	}
-	t->keep = keep ? keep : OUTTAIL_KEEP;
-	t->devnull = -1;
-	for (int i = 0; i < 2; i++) /* both left as they are (K_NONE): the job writes where we would */
-		t->c[i] = (struct chan){.ours = i + 1, .out = i + 1, .child = -1, .src = -1, .tail = {-1, -1}};
 	t->shared = true;
 	t->logfd = fd;
 	t->sync = sync;
