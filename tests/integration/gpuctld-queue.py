@@ -546,7 +546,20 @@ try:
     lo = int(root("submit", "--", "sleep", "600").stdout.strip())
     wait_state(rq, ("running",))
     wait_state(lo, ("running",))
-    doomed = job_runs(daemon.pid, (rq, lo), whole=True)  # their sleeps too: nothing outlives the test
+    # their sleeps too, once both have started (running is recorded before the go byte reaches the job):
+    # nothing outlives the test (a sleep left behind would hold its log writer, and so the test's output, open)
+    for _ in range(200):
+        doomed = job_runs(daemon.pid, (rq, lo), whole=True)
+        sleeps = 0
+        for pid in doomed:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    sleeps += f.read() == b"sleep\x00600\x00"
+            except OSError:
+                pass
+        if sleeps == 2:
+            break
+        time.sleep(0.05)
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
     for pid in doomed:
