@@ -733,8 +733,8 @@ static void analyze_xid(const struct explain_db *db, struct explain_result *r, c
 	long code = strtol(q + 2, &e, 10);
 	if (e == q + 2 || code < 0 || code > 100000)
 		return;
-	char key[32];
-	snprintf(key, sizeof key, "%ld", code);
+	char key[48];
+	snprintf(key, sizeof key, "%ld@%s", code, pci); /* one finding per code and GPU */
 	bool fresh;
 	struct explain_finding *f = finding(r, s, key, lineno, line, (size_t)(p - line), &fresh);
 	if (!f || !fresh)
@@ -1114,7 +1114,17 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 			break;
 		}
 		bool fresh;
-		struct explain_finding *f = finding(r, s, "", lineno, clean, (size_t)(at - clean), &fresh);
+		/* an out of memory is one finding per GPU it names ("GPU 3"): seven ranks' OOMs are seven */
+		char key[32] = "";
+		const char *g = strcmp(s->analyzer, "oom") == 0 ? strstr(at, "GPU ") : NULL;
+		if (g && isdigit((unsigned char)g[4]))
+			snprintf(key, sizeof key, "gpu%.8s", g + 4);
+		for (char *k = key + 3; *key && *k; k++)
+			if (!isdigit((unsigned char)*k)) {
+				*k = '\0';
+				break;
+			}
+		struct explain_finding *f = finding(r, s, key, lineno, clean, (size_t)(at - clean), &fresh);
 		if (!f)
 			break;
 		if (!fresh) {

@@ -34,7 +34,7 @@ struct explain_value {
 struct explain_finding {
 	char id[48];
 	char title[160];
-	char key[32];             /* distinguishes findings of one id (Xid code) */
+	char key[48];             /* distinguishes findings of one id: an Xid's code and GPU, an OOM's GPU */
 	unsigned count;           /* matching lines (a line counts once) */
 	uint64_t first_line;      /* 1-based */
 	uint64_t last_line;       /* the last line counted */

@@ -355,9 +355,10 @@ Root Cause (first observed failure):
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================
 """)
-case("oom-multirank-ddp", lines, [F("pytorch-oom", 4, pick(
+# one finding per GPU an OOM names: four ranks on four GPUs are four findings (issue 36)
+case("oom-multirank-ddp", lines, [F("pytorch-oom", 1, pick(
     vals, "requested_mib", "total_mib", "free_mib", "allocated_mib", "reserved_unallocated_mib",
-    "other_processes_mib", "verdict"))])
+    "other_processes_mib", "verdict")) for _ in range(4)])
 
 # ==========================================================================
 # 08  two other processes whose SUM exceeds the request (each alone does not);
@@ -2020,14 +2021,18 @@ def rough_findings(text):
     for raw in re.split(r"\r\n|\n", text):
         line = ANSI.sub("", raw)
         mx = XID.search(line)
-        hits = [("xid", int(mx.group(2)))] if mx else [id for id, rx in CHECK if re.search(rx, line)][:1]
+        hits = [("xid", int(mx.group(2)), mx.group(1))] if mx else [id for id, rx in CHECK if re.search(rx, line)][:1]
+        mg = re.search(r"GPU (\d+)", line)
+        if hits == ["pytorch-oom"] and mg:
+            hits = [("pytorch-oom", int(mg.group(1)))]  # one finding per GPU
         # (a line is one finding: the first signature, in file order, that matches it)
         for h in hits:
             if h not in counts:
                 order.append(h)
                 counts[h] = 0
             counts[h] += 1
-    return [(h, counts[h]) for h in order]
+    # (the expectations name an Xid by its code, an OOM by its id: its GPU only keeps them apart)
+    return [((h[0], h[1]) if h[0] == "xid" else h[0] if isinstance(h, tuple) else h, counts[h]) for h in order]
 
 
 def main():

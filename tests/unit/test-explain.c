@@ -477,6 +477,39 @@ static void test_nested_triggers_in_a_long_line(void **state)
 	free(crash);
 }
 
+/* one finding per GPU: an Xid code on four GPUs is four findings, an OOM on two GPUs two; the same GPU again counts */
+static void test_findings_per_gpu(void **state)
+{
+	(void)state;
+	const char *log =
+		"NVRM: Xid (PCI:0000:18:00): 45, pid=11, name=python, Ch 00000008\n"
+		"NVRM: Xid (PCI:0000:2a:00): 45, pid=12, name=python, Ch 00000008\n"
+		"NVRM: Xid (PCI:0000:3b:00): 45, pid=13, name=python, Ch 00000008\n"
+		"NVRM: Xid (PCI:0000:dc:00): 45, pid=14, name=python, Ch 00000008\n"
+		"NVRM: Xid (PCI:0000:dc:00): 45, pid=14, name=python, Ch 00000010\n"
+		"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+		"capacity of 79.10 GiB of which 1.00 GiB is free.\n"
+		"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+		"capacity of 79.10 GiB of which 1.00 GiB is free.\n"
+		"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+		"capacity of 79.10 GiB of which 1.00 GiB is free.\n";
+	struct explain_result r;
+	scan_both(log, strlen(log), &r);
+	assert_int_equal(r.n, 6);
+	static const char *const pci[] = {"0000:18:00", "0000:2a:00", "0000:3b:00", "0000:dc:00"};
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(r.findings[i].id, "xid");
+		assert_string_equal(value(&r.findings[i], "pci")->str, pci[i]);
+		assert_int_equal(r.findings[i].count, i == 3 ? 2 : 1);
+	}
+	for (size_t i = 4; i < 6; i++) {
+		assert_string_equal(r.findings[i].id, "pytorch-oom");
+		assert_true(value(&r.findings[i], "gpu")->num == (double)(i - 4));
+		assert_int_equal(r.findings[i].count, i == 5 ? 2 : 1);
+	}
+	explain_result_free(&r);
+}
+
 /* "match": the line must match the ERE too */
 static void test_match_key(void **state)
 {
@@ -540,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_notes_unless_and_types),
 		cmocka_unit_test(test_triggers_in_one_pass),
 		cmocka_unit_test(test_root_cause),
+		cmocka_unit_test(test_findings_per_gpu),
 		cmocka_unit_test(test_nested_triggers_in_a_long_line),
 		cmocka_unit_test(test_match_key),
 		cmocka_unit_test(test_bad_signature_files),
