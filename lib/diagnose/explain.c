@@ -659,7 +659,30 @@ static void analyze_oom(struct explain_finding *f, const char *s)
 		put_num(f, "reserved_mib", reserved);
 	if (unalloc >= 0)
 		put_num(f, "reserved_unallocated_mib", unalloc);
+	/*
+	 * Without a "Process N has" line (PyTorch before 2.1, or a message cut short), what the
+	 * GPU holds beyond its free memory and PyTorch's own reserve is the other processes' (and
+	 * this process's CUDA context, a few hundred MiB): taken as theirs when it is over 1 GiB.
+	 */
+	double mine = reserved >= 0 ? reserved : alloc >= 0 ? alloc + (unalloc > 0 ? unalloc : 0) : -1;
+	bool named = cap_key && (strstr(s, "this process has") || strstr(s, "Process "));
+	bool inferred = false;
+	if (!named && total > 0 && freem >= 0 && mine >= 0 && total - freem - mine > fmax(2048, total / 10)) {
+		inferred = true;
+		others = total - freem - mine; /* over 2 GiB and a tenth of the GPU: more than a context */
+		put_str(f, "other_processes", "inferred");
+	}
 	put_num(f, "other_processes_mib", others);
+	/* numbers no GPU can show: a message of another GPU, cut or mangled; said, and no verdict built on them */
+	char impossible[160] = "";
+	if (total > 0 && alloc > total * 1.01)
+		snprintf(impossible, sizeof impossible, "%.0f MiB allocated on a GPU of %.0f MiB", alloc, total);
+	else if (total > 0 && mine > total * 1.01)
+		snprintf(impossible, sizeof impossible, "%.0f MiB reserved on a GPU of %.0f MiB", mine, total);
+	else if (total > 0 && freem > total * 1.01)
+		snprintf(impossible, sizeof impossible, "%.0f MiB free on a GPU of %.0f MiB", freem, total);
+	if (impossible[0])
+		put_str(f, "numbers", "impossible");
 	const char *verdict;
 	if (req >= 0 && total > 0 && req >= SIZE_BUG_RATIO * total) {
 		verdict = "size-bug";
@@ -672,11 +695,12 @@ static void analyze_oom(struct explain_finding *f, const char *s)
 			 "print the shapes going into the operation in the traceback's last frames and find the "
 			 "dimension that is far too large (a flatten before pooling, a product of dimensions, a "
 			 "negative size read as unsigned); the batch size is not the problem");
-	} else if (req >= 0 && others >= req) {
+	} else if (req >= 0 && others >= req && !(inferred && unalloc >= req)) {
 		verdict = "other-process";
 		snprintf(f->cause, sizeof f->cause,
-			 "other processes use %.0f MiB of GPU %d, more than the %.0f MiB that was requested",
-			 others, gpu, req);
+			 "other processes use %.0f MiB of GPU %d%s, more than the %.0f MiB that was requested",
+			 others, gpu, inferred ? " (what it holds beyond its free memory and PyTorch's own reserve)" : "",
+			 req);
 		snprintf(f->fix, sizeof f->fix,
 			 "run on a GPU nobody else uses (gpuctl run picks a free one and leases it; gpuctl ls "
 			 "shows who is on this one), or stop the other process");
@@ -707,6 +731,12 @@ static void analyze_oom(struct explain_finding *f, const char *s)
 		snprintf(f->fix, sizeof f->fix,
 			 "reduce the batch size (gradient accumulation keeps the effective batch), enable "
 			 "gradient checkpointing, train in bf16, or shard the model across GPUs (FSDP/ZeRO)");
+	}
+	if (impossible[0]) {
+		char c[sizeof f->cause];
+		snprintf(c, sizeof c, "the message's numbers cannot all be true (%s): they may be another GPU's, or "
+			 "the message was cut or mangled; read with care: %.300s", impossible, f->cause);
+		snprintf(f->cause, sizeof f->cause, "%s", c);
 	}
 	put_str(f, "verdict", verdict);
 }

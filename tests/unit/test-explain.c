@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,6 +511,38 @@ static void test_findings_per_gpu(void **state)
 	explain_result_free(&r);
 }
 
+/* an OOM's numbers checked: others' memory inferred without a "Process N has" line; numbers no GPU shows flagged */
+static void test_oom_numbers_checked(void **state)
+{
+	(void)state;
+	/* 79.15 GiB, 1.25 free, PyTorch holds 9.80 + 0.40: 67.7 GiB are someone else's */
+	const char *log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+			  "capacity of 79.15 GiB of which 1.25 GiB is free. Of the allocated memory 9.80 GiB is allocated "
+			  "by PyTorch, and 409.60 MiB is reserved by PyTorch but unallocated.\n";
+	struct explain_result r;
+	scan_both(log, strlen(log), &r);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(value(&r.findings[0], "verdict")->str, "other-process");
+	assert_string_equal(value(&r.findings[0], "other_processes")->str, "inferred");
+	assert_true(fabs(value(&r.findings[0], "other_processes_mib")->num - 69324.8) < 1);
+	assert_null(value(&r.findings[0], "numbers"));
+	explain_result_free(&r);
+	/* a context's few hundred MiB are not someone else's: the old format, 1.2 GiB beyond PyTorch's reserve */
+	log = "RuntimeError: CUDA out of memory. Tried to allocate 50.00 MiB (GPU 0; 15.78 GiB total capacity; 14.21 GiB "
+	      "already allocated; 27.19 MiB free; 14.56 GiB reserved in total by PyTorch)\n";
+	scan_both(log, strlen(log), &r);
+	assert_string_equal(value(&r.findings[0], "verdict")->str, "fragmentation");
+	assert_null(value(&r.findings[0], "other_processes"));
+	explain_result_free(&r);
+	/* 14 GiB allocated on an 8 GiB card */
+	log = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 8.00 GiB total capacity; 13.98 GiB "
+	      "already allocated; 0 bytes free; 14.02 GiB reserved in total by PyTorch)\n";
+	scan_both(log, strlen(log), &r);
+	assert_string_equal(value(&r.findings[0], "numbers")->str, "impossible");
+	assert_non_null(strstr(r.findings[0].cause, "cannot all be true (14316 MiB allocated on a GPU of 8192 MiB)"));
+	explain_result_free(&r);
+}
+
 /* "match": the line must match the ERE too */
 static void test_match_key(void **state)
 {
@@ -574,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_triggers_in_one_pass),
 		cmocka_unit_test(test_root_cause),
 		cmocka_unit_test(test_findings_per_gpu),
+		cmocka_unit_test(test_oom_numbers_checked),
 		cmocka_unit_test(test_nested_triggers_in_a_long_line),
 		cmocka_unit_test(test_match_key),
 		cmocka_unit_test(test_bad_signature_files),
