@@ -165,21 +165,13 @@ static int runner_send(struct runner_link *l, const char *buf, size_t len, const
 		char b[CMSG_SPACE(SPAWNREQ_NFDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	memset(&u, 0, sizeof u);
 	long long deadline = clock_mono_ms() + RUNNER_TIMEOUT_MS;
 	size_t off = 0;
 	while (off < len) {
 		struct iovec iov = {.iov_base = (char *)buf + off, .iov_len = len - off};
 		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (off == 0) {
-			m.msg_control = u.b;
-			m.msg_controllen = sizeof u.b;
-			struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(SPAWNREQ_NFDS * sizeof(int));
-			memcpy(CMSG_DATA(c), fds, SPAWNREQ_NFDS * sizeof(int));
-		}
+		if (off == 0)
+			(void)spawnreq_put_fds(&m, u.b, sizeof u.b, fds, SPAWNREQ_NFDS); /* u is large enough */
 		ssize_t n = sendmsg(l->rfd, &m, MSG_NOSIGNAL);
 		if (n > 0) {
 			off += (size_t)n;

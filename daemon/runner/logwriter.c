@@ -126,8 +126,8 @@ __attribute__((noreturn)) static void run(int in, int log, uint64_t max, const c
 			if (k > 0)
 				put(&w, buf, (size_t)k);
 		}
-		if (r > 0 && ctl >= 0 && p[1].revents && !ask(&w, in, &ctl, buf, sizeof buf, &eof) && eof)
-			_exit(0);
+		if (r > 0 && ctl >= 0 && p[1].revents && !ask(&w, in, &ctl, buf, sizeof buf, &eof))
+			_exit(0); /* the pipe's end came with what it drained */
 	}
 }
 
@@ -441,14 +441,9 @@ int logwriter_join(int sock, int log, uint64_t max, const char *path, uid_t uid,
 		char buf[CMSG_SPACE(sizeof fds)];
 		struct cmsghdr align;
 	} u;
-	memset(&u, 0, sizeof u);
 	struct iovec iov[2] = {{.iov_base = &h, .iov_len = sizeof h}, {.iov_base = (void *)path, .iov_len = len}};
-	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof fds);
-	memcpy(CMSG_DATA(cm), fds, sizeof fds);
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	(void)spawnreq_put_fds(&m, u.buf, sizeof u.buf, fds, 3); /* u is large enough */
 	ssize_t k;
 	do
 		k = sendmsg(sock, &m, MSG_NOSIGNAL);

@@ -187,3 +187,18 @@ size_t spawnreq_fds(struct msghdr *m, int *fds, size_t max)
 	}
 	return nf;
 }
+
+int spawnreq_put_fds(struct msghdr *m, void *buf, size_t len, const int *fds, size_t n)
+{
+	if (len < CMSG_SPACE(n * sizeof(int)))
+		return -1;
+	memset(buf, 0, len);
+	m->msg_control = buf;
+	m->msg_controllen = CMSG_SPACE(n * sizeof(int));
+	struct cmsghdr *c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	return 0;
+}

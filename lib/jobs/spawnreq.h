@@ -91,4 +91,11 @@ void spawnreq_release(struct spawnreq *r);
 struct msghdr;
 size_t spawnreq_fds(struct msghdr *m, int *fds, size_t max);
 
+/*
+ * The other way: m's control data carry fds[0..n) (SCM_RIGHTS), written in
+ * buf (len bytes: at least CMSG_SPACE(n * sizeof(int)), aligned for a
+ * struct cmsghdr). 0, or -1 when buf is too small.
+ */
+int spawnreq_put_fds(struct msghdr *m, void *buf, size_t len, const int *fds, size_t n);
+
 #endif

@@ -103,15 +103,10 @@ int main(int argc, char **argv)
 		char b[CMSG_SPACE(SPAWNREQ_NFDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	memset(&u, 0, sizeof u);
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(SPAWNREQ_NFDS * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, sizeof fds);
-	if (fds[0] < 0 || sendmsg(sv[0], &m, MSG_NOSIGNAL) != (ssize_t)len)
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fds[0] < 0 || spawnreq_put_fds(&m, u.b, sizeof u.b, fds, SPAWNREQ_NFDS) < 0 ||
+	    sendmsg(sv[0], &m, MSG_NOSIGNAL) != (ssize_t)len)
 		return die("cannot send the request");
 	free(buf);
 	close(go); /* the job holds the read end now */
