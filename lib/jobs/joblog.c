@@ -93,6 +93,18 @@ static int read_mark(int fd, uint64_t *cut, size_t *mlen, char *limit, size_t li
 	return 0;
 }
 
+uint64_t joblog_whole(int fd)
+{
+	struct stat st;
+	uint64_t cut;
+	size_t mlen;
+	if (fstat(fd, &st) < 0)
+		return 0;
+	if (read_mark(fd, &cut, &mlen, NULL, 0) < 0 || (uint64_t)st.st_size < mlen)
+		return (uint64_t)st.st_size;
+	return cut + (uint64_t)st.st_size - mlen;
+}
+
 int joblog_open(struct joblog *l, int fd, uint64_t max)
 {
 	*l = (struct joblog){.fd = fd, .max = max};

@@ -66,6 +66,9 @@ int joblog_check(struct joblog *l);
  */
 bool joblog_parse_mark(const char *text, size_t len, uint64_t *cut, size_t *mlen, char *limit, size_t limlen);
 
+/* All the output the log on fd has taken so far, the bytes cut included (its size where nothing was cut). */
+uint64_t joblog_whole(int fd);
+
 /* The marker line for n bytes cut over limit (text), newline included, into buf: its length. */
 size_t joblog_mark(char *buf, size_t len, uint64_t n, const char *limit);
 

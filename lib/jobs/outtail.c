@@ -312,22 +312,6 @@ int outtail_open(struct outtail **out, size_t keep, bool from_null, char *err, s
 	return GC_OK;
 }
 
-/* the whole output so far (the bytes a cut removed included) of the log open on fd */
-static uint64_t log_whole(int fd)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return 0;
-	char head[JOBLOG_MARK_MAX], limit[32];
-	ssize_t k = pread(fd, head, sizeof head, 0);
-	uint64_t cut;
-	size_t mlen;
-	if (k > 0 && joblog_parse_mark(head, (size_t)k, &cut, &mlen, limit, sizeof limit) &&
-	    (uint64_t)st.st_size >= mlen)
-		return cut + (uint64_t)st.st_size - mlen;
-	return (uint64_t)st.st_size;
-}
-
 int outtail_open_log(struct outtail **out, size_t keep, int fd, int (*sync)(void *arg), void *arg, char *err,
 		     size_t errlen)
 {
@@ -339,7 +323,7 @@ int outtail_open_log(struct outtail **out, size_t keep, int fd, int (*sync)(void
 	t->logfd = fd;
 	t->sync = sync;
 	t->sync_arg = arg;
-	t->log_from = log_whole(fd);
+	t->log_from = joblog_whole(fd);
 	*out = t;
 	return GC_OK;
 }
@@ -635,7 +619,7 @@ static void tail_of_log(struct outtail *t, char **buf, size_t *len)
 	struct grab g = {.buf = malloc(t->keep + 1), .keep = t->keep};
 	if (!g.buf)
 		return;
-	uint64_t end = log_whole(t->logfd);
+	uint64_t end = joblog_whole(t->logfd);
 	struct joblog_pos p = {.at = end > t->keep ? end - t->keep : 0};
 	if (p.at < t->log_from)
 		p.at = t->log_from; /* what was there before (a job queued again) is not this start's */

@@ -111,6 +111,7 @@ static void test_cap(void **state)
 	}
 	assert_true(joblog_read(rfd, &fpos, collect, &follow) >= 0);
 	assert_true(fpos.at == total);
+	assert_true(joblog_whole(rfd) == total); /* all the output, the cut bytes included */
 	/* the file: the marker, then the newest output from a line's start */
 	struct sink whole = {0};
 	struct joblog_pos pos = {0};
