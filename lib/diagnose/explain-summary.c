@@ -24,6 +24,12 @@ double explain_need_mib(const struct explain_finding *f)
 	return need;
 }
 
+/* the finding shown n-th: the root cause first, then the rest in order of appearance */
+static size_t nth(const struct explain_result *r, size_t n)
+{
+	return n == 0 ? r->root : n <= r->root ? n - 1 : n;
+}
+
 char *explain_summary_text(const struct explain_result *r, const char *how, size_t max)
 {
 	char *buf = NULL;
@@ -33,10 +39,8 @@ char *explain_summary_text(const struct explain_result *r, const char *how, size
 		return NULL;
 	fprintf(t, "\ngpuctl: the job failed (%s); its last output shows %zu known failure%s (gpuctl explain):\n", how,
 		r->n, r->n == 1 ? "" : "s");
-	/* the root cause first, then the rest in order of appearance */
 	for (size_t n = 0; n < r->n && n < max; n++) {
-		size_t i = n == 0 ? r->root : n <= r->root ? n - 1 : n;
-		const struct explain_finding *f = &r->findings[i];
+		const struct explain_finding *f = &r->findings[nth(r, n)];
 		char fc[64];
 		fprintf(t, "  [%s] %s\n    %.*s%s\n", explain_class(f, fc, sizeof fc), f->title, 200, f->line,
 			strlen(f->line) > 200 ? "..." : "");
@@ -61,8 +65,7 @@ struct json_t *explain_summary_json(const struct explain_result *r, size_t max)
 {
 	json_t *a = json_array();
 	for (size_t n = 0; a && n < r->n && n < max; n++) {
-		size_t i = n == 0 ? r->root : n <= r->root ? n - 1 : n; /* the root cause first */
-		const struct explain_finding *f = &r->findings[i];
+		const struct explain_finding *f = &r->findings[nth(r, n)];
 		char c[64];
 		json_t *nums = json_object();
 		for (size_t k = 0; nums && k < f->nvalues; k++) {

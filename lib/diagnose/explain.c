@@ -153,6 +153,16 @@ static void copy(char *dst, size_t len, json_t *o, const char *key)
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
+/* a signature's compiled regexes, freed */
+static void sig_regfree(struct sig *s)
+{
+	if (s->has_re)
+		regfree(&s->re);
+	if (s->has_match)
+		regfree(&s->match);
+	s->has_re = s->has_match = false;
+}
+
 static int load_sig(struct explain_db *db, json_t *o, const char *file, char *err, size_t errlen)
 {
 	if (db->n == MAX_SIGS) {
@@ -225,8 +235,7 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 			char why[200];
 			regerror(rc, &s->re, why, sizeof why);
 			errbuf_set(err, errlen, "%s: %s: bad regex: %s", file, s->id, why);
-			if (s->has_match)
-				regfree(&s->match);
+			sig_regfree(s);
 			return GC_EINVAL;
 		}
 		s->has_re = true;
@@ -254,20 +263,14 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 			if (!s->has_re || v->groups[k] < 1 || (size_t)v->groups[k] > s->re.re_nsub) {
 				errbuf_set(err, errlen, "%s: %s: value '%s' names a group the regex lacks", file,
 					   s->id, name);
-				if (s->has_re)
-					regfree(&s->re);
-				if (s->has_match)
-					regfree(&s->match);
+				sig_regfree(s);
 				return GC_EINVAL;
 			}
 		s->nvals++;
 	}
 	if (s->note && !s->nvals) {
 		errbuf_set(err, errlen, "%s: %s: a note needs a regex with values", file, s->id);
-		if (s->has_re)
-			regfree(&s->re);
-		if (s->has_match)
-			regfree(&s->match);
+		sig_regfree(s);
 		return GC_EINVAL;
 	}
 	db->n++;
@@ -401,12 +404,8 @@ void explain_db_free(struct explain_db *db)
 {
 	if (!db)
 		return;
-	for (size_t i = 0; i < db->n; i++) {
-		if (db->sigs[i].has_re)
-			regfree(&db->sigs[i].re);
-		if (db->sigs[i].has_match)
-			regfree(&db->sigs[i].match);
-	}
+	for (size_t i = 0; i < db->n; i++)
+		sig_regfree(&db->sigs[i]);
 	free(db->sigs);
 	free(db->xid);
 	if (db->hs)
@@ -662,14 +661,15 @@ static void analyze_oom(struct explain_finding *f, const char *s)
 	/*
 	 * Without a "Process N has" line (PyTorch before 2.1, or a message cut short), what the
 	 * GPU holds beyond its free memory and PyTorch's own reserve is the other processes' (and
-	 * this process's CUDA context, a few hundred MiB): taken as theirs when it is over 1 GiB.
+	 * this process's CUDA context with its libraries, up to about a GiB): taken as theirs when
+	 * it is over 2 GiB and a tenth of the GPU.
 	 */
 	double mine = reserved >= 0 ? reserved : alloc >= 0 ? alloc + (unalloc > 0 ? unalloc : 0) : -1;
 	bool named = cap_key && (strstr(s, "this process has") || strstr(s, "Process "));
 	bool inferred = false;
 	if (!named && total > 0 && freem >= 0 && mine >= 0 && total - freem - mine > fmax(2048, total / 10)) {
 		inferred = true;
-		others = total - freem - mine; /* over 2 GiB and a tenth of the GPU: more than a context */
+		others = total - freem - mine;
 		put_str(f, "other_processes", "inferred");
 	}
 	put_num(f, "other_processes_mib", others);
@@ -1149,11 +1149,7 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 		const char *g = strcmp(s->analyzer, "oom") == 0 ? strstr(at, "GPU ") : NULL;
 		if (g && isdigit((unsigned char)g[4]))
 			snprintf(key, sizeof key, "gpu%.8s", g + 4);
-		for (char *k = key + 3; *key && *k; k++)
-			if (!isdigit((unsigned char)*k)) {
-				*k = '\0';
-				break;
-			}
+		key[3 + strspn(key + 3, "0123456789")] = '\0'; /* "gpu" and its number's digits ("" stays "") */
 		struct explain_finding *f = finding(r, s, key, lineno, clean, (size_t)(at - clean), &fresh);
 		if (!f)
 			break;
@@ -1260,8 +1256,8 @@ static int on_hit(unsigned id, unsigned long long from, unsigned long long to, u
 {
 	(void)from, (void)flags;
 	struct scan *sc = ctx;
-	take_hit(sc, (size_t)to - (id == ID_ESC ? 1 : sc->db->sigs[id].tlen), id == ID_ESC ? 1 : sc->db->sigs[id].tlen,
-		 id);
+	size_t n = id == ID_ESC ? 1 : sc->db->sigs[id].tlen;
+	take_hit(sc, (size_t)to - n, n, id);
 	return 0;
 }
 
