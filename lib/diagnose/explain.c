@@ -1235,6 +1235,12 @@ static void add_cand(struct scan *sc, size_t start, size_t end, unsigned id)
  */
 static void take_hit(struct scan *sc, size_t hit, size_t n, unsigned id)
 {
+	/* an escape inside the pending window only marks it (to be cleaned and scanned again): a long
+	 * coloured line would otherwise look for its start again at every escape in it */
+	if (id == ID_ESC && sc->pending && hit >= sc->cand.start && hit + n <= sc->cand.end) {
+		sc->cand.esc = true;
+		return;
+	}
 	const char *data = sc->data;
 	size_t len = sc->len;
 	size_t floor = hit > WIN_BACK ? hit - WIN_BACK : 0, s = floor;

@@ -543,6 +543,28 @@ static void test_oom_numbers_checked(void **state)
 	explain_result_free(&r);
 }
 
+/* a long line full of escape codes: the escapes mark the windows that hold them, a split trigger is still found */
+static void test_escapes_in_a_long_line(void **state)
+{
+	(void)state;
+	size_t reps = 40000, n = reps * 8 + 200;
+	char *buf = malloc(n);
+	assert_non_null(buf);
+	size_t at = 0;
+	for (size_t i = 0; i < reps; i++) {
+		memcpy(buf + at, "xxx\x1b[0m ", 8);
+		at += 8;
+	}
+	at += (size_t)snprintf(buf + at, n - at, "CUDA error: an illegal \x1b[31mmemory access\x1b[0m was encountered\n");
+	struct explain_result r;
+	scan_both(buf, at, &r);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.findings[0].id, "illegal-memory-access");
+	assert_int_equal(r.findings[0].first_line, 1);
+	explain_result_free(&r);
+	free(buf);
+}
+
 /* "match": the line must match the ERE too */
 static void test_match_key(void **state)
 {
@@ -609,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_findings_per_gpu),
 		cmocka_unit_test(test_oom_numbers_checked),
 		cmocka_unit_test(test_nested_triggers_in_a_long_line),
+		cmocka_unit_test(test_escapes_in_a_long_line),
 		cmocka_unit_test(test_match_key),
 		cmocka_unit_test(test_bad_signature_files),
 	};
