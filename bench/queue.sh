@@ -225,10 +225,20 @@ gpuctld_part() {
 	wait_file "$d/ready" "gpuctld's blocker ($1)"
 	QUEUED_S=$($Q submit "$d/q.sock" "$4" 1 "$QJOB" "$d/stamps" GPUCTL_JOB_ID) ||
 		die "gpuctld ($1): submit failed"
+	perf_pid=""
+	if [ -n "${PERF_DATA:-}" ] && [ "$1" = g8 ]; then
+		perf record -a -g -o "$PERF_DATA" >/dev/null 2>"$d/perf.err" &
+		perf_pid=$!
+		sleep 1
+	fi
 	b0=$(busy)
 	touch "$d/GO"
 	$Q wait "$d/stamps" "$4" "$TIMEOUT" || die "gpuctld ($1): jobs missing: $($Q count "$d/q.db")"
 	CPU_MS=$(cpu_per_job "$b0" "$4")
+	if [ -n "$perf_pid" ]; then
+		kill -INT "$perf_pid"
+		wait "$perf_pid" || :
+	fi
 	# the last job's end is recorded just after it wrote its stamp
 	i=0
 	while [ "$($Q count "$d/q.db")" != "done=$(($4 + 1))" ]; do
@@ -266,10 +276,20 @@ tsp_part() {
 	done
 	[ "$q" = "$3" ] || sleep 1 # the blocked clients reach their connect()
 	QUEUED_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	perf_pid=""
+	if [ -n "${PERF_DATA:-}" ] && [ "$1" = t8 ]; then
+		perf record -a -g -o "$PERF_DATA.tsp" >/dev/null 2>"$d/perf.err" &
+		perf_pid=$!
+		sleep 1
+	fi
 	b0=$(busy)
 	touch "$d/GO"
 	$Q wait "$d/stamps" "$3" "$TIMEOUT" || die "tsp ($1): jobs missing"
 	CPU_MS=$(cpu_per_job "$b0" "$3")
+	if [ -n "$perf_pid" ]; then
+		kill -INT "$perf_pid"
+		wait "$perf_pid" || :
+	fi
 	TS_SOCKET=$d/sock "$TSP" -K >/dev/null 2>&1 || :
 }
 # tspc SLOTS_NEEDED CMD...: queue CMD on the server of $TSD with $TSN slots; its

@@ -108,6 +108,7 @@ struct runner_link {
 	int rfd;                     /* its socket, non-blocking; -1: none */
 	char *rbuf;                  /* records read from it and not yet handled */
 	size_t rlen, rcap;
+	uint64_t gen;                /* which runner this is: one more each time one starts */
 	/* called when the runner is stopped: its children are to be adopted */
 	void (*on_down)(void *arg);
 	void *arg;
@@ -118,9 +119,25 @@ void runner_link_init(struct runner_link *l, const char *runner, int nullfd, voi
 int runner_link_read(struct runner_link *l);
 /* stop it (its children run on) and call on_down; why (NULL: say nothing) goes to the log */
 void runner_link_down(struct runner_link *l, const char *why);
-/* have the runner fork a child for r with fds (stdin, go pipe): its pid, or -1 with why; started when down,
- * replaced once when it fails */
-pid_t runner_link_spawn(struct runner_link *l, const struct spawnreq *r, const int *fds, char *why, size_t len);
+/*
+ * A request for a child sent and not yet answered. The runner answers in
+ * order, so a round sends all its starts (runner_link_submit) before it
+ * takes the first answer (runner_link_collect, in the same order): the
+ * runner forks one child while gpuctld builds the next request.
+ */
+struct runner_pending {
+	char *buf;                   /* the encoded request, kept to send again */
+	size_t len;
+	int go[2];                   /* the child's go pipe: it gets go[0]; go[1] is gpuctld's */
+	uint64_t gen;                /* the runner it was sent to (runner_link.gen); 0: not sent */
+};
+/* send a request for a child for r (its stdin /dev/null, fd 3 a new go pipe) without waiting for the
+ * answer: 0 (sent, or to be sent by runner_link_collect), or -1 with why (nothing to collect) */
+int runner_link_submit(struct runner_link *l, const struct spawnreq *r, struct runner_pending *p, char *why,
+		       size_t len);
+/* the child's pid once the runner has forked it, with p->go[1] open for the go byte; or -1 with why (p->go[1]
+ * closed). A runner that fails is replaced, and the request sent again once. Frees what p holds */
+pid_t runner_link_collect(struct runner_link *l, struct runner_pending *p, char *why, size_t len);
 /* the next EXITED record read: 1 with its pid and wait status, 0 when none is left (the rest is dropped) */
 int runner_link_next_exit(struct runner_link *l, pid_t *pid, int *status);
 void runner_link_free(struct runner_link *l);
@@ -151,6 +168,16 @@ struct go {
 	pid_t pid;
 	int fd;
 	int64_t submitted_ms;
+};
+
+/* a start of this round asked of the runner, its answer not yet taken */
+struct launching {
+	struct runner_pending req;
+	int64_t id;
+	uid_t uid;
+	int64_t submitted_ms;
+	bool g[MAX_GPUS];
+	char gpus[256];
 };
 
 struct round {

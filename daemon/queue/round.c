@@ -463,14 +463,15 @@ static int start_failed(struct queue *q, int64_t id, const char *gpus, const cha
 
 /*
  * Inside the round's transaction: start job j on GPUs g (gs: the sample they
- * were chosen in). Has the runner fork the job as the user; it leases the
- * GPUs and waits on its go pipe (fd 3) for settle() to write one byte once
- * the round is committed. The GPUs go by index and UUID ("placed"):
+ * were chosen in). Asks the runner to fork the job as the user (launched()
+ * takes its answer, after the round's other requests are sent); it leases
+ * the GPUs and waits on its go pipe (fd 3) for settle() to write one byte
+ * once the round is committed. The GPUs go by index and UUID ("placed"):
  * dispatch chose them from the sampler's view, so the job only leases them
- * and opens no NVML of its own. 0, or -1 (the job failed, or stays queued
- * when its start could not be recorded).
+ * and opens no NVML of its own. 0 (*p to collect), or -1 (the job failed).
  */
-static int launch(struct queue *q, const struct store_job *j, const bool *g, const gc_snapshot *gs)
+static int launch(struct queue *q, const struct store_job *j, const bool *g, const gc_snapshot *gs,
+		  struct launching *p)
 {
 	size_t ngpu = gs->ngpus;
 	char gpus[256], placed[MAX_GPUS * 100], name[80], log[4300], why[256] = "";
@@ -500,13 +501,10 @@ static int launch(struct queue *q, const struct store_job *j, const bool *g, con
 		queue_log("cannot prepare %s for job %lld: %s", status, (long long)j->id, strerror(errno));
 	if (sfd >= 0)
 		close(sfd);
-	int go[2] = {-1, -1};
 	if (!cmd || !env || !opts)
 		snprintf(why, sizeof why, "out of memory");
 	else if (q->nullfd < 0)
 		snprintf(why, sizeof why, "cannot open /dev/null");
-	else if (pipe2(go, O_CLOEXEC) < 0)
-		snprintf(why, sizeof why, "cannot make a pipe: %s", strerror(errno));
 	if (why[0]) {
 		vec_free(cmd);
 		vec_free(env);
@@ -560,9 +558,7 @@ static int launch(struct queue *q, const struct store_job *j, const bool *g, con
 			      .cwd = j->cwd, .log = log, .placed = placed, .name = name, .status = status,
 			      .slot = (uint64_t)j->id, .retries = request_retries(rq), .nopts = nopts, .opts = (char **)opts, .argc = na, .argv = cmd,
 			      .envc = m, .env = env};
-	int fds[SPAWNREQ_NFDS] = {q->nullfd, go[0]};
-	pid_t pid = runner_link_spawn(&q->runner, &sr, fds, why, sizeof why);
-	close(go[0]);
+	int sent = runner_link_submit(&q->runner, &sr, &p->req, why, sizeof why);
 	for (size_t i = 0; env[i]; i++)
 		if (env[i] != idv && env[i] != simv && env[i] != authv)
 			free(env[i]);
@@ -570,26 +566,41 @@ static int launch(struct queue *q, const struct store_job *j, const bool *g, con
 	vec_free(cmd);
 	free(opts);
 	json_decref(rq);
-	if (pid < 0) {
-		close(go[1]);
+	if (sent < 0)
 		return start_failed(q, j->id, gpus, why);
+	p->id = j->id;
+	p->uid = j->uid;
+	p->submitted_ms = j->submitted_ms;
+	memcpy(p->g, g, sizeof p->g);
+	snprintf(p->gpus, sizeof p->gpus, "%s", gpus);
+	return 0;
+}
+
+/* the runner's answer to launch(): the job forked and its start recorded, or it failed to start */
+static void launched(struct queue *q, struct launching *p)
+{
+	char why[256] = "";
+	pid_t pid = runner_link_collect(&q->runner, &p->req, why, sizeof why);
+	if (pid < 0) {
+		start_failed(q, p->id, p->gpus, why);
+		return;
 	}
-	if (store_start(q->st, j->id, pid, queue_proc_start(pid), gpus, clock_real_ms()) != 1) {
-		queue_log("job %lld could not be marked started: %s", (long long)j->id, store_errmsg(q->st));
-		close(go[1]); /* it leaves without running anything; the runner reaps it */
-		return -1;
+	int go = p->req.go[1];
+	if (store_start(q->st, p->id, pid, queue_proc_start(pid), p->gpus, clock_real_ms()) != 1) {
+		queue_log("job %lld could not be marked started: %s", (long long)p->id, store_errmsg(q->st));
+		close(go); /* it leaves without running anything; the runner reaps it */
+		return;
 	}
-	queue_job_event(q, j->id, false, NULL);
+	queue_job_event(q, p->id, false, NULL);
 	struct running *r = &q->round.run[q->round.nrun++];
 	memset(r, 0, sizeof *r);
-	r->id = j->id;
-	r->uid = j->uid;
+	r->id = p->id;
+	r->uid = p->uid;
 	r->pid = pid;
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	r->child = true;
-	memcpy(r->gpus, g, ngpu * sizeof *g);
-	q->round.go[q->round.ngo++] = (struct go){.id = j->id, .pid = pid, .fd = go[1], .submitted_ms = j->submitted_ms};
-	return 0;
+	memcpy(r->gpus, p->g, sizeof r->gpus);
+	q->round.go[q->round.ngo++] = (struct go){.id = p->id, .pid = pid, .fd = go, .submitted_ms = p->submitted_ms};
 }
 
 /* run[i] has ended with exit code `code` (-1: unknown): move it to the round's ends */
@@ -834,7 +845,10 @@ static void dispatch(struct queue *q)
 			break;
 		k = 0;
 	}
-	for (size_t s = 0; s < k && q->round.nrun < MAX_RUNNING && q->round.ngo < MAX_GPUS; s++) {
+	/* every start's request sent first, then the answers taken in order */
+	struct launching starts[MAX_GPUS];
+	size_t nstarts = 0;
+	for (size_t s = 0; s < k && q->round.nrun + nstarts < MAX_RUNNING && q->round.ngo + nstarts < MAX_GPUS; s++) {
 		bool g[MAX_GPUS] = {false};
 		for (unsigned x = 0; x < out[s].n; x++)
 			g[out[s].gpus[x]] = true;
@@ -844,10 +858,13 @@ static void dispatch(struct queue *q)
 		}
 		struct store_job j;
 		if (store_get(q->st, out[s].id, &j) == 1) {
-			launch(q, &j, g, &now.view);
+			if (launch(q, &j, g, &now.view, &starts[nstarts]) == 0)
+				nstarts++;
 			store_job_release(&j);
 		}
 	}
+	for (size_t s = 0; s < nstarts; s++)
+		launched(q, &starts[s]);
 	free(sj);
 	free(elig);
 	free(linemem);

@@ -146,6 +146,7 @@ static int runner_up(struct runner_link *l, char *why, size_t len)
 		return -1;
 	}
 	l->rfd = sv[0];
+	l->gen++;
 	fcntl(l->rfd, F_SETFL, fcntl(l->rfd, F_GETFL) | O_NONBLOCK);
 	l->rlen = 0;
 	struct spawnrec hello;
@@ -187,26 +188,62 @@ static int runner_send(struct runner_link *l, const char *buf, size_t len, const
 	return 0;
 }
 
-/*
- * Have the runner fork a child for r with fds (stdin, go pipe):
- * its pid, or -1 with why. A runner that fails is replaced once.
- */
-pid_t runner_link_spawn(struct runner_link *l, const struct spawnreq *r, const int *fds, char *why, size_t len)
+int runner_link_submit(struct runner_link *l, const struct spawnreq *r, struct runner_pending *p, char *why,
+		       size_t len)
 {
-	char *buf;
-	size_t n;
+	*p = (struct runner_pending){.go = {-1, -1}};
 	struct spawnreq rq = *r;
 	rq.log_max = l->log_max; /* the runner-wide cap, whoever built the request */
-	if (spawnreq_encode(&rq, &buf, &n) < 0) {
+	if (spawnreq_encode(&rq, &p->buf, &p->len) < 0) {
 		snprintf(why, len, "the job's command line and environment are larger than %u bytes", SPAWNREQ_MAX);
 		return -1;
 	}
+	if (pipe2(p->go, O_CLOEXEC) < 0) {
+		snprintf(why, len, "cannot make a pipe: %s", strerror(errno));
+		free(p->buf);
+		p->buf = NULL;
+		return -1;
+	}
+	/* not sent now (no runner, or it fails): runner_link_collect sends it and says why not */
+	if (runner_up(l, why, len) == 0) {
+		const int fds[SPAWNREQ_NFDS] = {l->nullfd, p->go[0]};
+		if (runner_send(l, p->buf, p->len, fds) == 0)
+			p->gen = l->gen;
+		else
+			runner_link_down(l, "it did not take a job; starting a new one");
+	}
+	return 0;
+}
+
+pid_t runner_link_collect(struct runner_link *l, struct runner_pending *p, char *why, size_t len)
+{
 	pid_t pid = -1;
 	for (int attempt = 0; attempt < 2 && pid < 0; attempt++) {
-		if (runner_up(l, why, len) < 0)
-			break;
+		if (!p->gen || p->gen != l->gen || l->rfd < 0) {
+			if (p->gen) {
+				/* sent to a runner now gone: a child it forked may hold the old pipe, and leaves
+				 * without running anything at its end of file; this request gets a new one */
+				close(p->go[0]);
+				close(p->go[1]);
+				p->gen = 0;
+				if (pipe2(p->go, O_CLOEXEC) < 0) {
+					p->go[0] = p->go[1] = -1;
+					snprintf(why, len, "cannot make a pipe: %s", strerror(errno));
+					break;
+				}
+			}
+			if (runner_up(l, why, len) < 0)
+				break;
+			const int fds[SPAWNREQ_NFDS] = {l->nullfd, p->go[0]};
+			if (runner_send(l, p->buf, p->len, fds) < 0) {
+				snprintf(why, len, "the job runner went away");
+				runner_link_down(l, "it did not take a job; starting a new one");
+				continue;
+			}
+			p->gen = l->gen;
+		}
 		struct spawnrec rec;
-		if (runner_send(l, buf, n, fds) < 0 || runner_wait(l, SPAWNREC_SPAWNED, &rec) < 0) {
+		if (runner_wait(l, SPAWNREC_SPAWNED, &rec) < 0) {
 			snprintf(why, len, "the job runner went away");
 			runner_link_down(l, "it did not take a job; starting a new one");
 			continue;
@@ -217,7 +254,15 @@ pid_t runner_link_spawn(struct runner_link *l, const struct spawnreq *r, const i
 			snprintf(why, len, "cannot start a process: %s", strerror(rec.value));
 		break;
 	}
-	free(buf);
+	free(p->buf);
+	p->buf = NULL;
+	if (p->go[0] >= 0)
+		close(p->go[0]);
+	p->go[0] = -1;
+	if (pid < 0 && p->go[1] >= 0) {
+		close(p->go[1]);
+		p->go[1] = -1;
+	}
 	return pid;
 }
 
