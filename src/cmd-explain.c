@@ -33,7 +33,9 @@ static void text(const char *name, const struct explain_result *r)
 	       (unsigned long long)r->lines, r->binary ? " (the input holds NUL bytes; read as text)" : "");
 	for (size_t i = 0; i < r->n; i++) {
 		const struct explain_finding *f = &r->findings[i];
-		printf("\n[%zu] %s%s\n    line %llu%s", i + 1, f->title,
+		char rk[160];
+		explain_ranks_said(f, rk, sizeof rk);
+		printf("\n[%zu] %s%s%s\n    line %llu%s", i + 1, f->title, rk,
 		       r->n > 1 && i == r->root ? " (the root cause: the others follow from it)" : "",
 		       (unsigned long long)f->first_line, f->count > 1 ? "" : "\n");
 		if (f->count > 1)

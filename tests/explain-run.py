@@ -2,7 +2,8 @@
 """One corpus case of gpuctl explain: run `gpuctl explain --json LOG` and
 compare with LOG's .expect file: the exit code, the finding ids in order of
 first appearance, each count, and the values the file lists (numbers within
-0.5 %, strings exactly). Every number in the output must be rounded: whole
+0.5 %, strings exactly), and where it says them, whether a finding is the
+root cause, its first rank and its ranks. Every number in the output must be rounded: whole
 ones are integers, others have at most two decimals.
 Usage: explain-run.py GPUCTL DATADIR LOG"""
 import json
@@ -38,6 +39,9 @@ def main():
             continue
         if "count" in w and w["count"] != g["count"]:
             errors.append(f"{w['id']}: count {g['count']}, expected {w['count']}")
+        for k in ("root", "rank", "ranks"):
+            if k in w and g.get(k) != w[k]:
+                errors.append(f"{w['id']}: {k} {g.get(k)!r}, expected {w[k]!r}")
         for k, v in w.get("values", {}).items():
             gv = g["values"].get(k)
             if isinstance(v, (int, float)) and not isinstance(v, bool):

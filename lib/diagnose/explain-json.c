@@ -59,6 +59,16 @@ char *explain_result_json(const char *source, const struct explain_result *r)
 		json_decref(vals);
 		if (o)
 			json_object_set_new(o, "root", json_boolean(i == r->root));
+		if (o && f->rank >= 0)
+			json_object_set_new(o, "rank", json_integer(f->rank));
+		json_t *ranks = json_array();
+		for (int k = 0; o && ranks && k < 256; k++)
+			if (f->ranks[k / 64] >> (k % 64) & 1)
+				json_array_append_new(ranks, json_integer(k));
+		if (o && ranks && json_array_size(ranks))
+			json_object_set_new(o, "ranks", ranks);
+		else
+			json_decref(ranks);
 		json_array_append_new(a, o);
 	}
 	json_object_set_new(root, "findings", a);

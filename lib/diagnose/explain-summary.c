@@ -24,6 +24,37 @@ double explain_need_mib(const struct explain_finding *f)
 	return need;
 }
 
+void explain_ranks_text(const struct explain_finding *f, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < 256 && o < len; k++) {
+		if (!(f->ranks[k / 64] >> (k % 64) & 1))
+			continue;
+		int e = k;
+		while (e + 1 < 256 && (f->ranks[(e + 1) / 64] >> ((e + 1) % 64) & 1))
+			e++;
+		int n = e == k ? snprintf(buf + o, len - o, "%s%d", o ? "," : "", k)
+			       : snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", k, e);
+		o += n > 0 ? (size_t)n : 0;
+		k = e;
+	}
+	if (f->ranks_over && o < len)
+		snprintf(buf + o, len - o, "%s", o ? ",more" : "above 255");
+}
+
+void explain_ranks_said(const struct explain_finding *f, char *buf, size_t len)
+{
+	char list[128];
+	explain_ranks_text(f, list, sizeof list);
+	if (!list[0])
+		snprintf(buf, len, "%s", "");
+	else if (strpbrk(list, ",-") || f->ranks_over)
+		snprintf(buf, len, " (ranks %s; first rank %d)", list, f->rank);
+	else
+		snprintf(buf, len, " (rank %s)", list);
+}
+
 /* the finding shown n-th: the root cause first, then the rest in order of appearance */
 static size_t nth(const struct explain_result *r, size_t n)
 {
@@ -42,7 +73,9 @@ char *explain_summary_text(const struct explain_result *r, const char *how, size
 	for (size_t n = 0; n < r->n && n < max; n++) {
 		const struct explain_finding *f = &r->findings[nth(r, n)];
 		char fc[64];
-		fprintf(t, "  [%s] %s\n    %.*s%s\n", explain_class(f, fc, sizeof fc), f->title, 200, f->line,
+		char rk[160];
+		explain_ranks_said(f, rk, sizeof rk);
+		fprintf(t, "  [%s] %s%s\n    %.*s%s\n", explain_class(f, fc, sizeof fc), f->title, rk, 200, f->line,
 			strlen(f->line) > 200 ? "..." : "");
 		for (size_t k = 0; k < f->nvalues; k++) {
 			char b[160];

@@ -506,6 +506,7 @@ static struct explain_finding *finding(struct explain_result *r, const struct si
 	snprintf(f->cause, sizeof f->cause, "%s", s->cause);
 	snprintf(f->fix, sizeof f->fix, "%s", s->fix);
 	f->count = 1;
+	f->rank = -1;
 	f->first_line = line;
 	f->last_line = line;
 	*fresh = true;
@@ -993,6 +994,7 @@ struct scan {
 	bool pending;
 	struct memo memo[MAX_MEMO];  /* values notes left, newest per name */
 	size_t nmemo;
+	uint64_t root_cause_line;     /* the line of torchrun's "Root Cause (first observed failure)"; 0 none */
 	char *clean;          /* the line being matched, cleaned (MAX_LINE + 1; made at first use) */
 	hs_scratch_t *hs;     /* the scanner's scratch; NULL: every line is tried */
 	hs_scratch_t *hs_line; /* another, for a cleaned line while a region is scanned */
@@ -1092,6 +1094,40 @@ static int set_sig(unsigned id, unsigned long long from, unsigned long long to, 
 	return 0;
 }
 
+/* what follows from another rank's failure, by its signature: a collective's timeout */
+static bool consequence_id(const char *id)
+{
+	return strcmp(id, "nccl-watchdog-timeout") == 0 || strcmp(id, "nccl-timeout") == 0;
+}
+
+static void add_rank(struct explain_finding *f, int rank)
+{
+	if (rank >= 256)
+		f->ranks_over = true;
+	else if (rank >= 0)
+		f->ranks[rank / 64] |= UINT64_C(1) << (rank % 64);
+}
+
+/*
+ * torchrun's summary of a failed run names the rank that failed first:
+ * "Root Cause (first observed failure):", then, a few lines on, "rank : 3
+ * (local_rank: 3)". The first such block's rank is kept.
+ */
+static void torchrun_root(struct scan *sc, const struct sig *s, const struct explain_value *v, size_t nv,
+			  uint64_t lineno)
+{
+	if (strcmp(s->id, "torchrun-root-cause") == 0) {
+		sc->root_cause_line = lineno;
+		return;
+	}
+	if (strcmp(s->id, "torchrun-failed-rank") != 0 || !sc->root_cause_line || lineno - sc->root_cause_line > 8 ||
+	    sc->r->torchrun_rank >= 0)
+		return;
+	for (size_t k = 0; k < nv; k++)
+		if (v[k].is_num && strcmp(v[k].name, "failed_rank") == 0 && v[k].num >= 0 && v[k].num < INT_MAX)
+			sc->r->torchrun_rank = (int)v[k].num;
+}
+
 static void match_line(struct scan *sc, const struct cand *c, const char *raw, uint64_t lineno)
 {
 	const struct explain_db *db = sc->db;
@@ -1132,6 +1168,7 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 		size_t nv = regex_values(s, clean, v, EXPLAIN_MAX_VALUES);
 		for (size_t k = 0; k < nv; k++)
 			memo_put(sc, &v[k], lineno);
+		torchrun_root(sc, s, v, nv, lineno);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct sig *s = &db->sigs[list[i]];
@@ -1153,6 +1190,15 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 		struct explain_finding *f = finding(r, s, key, lineno, clean, (size_t)(at - clean), &fresh);
 		if (!f)
 			break;
+		/* the ranks it came from, and the first of them: by the lines' times where they compare */
+		struct explain_origin o;
+		explain_origin(clean, &o);
+		add_rank(f, o.rank);
+		if (fresh || (o.time_kind != EXPLAIN_TIME_NONE && o.time_kind == f->time_kind && o.time < f->time)) {
+			f->rank = o.rank;
+			f->time_kind = o.time_kind;
+			f->time = o.time;
+		}
 		if (!fresh) {
 			/* another wording of the failure, later on, may carry the numbers the
 			 * first line lacked (the kernel's line after nvidia-smi's) */
@@ -1315,6 +1361,7 @@ static bool scan_start(struct scan *sc, const struct explain_db *db, struct expl
 	memset(sc, 0, sizeof *sc);
 	sc->db = db;
 	sc->r = r;
+	r->torchrun_rank = -1;
 	return !db || !db->hs ||
 	       (hs.alloc_scratch(db->hs, &sc->hs) == HS_SUCCESS && hs.clone_scratch(sc->hs, &sc->hs_line) == HS_SUCCESS);
 }
@@ -1331,7 +1378,7 @@ static void scan_end(struct scan *sc)
 /* a finding that another rank's failure brings about: a collective's timeout, a peer that went away */
 static bool consequence(const struct explain_finding *f)
 {
-	if (strcmp(f->id, "nccl-watchdog-timeout") == 0 || strcmp(f->id, "nccl-timeout") == 0)
+	if (consequence_id(f->id))
 		return true;
 	return strstr(f->id, "nccl") && (strstr(f->line, "remote") || strstr(f->line, "Remote"));
 }
@@ -1354,11 +1401,26 @@ static void pick_root(const struct explain_db *db, struct explain_result *r)
 			r->root = i;
 			return;
 		}
-	for (size_t i = 0; i < r->n; i++)
-		if (!consequence(&r->findings[i])) {
+	size_t first = r->n;
+	for (size_t i = 0; i < r->n && first == r->n; i++)
+		if (!consequence(&r->findings[i]))
+			first = i;
+	if (first == r->n)
+		return;
+	r->root = first;
+	/* torchrun's word for which rank failed first */
+	for (size_t i = first; r->torchrun_rank >= 0 && i < r->n; i++)
+		if (!consequence(&r->findings[i]) && r->findings[i].rank == r->torchrun_rank) {
 			r->root = i;
 			return;
 		}
+	/* else the earliest by the lines' own times, where they compare with the first's */
+	const struct explain_finding *f0 = &r->findings[first];
+	for (size_t i = first + 1; f0->time_kind != EXPLAIN_TIME_NONE && i < r->n; i++) {
+		const struct explain_finding *f = &r->findings[i];
+		if (!consequence(f) && f->time_kind == f0->time_kind && f->time < r->findings[r->root].time)
+			r->root = i;
+	}
 }
 
 static int scan_buf(const struct explain_db *db, const char *buf, size_t len, struct explain_result *r, bool fast)

@@ -22,6 +22,27 @@
 
 struct explain_db;
 
+/*
+ * Where a log line came from, read off its start (explain-origin.c): the
+ * rank whose output it is (torch's "[rank3]:", torchrun's "[default3]:",
+ * srun -l's "3: ", OpenMPI's "[1,3]<stderr>:", else a "[Rank 3]" in its
+ * text; -1: not said) and the time it carries, behind any Kubernetes,
+ * journald, syslog or host prefix. Times compare only within one kind.
+ */
+enum explain_time_kind {
+	EXPLAIN_TIME_NONE,
+	EXPLAIN_TIME_CIVIL,   /* a date and a time: seconds since 1970 (ISO 8601, Python logging, dmesg -T) */
+	EXPLAIN_TIME_GLOG,    /* glog's and c10's month, day and time, no year */
+	EXPLAIN_TIME_SYSLOG,  /* syslog's and journald's month, day and time, no year */
+	EXPLAIN_TIME_BOOT,    /* the kernel's seconds since boot */
+};
+struct explain_origin {
+	int rank;
+	enum explain_time_kind time_kind;
+	double time;          /* seconds, on its kind's clock */
+};
+void explain_origin(const char *line, struct explain_origin *o);
+
 #define EXPLAIN_MAX_VALUES 12
 
 struct explain_value {
@@ -43,6 +64,11 @@ struct explain_finding {
 	struct explain_value values[EXPLAIN_MAX_VALUES];
 	char cause[600];
 	char fix[600];
+	int rank;                 /* the rank its first line came from (explain_origin); -1 not said */
+	uint64_t ranks[4];        /* every rank 0-255 its lines came from: bit r of ranks[r / 64] */
+	bool ranks_over;          /* ... and one above 255 */
+	enum explain_time_kind time_kind; /* the time its first line carries */
+	double time;
 };
 
 struct explain_result {
@@ -53,9 +79,13 @@ struct explain_result {
 	 * Xid (one whose table entry needs a reset: the GPU's fault explains
 	 * the rest); else the first finding that is not a consequence of
 	 * another rank's failure (an NCCL timeout, NCCL's word that a remote
-	 * peer went away); else the first.
+	 * peer went away): the one from the rank torchrun's "Root Cause (first
+	 * observed failure)" names, else the earliest by the times the lines
+	 * carry (when the first such finding's line has one; times of one kind
+	 * only), else the first in the file; else the first.
 	 */
 	size_t root;
+	int torchrun_rank;            /* the rank torchrun's Root Cause block names; -1 none */
 	uint64_t lines;               /* lines read */
 	uint64_t bytes;
 	bool binary;                  /* NUL bytes seen */
@@ -113,8 +143,13 @@ void explain_value_text(const struct explain_value *v, char *buf, size_t len);
 char *explain_summary_text(const struct explain_result *r, const char *how, size_t max);
 struct json_t;
 struct json_t *explain_summary_json(const struct explain_result *r, size_t max);
+/* the ranks f came from as a list ("0,2,4-7"; "" none said), and as the text and summaries say it after the
+ * title (" (rank 3)", " (ranks 0-7; first rank 3)", "" none said) */
+void explain_ranks_text(const struct explain_finding *f, char *buf, size_t len);
+void explain_ranks_said(const struct explain_finding *f, char *buf, size_t len);
 /* What an out-of-memory finding needed on one GPU, MiB: what PyTorch held plus what it asked for; 0 unknown */
 double explain_need_mib(const struct explain_finding *f);
+
 
 /* Remove ANSI escape sequences and CRs from s[len] into out (outlen >= len + 1). */
 size_t explain_clean_line(const char *s, size_t len, char *out);

@@ -108,8 +108,9 @@ def pick(vals, *keys):
     return {k: vals[k] for k in keys}
 
 
-def F(id, count, values=None):
-    return {"id": id, "count": count, "values": values or {}}
+def F(id, count, values=None, **more):
+    """a finding as expected; more: root (True for the root cause), rank (its first), ranks (all)"""
+    return {"id": id, "count": count, "values": values or {}, **more}
 
 
 CUDA_TAIL = B("""
@@ -356,9 +357,10 @@ Root Cause (first observed failure):
 ============================================================
 """)
 # one finding per GPU an OOM names: four ranks on four GPUs are four findings (issue 36)
+# torchrun's summary names rank 0 as the first to fail: its OOM, the second in the file, is the root cause
 case("oom-multirank-ddp", lines, [F("pytorch-oom", 1, pick(
     vals, "requested_mib", "total_mib", "free_mib", "allocated_mib", "reserved_unallocated_mib",
-    "other_processes_mib", "verdict")) for _ in range(4)])
+    "other_processes_mib", "verdict"), rank=r, root=r == 0) for r in (2, 0, 3, 1)])
 
 # ==========================================================================
 # 08  two other processes whose SUM exceeds the request (each alone does not);
@@ -1965,6 +1967,82 @@ $ torchrun --nproc_per_node=2 train_torch.py
 [rank0]: step 200 loss 1.873 | peak memory 61.2 GiB of 79.1 GiB, no retries
 [rank0]: done in 412 s
 """), [])
+
+
+# ==========================================================================
+# 68  kubectl logs of four pods, one after the other: rank 2's device-side assert comes first in the
+#     file, rank 5's illegal memory access three seconds earlier in time (its pod's logs come later);
+#     the others' watchdog timeouts follow from it (issue 36, item 3)
+# ==========================================================================
+def k8s(t, rank, text):
+    return f"2024-09-02T14:{t}Z stderr F [rank{rank}]: {text}"
+
+
+lines = [
+    "$ for p in $(kubectl get pods -l job=llm-sft -o name); do kubectl logs --timestamps $p; done",
+    k8s("01:02.114820311", 2, "step 400 loss 1.9321 lr 2.0e-05"),
+    k8s("03:19.402311590", 2, "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [311,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed."),
+    k8s("03:19.418802117", 2, "Traceback (most recent call last):"),
+    k8s("03:19.418830261", 2, '  File "/app/sft.py", line 301, in <module>'),
+    k8s("03:19.418844700", 2, "RuntimeError: CUDA error: device-side assert triggered"),
+    k8s("13:19.551202316", 0, "[E902 14:13:19.551101223 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8811, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600023 milliseconds before timing out."),
+    k8s("01:02.120043870", 0, "step 400 loss 1.9318 lr 2.0e-05"),
+    k8s("13:19.552781904", 1, "[E902 14:13:19.552688102 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8811, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600024 milliseconds before timing out."),
+    k8s("01:02.117719032", 5, "step 400 loss 1.9330 lr 2.0e-05"),
+    k8s("03:16.207733518", 5, "Traceback (most recent call last):"),
+    k8s("03:16.207761249", 5, '  File "/app/sft.py", line 288, in <module>'),
+    k8s("03:16.207773105", 5, "    loss.backward()"),
+    k8s("03:16.207802871", 5, "RuntimeError: CUDA error: an illegal memory access was encountered"),
+    k8s("03:16.207811302", 5, "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect."),
+    k8s("03:16.207815590", 5, "For debugging consider passing CUDA_LAUNCH_BLOCKING=1."),
+]
+case("multirank-k8s-earliest-in-time-not-in-file", lines, [
+    F("device-side-assert", 2, rank=2, ranks=[2]),
+    F("nccl-watchdog-timeout", 2, rank=0, ranks=[0, 1]),
+    F("illegal-memory-access", 1, rank=5, ranks=[5], root=True),
+])
+
+# ==========================================================================
+# 69  srun -l prefixes; rank 1's NCCL error comes first in the file, but torchrun's summary names rank 3
+#     as the first observed failure: its device-side assert is the root cause
+# ==========================================================================
+lines = B("""
+0: [2024-10-11 08:14:02,118] torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default
+0: step 1200 | loss 2.0411 | 9821 tok/s
+1: Traceback (most recent call last):
+1:   File "/home/ml/train.py", line 140, in <module>
+1:     dist.all_reduce(grad)
+1: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5
+1: ncclUnhandledCudaError: Call to CUDA function failed.
+3: ../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.
+3: Traceback (most recent call last):
+3:   File "/home/ml/train.py", line 131, in <module>
+3:     loss = criterion(logits, labels)
+3: RuntimeError: CUDA error: device-side assert triggered
+0: E1011 08:14:31.220000 139912 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) local_rank: 1 (pid: 40122) of binary: /usr/bin/python3
+0: torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+0: ============================================================
+0: train.py FAILED
+0: ------------------------------------------------------------
+0: Failures:
+0: [1]:
+0:   time      : 2024-10-11_08:14:31
+0:   host      : gpu-a100-07
+0:   rank      : 1 (local_rank: 1)
+0:   exitcode  : 1 (pid: 40122)
+0: ------------------------------------------------------------
+0: Root Cause (first observed failure):
+0: [0]:
+0:   time      : 2024-10-11_08:14:29
+0:   host      : gpu-a100-07
+0:   rank      : 3 (local_rank: 3)
+0:   exitcode  : 1 (pid: 40124)
+0: ============================================================
+""")
+case("torchrun-root-cause-names-the-rank", lines, [
+    F("nccl-error", 2, rank=1, ranks=[1]),
+    F("device-side-assert", 2, rank=3, ranks=[3], root=True),
+])
 
 
 # --------------------------------------------------------------------------

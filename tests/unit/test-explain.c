@@ -616,6 +616,54 @@ static void test_bad_signature_files(void **state)
 	assert_int_equal(explain_db_load(&bad, "/nonexistent-sigs", err, sizeof err), GC_EIO);
 }
 
+/* where a line came from: the rank tags and times of the launchers and loggers, behind any prefix */
+static void test_origin(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *line;
+		int rank;
+		enum explain_time_kind kind;
+		double time; /* seconds on its kind's clock; ignored for NONE */
+	} t[] = {
+		{"[rank3]: RuntimeError: CUDA error: device-side assert triggered", 3, EXPLAIN_TIME_NONE, 0},
+		{"[rank2]:[E424 01:17:25.031978332 ProcessGroupNCCL.cpp:1515] [PG 0 Rank 2] Watchdog", 2, EXPLAIN_TIME_GLOG,
+		 (3 * 31 + 23) * 86400.0 + 1 * 3600 + 17 * 60 + 25.031978332},
+		{"[default5]:torch.OutOfMemoryError: CUDA out of memory.", 5, EXPLAIN_TIME_NONE, 0},
+		{"12: RuntimeError: NCCL error", 12, EXPLAIN_TIME_NONE, 0},
+		{"[1,6]<stderr>:RuntimeError: CUDA error", 6, EXPLAIN_TIME_NONE, 0},
+		{"2024-09-02T14:03:16.25Z stderr F [rank5]: RuntimeError: CUDA error", 5, EXPLAIN_TIME_CIVIL,
+		 1725285796.25},
+		{"2024-09-02T16:03:16+02:00 [rank5]: x", 5, EXPLAIN_TIME_CIVIL, 1725285796},
+		{"[2024-06-14 11:02:49,301] [INFO] [train.py:61:main] rank=0", -1, EXPLAIN_TIME_CIVIL, 1718362969.301},
+		{"2022-10-25 21:52:08.138224: W external/org_tensorflow/tensorflow/tsl/framework/bfc_allocator.cc", -1,
+		 EXPLAIN_TIME_CIVIL, 1666734728.138224},
+		{"May  1 01:17:25 gpu-node-1 python[4242]: [rank7]: RuntimeError", 7, EXPLAIN_TIME_SYSLOG,
+		 (4 * 31 + 0) * 86400.0 + 1 * 3600 + 17 * 60 + 25},
+		{"Sep 12 10:00:01 node kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1", -1, EXPLAIN_TIME_SYSLOG,
+		 (8 * 31 + 11) * 86400.0 + 10 * 3600 + 1},
+		{"[74785.660366] NVRM: Xid (PCI:0000:3b:00): 79", -1, EXPLAIN_TIME_BOOT, 74785.660366},
+		{"[Wed May  1 01:17:25 2024] NVRM: Xid", -1, EXPLAIN_TIME_CIVIL, 1714526245},
+		{"worker-1: [rank9]: torch.OutOfMemoryError", 9, EXPLAIN_TIME_NONE, 0},
+		{"[E ProcessGroupNCCL.cpp:737] [Rank 3] Watchdog caught collective operation timeout", 3, EXPLAIN_TIME_NONE, 0},
+		{"RuntimeError: CUDA error: an illegal memory access was encountered", -1, EXPLAIN_TIME_NONE, 0},
+		/* not tags: a clock without a date, a bracket that holds more than a time, a rank in a word */
+		{"12:30 lunch", -1, EXPLAIN_TIME_NONE, 0},
+		{"[2024-06-14 11:02:49 and more] x", -1, EXPLAIN_TIME_NONE, 0},
+		{"see the [rankings]: list", -1, EXPLAIN_TIME_NONE, 0},
+		{"FrankRank 4] no", -1, EXPLAIN_TIME_NONE, 0},
+		{"", -1, EXPLAIN_TIME_NONE, 0},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		struct explain_origin o;
+		explain_origin(t[i].line, &o);
+		if (o.rank != t[i].rank || o.time_kind != t[i].kind ||
+		    (t[i].kind != EXPLAIN_TIME_NONE && fabs(o.time - t[i].time) > 1e-3))
+			fail_msg("'%s': rank %d, time kind %d, time %.6f; expected %d, %d, %.6f", t[i].line, o.rank,
+				 (int)o.time_kind, o.time, t[i].rank, (int)t[i].kind, t[i].time);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -634,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_escapes_in_a_long_line),
 		cmocka_unit_test(test_match_key),
 		cmocka_unit_test(test_bad_signature_files),
+		cmocka_unit_test(test_origin),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
 }
