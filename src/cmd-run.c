@@ -45,7 +45,8 @@ static void usage(FILE *f)
 		"      --hang-timeout=DUR stop a job whose GPUs show no progress for this long\n"
 		"      --no-explain       do not keep the job's last output to explain a failure\n"
 		"      --retry-on=CLASSES retry a failure of these classes (oom-fragmentation, oom-other-process,\n"
-		"                         oom-too-big, nccl-timeout, xid, gpu-lost), at most --max-restarts times\n"
+		"                         oom-transient, oom-too-big, nccl-timeout, xid, gpu-lost), at most\n"
+		"                         --max-restarts times\n"
 		"      --bigger           an oom-too-big retry moves to GPUs with the memory it needed\n"
 
 		"\n"

@@ -90,7 +90,7 @@ static void hs_load(void)
 #define SIZE_BUG_RATIO 100.0  /* a request this many times the memory there is: a wrong size */
 
 /* cudaver: CUDA's integer version (11040) as "11.4"; bytes: a byte count kept in MiB */
-enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST, VT_CUDAVER, VT_BYTES };
+enum vtype { VT_INT, VT_NUM, VT_STR, VT_LIST, VT_CUDAVER, VT_BYTES, VT_SIZE };
 
 struct sig_value {
 	char name[32];
@@ -252,7 +252,7 @@ static int load_sig(struct explain_db *db, json_t *o, const char *file, char *er
 		const char *t = json_string_value(json_array_get(spec, 1));
 		v->type = !t ? VT_STR : !strcmp(t, "int") ? VT_INT : !strcmp(t, "num") ? VT_NUM
 			: !strcmp(t, "list") ? VT_LIST : !strcmp(t, "cudaver") ? VT_CUDAVER
-			: !strcmp(t, "bytes") ? VT_BYTES : VT_STR;
+			: !strcmp(t, "bytes") ? VT_BYTES : !strcmp(t, "size") ? VT_SIZE : VT_STR;
 		if (json_is_array(g)) {
 			for (size_t k = 0; k < json_array_size(g) && k < 4; k++)
 				v->groups[v->ngroups++] = (int)json_integer_value(json_array_get(g, k));
@@ -557,12 +557,14 @@ static double size_mib(const char *p, const char **end)
 		return -1;
 	while (*e == ' ')
 		e++;
-	double mul = !strncmp(e, "GiB", 3) ? 1024 : !strncmp(e, "MiB", 3) ? 1 : !strncmp(e, "KiB", 3) ? 1.0 / 1024
-		: !strncmp(e, "TiB", 3) ? 1048576 : !strncmp(e, "bytes", 5) ? 1.0 / 1048576 : -1;
+	/* GB, MB and KB as the frameworks that print them mean them (Paddle's 1.000000GB is 2^30 bytes) */
+	double mul = !strncmp(e, "GiB", 3) || !strncmp(e, "GB", 2) ? 1024 : !strncmp(e, "MiB", 3) || !strncmp(e, "MB", 2) ? 1
+		: !strncmp(e, "KiB", 3) || !strncmp(e, "KB", 2) ? 1.0 / 1024 : !strncmp(e, "TiB", 3) ? 1048576
+		: !strncmp(e, "bytes", 5) ? 1.0 / 1048576 : -1;
 	if (mul < 0)
 		return -1;
 	if (end)
-		*end = e + 3;
+		*end = e + (e[1] == 'i' ? 3 : e[0] == 'b' ? 5 : 2);
 	return v * mul;
 }
 
@@ -684,6 +686,17 @@ static void analyze_oom(struct explain_finding *f, const char *s)
 		snprintf(impossible, sizeof impossible, "%.0f MiB free on a GPU of %.0f MiB", freem, total);
 	if (impossible[0])
 		put_str(f, "numbers", "impossible");
+	/* torch.cuda.set_per_process_memory_fraction: "... in use. 18.00 GiB allowed; Of the allocated memory" */
+	double allowed = size_before(s, "allowed;");
+	if (allowed >= 0)
+		put_num(f, "allowed_mib", allowed);
+	/*
+	 * The GPU had room: its free memory (measured when PyTorch wrote the message, after it had
+	 * emptied its cache and tried again) holds the allocator's block for the request (2 MiB
+	 * below 1 MiB, 20 MiB below 10 MiB, else the request rounded up to 2 MiB) with headroom.
+	 */
+	double block = req < 1 ? 2 : req < 10 ? 20 : ceil(req / 2) * 2;
+	bool had_room = req >= 0 && freem >= 0 && freem >= block + fmax(64, total > 0 ? total / 100 : 0);
 	const char *verdict;
 	if (req >= 0 && total > 0 && req >= SIZE_BUG_RATIO * total) {
 		verdict = "size-bug";
@@ -696,6 +709,27 @@ static void analyze_oom(struct explain_finding *f, const char *s)
 			 "print the shapes going into the operation in the traceback's last frames and find the "
 			 "dimension that is far too large (a flatten before pooling, a product of dimensions, a "
 			 "negative size read as unsigned); the batch size is not the problem");
+	} else if (allowed >= 0 && mine >= 0 && req >= 0 && mine + req > allowed) {
+		verdict = "too-big";
+		snprintf(f->cause, sizeof f->cause,
+			 "this process may use only %.0f MiB of GPU %d (torch.cuda.set_per_process_memory_fraction) and "
+			 "holds %.0f MiB: %.0f MiB more does not fit, though the GPU has %.0f MiB free",
+			 allowed, gpu, mine, req, freem > 0 ? freem : 0);
+		snprintf(f->fix, sizeof f->fix,
+			 "raise the fraction given to torch.cuda.set_per_process_memory_fraction (or remove the call), or "
+			 "need less: a smaller batch, gradient checkpointing, bf16");
+	} else if (had_room) {
+		verdict = "transient";
+		snprintf(f->cause, sizeof f->cause,
+			 "GPU %d had %.0f MiB free when PyTorch reported the failure, more than the %.0f MiB it asked "
+			 "for: the memory was taken at the moment of the allocation and given back before the report, "
+			 "by another process on the GPU (a second job, another rank or a data loader put on the same "
+			 "GPU) or by a limit on this process (an MPS or MIG slice)",
+			 gpu, freem, req);
+		snprintf(f->fix, sizeof f->fix,
+			 "give the job a GPU of its own (gpuctl run leases one; gpuctl ls shows who else is on it), "
+			 "check that each rank uses its own device (torch.cuda.set_device(LOCAL_RANK)); "
+			 "--retry-on oom-transient runs it again on other GPUs");
 	} else if (req >= 0 && others >= req && !(inferred && unalloc >= req)) {
 		verdict = "other-process";
 		snprintf(f->cause, sizeof f->cause,
@@ -956,6 +990,23 @@ static size_t regex_values(const struct sig *s, const char *line, struct explain
 			x->is_num = true;
 			x->num = num / 1048576;
 			break;
+		case VT_SIZE: {
+			/* "1.21GiB", "33762398024 bytes", "8,589,934,592 bytes", Paddle's "1.000000GB" */
+			char plain[96];
+			size_t k = 0;
+			for (const char *p = buf; *p && k + 1 < sizeof plain; p++)
+				if (*p != ',')
+					plain[k++] = *p;
+			plain[k] = '\0';
+			double mib = size_mib(plain, NULL);
+			if (mib < 0) {
+				n--;
+				break;
+			}
+			x->is_num = true;
+			x->num = mib;
+			break;
+		}
 		case VT_CUDAVER: {
 			long cv = (long)num;
 			if (num < 1000 || num > 1e6) {

@@ -94,7 +94,7 @@ struct explain_result {
 /*
  * A finding's failure class, the name a retry policy and a metric use:
  * "oom-" and the verdict for an out-of-memory finding that has one
- * (oom-fragmentation, oom-other-process, oom-too-big, oom-size-bug,
+ * (oom-fragmentation, oom-other-process, oom-transient, oom-too-big, oom-size-bug,
  * oom-host-memory), nccl-timeout (NCCL's watchdog), gpu-lost (fallen off
  * the bus), else the signature's id (xid, nccl-system-error, ...).
  */

@@ -222,8 +222,8 @@ int job_option(struct job_opts *o, int c, const char *arg, char *err, size_t err
 	case 'Z': o->bigger = true; return GC_OK;
 	case 'Y': {
 		/* each a class a retry can fix: a typo would never retry */
-		static const char *const known[] = {"oom-fragmentation", "oom-other-process", "oom-too-big",
-						    "nccl-timeout", "xid", "gpu-lost"};
+		static const char *const known[] = {"oom-fragmentation", "oom-other-process", "oom-transient",
+						    "oom-too-big", "nccl-timeout", "xid", "gpu-lost"};
 		bool ok = *arg != '\0';
 		for (const char *p = arg; ok && *p;) {
 			size_t k = strcspn(p, ",");

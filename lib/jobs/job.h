@@ -185,7 +185,7 @@ struct job_opts {
 	{"bigger", no_argument, NULL, 'Z'}
 
 /* the classes --retry-on takes, comma-separated in the message of a bad one */
-#define JOB_RETRY_CLASSES "oom-fragmentation, oom-other-process, oom-too-big, nccl-timeout, xid, gpu-lost"
+#define JOB_RETRY_CLASSES "oom-fragmentation, oom-other-process, oom-transient, oom-too-big, nccl-timeout, xid, gpu-lost"
 /* Is class (explain_class's) in the --retry-on list? */
 bool job_retry_listed(const struct job_opts *o, const char *cls);
 

@@ -2045,6 +2045,59 @@ case("torchrun-root-cause-names-the-rank", lines, [
 ])
 
 
+# ==========================================================================
+# 70  the GPU had room when PyTorch reported: 2.35 GiB free against a 20 MiB request (the fragmentation
+#     verdict would have been wrong: the allocator would have taken a new block); issue 36, item 5
+# ==========================================================================
+case("oom-transient-free-more-than-request", B("""
+[2025-03-02 10:14:07,551] [INFO] [engine.py:1204:_configure] world_size=2, two ranks put on GPU 0 by a missing set_device
+[2025-03-02 10:14:07,552] [INFO] [engine.py:1210:_configure] micro_batch=8 grad_accum=4
+step 120 | loss 2.3315 | 5310 tok/s
+step 140 | loss 2.2902 | 5296 tok/s
+Traceback (most recent call last):
+  File "/srv/train/sft.py", line 211, in <module>
+    out = model(**batch)
+  File "/usr/local/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1739, in _wrapped_call_impl
+    return self._call_impl(*args, **kwargs)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 2.35 GiB is free. Including non-PyTorch memory, this process has 38.79 GiB memory in use. Process 51120 has 38.01 GiB memory in use. Of the allocated memory 33.50 GiB is allocated by PyTorch, and 4.80 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+"""), [F("pytorch-oom", 1, {"requested_mib": 20, "free_mib": 2406.4, "other_processes_mib": 38922.24,
+                           "verdict": "transient"})])
+
+# ==========================================================================
+# 71  PyTorch 2.0's message with a memory fraction set: "18.00 GiB allowed;" is the limit it hit, though
+#     the GPU has 5.6 GiB free
+# ==========================================================================
+case("oom-allowed-fraction", B("""
+>>> import torch
+>>> torch.cuda.set_per_process_memory_fraction(0.75, 0)
+>>> x = [torch.empty(1 << 30, dtype=torch.uint8, device="cuda") for _ in range(17)]
+>>> y = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; 17.00 GiB already allocated; 5.61 GiB free; 17.73 GiB allowed; 17.00 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF
+>>> torch.__version__
+'2.0.1+cu118'
+>>> exit()
+"""), [F("pytorch-oom", 1, {"requested_mib": 2048, "allowed_mib": 18155.52, "free_mib": 5744.64,
+                           "verdict": "too-big"})])
+
+# ==========================================================================
+# 72  JAX's XLA out of memory carries its size (human form, with newer JAX's payload)
+# ==========================================================================
+case("xla-oom-size", B("""
+I0000 00:00:1718000000.112233  40412 service.cc:145] XLA service 0x55d1 initialized for platform CUDA
+I0000 00:00:1718000000.112301  40412 service.cc:153]   StreamExecutor device (0): NVIDIA A100-SXM4-40GB, Compute Capability 8.0
+2024-06-10 06:13:21.880412: W external/xla/xla/tsl/framework/bfc_allocator.cc:482] Allocator (GPU_0_bfc) ran out of memory trying to allocate 46.86GiB (rounded to 50315395072)requested by op
+2024-06-10 06:13:21.880611: E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:3085] Execution of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 46.86GiB. [executable_name='jit_train_step'] [tf-allocator-allocation-error='']
+Traceback (most recent call last):
+  File "/home/u/jaxrun/train.py", line 88, in <module>
+    state, metrics = train_step(state, batch)
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 46.86GiB. [executable_name='jit_train_step'] [tf-allocator-allocation-error='']
+--------------------
+For simplicity, JAX has removed its internal frames from the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to include these.
+"""), [F("cuda-error-oom", 2, {"requested_mib": 47984.64})])
+
+
 # --------------------------------------------------------------------------
 # writing and self-check
 # --------------------------------------------------------------------------
@@ -2052,7 +2105,8 @@ case("torchrun-root-cause-names-the-rank", lines, [
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CHECK = [
     ("pytorch-oom", r"CUDA out of memory\. Tried to allocate"),
-    ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory"),
+    ("cuda-error-oom", r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|"
+                       r"Out of memory while trying to allocate"),
     ("tf-oom", r"OOM when allocating tensor"),
     ("tf-cuda-libs-missing", r"Could not load dynamic library '(lib)?cu(?!pti)"),
     ("nvml-driver-mismatch", r"[Dd]river/library version mismatch|NVRM: API mismatch"),
