@@ -299,7 +299,7 @@ static const struct opt options[] = {
 	     "faults that take a GPU out of service until 'gpuctl quarantine clear': xid,ecc,remap,lost (default: "
 	     "all), or off"),
 	CALL("quarantine-xids", "LIST", set_quarantine_xids,
-	     "the Xids that quarantine: reset (default: those that need a GPU reset, 48,61,62,64,74,79,95,119,154), "
+	     "the Xids that quarantine: reset (default: those that need a GPU reset, 46,48,62,64,74,79,95,109,110,119,120,136,140,143,154,155,156,158,168,171,172), "
 	     "all, or numbers (48,79)"),
 	CALL("enforce", "MODE", set_enforce,
 	     "a process on a GPU another user leased: off (default), warn (log and count it), kill (SIGTERM, SIGKILL "

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char HEALTH_DEFAULT_XIDS[] = "48,61,62,64,74,79,95,119,154";
+const char HEALTH_DEFAULT_XIDS[] = "46,48,62,64,74,79,95,109,110,119,120,136,140,143,154,155,156,158,168,171,172";
 
 struct gpu_state {
 	char uuid[LEASE_UUID_MAX];

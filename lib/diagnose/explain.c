@@ -128,7 +128,7 @@ struct sig {
 struct xid_entry {
 	int code;
 	char meaning[200];
-	char reset[200];
+	char reset[320];
 };
 
 struct explain_db {
@@ -309,10 +309,21 @@ static int load_file(struct explain_db *db, const char *path, char *err, size_t 
 			break;
 		}
 		db->xid = p;
+		/* {"meaning", "reset", ...}: what it means and whether the GPU needs a reset */
+		const char *meaning = json_string_value(json_object_get(e, "meaning"));
+		const char *reset = json_string_value(json_object_get(e, "reset"));
+		char *end;
+		long c = strtol(code, &end, 10);
+		if (!meaning || !reset || !*code || *end || c < 0 || c > INT_MAX) {
+			errbuf_set(err, errlen, "%s: Xid '%.16s': a row is {\"meaning\": TEXT, \"reset\": TEXT, ...} under "
+				   "its code", path, code);
+			rc = GC_EINVAL;
+			break;
+		}
 		struct xid_entry *x = &db->xid[db->nxid++];
-		x->code = atoi(code);
-		snprintf(x->meaning, sizeof x->meaning, "%s", json_string_value(json_array_get(e, 0)) ?: "");
-		snprintf(x->reset, sizeof x->reset, "%s", json_string_value(json_array_get(e, 1)) ?: "");
+		x->code = (int)c;
+		snprintf(x->meaning, sizeof x->meaning, "%s", meaning);
+		snprintf(x->reset, sizeof x->reset, "%s", reset);
 	}
 	json_decref(root);
 	return rc;
@@ -809,12 +820,16 @@ static void analyze_xid(const struct explain_db *db, struct explain_result *r, c
 	const struct xid_entry *x = code >= 0 && code <= INT_MAX ? xid_entry(db, (int)code) : NULL;
 	snprintf(f->title, sizeof f->title, "the NVIDIA driver reported Xid %ld on GPU %s", code, pci);
 	if (x) {
-		put_str(f, "reset", x->reset);
+		/* the word (yes, no, depends, unknown); the text after it is in the fix */
+		char word[16];
+		snprintf(word, sizeof word, "%.*s", (int)strcspn(x->reset, ":,; "), x->reset);
+		put_str(f, "reset", word);
 		snprintf(f->cause, sizeof f->cause, "%s", x->meaning);
 		snprintf(f->fix, sizeof f->fix, "reset needed: %s", x->reset);
 	} else {
-		snprintf(f->cause, sizeof f->cause, "Xid %ld is not in gpuctl's table", code);
-		snprintf(f->fix, sizeof f->fix, "look it up in NVIDIA's Xid errors documentation");
+		snprintf(f->cause, sizeof f->cause, "Xid %ld is not in NVIDIA's Xid catalog as gpuctl has it (newer than "
+			 "this gpuctl, or not an Xid)", code);
+		snprintf(f->fix, sizeof f->fix, "look it up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors)");
 	}
 }
 
@@ -1434,14 +1449,14 @@ static bool consequence(const struct explain_finding *f)
 	return strstr(f->id, "nccl") && (strstr(f->line, "remote") || strstr(f->line, "Remote"));
 }
 
-/* an Xid whose table entry needs a reset: the GPU's own fault */
+/* an Xid whose table entry needs a reset, or may (NVLink's, by the status it carries): the GPU's own fault */
 static bool hardware_xid(const struct explain_db *db, const struct explain_finding *f)
 {
 	if (strcmp(f->id, "xid") != 0)
 		return false;
 	const struct explain_value *v = value_of(f, "code");
 	const struct xid_entry *x = v && v->is_num && v->num >= 0 && v->num <= INT_MAX ? xid_entry(db, (int)v->num) : NULL;
-	return x && strncmp(x->reset, "yes", 3) == 0;
+	return x && (strncmp(x->reset, "yes", 3) == 0 || strncmp(x->reset, "depends", 7) == 0);
 }
 
 static void pick_root(const struct explain_db *db, struct explain_result *r)

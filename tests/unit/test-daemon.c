@@ -309,7 +309,7 @@ static void test_health_default_xids_match_catalogue(void **state)
 	const char *code;
 	json_t *e;
 	json_object_foreach(json_object_get(root, "xid"), code, e) {
-		bool needs = strncmp(json_string_value(json_array_get(e, 1)), "yes", 3) == 0;
+		bool needs = strncmp(json_string_value(json_object_get(e, "reset")), "yes", 3) == 0;
 		bool listed = false;
 		for (size_t k = 0; k < o.nxids; k++)
 			listed |= o.xids[k] == strtoull(code, NULL, 10);
