@@ -1194,37 +1194,13 @@ static void torchrun_root(struct scan *sc, const struct sig *s, const struct exp
 			sc->r->torchrun_rank = (int)v[k].num;
 }
 
-static void match_line(struct scan *sc, const struct cand *c, const char *raw, uint64_t lineno)
+/* the signatures list[n] tried on one piece of a line (clean, NUL-terminated), as match_line says */
+static void match_piece(struct scan *sc, const uint16_t *list, size_t n, const char *clean, uint64_t lineno,
+			const struct explain_origin *o)
 {
 	const struct explain_db *db = sc->db;
 	struct explain_result *r = sc->r;
-	size_t len = c->end - c->start;
-	if (len > MAX_LINE)
-		len = MAX_LINE;
-	/* on the heap, not a static TLS buffer: 64 KiB of .tbss is zeroed, page by
-	 * page, at the start of every process and thread that links this file */
-	if (!sc->clean && !(sc->clean = malloc(MAX_LINE + 1)))
-		return; /* out of memory: this line goes unmatched */
-	char *clean = sc->clean;
-	size_t clen = explain_clean_line(raw, len, clean);
 	const char *at;
-	/* the signatures to try, in file order: those whose trigger the scanner
-	 * found; in a line with escapes, those it finds once they are gone;
-	 * without the scanner, all */
-	uint64_t sigs[SIG_WORDS];
-	memcpy(sigs, c->sigs, sizeof sigs);
-	if (!sc->hs)
-		memset(sigs, 0xff, sizeof sigs);
-	else if (c->esc && hs.scan(db->hs, clean, (unsigned)clen, 0, sc->hs_line, set_sig, sigs) != HS_SUCCESS)
-		memset(sigs, 0xff, sizeof sigs);
-	uint16_t list[MAX_SIGS];
-	size_t n = 0;
-	for (size_t w = 0; w < SIG_WORDS; w++)
-		for (uint64_t b = sigs[w]; b; b &= b - 1) {
-			size_t i = w * 64 + (size_t)__builtin_ctzll(b);
-			if (i < db->n)
-				list[n++] = (uint16_t)i;
-		}
 	/* notes first, so a finding on the same line can take what they leave */
 	for (size_t i = 0; i < n; i++) {
 		const struct sig *s = &db->sigs[list[i]];
@@ -1257,13 +1233,11 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 		if (!f)
 			break;
 		/* the ranks it came from, and the first of them: by the lines' times where they compare */
-		struct explain_origin o;
-		explain_origin(clean, &o);
-		add_rank(f, o.rank);
-		if (fresh || (o.time_kind != EXPLAIN_TIME_NONE && o.time_kind == f->time_kind && o.time < f->time)) {
-			f->rank = o.rank;
-			f->time_kind = o.time_kind;
-			f->time = o.time;
+		add_rank(f, o->rank);
+		if (fresh || (o->time_kind != EXPLAIN_TIME_NONE && o->time_kind == f->time_kind && o->time < f->time)) {
+			f->rank = o->rank;
+			f->time_kind = o->time_kind;
+			f->time = o->time;
 		}
 		if (!fresh) {
 			/* another wording of the failure, later on, may carry the numbers the
@@ -1282,6 +1256,56 @@ static void match_line(struct scan *sc, const struct cand *c, const char *raw, u
 		fill_in(f, f->cause, sizeof f->cause);
 		fill_in(f, f->fix, sizeof f->fix);
 		break;
+	}
+}
+
+static void match_line(struct scan *sc, const struct cand *c, const char *raw, uint64_t lineno)
+{
+	const struct explain_db *db = sc->db;
+	size_t len = c->end - c->start;
+	if (len > MAX_LINE)
+		len = MAX_LINE;
+	/* on the heap, not a static TLS buffer: 64 KiB of .tbss is zeroed, page by
+	 * page, at the start of every process and thread that links this file */
+	if (!sc->clean && !(sc->clean = malloc(MAX_LINE + 1)))
+		return; /* out of memory: this line goes unmatched */
+	char *clean = sc->clean;
+	size_t clen = explain_clean_line(raw, len, clean);
+	/* the signatures to try, in file order: those whose trigger the scanner
+	 * found; in a line with escapes, those it finds once they are gone;
+	 * without the scanner, all */
+	uint64_t sigs[SIG_WORDS];
+	memcpy(sigs, c->sigs, sizeof sigs);
+	if (!sc->hs)
+		memset(sigs, 0xff, sizeof sigs);
+	else if (c->esc && hs.scan(db->hs, clean, (unsigned)clen, 0, sc->hs_line, set_sig, sigs) != HS_SUCCESS)
+		memset(sigs, 0xff, sizeof sigs);
+	uint16_t list[MAX_SIGS];
+	size_t n = 0;
+	for (size_t w = 0; w < SIG_WORDS; w++)
+		for (uint64_t b = sigs[w]; b; b &= b - 1) {
+			size_t i = w * 64 + (size_t)__builtin_ctzll(b);
+			if (i < db->n)
+				list[n++] = (uint16_t)i;
+		}
+	/* where the line came from (its rank and time), read off its start */
+	struct explain_origin o;
+	explain_origin(clean, &o);
+	/*
+	 * A JSON log's record can hold a whole traceback in one line, its newlines
+	 * escaped ("\n"): each piece between them is matched as a line of its own
+	 * (the line's number and origin are the record's), so a second failure in
+	 * the record is not lost behind the first.
+	 */
+	for (char *piece = clean;;) {
+		char *nl = strstr(piece, "\\n");
+		if (nl)
+			*nl = '\0';
+		match_piece(sc, list, n, piece, lineno, &o);
+		if (!nl)
+			break;
+		*nl = '\\';
+		piece = nl + 2;
 	}
 }
 

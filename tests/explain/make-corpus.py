@@ -2098,6 +2098,29 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """), [F("cuda-error-oom", 2, {"requested_mib": 47984.64})])
 
 
+# ==========================================================================
+# 73  a JSON log (one record a line): a record's message holds a whole traceback with its newlines
+#     escaped, and in it two failures: the illegal memory access, then NCCL's unhandled cuda error
+#     it caused; each is found, the first is the root cause
+# ==========================================================================
+lines = [
+    '{"ts":"2025-05-20T08:01:10.114Z","level":"info","logger":"trainer","msg":"step 3100 loss=1.873 lr=3.0e-05"}',
+    '{"ts":"2025-05-20T08:01:12.880Z","level":"info","logger":"trainer","msg":"step 3120 loss=1.869 lr=3.0e-05"}',
+    '{"ts":"2025-05-20T08:01:15.402Z","level":"info","logger":"trainer","msg":"step 3140 loss=1.870 lr=3.0e-05"}',
+    '{"ts":"2025-05-20T08:01:16.031Z","level":"warning","logger":"torch.distributed","msg":"TORCH_NCCL_ASYNC_ERROR_HANDLING is set"}',
+    '{"ts":"2025-05-20T08:01:17.552Z","level":"error","logger":"trainer","msg":"step failed","exc_info":"Traceback (most recent call last):\\n  File \\"/opt/app/train.py\\", line 402, in train_step\\n    loss.backward()\\n  File \\"/usr/local/lib/python3.11/site-packages/torch/_tensor.py\\", line 581, in backward\\n    torch.autograd.backward(\\nRuntimeError: CUDA error: an illegal memory access was encountered\\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\\n\\nDuring handling of the above exception, another exception occurred:\\n\\nTraceback (most recent call last):\\n  File \\"/opt/app/train.py\\", line 410, in train_step\\n    dist.barrier()\\ntorch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\\nncclUnhandledCudaError: Call to CUDA function failed."}',
+    '{"ts":"2025-05-20T08:01:17.601Z","level":"info","logger":"trainer","msg":"saving emergency checkpoint skipped: CUDA context is unusable"}',
+    '{"ts":"2025-05-20T08:01:17.933Z","level":"error","logger":"launcher","msg":"worker 0 exited with code 1"}',
+    '{"ts":"2025-05-20T08:01:18.002Z","level":"info","logger":"launcher","msg":"stopping the other workers"}',
+    '{"ts":"2025-05-20T08:01:19.420Z","level":"info","logger":"launcher","msg":"all workers stopped"}',
+    '{"ts":"2025-05-20T08:01:19.421Z","level":"error","logger":"launcher","msg":"job failed"}',
+]
+case("json-log-two-failures-in-one-record", lines, [
+    F("illegal-memory-access", 1, root=True),
+    F("nccl-error", 1),
+])
+
+
 # --------------------------------------------------------------------------
 # writing and self-check
 # --------------------------------------------------------------------------
@@ -2150,19 +2173,24 @@ XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:]+)\): (\d+),")
 def rough_findings(text):
     """Independent of the hand-written expectations: ids, codes and counts by plain regex."""
     order, counts = [], {}
-    for raw in re.split(r"\r\n|\n", text):
-        line = ANSI.sub("", raw)
-        mx = XID.search(line)
-        hits = [("xid", int(mx.group(2)), mx.group(1))] if mx else [id for id, rx in CHECK if re.search(rx, line)][:1]
-        mg = re.search(r"GPU (\d+)", line)
-        if hits == ["pytorch-oom"] and mg:
-            hits = [("pytorch-oom", int(mg.group(1)))]  # one finding per GPU
-        # (a line is one finding: the first signature, in file order, that matches it)
-        for h in hits:
-            if h not in counts:
-                order.append(h)
-                counts[h] = 0
-            counts[h] += 1
+    for whole in re.split(r"\r\n|\n", text):
+        seen = set()
+        # (a JSON record's escaped newlines end a piece, matched as a line; the record counts once)
+        for raw in whole.split("\\n"):
+            line = ANSI.sub("", raw)
+            mx = XID.search(line)
+            hits = [("xid", int(mx.group(2)), mx.group(1))] if mx else [id for id, rx in CHECK if re.search(rx, line)][:1]
+            mg = re.search(r"GPU (\d+)", line)
+            if hits == ["pytorch-oom"] and mg:
+                hits = [("pytorch-oom", int(mg.group(1)))]  # one finding per GPU
+            # (a piece is one finding: the first signature, in file order, that matches it)
+            for h in hits:
+                if h not in counts:
+                    order.append(h)
+                    counts[h] = 0
+                if h not in seen:
+                    counts[h] += 1
+                    seen.add(h)
     # (the expectations name an Xid by its code, an OOM by its id: its GPU only keeps them apart)
     return [((h[0], h[1]) if h[0] == "xid" else h[0] if isinstance(h, tuple) else h, counts[h]) for h in order]
 
