@@ -254,7 +254,7 @@ static const struct opt emit_options[] = {
 	 .cb = set_emit, .flags = OPT_VALUE},
 	{OPT_FLAG, "any", .help = "resources.any_of: SkyPilot picks among the plans (default: ordered, cheapest first)",
 	 AT(so.any)},
-	{OPT_FLAG, "launch", .help = "gpuctl launch (torchrun, one process per GPU) instead of gpuctl run", AT(so.launch)},
+	{OPT_FLAG, "launch", .help = "gpuctl launch (torchrun, one process per GPU) whatever the command", AT(so.launch)},
 	{OPT_STRING, "checkpoint-bucket", "URL", "mount the bucket at --checkpoint-dir and keep the checkpoints there",
 	 AT(so.bucket)},
 	{OPT_STRING, "checkpoint-dir", "DIR", "the checkpoints' directory on the VM (default /gpuctl-ckpt)",

@@ -552,6 +552,12 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 	    (rc = check_filter("--clouds", r->clouds, &res->cat, false, err, errlen)) != GC_OK ||
 	    (rc = check_filter("--regions", r->regions, &res->cat, true, err, errlen)) != GC_OK)
 		return rc;
+	bool peft = r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
+	if (peft && r->tp > 1 && memmodel_framework_of(&r->model, &r->job) == MEMMODEL_FW_HF) {
+		errbuf_set(err, errlen, "advise: --tp %u: PEFT's LoRA and QLoRA under Hugging Face's Trainer have no tensor "
+					"parallelism; add --framework megatron, or leave --tp out (data parallel, ZeRO/FSDP)", r->tp);
+		return GC_EINVAL;
+	}
 	char why[400];
 	if (advise_rank(r, res->gpus, res->ngpus, &res->cat, &res->plans, &res->np, &res->need, &res->skipped, why,
 			sizeof why)) {

@@ -112,8 +112,11 @@ static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, uns
 	double usable = g->mem * (1 - r->headroom);
 	bool train = is_training(r);
 	bool cnn = r->model.kind == MEMMODEL_CNN;
+	/* PEFT's LoRA and QLoRA under Hugging Face's Trainer have no tensor parallelism: data-parallel plans only */
+	bool peft = r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
+	bool no_tp = cnn || (peft && memmodel_framework_of(&r->model, &r->job) == MEMMODEL_FW_HF);
 	for (unsigned tp = 1; tp <= per_node && tp <= gpus; tp *= 2) {
-		if (per_node % tp || gpus % tp || (cnn && tp > 1))
+		if (per_node % tp || gpus % tp || (no_tp && tp > 1))
 			continue;
 		if (r->tp && tp != r->tp)
 			continue;

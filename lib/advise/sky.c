@@ -53,14 +53,56 @@ static char *quoted(const char *s)
  * preemption, so no local restart). Each word of the command and the
  * directory as one shell word (shquote). NULL when memory ran out.
  */
-static char *run_line(const struct advise_result *res, const struct advise_sky_opts *o, const char *dir, bool multi)
+/* the word's last path component */
+static const char *base(const char *s)
+{
+	const char *b = strrchr(s, '/');
+	return b ? b + 1 : s;
+}
+
+/* "python", "python3", "python3.11" */
+static bool is_python(const char *s)
+{
+	const char *b = base(s);
+	return strncmp(b, "python", 6) == 0 && strspn(b + 6, "0123456789.") == strlen(b + 6);
+}
+
+/*
+ * How a single node's plan runs its command. A training plan of several GPUs
+ * pays for all of them, so it runs one process per GPU: `python SCRIPT ...`
+ * becomes torchrun's SCRIPT under gpuctl launch; a command that starts its own
+ * processes (torchrun, accelerate, deepspeed) runs under gpuctl run with every
+ * GPU visible; anything else under gpuctl run, said in a comment. --launch
+ * asks for gpuctl launch whatever the command.
+ */
+enum how { HOW_RUN, HOW_LAUNCH, HOW_LAUNCH_SCRIPT, HOW_RUN_OWN_LAUNCHER };
+
+static enum how how_to_run(const struct advise_result *res, const struct advise_sky_opts *o, bool several)
+{
+	int task = res->req.job.task;
+	bool train = task == MEMMODEL_TRAIN || task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
+	if (o->launch)
+		return HOW_LAUNCH;
+	if (!train || !several || o->ncmd == 0)
+		return HOW_RUN;
+	const char *c0 = base(o->cmd[0]);
+	if (!strcmp(c0, "torchrun") || !strcmp(c0, "accelerate") || !strcmp(c0, "deepspeed"))
+		return HOW_RUN_OWN_LAUNCHER;
+	if (is_python(o->cmd[0]) && o->ncmd > 1 && o->cmd[1][0] != '-')
+		return HOW_LAUNCH_SCRIPT;
+	return HOW_RUN;
+}
+
+static char *run_line(const struct advise_result *res, const struct advise_sky_opts *o, const char *dir, bool multi,
+		      enum how how)
 {
 	char *b = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&b, &n);
 	if (!f)
 		return NULL;
-	fputs(multi ? "gpuctl launch --sky-step" : o->launch ? "gpuctl launch" : "gpuctl run", f);
+	bool launch = how == HOW_LAUNCH || how == HOW_LAUNCH_SCRIPT;
+	fputs(multi ? "gpuctl launch --sky-step" : launch ? "gpuctl launch" : "gpuctl run", f);
 	fputs(" -n \"$SKYPILOT_NUM_GPUS_PER_NODE\"", f);
 	fputs(multi ? (res->req.spot ? " --spot" : "") : res->req.spot ? " --spot --restart on-preempt" : " --restart on-failure",
 	      f);
@@ -70,7 +112,7 @@ static char *run_line(const struct advise_result *res, const struct advise_sky_o
 	else
 		fputs(o->bucket ? "/gpuctl-ckpt" : "\"$HOME/gpuctl-ckpt\"", f);
 	fputs(" --", f);
-	for (size_t i = 0; i < o->ncmd; i++) {
+	for (size_t i = how == HOW_LAUNCH_SCRIPT && !multi ? 1 : 0; i < o->ncmd; i++) {
 		fputc(' ', f);
 		shquote(f, o->cmd[i]);
 	}
@@ -151,7 +193,11 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 	if (tname && namelen)
 		snprintf(tname, namelen, "%s", name);
 	const char *dir = o->ckpt_dir ? o->ckpt_dir : o->bucket ? "/gpuctl-ckpt" : NULL;
-	char *run = run_line(res, o, dir, nodes > 1);
+	bool several = false;
+	for (size_t i = 0; i < show; i++)
+		several |= res->plans[i].nodes == nodes && res->plans[i].row->count > 1;
+	enum how how = how_to_run(res, o, several);
+	char *run = run_line(res, o, dir, nodes > 1, how);
 	char install_fail[] = "echo 'gpuctl is not installed on this VM: gpuctl advise --setup COMMAND gives the line "
 			      "that installs it (docs/cloud.md)' >&2; exit 1";
 	char *setup = NULL;
@@ -187,12 +233,15 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 			   "# address (SKYPILOT_NODE_IPS) on port 29500; the command is torchrun's script.\n", nodes);
 	if (!o->bucket)
 		fprintf(f, "# No --checkpoint-bucket: checkpoints stay on the VM's disk and are lost with it.\n");
-	bool several = false;
-	for (size_t i = 0; i < show; i++)
-		several |= res->plans[i].nodes == nodes && res->plans[i].row->count > 1;
 	int task = res->req.job.task;
 	bool train = task == MEMMODEL_TRAIN || task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
-	if (several && train && nodes == 1 && !o->launch)
+	if (nodes == 1 && how == HOW_LAUNCH_SCRIPT)
+		fprintf(f, "# Plans of several GPUs, paid for together: the script runs under torchrun (gpuctl launch),\n"
+			   "# one process per GPU.\n");
+	else if (nodes == 1 && how == HOW_RUN_OWN_LAUNCHER)
+		fprintf(f, "# Plans of several GPUs: %s starts one process per GPU itself; gpuctl run gives it them all\n"
+			   "# (CUDA_VISIBLE_DEVICES; SKYPILOT_NUM_GPUS_PER_NODE for its --nproc_per_node).\n", base(o->cmd[0]));
+	else if (several && train && nodes == 1 && how == HOW_RUN)
 		fprintf(f, "# Plans of several GPUs: the command gets them all (CUDA_VISIBLE_DEVICES), and a program\n"
 			   "# that uses one GPU leaves the rest idle; --launch runs it under torchrun, one process per GPU.\n");
 	fprintf(f, "name: %s\n", qname);

@@ -163,8 +163,9 @@ def main():
         check("run line: exit %d: %s" % (r.returncode, r.stderr), r.returncode == 0)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")
-        expect = [b"run", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir", b"/gpuctl-ckpt",
-                  b"--"] + [a.encode() for a in weird]
+        # plans of several GPUs, paid for together: `python SCRIPT` runs as torchrun's SCRIPT, one process a GPU
+        expect = [b"launch", b"-n", b"8", b"--spot", b"--restart", b"on-preempt", b"--checkpoint-dir", b"/gpuctl-ckpt",
+                  b"--"] + [a.encode() for a in weird[1:]]
         check("run line gave gpuctl %r, expected %r" % (argv, expect), argv == expect)
         check("a command substitution in an argument ran", not os.path.exists(os.path.join(tmp, "pwned")))
         # setup: nothing to do when gpuctl is there; the --setup line when it is not; a clear failure otherwise
@@ -197,12 +198,24 @@ def main():
         check("on-demand task: %r" % doc3,
               doc3["resources"]["use_spot"] is False and "file_mounts" not in doc3 and
               "lost with it" in p.stdout)
-        # training plans of several GPUs without --launch: a note that the command gets them all
+        # training plans of several GPUs: python's script under torchrun (said); a launcher of its own under
+        # gpuctl run (said); any other command under gpuctl run, with a note that it gets them all
         check("the several-GPU note on inference", "--launch runs it under torchrun" not in p.stdout)
         several = any(int(it["accelerators"].split(":")[1]) > 1 for it in doc["resources"]["ordered"])
-        check("no several-GPU note for %s" % [it["accelerators"] for it in doc["resources"]["ordered"]],
-              several and "--launch runs it under torchrun" in emit_spot_text)
+        check("no torchrun note for %s" % [it["accelerators"] for it in doc["resources"]["ordered"]],
+              several and "the script runs under torchrun (gpuctl launch)" in emit_spot_text)
         check("the several-GPU note with --launch", "--launch runs it under torchrun" not in emit2_text)
+        for cmd, word, note in ((["./train.sh", "--epochs", "3"], b"run", "--launch runs it under torchrun"),
+                                (["torchrun", "--nproc_per_node", "8", "t.py"], b"run",
+                                 "torchrun starts one process per GPU itself"),
+                                (["/usr/bin/python3.11", "t.py"], b"launch", "the script runs under torchrun")):
+            q = advise(gpuctl, base + ["--emit", "skypilot", "--", *cmd])
+            r = run_bash(load(q.stdout)["run"], fake, tmp)
+            with open(os.path.join(tmp, "argv"), "rb") as f:
+                got = f.read().split(b"\0")
+            tail = [a.encode() for a in (cmd[1:] if word == b"launch" else cmd)]
+            check("%s: run line %r, note %r" % (cmd, got, note),
+                  got[0] == word and got[got.index(b"--") + 1:] == tail and note in q.stdout)
         r = run_bash(doc3["run"], fake, tmp)
         with open(os.path.join(tmp, "argv"), "rb") as f:
             argv = f.read().split(b"\0")

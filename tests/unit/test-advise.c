@@ -185,6 +185,35 @@ static void test_zero3_needs_fabric(void **state)
 	catalog_free(&c);
 }
 
+/* QLoRA under Hugging Face (PEFT, the Trainer) is data-parallel: no plan splits the model with TP (issue 37) */
+static void test_peft_under_hf_never_tp(void **state)
+{
+	(void)state;
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+			"g2,A100-80GB,2,340,8.3,r1\ng4,A100-80GB,4,680,16.6,r1\ng8,A100-80GB,8,1360,33.2,r1\n";
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
+	for (int fw = MEMMODEL_FW_AUTO; fw <= MEMMODEL_FW_MEGATRON; fw++) {
+		advise_req r = request("llama-2-70b", MEMMODEL_QLORA);
+		r.job.framework = fw;
+		advise_plan *p = NULL;
+		size_t n = 0, tp2 = 0;
+		advise_need need;
+		advise_skipped sk;
+		assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+		assert_true(n > 0);
+		for (size_t i = 0; i < n; i++)
+			tp2 += p[i].tp > 1;
+		if (fw == MEMMODEL_FW_MEGATRON)
+			assert_true(tp2 > 0); /* Megatron's own PEFT splits the model where that is cheaper */
+		else
+			assert_int_equal(tp2, 0);
+		free(p);
+	}
+	catalog_free(&c);
+}
+
 /*
  * The fewest nodes that fit are not always the cheapest: a 70B pretraining on
  * A100-40GB fits 5 nodes only with full recomputation (8·N FLOPs per token);
@@ -420,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_offload_per_node),
 		cmocka_unit_test(test_zero3_needs_fabric),
 		cmocka_unit_test(test_more_nodes_when_cheaper),
+		cmocka_unit_test(test_peft_under_hf_never_tp),
 		cmocka_unit_test(test_fabrics_file),
 		cmocka_unit_test(test_specs_errors),
 		cmocka_unit_test(test_nvml_names),
