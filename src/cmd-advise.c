@@ -446,15 +446,62 @@ static void print_header(const struct advise_result *res)
 	/* the ranked price comes first: $/HOUR and its TOTAL always describe the same price */
 	char prices[2048];
 	advise_prices_text(res, prices, sizeof prices);
-	printf("prices: %s; ranked by %s\n", prices,
-	       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
-		      : "TOTAL, the job at on-demand prices");
+	if (res->own)
+		printf("prices: none (--gpu: your own GPUs)\n");
+	else
+		printf("prices: %s; ranked by %s\n", prices,
+		       r.spot ? "SPOT TOTAL, the job at spot prices (instances without one left out)"
+			      : "TOTAL, the job at on-demand prices");
 	for (size_t i = 0; i < res->nsrc; i++)
 		if (res->src[i].live && res->src[i].age_h > ADVISE_CATALOG_OLD_H)
 			printf("warning: SkyPilot's %s catalog is %.0f days old: its prices may be stale (SkyPilot "
 			       "fetches a new one when it runs, e.g. sky check)\n", res->src[i].cloud,
 			       res->src[i].age_h / 24);
 	printf("\n");
+}
+
+/* --gpu: whether it fits on your GPUs, with the plan, its memory and time; else what it would take */
+static void print_own(const struct advise_result *res)
+{
+	const advise_req r = res->req;
+	bool train = r.job.task == MEMMODEL_TRAIN || r.job.task == MEMMODEL_LORA || r.job.task == MEMMODEL_QLORA;
+	printf("on your %ux %s (%.0f GB each, one node): %s\n", res->own_count, res->own->name, res->own->mem / GB,
+	       res->np ? "fits" : "does not fit");
+	if (res->np) {
+		const advise_plan *p = &res->plans[0];
+		char planb[64], memb[32], tb[32], work[160];
+		plan_text(p, train, planb, sizeof planb);
+		fmt_gb(memb, sizeof memb, p->mem.total);
+		advise_fmt_hours(tb, sizeof tb, p->hours);
+		work_text(&r, res->tokens_given, work, sizeof work);
+		printf("  plan %s on %u GPU%s: %s of %.0f GB per GPU; %s for %s\n", planb, p->gpus, p->gpus == 1 ? "" : "s",
+		       memb, p->gpu->mem / GB, tb, work);
+		if (p->offload) {
+			char h[32];
+			fmt_gb(h, sizeof h, p->host_need);
+			printf("  with CPU offload: %s of host memory\n", h);
+		}
+		printf("\n");
+		breakdown("its memory", &p->mem, p->gpus);
+		return;
+	}
+	const advise_need need = res->need;
+	if (!need.gpu) {
+		printf("  no number of %s holds it, even 4096 at a time\n", res->own->name);
+		return;
+	}
+	char t[32], hn[96] = "";
+	fmt_gb(t, sizeof t, need.mem.total);
+	if (need.offload) {
+		char h[32];
+		fmt_gb(h, sizeof h, need.host_need);
+		snprintf(hn, sizeof hn, " and %s of host memory (CPU offload)", h);
+	}
+	printf("  it takes %u x %s with tp%u, ZeRO stage %d, recompute %s: %s per GPU%s\n", need.gpus, need.gpu->name,
+	       need.tp, need.zero, memmodel_recompute_name(need.recompute), t, hn);
+	if (need.gpus <= res->own_count && need.offload && res->plans == NULL)
+		printf("  (with CPU offload: --host-memory GIB tells advise how much the node has)\n");
+	printf("  (gpuctl advise without --gpu ranks the clouds' setups that hold it)\n");
 }
 
 /* the plans, cheapest first, and the cheapest one's memory */
@@ -648,11 +695,14 @@ static int advise_cli(const struct cli_global *g, int argc, char **argv, bool sk
 		free(out);
 	} else {
 		print_header(&res);
-		if (res.np)
+		if (res.own)
+			print_own(&res);
+		else if (res.np)
 			print_plans(&res);
 		else
 			print_none(&res);
-		print_skipped(res.skipped);
+		if (!res.own)
+			print_skipped(res.skipped);
 		if (hj)
 			printf("%s\n", json_string_value(json_object_get(hj, "text")));
 	}

@@ -15,6 +15,7 @@
 #include "gpuctl/gpuctl.h"
 #include "util/units.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -64,6 +65,9 @@ const struct advise_optdesc advise_options[] = {
 	{"catalog-dir", "DIR", "SkyPilot's catalogs, read when there (default ~/.sky/catalogs/v8)"},
 	{"framework", "F", "whose memory behaviour: auto (default), hf, megatron or vllm"},
 	{"loss", "L", "the training loss: auto (default), full, chunked or classifier"},
+	{"gpu", "NAME[:COUNT]", "your own GPUs, no catalog: does it fit on COUNT (default 1) of NAME on one node "
+				 "(gpuctl gpus lists the names), with what plan, how long"},
+	{"host-memory", "GIB", "with --gpu: the node's host memory, for CPU offload plans (default: unknown, none)"},
 	{"here", NULL, "this machine too: free now, its wait in gpuctld's queue, or what it lacks"},
 	{"here-price", "USD", "with --here: this machine's $ per GPU-hour"},
 	{NULL, NULL, NULL},
@@ -249,7 +253,31 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		}
 	} else if (!strcmp(name, "top"))
 		rc = units_parse_count(opt, arg, &in->top, err, errlen);
-	else if (!strcmp(name, "here"))
+	else if (!strcmp(name, "gpu")) {
+		const char *colon = strchr(arg, ':');
+		size_t nl = colon ? (size_t)(colon - arg) : strlen(arg);
+		char *end = NULL;
+		errno = 0;
+		unsigned long k = colon ? strtoul(colon + 1, &end, 10) : 1;
+		if (!nl || nl > 31 || (colon && (!isdigit((unsigned char)colon[1]) || *end || errno || k < 1 || k > 4096))) {
+			errbuf_set(err, errlen, "invalid --gpu '%.64s' (expected NAME[:COUNT], a GPU of gpuctl gpus and 1 to "
+						"4096 of them on one node, such as rtx4090 or a100-80gb:8)", arg);
+			rc = GC_EINVAL;
+		} else {
+			snprintf(in->gpu, sizeof in->gpu, "%.*s", (int)nl, arg);
+			in->gpu_count = (unsigned)k;
+		}
+	} else if (!strcmp(name, "host-memory")) {
+		char *end;
+		errno = 0;
+		double v = strtod(arg, &end);
+		if (end == arg || *end || errno || !(v > 0) || v > 1e6) {
+			errbuf_set(err, errlen, "invalid --host-memory '%.64s' (expected GiB of host memory, e.g. 512)", arg);
+			rc = GC_EINVAL;
+		} else {
+			in->host_gib = v;
+		}
+	} else if (!strcmp(name, "here"))
 		in->here = true;
 	else if (!strcmp(name, "here-price")) {
 		char *end;
@@ -457,6 +485,34 @@ static int defaults(const struct advise_input *in, advise_req *r, char *err, siz
 }
 
 /* the GPU table, the fabrics, and the catalogs (--catalog, else the bundled aws, gcp and azure) */
+/*
+ * --gpu NAME[:COUNT]: the GPUs you have, one node of them, as the only row
+ * of the catalog (no price: the plans cost nothing, and are ranked by time).
+ */
+static int own_gpus(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen)
+{
+	const spec_gpu *g = specs_gpu_named(res->gpus, res->ngpus, in->gpu);
+	if (!g) {
+		char names[1200] = "";
+		for (size_t i = 0; i < res->ngpus && strlen(names) + 40 < sizeof names; i++)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", res->gpus[i].name);
+		errbuf_set(err, errlen, "invalid --gpu '%.31s': not a GPU of gpuctl's table (gpuctl gpus): %s", in->gpu,
+			   names);
+		return GC_EINVAL;
+	}
+	char csv[256], host[32] = "";
+	if (in->host_gib > 0)
+		snprintf(host, sizeof host, "%.6g", in->host_gib);
+	int n = snprintf(csv, sizeof csv, "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+					   "your GPUs,%s,%u,%s,0,-\n", g->name, in->gpu_count, host);
+	int rc = catalog_load_buf(&res->cat, csv, (size_t)n, "--gpu", "yours", err, errlen);
+	if (rc != GC_OK)
+		return rc;
+	res->own = g;
+	res->own_count = in->gpu_count;
+	return GC_OK;
+}
+
 static int load_data(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
@@ -466,6 +522,8 @@ static int load_data(const struct advise_input *in, struct advise_result *res, c
 	if (rc != GC_OK)
 		return data_rc(rc);
 	res->req.fabrics = res->fabrics;
+	if (in->gpu[0])
+		return own_gpus(in, res, err, errlen);
 	if (in->ncat == 0) {
 		/* SkyPilot's own catalogs where it keeps them, else the shipped snapshot, cloud by cloud */
 		static const char *const clouds[] = {"aws", "gcp", "azure"};
@@ -552,6 +610,16 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 	    (rc = check_filter("--clouds", r->clouds, &res->cat, false, err, errlen)) != GC_OK ||
 	    (rc = check_filter("--regions", r->regions, &res->cat, true, err, errlen)) != GC_OK)
 		return rc;
+	if (in->host_gib > 0 && !in->gpu[0]) {
+		errbuf_set(err, errlen, "advise: --host-memory goes with --gpu (a catalog gives each instance's own)");
+		return GC_EINVAL;
+	}
+	if (in->gpu[0] && (in->ncat || in->catalog_dir || r->clouds || r->regions || r->spot || r->budget > 0 ||
+			   in->here)) {
+		errbuf_set(err, errlen, "advise: --gpu asks about your own GPUs: --catalog, --catalog-dir, --clouds, --regions, "
+					"--spot, --budget and --here are about renting (give one or the other)");
+		return GC_EINVAL;
+	}
 	bool peft = r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
 	if (peft && r->tp > 1 && memmodel_framework_of(&r->model, &r->job) == MEMMODEL_FW_HF) {
 		errbuf_set(err, errlen, "advise: --tp %u: PEFT's LoRA and QLoRA under Hugging Face's Trainer have no tensor "
@@ -559,8 +627,10 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 		return GC_EINVAL;
 	}
 	char why[400];
-	if (advise_rank(r, res->gpus, res->ngpus, &res->cat, &res->plans, &res->np, &res->need, &res->skipped, why,
-			sizeof why)) {
+	if (res->own)
+		r->max_gpus = res->own_count; /* that one node: what does not fit on it does not fit */
+	if (advise_rank(r, res->own ? res->own : res->gpus, res->own ? 1 : res->ngpus, &res->cat, &res->plans, &res->np,
+			&res->need, &res->skipped, why, sizeof why)) {
 		errbuf_set(err, errlen, "advise: %s", why);
 		return GC_EINVAL;
 	}
@@ -739,6 +809,11 @@ char *advise_result_json(const struct advise_result *res, const json_t *here)
 						      cs->live ? json_real(units_round(cs->age_h, 10)) : json_null()));
 	}
 	json_object_set_new(root, "catalogs", cats ? cats : json_null());
+	/* --gpu: your own GPUs, the one row; "fits": whether a plan on them holds the workload */
+	json_object_set_new(root, "own_gpus", res->own ? json_pack("{s:s, s:i, s:f, s:b}", "gpu", res->own->name, "count",
+								    (int)res->own_count, "memory_each", res->own->mem,
+								    "fits", res->np > 0)
+						       : json_null());
 	/* which plan field the order follows, and what "tokens" counts */
 	json_object_set_new(root, "ranked_by", json_string(r->spot ? "spot_cost" : "cost"));
 	json_object_set_new(root, "work_unit",

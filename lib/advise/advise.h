@@ -132,6 +132,9 @@ struct advise_input {
 	size_t ncat;
 	const char *catalog_dir;    /* --catalog-dir: SkyPilot's catalogs (CLOUD/vms.csv); NULL: ~/.sky/catalogs/v8 */
 	long top;                   /* plans shown (10) */
+	char gpu[32];               /* --gpu NAME: your own GPUs instead of the catalogs; "" none */
+	unsigned gpu_count;         /* --gpu's COUNT, on one node */
+	double host_gib;            /* --host-memory: that node's, GiB; 0 unknown */
 	bool here;                  /* --here: this machine beside the rentals (here.h, here_answer) */
 	double here_price;          /* --here-price: its $ per GPU-hour; < 0: none */
 };
@@ -164,6 +167,8 @@ struct advise_result {
 	advise_skipped skipped;
 	struct advise_catsrc src[3]; /* without --catalog: aws, gcp, azure, each live or the snapshot */
 	size_t nsrc;
+	const spec_gpu *own;        /* --gpu: the GPU named (in gpus), its count in own_count; NULL: the catalogs */
+	unsigned own_count;
 };
 
 /* The options of `gpuctl advise` but --help, --json and --emit's: the one table of them, which the

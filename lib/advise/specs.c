@@ -304,6 +304,39 @@ const memmodel_model *specs_model_shape_for(const memmodel_model *m, size_t n, d
 	return best;
 }
 
+/* letters and digits only, in lower case: "RTX-4090", "rtx 4090" and "rtx4090" are one name */
+static void alnum(char *dst, size_t len, const char *s)
+{
+	size_t o = 0;
+	for (; *s && o + 1 < len; s++)
+		if (isalnum((unsigned char)*s))
+			dst[o++] = (char)tolower((unsigned char)*s);
+	dst[o] = '\0';
+}
+
+const spec_gpu *specs_gpu_named(const spec_gpu *g, size_t n, const char *name)
+{
+	char want[64], have[64];
+	alnum(want, sizeof want, name);
+	if (!want[0])
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		alnum(have, sizeof have, g[i].name);
+		if (strcmp(want, have) == 0)
+			return &g[i];
+		for (const char *p = g[i].acc; *p;) {
+			size_t k = strcspn(p, ";");
+			char one[64];
+			snprintf(one, sizeof one, "%.*s", (int)(k < 63 ? k : 63), p);
+			alnum(have, sizeof have, one);
+			if (strcmp(want, have) == 0)
+				return &g[i];
+			p += k + (p[k] == ';');
+		}
+	}
+	return NULL;
+}
+
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc)
 {
 	for (size_t i = 0; i < n; i++)

@@ -48,6 +48,9 @@ int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err
 
 /* the GPU a catalog's accelerator name ("A100-80GB") stands for, or NULL */
 const spec_gpu *specs_gpu_for(const spec_gpu *g, size_t n, const char *acc);
+/* the GPU a user names ("rtx4090", "A100-80GB", "h100 sxm"): its name or a catalog name, letters and digits
+ * compared without case; NULL when none */
+const spec_gpu *specs_gpu_named(const spec_gpu *g, size_t n, const char *name);
 /* the fabric of a catalog's instance type (case-insensitive; any cloud), or NULL */
 const spec_fabric *specs_fabric_for(const spec_fabric *f, size_t n, const char *instance);
 /*

@@ -635,6 +635,19 @@ class Library(unittest.TestCase):
         with self.assertRaises(gpuctl.BadRequest) as e:
             gpuctl.advise(model="llama-3-8b", task="knit")
         self.assertIn("knit", str(e.exception))
+        # your own GPUs, no catalog (issue 37): the same answer as the command's, fits or not
+        for gpu, fits in (("h100:8", True), ("a100-80gb:2", False)):
+            cli_own = json.loads(subprocess.run([GPUCTL, "advise", "--json", "--model", "llama-3-70b", "--task",
+                                                 "train-full" if not fits else "lora", "--gpu", gpu],
+                                                capture_output=True, text=True, timeout=60).stdout)
+            py_own = gpuctl.advise(model="llama-3-70b", task="train-full" if not fits else "lora", gpu=gpu)
+            self.assertEqual(py_own, cli_own)
+            self.assertEqual(py_own["own_gpus"]["fits"], fits)
+            self.assertEqual(py_own["own_gpus"]["count"], int(gpu.split(":")[1]))
+            self.assertEqual(len(py_own["plans"]), 1 if fits else 0)
+        with self.assertRaises(gpuctl.BadRequest) as e:
+            gpuctl.advise(model="llama-3-8b", gpu="rtx9999")
+        self.assertIn("rtx9999", str(e.exception))
 
     def test_advise_here_is_advise_here_json(self):
         """--here on a context: the library's answer for this machine, the one gpuctl advise --here --json gives
