@@ -504,6 +504,36 @@ static void print_own(const struct advise_result *res)
 	printf("  (gpuctl advise without --gpu ranks the clouds' setups that hold it)\n");
 }
 
+/* a training plan's time: compute, and the communication it does not hide (advise_comm) */
+static void print_comm(const advise_plan *p)
+{
+	const advise_comm *c = &p->comm;
+	if (c->steps <= 0)
+		return;
+	if (c->dp_s <= 0 && c->tp_s <= 0) {
+		if (p->gpus > 1)
+			printf("  time: compute only; the %s between its GPUs go over %s%s, whose cost the default MFU holds "
+			       "(docs/advise.md)\n", p->tp > 1 ? "activations and gradients" : "gradients",
+			       p->gpu->interconnect, p->nodes > 1 && p->fabric ? " and the GPU network between nodes" : "");
+		return;
+	}
+	char ch[32], xh[32], net[200] = "", tpb[64] = "";
+	advise_fmt_hours(ch, sizeof ch, p->compute_h);
+	advise_fmt_hours(xh, sizeof xh, p->comm_h);
+	if (p->nodes > 1 && c->dp_inter_s > 0)
+		snprintf(net, sizeof net, " (%.1f s of it between the %u nodes over %.0f Gbps%s)", c->dp_inter_s, p->nodes,
+			 p->net_gbps, p->net_assumed ? ", assumed: data/fabrics.csv does not give their network" : "");
+	if (c->tp_s > 0)
+		snprintf(tpb, sizeof tpb, ", tensor parallelism %.1f s", c->tp_s);
+	printf("  time: %s of compute + %s of communication not hidden behind it; a step (%.0f of them, %.0f "
+	       "micro-batch%s each): compute %.1f s, gradients%s %.1f s%s%s; %.1f s not hidden\n", ch, xh, c->steps,
+	       c->accum, c->accum == 1 ? "" : "es", c->compute_s, p->zero == 3 ? " and parameters" : "", c->dp_s, net,
+	       tpb, c->exposed_s);
+	if (p->nodes > 1 && !p->fabric)
+		printf("  (no GPU network between the %u nodes, data/fabrics.csv: ZeRO-3 across them is not proposed)\n",
+		       p->nodes);
+}
+
 /* the plans, cheapest first, and the cheapest one's memory */
 static void print_plans(const struct advise_result *res)
 {
@@ -542,17 +572,7 @@ static void print_plans(const struct advise_result *res)
 		printf("  host memory for them: %s per node (x%.1f for buffers, as DeepSpeed estimates), of the "
 		       "instance's %s (%.0f GiB)\n", hn, ADVISE_HOST_BUFFER, hm, plans[0].row->mem_gib);
 	}
-	const advise_plan *cp = &plans[0];
-	if (cp->nodes > 1 && cp->fabric && cp->fabric->gbps > 0)
-		printf("  %u nodes over %s (%.0f Gbps per node): no network model, multi-node efficiency is "
-		       "assumed equal to one node's\n", cp->nodes, cp->fabric->fabric, cp->fabric->gbps);
-	else if (cp->nodes > 1 && cp->fabric)
-		printf("  %u nodes over %s: no network model, multi-node efficiency is assumed equal to one "
-		       "node's\n", cp->nodes, cp->fabric->fabric);
-	else if (cp->nodes > 1)
-		printf("  %u nodes with no GPU network between them (data/fabrics.csv): ZeRO-3 across them is "
-		       "not proposed; no network model, multi-node efficiency is assumed equal to one node's\n",
-		       cp->nodes);
+	print_comm(&plans[0]);
 }
 
 /* nothing fits: what the smallest feasible setup would need */

@@ -52,6 +52,8 @@ const struct advise_optdesc advise_options[] = {
 	{"lora-targets", "LIST", "all (default), attn, mlp, or q,k,v,o,gate,up,down"},
 	{"tokens", "N", "the work: training, generated or embedded tokens; images for CNNs (defaults per task)"},
 	{"output-len", "N", "generated tokens per request (default 256)"},
+	{"global-batch", "N", "training tokens per optimizer step (images for CNNs; default 1M): micro-batches of "
+			      "--batch accumulate to it, and gradients are reduced once a step"},
 	{"mfu", "F", "model FLOPs utilisation, 0.01 to 1 (defaults per task in docs/advise.md)"},
 	{"headroom", "PCT", "memory each GPU keeps free (default 10%)"},
 	{"spot", NULL, "rank by spot prices; instances without one are left out"},
@@ -216,6 +218,8 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		r->job.lora_targets = (unsigned)t;
 	} else if (!strcmp(name, "tokens"))
 		in->tokens = arg;
+	else if (!strcmp(name, "global-batch"))
+		in->global_batch = arg;
 	else if (!strcmp(name, "output-len"))
 		rc = parse_uint(opt, arg, &r->output_len, err, errlen);
 	else if (!strcmp(name, "mfu"))
@@ -480,6 +484,14 @@ static int defaults(const struct advise_input *in, advise_req *r, char *err, siz
 	if (in->tokens && memmodel_parse_count(in->tokens, &r->tokens, why, sizeof why)) {
 		errbuf_set(err, errlen, "invalid --tokens: %s", why);
 		return GC_EINVAL;
+	}
+	if (in->global_batch) {
+		bool bad = memmodel_parse_count(in->global_batch, &r->global_batch, why, sizeof why) != 0;
+		if (bad || r->global_batch < 1) {
+			errbuf_set(err, errlen, "invalid --global-batch '%.64s': %s", in->global_batch,
+				   bad ? why : "expected at least 1 (tokens per step: 4096, 512K, 4M)");
+			return GC_EINVAL;
+		}
 	}
 	return GC_OK;
 }
@@ -776,6 +788,19 @@ char *advise_result_json(const struct advise_result *res, const json_t *here)
 		if (!pj)
 			continue;
 		json_object_set_new(pj, "host_memory_needed", json_real(p->host_need));
+		/* hours = compute_hours + communication_hours (what the compute does not hide) */
+		json_object_set_new(pj, "compute_hours", json_real(p->compute_h));
+		json_object_set_new(pj, "communication_hours", json_real(p->comm_h));
+		json_object_set_new(pj, "network_gbps", p->nodes > 1 ? json_real(p->net_gbps) : json_null());
+		json_object_set_new(pj, "network_assumed", json_boolean(p->net_assumed));
+		json_object_set_new(pj, "communication",
+				    p->comm.steps > 0 ? json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "steps", p->comm.steps,
+								   "micro_batches", p->comm.accum,
+								   "compute_s", p->comm.compute_s, "data_parallel_s",
+								   p->comm.dp_s, "between_nodes_s", p->comm.dp_inter_s,
+								   "tensor_parallel_s", p->comm.tp_s, "exposed_s",
+								   p->comm.exposed_s)
+						      : json_null());
 		json_object_set_new(pj, "spot_zone", p->row->zone[0] && p->row->spot >= 0 ? json_string(p->row->zone)
 											     : json_null());
 		json_object_set_new(pj, "fabric", p->fabric ? json_string(p->fabric->fabric) : json_null());

@@ -88,6 +88,75 @@ double advise_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsig
 	return secs / 3600;
 }
 
+double advise_comm_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, unsigned tp,
+			 int zero, int recompute, const memmodel_mem *m, double compute_h, double net_bps, bool gpu_net,
+			 advise_comm *c)
+{
+	memset(c, 0, sizeof *c);
+	int task = r->job.task;
+	bool peft = task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
+	if (!(task == MEMMODEL_TRAIN || peft) || gpus == 0 || tp == 0 || !isfinite(compute_h))
+		return 0;
+	unsigned seq = r->job.seq ? r->job.seq : r->model.seq ? r->model.seq : 4096;
+	unsigned batch = r->job.batch ? r->job.batch : 1;
+	unsigned dp = gpus / tp;
+	/* an optimizer step: micro-batches of --batch sequences per rank, accumulated to the global batch */
+	double micro = r->model.kind == MEMMODEL_CNN ? (double)dp * batch : (double)dp * batch * seq;
+	double global = r->global_batch > 0 ? r->global_batch : ADVISE_GLOBAL_BATCH;
+	c->accum = r->model.kind == MEMMODEL_CNN || global <= micro ? 1 : ceil(global / micro);
+	c->steps = r->tokens / (micro * c->accum);
+	if (c->steps < 1)
+		c->steps = 1;
+	c->compute_s = compute_h * 3600 / c->steps;
+	double micro_s = c->compute_s / c->accum;
+	/* bytes per gradient value reduced: DeepSpeed, FSDP and Megatron reduce in 16 bits; PyTorch DDP under
+	   autocast (the Trainer's ZeRO-0) reduces the fp32 gradients, as do fp32 runs and PEFT's fp32 adapters */
+	bool hf = memmodel_framework_of(&r->model, &r->job) == MEMMODEL_FW_HF;
+	double gb = peft || r->job.prec == MEMMODEL_FP32 || (hf && zero == 0) ? 4 : 2;
+	double link = g->link / 2 * ADVISE_LINK_EFF; /* per direction */
+	double net = net_bps * ADVISE_LINK_EFF;
+	unsigned nodes = (gpus + per_node - 1) / per_node;
+	unsigned here = gpus < per_node ? gpus : per_node;
+	unsigned dp_node = here / tp;
+	/*
+	 * One reduction of the gradients (a ring's all-reduce, or reduce-scatter and all-gather): each GPU moves
+	 * 2(n-1)/n of its TP shard of them over the node's link; between nodes, each node's whole gradient crosses
+	 * its network 2(N-1)/N times. The default MFUs come from runs on NVLink nodes joined by GPU networks
+	 * (docs/advise.md), whose communication they already hold: what is counted here is what those runs did
+	 * not have, traffic over PCIe inside a node and over an instance's plain network between nodes.
+	 */
+	bool pcie = g->link <= ADVISE_PCIE_LINK;
+	double grad = m->trainable * gb, one = 0, inter = 0;
+	if (dp_node > 1 && link > 0 && pcie)
+		one += 2.0 * (dp_node - 1) / dp_node * grad / tp / link;
+	if (nodes > 1 && net > 0 && !gpu_net) {
+		inter = 2.0 * (nodes - 1) / nodes * grad / net;
+		one += inter;
+	}
+	/*
+	 * When: ZeRO-0 and 1 keep whole gradients and reduce them once a step, behind the last micro-batch's
+	 * backward pass; ZeRO-2 reduce-scatters them after every micro-batch (it keeps only its shard: half a
+	 * reduction) and gathers the updated parameters once a step; ZeRO-3 also gathers the 16-bit parameters
+	 * for every micro-batch's forward and backward, prefetched through the whole micro-batch.
+	 */
+	double per_micro = zero == 3 ? 1.5 * one : zero == 2 ? 0.5 * one : 0;
+	double per_step = zero == 3 ? 0 : zero == 2 ? 0.5 * one : one;
+	double bwd = (peft ? 0.5 : 2.0 / 3) * micro_s;
+	double hide_micro = zero == 3 ? micro_s : bwd;
+	double exposed_micro = per_micro > hide_micro ? per_micro - hide_micro : 0;
+	double exposed_step = per_step > bwd ? per_step - bwd : 0;
+	c->dp_s = per_micro * c->accum + per_step;
+	c->dp_inter_s = one > 0 ? c->dp_s * inter / one : 0;
+	/* tensor parallelism: 2 all-reduces forward and 2 backward per layer (2 more with full recomputation) of
+	   the activations, batch x seq x hidden in 16 bits, every micro-batch, not overlapped */
+	if (tp > 1 && link > 0 && pcie && r->model.layers && r->model.hidden) {
+		double ar = (4.0 + (recompute == MEMMODEL_RC_FULL ? 2 : 0)) * r->model.layers;
+		c->tp_s = c->accum * ar * 2.0 * (tp - 1) / tp * (double)batch * seq * r->model.hidden * 2 / link;
+	}
+	c->exposed_s = exposed_micro * c->accum + exposed_step + c->tp_s;
+	return c->exposed_s * c->steps / 3600;
+}
+
 static bool in_list(const char *list, const char *s)
 {
 	return !list || !*list || csv_in_list(list, ',', s);
@@ -106,7 +175,7 @@ static bool is_training(const advise_req *r)
  * Returns false when nothing fits.
  */
 static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, bool allow_offload,
-		      double host, bool fabric, advise_plan *best)
+		      double host, bool fabric, double net_bps, advise_plan *best)
 {
 	bool found = false;
 	double usable = g->mem * (1 - r->headroom);
@@ -151,13 +220,17 @@ static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, uns
 					if (off && !(host_need <= host))
 						continue;
 					int cp;
-					double h = advise_hours(r, g, gpus, tp, rc, &m, &cp);
-					if (!isfinite(h))
+					double ch = advise_hours(r, g, gpus, tp, rc, &m, &cp);
+					if (!isfinite(ch))
 						continue;
+					advise_comm comm;
+					double xh = advise_comm_hours(r, g, gpus, per_node, tp, zero, rc, &m, ch, net_bps, fabric,
+								      &comm);
+					double h = ch + xh;
 					/* offload costs time we do not model: only when nothing else fits. Plans
-					   within 5 % of each other count as equal (the model has no communication
-					   costs), and the loops go from simple to complex (less tensor parallelism,
-					   lower ZeRO stage, less recomputation): the first such plan stays */
+					   within 5 % of each other count as equal, and the loops go from simple to
+					   complex (less tensor parallelism, lower ZeRO stage, less recomputation):
+					   the first such plan stays */
 					if (found && (best->offload < off ||
 						      (best->offload == off && h >= best->hours * 0.95)))
 						continue;
@@ -175,6 +248,9 @@ static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, uns
 					best->usable = usable;
 					best->host_need = host_need;
 					best->hours = h;
+					best->compute_h = ch;
+					best->comm_h = xh;
+					best->comm = comm;
 				}
 			}
 		}
@@ -188,6 +264,7 @@ struct cache_ent {
 	unsigned count;
 	double host;
 	bool fabric;
+	double net;
 	bool ok;
 	int why;
 	advise_plan plan;
@@ -202,7 +279,7 @@ enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL, WHY_NO_FABRIC };
  * nodes that fit without offload, else with it. When none fits, *why says
  * whether only the network or the host memory was missing.
  */
-static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, double host, bool fabric,
+static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, double host, bool fabric, double net,
 		     advise_plan *p, unsigned *nodes, int *why)
 {
 	bool train = is_training(r);
@@ -215,12 +292,12 @@ static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, dou
 		if (!off && r->offload == 1)
 			continue;
 		for (unsigned k = 1; k <= max_nodes; k++) {
-			if (!best_plan(r, g, k * count, count, off || r->offload == 1, host, fabric, p))
+			if (!best_plan(r, g, k * count, count, off || r->offload == 1, host, fabric, net, p))
 				continue;
 			/* more nodes only when the deadline asks for them */
 			while (r->deadline_h > 0 && p->hours > r->deadline_h && k < max_nodes) {
 				advise_plan q;
-				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, fabric, &q))
+				if (!best_plan(r, g, (k + 1) * count, count, off || r->offload == 1, host, fabric, net, &q))
 					break;
 				*p = q;
 				k++;
@@ -230,7 +307,7 @@ static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, dou
 			for (unsigned k2 = k + 1; k2 <= max_nodes && (p->recompute == MEMMODEL_RC_FULL || p->offload);
 			     k2++) {
 				advise_plan q;
-				if (best_plan(r, g, k2 * count, count, off || r->offload == 1, host, fabric, &q) &&
+				if (best_plan(r, g, k2 * count, count, off || r->offload == 1, host, fabric, net, &q) &&
 				    q.hours * k2 < p->hours * k * 0.95 && (r->deadline_h <= 0 || q.hours <= r->deadline_h)) {
 					*p = q;
 					k = k2;
@@ -243,10 +320,10 @@ static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, dou
 	/* what was missing: a GPU network between the nodes, or memory enough on the host? */
 	advise_plan q;
 	for (unsigned k = 2; train && !fabric && k <= max_nodes && *why == WHY_NOFIT; k++)
-		if (best_plan(r, g, k * count, count, r->offload != 0, host, true, &q))
+		if (best_plan(r, g, k * count, count, r->offload != 0, host, true, net, &q))
 			*why = WHY_NO_FABRIC;
 	for (unsigned k = 1; train && r->offload != 0 && k <= max_nodes && *why == WHY_NOFIT; k++)
-		if (best_plan(r, g, k * count, count, true, INFINITY, fabric, &q) && q.offload)
+		if (best_plan(r, g, k * count, count, true, INFINITY, fabric, net, &q) && q.offload)
 			*why = host > 0 ? WHY_HOST_SMALL : WHY_NO_HOST;
 	return false;
 }
@@ -270,7 +347,7 @@ static void smallest_need(const advise_req *r, const spec_gpu *gpus, size_t ngpu
 		for (unsigned n = 1; n <= 4096; n *= 2) {
 			advise_plan p;
 			/* no instance here: the host memory is what the plan needs */
-			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, true, &p))
+			if (!best_plan(r, &gpus[i], n, n < 8 ? n : 8, r->offload != 0, INFINITY, true, ADVISE_NET_DEFAULT_GBPS * 1e9 / 8, &p))
 				continue;
 			double total = n * gpus[i].mem;
 			if (total < best) {
@@ -325,11 +402,16 @@ int advise_rank(const advise_req *r, const spec_gpu *gpus, size_t ngpus, const c
 			continue;
 		/* MemoryGiB is GiB (SkyPilot's catalogs); 0: the row does not say */
 		double host = row->mem_gib * 1024.0 * 1024 * 1024;
-		const spec_fabric *fab = specs_fabric_for(r->fabrics, r->nfabrics, row->instance);
+		/* the instance's network: a GPU network (ZeRO-3 may span instances) or its plain one; unknown:
+		   ADVISE_NET_DEFAULT_GBPS, said with the plan */
+		const spec_fabric *net_row = specs_fabric_for(r->fabrics, r->nfabrics, row->instance);
+		const spec_fabric *fab = net_row && !net_row->plain ? net_row : NULL;
+		bool assumed = !net_row || !(net_row->gbps > 0);
+		double net = (assumed ? ADVISE_NET_DEFAULT_GBPS : net_row->gbps) * 1e9 / 8;
 		struct cache_ent *ce = NULL;
 		for (size_t k = 0; k < ncache; k++)
 			if (cache[k].g == g && cache[k].count == row->count && cache[k].host == host &&
-			    cache[k].fabric == (fab != NULL))
+			    cache[k].fabric == (fab != NULL) && cache[k].net == net)
 				ce = &cache[k];
 		if (!ce) {
 			struct cache_ent *nc = realloc(cache, (ncache + 1) * sizeof *nc);
@@ -342,7 +424,8 @@ int advise_rank(const advise_req *r, const spec_gpu *gpus, size_t ngpus, const c
 			ce->count = row->count;
 			ce->host = host;
 			ce->fabric = fab != NULL;
-			ce->ok = plan_for(r, g, row->count, host, fab != NULL, &ce->plan, &ce->nodes, &ce->why);
+			ce->net = net;
+			ce->ok = plan_for(r, g, row->count, host, fab != NULL, net, &ce->plan, &ce->nodes, &ce->why);
 		}
 		if (!ce->ok) {
 			if (ce->why == WHY_NO_HOST)
@@ -357,6 +440,8 @@ int advise_rank(const advise_req *r, const spec_gpu *gpus, size_t ngpus, const c
 		p.row = row;
 		p.fabric = fab;
 		p.nodes = ce->nodes;
+		p.net_gbps = p.nodes > 1 ? net * 8 / 1e9 : 0;
+		p.net_assumed = p.nodes > 1 && assumed;
 		p.price_h = row->price >= 0 ? row->price * p.nodes : -1;
 		p.spot_h = row->spot >= 0 ? row->spot * p.nodes : -1;
 		p.cost = p.price_h >= 0 ? p.price_h * p.hours : -1;

@@ -13,10 +13,16 @@
  *    each decode step reads the weights and the KV cache of the batch
  *    (memory-bound at MBU) or computes 2·N per sequence, whichever is slower.
  *  - embed: 2·N per token at MFU.
- * No network model: multi-node plans assume the same efficiency as one node.
- * So ZeRO-3 (parameters gathered over the network in every micro-batch) is
- * planned across instances only for types with a GPU-to-GPU network between
- * them (data/fabrics.csv); other types get it inside one instance only.
+ *  - communication (training): what the runs behind the default MFUs (NVLink
+ *    nodes, GPU networks between them) did not have: the gradient reduction
+ *    (ZeRO-3: the parameter gathers too) and tensor parallelism's all-reduces
+ *    over PCIe inside a node, and the gradients over an instance's plain
+ *    network between nodes (data/fabrics.csv), overlapped with the backward
+ *    pass where frameworks overlap them; micro-batches of --batch accumulated
+ *    to --global-batch tokens a step (advise_comm_hours).
+ * ZeRO-3 is planned across instances only for types with a GPU-to-GPU
+ * network between them (data/fabrics.csv); other types get it inside one
+ * instance only.
  */
 #ifndef GPUCTL_LIB_ADVISE_H
 #define GPUCTL_LIB_ADVISE_H
@@ -48,6 +54,27 @@
  */
 #define ADVISE_HOST_BUFFER 1.5
 
+/* NCCL's bus bandwidth against a link's nominal one per direction (nccl-tests on NVLink and InfiniBand
+ * reach 75-85 %) */
+#define ADVISE_LINK_EFF 0.8
+/* tokens per optimizer step when --global-batch is not given (2^20: GPT-3's 1M-token batches and up) */
+#define ADVISE_GLOBAL_BATCH 1048576.0
+/* a GPU link at most this fast (bytes/s, both directions: PCIe Gen5 x16) is PCIe, not NVLink */
+#define ADVISE_PCIE_LINK 128e9
+/* a node whose network data/fabrics.csv does not give: assumed (and said) */
+#define ADVISE_NET_DEFAULT_GBPS 10.0
+
+/* the communication of one training plan (advise_comm): seconds per step and the steps */
+typedef struct advise_comm {
+	double steps;           /* optimizer steps */
+	double accum;           /* micro-batches of --batch sequences per rank in a step (to the global batch) */
+	double compute_s;       /* compute per step */
+	double dp_s;            /* gradient (ZeRO-3: and parameter) traffic per step, intra + inter node */
+	double dp_inter_s;      /* ... of which between nodes */
+	double tp_s;            /* tensor parallelism's all-reduces per step */
+	double exposed_s;       /* what is not hidden behind compute: dp beyond the overlap, and tp */
+} advise_comm;
+
 typedef struct advise_req {
 	memmodel_model model;
 	memmodel_job job;             /* task, precisions, optimizer, seq, batch, LoRA; dp/tp/zero filled per plan */
@@ -67,10 +94,16 @@ typedef struct advise_req {
 	int offload;            /* -1: only when nothing else fits; 0 never; 1 always */
 	const spec_fabric *fabrics; /* borrowed: instance types with a GPU network between instances */
 	size_t nfabrics;
+	double global_batch;    /* tokens per optimizer step (CNN: samples); 0: ADVISE_GLOBAL_BATCH */
 } advise_req;
 
 typedef struct advise_plan {
 	const cat_row *row;     /* borrowed from the catalog */
+	double compute_h;       /* hours of compute alone; hours = compute_h + comm_h */
+	double comm_h;          /* hours of communication not hidden behind compute */
+	double net_gbps;        /* the network between its nodes (one node: 0) */
+	bool net_assumed;       /* ... ADVISE_NET_DEFAULT_GBPS: data/fabrics.csv does not give it */
+	advise_comm comm;
 	const spec_gpu *gpu;    /* borrowed from the GPU table */
 	const spec_fabric *fabric; /* borrowed from req->fabrics; NULL: none known between instances */
 	unsigned nodes, gpus, tp, dp;
@@ -117,6 +150,15 @@ int advise_rank(const advise_req *req, const spec_gpu *gpus, size_t ngpus, const
 /* the task's default MFU */
 double advise_default_mfu(const advise_req *req);
 
+/*
+ * The communication of a training plan on `gpus` GPUs of g, `per_node` to a
+ * node (nodes joined by net_bps bytes/s each), tp, zero, with m its memory and
+ * compute_h its compute hours: *c, and the hours it adds (0 for inference).
+ */
+double advise_comm_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, unsigned per_node, unsigned tp,
+			 int zero, int recompute, const memmodel_mem *m, double compute_h, double net_bps, bool gpu_net,
+			 advise_comm *c);
+
 /* hours for the job on `gpus` GPUs of type g with tensor-parallel size tp */
 double advise_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, unsigned tp, int recompute,
 		 const memmodel_mem *mem, int *compute_prec);
@@ -126,7 +168,7 @@ double advise_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, uns
 /* what `gpuctl advise` is told: the request, and what it is resolved from */
 struct advise_input {
 	advise_req req;             /* the options that set it directly; the rest is filled by advise_run */
-	const char *model, *params, *tokens;  /* borrowed, as given */
+	const char *model, *params, *tokens, *global_batch;  /* borrowed, as given */
 	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
 	const char *catalogs[16];   /* --catalog files, borrowed */
 	size_t ncat;

@@ -252,7 +252,7 @@ int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err
 {
 	*out = NULL;
 	*n = 0;
-	static const char *const cols[] = {"cloud", "instance", "fabric", "gbps", "source"};
+	static const char *const cols[] = {"cloud", "instance", "fabric", "gbps", "source", "gpu_network"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
 	struct table t;
@@ -265,6 +265,14 @@ int specs_load_fabrics(const char *path, spec_fabric **out, size_t *n, char *err
 		copy(x->cloud, sizeof x->cloud, field(&t.c, idx[0]));
 		copy(x->instance, sizeof x->instance, field(&t.c, idx[1]));
 		copy(x->fabric, sizeof x->fabric, field(&t.c, idx[2]));
+		/* gpu_network: yes (the default, as the file had it before the column) or no */
+		const char *gn = field(&t.c, idx[5]);
+		x->plain = *gn && strcasecmp(gn, "no") == 0;
+		if (*gn && strcasecmp(gn, "yes") && strcasecmp(gn, "no")) {
+			errbuf_set(err, errlen, "%s: line %zu: gpu_network '%s' (expected yes or no)", path, t.c.line, gn);
+			rc = GC_EINVAL;
+			goto out;
+		}
 		if (!x->instance[0] || !x->fabric[0] || num(field(&t.c, idx[3]), true, &x->gbps) < 0) {
 			errbuf_set(err, errlen, "%s: line %zu: a row needs an instance, a fabric and gbps as a "
 						"non-negative number or empty (gbps '%s')", path, t.c.line, field(&t.c, idx[3]));

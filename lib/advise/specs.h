@@ -36,6 +36,8 @@ typedef struct spec_fabric {
 	char instance[48];
 	char fabric[48];        /* "EFA", "InfiniBand HDR with GPUDirect RDMA", "GPUDirect-TCPX" ... */
 	double gbps;            /* network bandwidth per instance, Gbit/s; 0: not given */
+	bool plain;             /* the instance's plain network (gpu_network no); false: a GPU-to-GPU network
+				   (GPUDirect RDMA, TCPX) between instances */
 } spec_fabric;
 
 /* Load data/gpus.csv (or a file like it). *out is freed with free(). */

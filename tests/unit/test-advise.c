@@ -185,6 +185,97 @@ static void test_zero3_needs_fabric(void **state)
 	catalog_free(&c);
 }
 
+/*
+ * The communication model (issue 37): a 7B full fine-tune's gradients over a
+ * plain 2.5 Gbps network between one-GPU VMs are timed, ring volume and
+ * overlap as advise_comm_hours says; over NVLink, or a GPU network between
+ * nodes, they are in the MFU and add nothing; over PCIe inside a node they
+ * are timed again.
+ */
+static void test_comm_model(void **state)
+{
+	(void)state;
+	advise_req r = request("llama-2-7b", MEMMODEL_TRAIN);
+	const spec_gpu *l40s = specs_gpu_for(gpus, ngpus, "L40S"), *h100 = specs_gpu_for(gpus, ngpus, "H100");
+	assert_non_null(l40s);
+	assert_non_null(h100);
+	memmodel_job j = r.job;
+	j.dp = 7;
+	j.zero = 1;
+	memmodel_mem m;
+	assert_int_equal(memmodel_estimate(&r.model, &j, &m, NULL, 0), 0);
+	advise_comm c;
+	double net = 2.5e9 / 8, compute_h = 10;
+	double h = advise_comm_hours(&r, l40s, 7, 1, 1, 1, MEMMODEL_RC_SELECTIVE, &m, compute_h, net, false, &c);
+	/* a step: 1M tokens (the default global batch) in micro-batches of 7 x 4096 */
+	assert_float_equal(c.accum, ceil(1048576.0 / (7 * 4096)), 1e-9);
+	assert_float_equal(c.steps, r.tokens / (7.0 * 4096 * c.accum), 1e-6);
+	/* ZeRO-1 under the Trainer's DeepSpeed: bf16 gradients, one reduction a step, all of it between nodes */
+	double want = 2.0 * 6 / 7 * m.trainable * 2 / (net * ADVISE_LINK_EFF);
+	assert_float_equal(c.dp_s, want, want * 1e-9);
+	assert_float_equal(c.dp_inter_s, want, want * 1e-9);
+	/* hidden behind the last micro-batch's backward pass (2/3 of its compute) only */
+	double micro = c.compute_s / c.accum;
+	assert_float_equal(c.exposed_s, want - 2.0 / 3 * micro, want * 1e-9);
+	assert_float_equal(h, c.exposed_s * c.steps / 3600, 1e-9);
+	assert_true(h > 1);
+	/* the same over a GPU network, or on one NVLink node: nothing added */
+	assert_float_equal(advise_comm_hours(&r, l40s, 7, 1, 1, 1, 0, &m, compute_h, net, true, &c), 0, 0);
+	assert_float_equal(advise_comm_hours(&r, h100, 8, 8, 1, 1, 0, &m, compute_h, 0, false, &c), 0, 0);
+	assert_float_equal(c.dp_s, 0, 0);
+	/* eight L40S on PCIe in one node: the ring inside it is timed */
+	advise_comm_hours(&r, l40s, 8, 8, 1, 1, 0, &m, compute_h, 0, false, &c);
+	want = 2.0 * 7 / 8 * m.trainable * 2 / (l40s->link / 2 * ADVISE_LINK_EFF);
+	assert_float_equal(c.dp_s, want, want * 1e-9);
+	assert_float_equal(c.dp_inter_s, 0, 0);
+	/* ZeRO-3 over a plain network: parameters gathered every micro-batch, hidden behind it at most */
+	double h3 = advise_comm_hours(&r, l40s, 7, 1, 1, 3, 0, &m, compute_h, net, false, &c);
+	want = 1.5 * 2.0 * 6 / 7 * m.trainable * 2 / (net * ADVISE_LINK_EFF);
+	assert_float_equal(c.dp_s, want * c.accum, want * c.accum * 1e-9);
+	assert_true(h3 > h);
+	/* inference: none */
+	r.job.task = MEMMODEL_INFER;
+	assert_float_equal(advise_comm_hours(&r, l40s, 7, 1, 1, 0, 0, &m, compute_h, net, false, &c), 0, 0);
+}
+
+/* a plan's hours are its compute and the communication it does not hide; a plain network between one-GPU
+ * VMs is no longer ranked as if it were NVLink */
+static void test_comm_in_the_ranking(void **state)
+{
+	(void)state;
+	spec_fabric net[] = {{.cloud = "aws", .instance = "one-l40s", .fabric = "ENA (TCP)", .gbps = 2.5, .plain = true}};
+	const char *t = "InstanceType,AcceleratorName,AcceleratorCount,MemoryGiB,Price,Region\n"
+			"one-l40s,L40S,1,128,1.00,r1\n";
+	catalog c = {0};
+	char err[256];
+	assert_int_equal(catalog_load_buf(&c, t, strlen(t), "t.csv", "aws", err, sizeof err), 0);
+	advise_req r = request("llama-2-7b", MEMMODEL_TRAIN);
+	r.fabrics = net;
+	r.nfabrics = 1;
+	advise_plan *p = NULL;
+	size_t n = 0;
+	advise_need need;
+	advise_skipped sk;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_true(p[0].nodes > 1);
+	assert_true(p[0].fabric == NULL); /* a plain network: no ZeRO-3 across it */
+	assert_true(p[0].zero < 3);
+	assert_false(p[0].net_assumed);
+	assert_float_equal(p[0].net_gbps, 2.5, 1e-9);
+	assert_true(p[0].comm_h > 0);
+	assert_float_equal(p[0].hours, p[0].compute_h + p[0].comm_h, 1e-9);
+	free(p);
+	/* an instance data/fabrics.csv does not list: 10 Gbps assumed, and said */
+	r.nfabrics = 0;
+	assert_int_equal(advise_rank(&r, gpus, ngpus, &c, &p, &n, &need, &sk, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_true(p[0].net_assumed);
+	assert_float_equal(p[0].net_gbps, ADVISE_NET_DEFAULT_GBPS, 1e-9);
+	free(p);
+	catalog_free(&c);
+}
+
 /* QLoRA under Hugging Face (PEFT, the Trainer) is data-parallel: no plan splits the model with TP (issue 37) */
 static void test_peft_under_hf_never_tp(void **state)
 {
@@ -273,8 +364,12 @@ static void test_fabrics_file(void **state)
 	const spec_fabric *x = specs_fabric_for(f, n, "P5.48xlarge");
 	assert_non_null(x);
 	assert_true(x->gbps == 3200);
+	assert_false(x->plain);
 	assert_non_null(specs_fabric_for(f, n, "Standard_ND96asr_v4"));
-	assert_null(specs_fabric_for(f, n, "g5.48xlarge"));
+	/* g5.48xlarge: its plain network only (100 Gbps, EFA without GPUDirect) */
+	x = specs_fabric_for(f, n, "g5.48xlarge");
+	assert_non_null(x);
+	assert_true(x->plain && x->gbps == 100);
 	for (size_t i = 0; i < n; i++)
 		assert_true(f[i].instance[0] && f[i].fabric[0] && f[i].gbps > 0);
 	free(f);
@@ -289,6 +384,13 @@ static void test_fabrics_file(void **state)
 	assert_true(specs_load_fabrics(path, &f, &n, err, sizeof err) < 0);
 	assert_non_null(strstr(err, "fabrics.csv: line 2: "));
 	assert_non_null(strstr(err, "'fast'"));
+	/* gpu_network is yes or no */
+	tf = fopen(path, "w");
+	assert_non_null(tf);
+	fputs("cloud,instance,fabric,gbps,source,gpu_network\naws,x,EFA,100,s,maybe\n", tf);
+	fclose(tf);
+	assert_true(specs_load_fabrics(path, &f, &n, err, sizeof err) < 0);
+	assert_non_null(strstr(err, "gpu_network 'maybe' (expected yes or no)"));
 	tmpdir_remove(dir);
 }
 
@@ -450,6 +552,8 @@ int main(void)
 		cmocka_unit_test(test_zero3_needs_fabric),
 		cmocka_unit_test(test_more_nodes_when_cheaper),
 		cmocka_unit_test(test_peft_under_hf_never_tp),
+		cmocka_unit_test(test_comm_model),
+		cmocka_unit_test(test_comm_in_the_ranking),
 		cmocka_unit_test(test_fabrics_file),
 		cmocka_unit_test(test_specs_errors),
 		cmocka_unit_test(test_nvml_names),
