@@ -487,7 +487,9 @@ static void print_own(const struct advise_result *res)
 	}
 	const advise_need need = res->need;
 	if (!need.gpu) {
-		printf("  no number of %s holds it, even 4096 at a time\n", res->own->name);
+		printf("  no number of %s holds it, even 4096 at a time: one GPU's share of the activations and the loss "
+		       "does not fit (a shorter --seq, a smaller --batch, --loss chunked for a fused cross entropy, or a "
+		       "GPU with more memory)\n", res->own->name);
 		return;
 	}
 	char t[32], hn[96] = "";

@@ -44,10 +44,12 @@ MODES = {"MOUNT", "COPY", "MOUNT_CACHED"}
 ALL_CLOUDS = {"aws", "azure", "gcp", "ibm", "lambda", "scp", "oci", "kubernetes", "runpod", "vast", "vsphere", "cudo",
               "fluidstack", "paperspace", "primeintellect", "do", "nebius", "ssh", "slurm", "hyperbolic", "seeweb",
               "shadeform", "yotta"}
-# catalogs/v8/common/accelerators.csv at d4d53f0e: the NVIDIA and AMD names of GPUs gpus.csv knows
+# catalogs/v8/common/accelerators.csv at d4d53f0e (the RTX names at 001ca549): the NVIDIA and AMD names of GPUs
+# gpus.csv knows
 SKY_ACCELERATORS = {"A10", "A100", "A100-80GB", "A100-80GB-SXM", "A10G", "B200", "H100", "H100-MEGA", "H100-NVL",
                     "H100-NVLINK", "H100-SXM", "H200", "H200-SXM", "L4", "L40", "L40S", "T4", "V100", "V100-32GB",
-                    "MI300X"}
+                    "MI300X", "RTX3090", "RTX4090", "RTX5090", "RTXA5000", "RTXA6000", "A6000", "RTX6000-Ada",
+                    "RTX6000Ada"}
 
 
 def yaml_loader():

@@ -462,17 +462,19 @@ static void test_nvml_names(void **state)
 		{"NVIDIA A100-SXM4-80GB", "A100-80GB"}, {"NVIDIA A100 80GB PCIe", "A100-80GB-PCIe"},
 		{"NVIDIA A100-SXM4-40GB", "A100-40GB"}, {"NVIDIA A10G", "A10G"}, {"NVIDIA A10", "A10"},
 		{"NVIDIA L4", "L4"}, {"NVIDIA L40S", "L40S"}, {"Tesla T4", "T4"}, {"Tesla V100-SXM2-16GB", "V100-16GB"},
-		{"Tesla V100-PCIE-32GB", "V100-32GB"}, {"NVIDIA H200", "H200"},
+		{"Tesla V100-PCIE-32GB", "V100-32GB"}, {"NVIDIA H200", "H200"}, {"NVIDIA L40", "L40"},
+		{"NVIDIA RTX A6000", "RTX-A6000"}, {"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"},
+		{"NVIDIA GeForce RTX 4090", "RTX-4090"}, {"NVIDIA GeForce RTX 3090 Ti", "RTX-3090"},
 	};
 	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
 		const spec_gpu *g = specs_gpu_for_nvml(t, n, gpus, ngpus, pairs[i][0]);
 		if (!g || strcmp(g->name, pairs[i][1]) != 0)
 			fail_msg("'%s' planned as %s, expected %s", pairs[i][0], g ? g->name : "nothing", pairs[i][1]);
 	}
-	/* an A40, an L40 (not S), an RTX card: not in the table, not planned as something else */
+	/* an A40, a Turing Quadro RTX 6000, an RTX A4000: not in the table, not planned as something else */
 	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA A40"));
-	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA L40"));
-	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA RTX A6000"));
+	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "Quadro RTX 6000"));
+	assert_null(specs_gpu_for_nvml(t, n, gpus, ngpus, "NVIDIA RTX A4000"));
 	free(t);
 }
 
