@@ -107,6 +107,31 @@ try:
     u2 = usage()
     check("the records outlive a gpuctld restart", isinstance(u2, dict) and isinstance(u, dict) and
           abs(u2["total"]["gpu_hours"] - u["total"]["gpu_hours"]) < 1e-6, (u2, u))
+    # a lease whose claim file's ctime moves while its job runs (the record is rewritten at the job's
+    # start; here the job touches its own claim three times, 1.1 s apart, so its since moves on each
+    # time) is one lease, counted once: keyed by its since, it was closed at the next look and opened
+    # again from the touch, the overlap counted twice
+    before = usage(user=B)
+    e = os.path.join(work, "e")
+    state = policy.env["GPUCTL_STATE_DIR"]
+    touch = f"touch {state}/gpu-* 2>/dev/null"
+    t_e = time.time()
+    r = as_user(B, "--sim", NODE, "run", "-n", "1", "--", "sh", "-c",
+                f"date +%s.%N > {e}.start; for i in 1 2 3; do sleep 1.1; {touch}; done; sleep 0.3; "
+                f"date +%s.%N > {e}.end")
+    check("B's touching job ran", r.returncode == 0, r)
+
+    def grew():
+        global after
+        after = usage(user=B)
+        return isinstance(after, dict) and isinstance(before, dict) and \
+            (after["total"]["gpu_hours"] - before["total"]["gpu_hours"]) * 3600 >= took(e) - SLACK
+    after = None
+    policy.until(grew, 30)
+    outer_e = time.time() - t_e
+    got = (after["total"]["gpu_hours"] - before["total"]["gpu_hours"]) if isinstance(after, dict) else -1
+    check(f"a lease whose since moves is counted once ({seen(got, took(e), outer_e)})",
+          holds(got, took(e), outer_e), (before, after))
     # a lease across a restart (cooperative mode): recorded up to the stop, then from there on, not
     # again from its start (issue 32: +40 % and +54 % before)
     before = usage(user=B)
