@@ -2,7 +2,8 @@
  * reclaim.c — gpuctld's idle reclaim (reclaim.h).
  *
  * A lease is known by its holder (the gpuctl that took it: the supervisor
- * pid of its record, the record's uid and since); its GPUs are those whose
+ * pid of its record and the record's uid; its since only when the record
+ * names no supervisor of its user's); its GPUs are those whose
  * claim names that holder in this sample. In authority mode a lease is a
  * grant, known by its number, and when the steps run out gpuctld revokes
  * it: the grant ends, and every process that holds it (an orphan the job
@@ -94,8 +95,11 @@ static bool gpu_idle(const gc_gpu *g, unsigned util)
 static struct held *find(struct reclaim *r, const struct lease_info *h)
 {
 	for (size_t i = 0; i < r->n; i++)
+		/* not by its since when it has a supervisor: that is the claim file's ctime, which its
+		   holder moves by writing or touching the file (a new since would start its idle time over) */
 		if (h->grant ? r->v[i].grant == h->grant
-			     : r->v[i].supervisor == h->supervisor && r->v[i].uid == h->uid && r->v[i].since == h->since)
+			     : r->v[i].supervisor == h->supervisor && r->v[i].uid == h->uid &&
+				       (h->supervisor > 0 || r->v[i].since == h->since))
 			return &r->v[i];
 	struct held *nv = grow(r->v, &r->cap, r->n, sizeof *nv, 8);
 	if (!nv)

@@ -8,7 +8,8 @@ gpuctl ckpt commit), then SIGTERM (A's job ends), and B's job starts on the
 GPU; each step an event (--notify-command), in that order, and
 gpuctl_leases_reclaimed_total counts it. With --reclaim-exempt A, A's idle
 lease is left alone. A queued job's lease is reclaimed the same way, and the
-next queued job (B's) gets the GPUs.
+next queued job (B's) gets the GPUs. A's job touches its claim files all the
+while (a holder that would reset its idle time by moving its record's since).
 Usage: reclaim.py GPUCTLD GPUCTL SRCDIR SIMHOLD
 """
 import json
@@ -36,12 +37,14 @@ hook = os.path.join(work, "hook.sh")
 with open(hook, "w") as f:
     f.write(f"#!/bin/sh\n{{ printf '%s ' \"$GPUCTL_EVENT\"; cat; }} >> {events}\n")
 os.chmod(hook, 0o755)
-# A's job: checkpoints on SIGUSR1, ends on SIGTERM; idle otherwise
+# A's job: checkpoints on SIGUSR1, ends on SIGTERM; idle otherwise, but it touches its own lease's
+# claim files all the while (their ctime, the records' since, moves each second): a lease is its
+# holder, and a new since must not start its idle time over
 JOB = f"""
 trap 'mkdir -p {ck}/step-1 && echo w > {ck}/step-1/weights && gpuctl ckpt commit {ck} {ck}/step-1 && echo usr1 >> {trace}' USR1
 trap 'echo term >> {trace}; exit 143' TERM
 echo started >> {trace}
-while :; do sleep 0.1; done
+while :; do sleep 0.1; touch {env["GPUCTL_STATE_DIR"]}/gpu-* 2>/dev/null; done
 """
 
 
