@@ -36,6 +36,9 @@ const struct advise_optdesc advise_options[] = {
 	{"kv-heads", "K", "key/value heads (default: --heads)"},
 	{"vocab", "V", "vocabulary size"},
 	{"ffn", "F", "feed-forward size"},
+	{"mlp", "M", "the MLP: gated (SwiGLU: gate, up, down; the default) or plain (two matrices: GPT-2, MPT, BERT)"},
+	{"config", "FILE", "a Hugging Face config.json, read offline: the architecture (layers, sizes, heads, "
+			   "experts, MLP, context); --params gives the count, else it is computed"},
 	{"task", "TASK", "infer (default), train-full, lora, qlora or embed"},
 	{"precision", "P", "fp32, bf16 (default), fp16, fp8, int8 or int4"},
 	{"kv-precision", "P", "the KV cache's (default: --precision)"},
@@ -163,6 +166,15 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		rc = parse_uint(opt, arg, &in->vocab, err, errlen);
 	else if (!strcmp(name, "ffn"))
 		rc = parse_uint(opt, arg, &in->ffn, err, errlen);
+	else if (!strcmp(name, "mlp")) {
+		if (strcmp(arg, "gated") && strcmp(arg, "plain")) {
+			errbuf_set(err, errlen, "invalid --mlp '%.64s' (accepted: gated, plain)", arg);
+			rc = GC_EINVAL;
+		} else {
+			in->mlp = strcmp(arg, "plain") == 0 ? 2 : 1;
+		}
+	} else if (!strcmp(name, "config"))
+		in->config = arg;
 	else if (!strcmp(name, "task"))
 		rc = choose(opt, arg, r->job.task = memmodel_task_parse(arg), task_help, err, errlen);
 	else if (!strcmp(name, "precision"))
@@ -374,6 +386,95 @@ static int check_filter(const char *opt, const char *list, const catalog *cat, b
 }
 
 /* the model: a preset (--model), or --params with an architecture or the nearest preset's shape */
+/* an unsigned field of a config.json under any of its names (GPT-2's n_embd, Llama's hidden_size); 0 absent */
+static unsigned cfg_uint(json_t *o, const char *const *names)
+{
+	for (; *names; names++) {
+		json_t *v = json_object_get(o, *names);
+		if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 100000000)
+			return (unsigned)json_integer_value(v);
+	}
+	return 0;
+}
+
+/*
+ * --config FILE: a Hugging Face config.json's architecture into m (its
+ * text_config for a multimodal one). The MLP is plain for the families
+ * that have two matrices (GPT-2, GPT-NeoX, GPT-J, OPT, BLOOM, Falcon, MPT,
+ * Phi-1/2, BERT-like), gated otherwise. GC_OK, or GC_EINVAL with why.
+ */
+static int read_config(const char *path, memmodel_model *m, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root || !json_is_object(root)) {
+		errbuf_set(err, errlen, "invalid --config '%.200s': %s (expected a Hugging Face config.json)", path,
+			   root ? "not a JSON object" : je.text);
+		json_decref(root);
+		return GC_EINVAL;
+	}
+	json_t *o = json_is_object(json_object_get(root, "text_config")) ? json_object_get(root, "text_config") : root;
+	static const char *const n_layers[] = {"num_hidden_layers", "n_layer", "n_layers", "num_layers", NULL};
+	static const char *const n_hidden[] = {"hidden_size", "n_embd", "d_model", NULL};
+	static const char *const n_heads[] = {"num_attention_heads", "n_head", "n_heads", NULL};
+	static const char *const n_kv[] = {"num_key_value_heads", "num_kv_heads", "multi_query_group_num", NULL};
+	static const char *const n_vocab[] = {"vocab_size", "padded_vocab_size", NULL};
+	static const char *const n_ffn[] = {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", NULL};
+	static const char *const n_seq[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", NULL};
+	static const char *const n_experts[] = {"num_local_experts", "num_experts", "n_routed_experts", NULL};
+	static const char *const n_active[] = {"num_experts_per_tok", "moe_topk", NULL};
+	static const char *const n_head_dim[] = {"head_dim", NULL};
+	m->layers = cfg_uint(o, n_layers);
+	m->hidden = cfg_uint(o, n_hidden);
+	m->heads = cfg_uint(o, n_heads);
+	m->kv_heads = cfg_uint(o, n_kv);
+	m->vocab = cfg_uint(o, n_vocab);
+	m->ffn = cfg_uint(o, n_ffn);
+	m->seq = cfg_uint(o, n_seq);
+	m->experts = cfg_uint(o, n_experts);
+	m->experts_active = m->experts > 1 ? cfg_uint(o, n_active) : 0;
+	if (json_is_true(json_object_get(o, "multi_query")))
+		m->kv_heads = 1; /* Falcon-7B's one KV head */
+	unsigned head_dim = cfg_uint(o, n_head_dim);
+	const char *type = json_string_value(json_object_get(o, "model_type"));
+	static const char *const plain[] = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon", "mpt", "phi", "bert",
+					    "roberta", "gpt_bigcode", "starcoder2", NULL};
+	m->gated = true;
+	for (size_t i = 0; type && plain[i]; i++)
+		if (strcmp(type, plain[i]) == 0)
+			m->gated = false;
+	if (!m->ffn && m->hidden) {
+		double ratio = json_number_value(json_object_get(o, "expansion_ratio")); /* MPT */
+		m->ffn = (unsigned)(m->hidden * (ratio > 0 ? ratio : 4));
+	}
+	m->tied = json_is_true(json_object_get(o, "tie_word_embeddings")) ||
+		  (!json_object_get(o, "tie_word_embeddings") && !m->gated); /* GPT-2's default */
+	const char *why = !m->layers ? "num_hidden_layers" : !m->hidden ? "hidden_size" : !m->heads ? "num_attention_heads"
+			  : !m->vocab ? "vocab_size" : NULL;
+	if (why) {
+		errbuf_set(err, errlen, "invalid --config '%.200s': it has no %s (expected a Hugging Face config.json of a "
+					"transformer)", path, why);
+		json_decref(root);
+		return GC_EINVAL;
+	}
+	if (m->hidden % m->heads || (head_dim && head_dim != m->hidden / m->heads)) {
+		errbuf_set(err, errlen, "invalid --config '%.200s': its head_dim %u is not hidden_size %u / num_attention_heads "
+					"%u, and advise's formulas have no other (Gemma's); give --params with --layers, --hidden "
+					"and --heads that match its parameter count", path, head_dim ? head_dim : m->hidden / m->heads,
+			   m->hidden, m->heads);
+		json_decref(root);
+		return GC_EINVAL;
+	}
+	if (m->kv_heads && m->heads % m->kv_heads)
+		m->kv_heads = 0;
+	const char *name = json_string_value(json_object_get(root, "_name_or_path"));
+	const char *base = strrchr(path, '/');
+	snprintf(m->name, sizeof m->name, "%s", name && *name ? name : base ? base + 1 : path);
+	m->kind = MEMMODEL_DECODER;
+	json_decref(root);
+	return GC_OK;
+}
+
 static int resolve_model(const struct advise_input *in, struct advise_result *res, char *err, size_t errlen)
 {
 	advise_req *r = &res->req;
@@ -403,11 +504,18 @@ static int resolve_model(const struct advise_input *in, struct advise_result *re
 		r->model = *m;
 		free(presets);
 		presets = NULL;
+	} else if (in->config) {
+		if ((rc = read_config(in->config, &r->model, err, errlen)) != GC_OK)
+			return rc;
+		if (!r->model.seq || r->model.seq > 1048576)
+			r->model.seq = 4096;
 	} else {
 		r->model.kind = MEMMODEL_DECODER;
 		r->model.gated = true;
 		snprintf(r->model.name, sizeof r->model.name, "%s-parameter model", in->params);
 	}
+	if (in->mlp)
+		r->model.gated = in->mlp == 1;
 	if (in->params) {
 		char why[200];
 		if (memmodel_parse_count(in->params, &r->model.params, why, sizeof why)) {
@@ -436,6 +544,15 @@ static int resolve_model(const struct advise_input *in, struct advise_result *re
 			r->model.ffn = r->model.hidden * 4;
 		if (!in->params && !in->model)
 			r->model.params = r->model.active_params = memmodel_arch_params(&r->model);
+	}
+	/* --config without --params: the count its architecture implies; a mixture of experts uses its
+	   active experts' share per token */
+	if (in->config && !in->params) {
+		r->model.params = memmodel_arch_params(&r->model);
+		memmodel_model act = r->model;
+		if (act.experts > 1 && act.experts_active)
+			act.experts = act.experts_active;
+		r->model.active_params = memmodel_arch_params(&act);
 	}
 	/*
 	 * --params alone: activations, the KV cache and LoRA adapters need a
@@ -611,9 +728,13 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 	memset(res, 0, sizeof *res);
 	res->req = in->req;
 	advise_req *r = &res->req;
-	if (!in->model && !in->params) {
+	if (!in->model && !in->params && !in->config) {
 		errbuf_set(err, errlen, "advise: give the model: --model NAME (gpuctl advise --model list shows the "
-					"presets) or --params N such as 7B");
+					"presets), --config config.json or --params N such as 7B");
+		return GC_EINVAL;
+	}
+	if (in->model && in->config) {
+		errbuf_set(err, errlen, "advise: --model and --config are two models: give one");
 		return GC_EINVAL;
 	}
 	int rc;

@@ -170,6 +170,8 @@ struct advise_input {
 	advise_req req;             /* the options that set it directly; the rest is filled by advise_run */
 	const char *model, *params, *tokens, *global_batch;  /* borrowed, as given */
 	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
+	int mlp;                    /* --mlp: 0 the model's, 1 gated, 2 plain */
+	const char *config;         /* --config: a Hugging Face config.json (borrowed path) */
 	const char *catalogs[16];   /* --catalog files, borrowed */
 	size_t ncat;
 	const char *catalog_dir;    /* --catalog-dir: SkyPilot's catalogs (CLOUD/vms.csv); NULL: ~/.sky/catalogs/v8 */
