@@ -126,27 +126,36 @@ double advise_comm_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, 
 	 * not have, traffic over PCIe inside a node and over an instance's plain network between nodes.
 	 */
 	bool pcie = g->link <= ADVISE_PCIE_LINK;
-	double grad = m->trainable * gb, one = 0, inter = 0;
-	if (dp_node > 1 && link > 0 && pcie)
+	/* the parameters ZeRO-3 gathers: the whole model in 16 bits (LoRA: its frozen base; QLoRA: the 4-bit
+	   base, which FSDP-QLoRA and ZeRO-3 shard and gather like any parameter) */
+	double pbytes = task == MEMMODEL_QLORA ? 0.53 : 2;
+	double grad = m->trainable * gb, par = r->model.params * pbytes, one = 0, one_p = 0, inter = 0, inter_p = 0;
+	if (dp_node > 1 && link > 0 && pcie) {
 		one += 2.0 * (dp_node - 1) / dp_node * grad / tp / link;
+		one_p += 2.0 * (dp_node - 1) / dp_node * par / tp / link;
+	}
 	if (nodes > 1 && net > 0 && !gpu_net) {
 		inter = 2.0 * (nodes - 1) / nodes * grad / net;
+		inter_p = 2.0 * (nodes - 1) / nodes * par / net;
 		one += inter;
+		one_p += inter_p;
 	}
 	/*
 	 * When: ZeRO-0 and 1 keep whole gradients and reduce them once a step, behind the last micro-batch's
 	 * backward pass; ZeRO-2 reduce-scatters them after every micro-batch (it keeps only its shard: half a
-	 * reduction) and gathers the updated parameters once a step; ZeRO-3 also gathers the 16-bit parameters
-	 * for every micro-batch's forward and backward, prefetched through the whole micro-batch.
+	 * reduction) and gathers the updated parameters once a step; ZeRO-3 also gathers the parameters for
+	 * every micro-batch's forward and backward (an all-gather is half a reduction's traffic), prefetched
+	 * through the whole micro-batch.
 	 */
-	double per_micro = zero == 3 ? 1.5 * one : zero == 2 ? 0.5 * one : 0;
+	double per_micro = zero == 3 ? 0.5 * one + one_p : zero == 2 ? 0.5 * one : 0;
 	double per_step = zero == 3 ? 0 : zero == 2 ? 0.5 * one : one;
 	double bwd = (peft ? 0.5 : 2.0 / 3) * micro_s;
 	double hide_micro = zero == 3 ? micro_s : bwd;
 	double exposed_micro = per_micro > hide_micro ? per_micro - hide_micro : 0;
 	double exposed_step = per_step > bwd ? per_step - bwd : 0;
 	c->dp_s = per_micro * c->accum + per_step;
-	c->dp_inter_s = one > 0 ? c->dp_s * inter / one : 0;
+	double inter_micro = zero == 3 ? 0.5 * inter + inter_p : zero == 2 ? 0.5 * inter : 0;
+	c->dp_inter_s = inter_micro * c->accum + (zero == 3 ? 0 : zero == 2 ? 0.5 * inter : inter);
 	/* tensor parallelism: 2 all-reduces forward and 2 backward per layer (2 more with full recomputation) of
 	   the activations, batch x seq x hidden in 16 bits, every micro-batch, not overlapped */
 	if (tp > 1 && link > 0 && pcie && r->model.layers && r->model.hidden) {

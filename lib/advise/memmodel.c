@@ -458,7 +458,10 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 			/* NF4 linear layers with double-quantized constants; embeddings and the output layer
 			   stay in 16 bits, as bitsandbytes leaves them */
 			double linear = psi - embed;
-			o->weights = (linear * (4.0 + 8.0 / 64 + 32.0 / (64 * 256)) / 8 + embed * 2) / t;
+			/* ZeRO-3 and FSDP shard the frozen 4-bit base too (bitsandbytes' quant_storage,
+			   FSDP-QLoRA; DeepSpeed ZeRO-3 QLoRA) */
+			o->weights = (linear * (4.0 + 8.0 / 64 + 32.0 / (64 * 256)) / 8 + embed * 2) / t /
+				     (j->zero >= 3 ? dp : 1);
 		} else {
 			if (j->prec == MEMMODEL_INT4) {
 				errbuf_set(err, errlen, "LoRA on an int4 base is QLoRA: use --task qlora");

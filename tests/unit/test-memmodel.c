@@ -202,6 +202,13 @@ static void test_lora_qlora(void **state)
 	memmodel_mem paged;
 	assert_int_equal(memmodel_estimate(&m, &j, &paged, NULL, 0), 0);
 	assert_true(paged.optimizer == 0 && paged.cpu == 8 * pa && fabs(paged.total - (o.total - 8 * pa)) < 1);
+	/* ZeRO-3 / FSDP shard the 4-bit base across the data-parallel ranks too (FSDP-QLoRA, issue 37) */
+	j.optim = MEMMODEL_ADAMW;
+	j.zero = 3;
+	j.dp = 4;
+	memmodel_mem z3;
+	assert_int_equal(memmodel_estimate(&m, &j, &z3, NULL, 0), 0);
+	assert_true(fabs(z3.weights - (base / 4 + 2 * pa)) / base < 1e-3);
 	/* plain LoRA: PEFT's fp32 adapters, gradients, master-free AdamW */
 	j = job(MEMMODEL_LORA);
 	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
