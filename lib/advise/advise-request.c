@@ -36,6 +36,7 @@ const struct advise_optdesc advise_options[] = {
 	{"kv-heads", "K", "key/value heads (default: --heads)"},
 	{"vocab", "V", "vocabulary size"},
 	{"ffn", "F", "feed-forward size"},
+	{"head-dim", "D", "attention head size (default: hidden / heads; Gemma's and Mistral-Nemo's differ)"},
 	{"mlp", "M", "the MLP: gated (SwiGLU: gate, up, down; the default) or plain (two matrices: GPT-2, MPT, BERT)"},
 	{"config", "FILE", "a Hugging Face config.json, read offline: the architecture (layers, sizes, heads, "
 			   "experts, MLP, context); --params gives the count, else it is computed"},
@@ -166,6 +167,8 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		rc = parse_uint(opt, arg, &in->vocab, err, errlen);
 	else if (!strcmp(name, "ffn"))
 		rc = parse_uint(opt, arg, &in->ffn, err, errlen);
+	else if (!strcmp(name, "head-dim"))
+		rc = parse_uint(opt, arg, &in->head_dim, err, errlen);
 	else if (!strcmp(name, "mlp")) {
 		if (strcmp(arg, "gated") && strcmp(arg, "plain")) {
 			errbuf_set(err, errlen, "invalid --mlp '%.64s' (accepted: gated, plain)", arg);
@@ -457,14 +460,13 @@ static int read_config(const char *path, memmodel_model *m, char *err, size_t er
 		json_decref(root);
 		return GC_EINVAL;
 	}
-	if (m->hidden % m->heads || (head_dim && head_dim != m->hidden / m->heads)) {
-		errbuf_set(err, errlen, "invalid --config '%.200s': its head_dim %u is not hidden_size %u / num_attention_heads "
-					"%u, and advise's formulas have no other (Gemma's); give --params with --layers, --hidden "
-					"and --heads that match its parameter count", path, head_dim ? head_dim : m->hidden / m->heads,
-			   m->hidden, m->heads);
+	if (!head_dim && m->hidden % m->heads) {
+		errbuf_set(err, errlen, "invalid --config '%.200s': hidden_size %u is not a multiple of num_attention_heads "
+					"%u, and it gives no head_dim", path, m->hidden, m->heads);
 		json_decref(root);
 		return GC_EINVAL;
 	}
+	m->head_dim = head_dim && head_dim != m->hidden / m->heads ? head_dim : 0;
 	if (m->kv_heads && m->heads % m->kv_heads)
 		m->kv_heads = 0;
 	const char *name = json_string_value(json_object_get(root, "_name_or_path"));
@@ -524,7 +526,8 @@ static int resolve_model(const struct advise_input *in, struct advise_result *re
 		}
 		r->model.active_params = r->model.params;
 	}
-	if (in->layers || in->hidden || in->heads || in->kv_heads || in->vocab || in->ffn) {
+	if (in->layers || in->hidden || in->heads || in->kv_heads || in->vocab || in->ffn || in->head_dim) {
+		if (in->head_dim) r->model.head_dim = in->head_dim;
 		if (in->layers) r->model.layers = in->layers;
 		if (in->hidden) r->model.hidden = in->hidden;
 		if (in->heads) r->model.heads = in->heads;
@@ -535,7 +538,8 @@ static int resolve_model(const struct advise_input *in, struct advise_result *re
 			errbuf_set(err, errlen, "advise: an architecture needs --layers, --hidden and --heads together");
 			return GC_EINVAL;
 		}
-		if (r->model.hidden % r->model.heads || (r->model.kv_heads && r->model.heads % r->model.kv_heads)) {
+		if ((!r->model.head_dim && r->model.hidden % r->model.heads) ||
+		    (r->model.kv_heads && r->model.heads % r->model.kv_heads)) {
 			errbuf_set(err, errlen, "advise: --hidden %u must be a multiple of --heads %u, and --heads of --kv-heads",
 				   r->model.hidden, r->model.heads);
 			return GC_EINVAL;

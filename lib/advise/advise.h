@@ -169,7 +169,7 @@ double advise_hours(const advise_req *req, const spec_gpu *g, unsigned gpus, uns
 struct advise_input {
 	advise_req req;             /* the options that set it directly; the rest is filled by advise_run */
 	const char *model, *params, *tokens, *global_batch;  /* borrowed, as given */
-	unsigned layers, hidden, heads, kv_heads, vocab, ffn;
+	unsigned layers, hidden, heads, kv_heads, vocab, ffn, head_dim;
 	int mlp;                    /* --mlp: 0 the model's, 1 gated, 2 plain */
 	const char *config;         /* --config: a Hugging Face config.json (borrowed path) */
 	const char *catalogs[16];   /* --catalog files, borrowed */

@@ -171,6 +171,12 @@ static unsigned kv_heads(const memmodel_model *m)
 	return m->kv_heads ? m->kv_heads : m->heads;
 }
 
+/* an attention head's size: the model's own, else hidden / heads */
+static double head_dim(const memmodel_model *m)
+{
+	return m->head_dim ? m->head_dim : (double)m->hidden / m->heads;
+}
+
 /* parameters of one expert's (or the dense) feed-forward block */
 static double mlp_params(const memmodel_model *m)
 {
@@ -187,8 +193,9 @@ double memmodel_arch_params(const memmodel_model *m)
 {
 	if (!arch_known(m) || m->kind == MEMMODEL_CNN)
 		return 0;
-	double h = m->hidden, hd = h / m->heads, kv = kv_heads(m) * hd;
-	double attn = h * h * 2 + 2 * h * kv;
+	/* q and o are hidden x heads·head_dim, k and v hidden x kv_heads·head_dim */
+	double h = m->hidden, hd = head_dim(m), q = m->heads * hd, kv = kv_heads(m) * hd;
+	double attn = 2 * h * q + 2 * h * kv;
 	unsigned e = m->experts > 1 ? m->experts : 1;
 	double mlp = mlp_params(m) * e + (e > 1 ? h * e : 0);
 	double norms = m->kind == MEMMODEL_DECODER ? 2 * h : 4 * h;
@@ -227,21 +234,20 @@ double memmodel_kv_per_token(const memmodel_model *m, int prec)
 {
 	if (!arch_known(m) || m->kind != MEMMODEL_DECODER)
 		return 0;
-	double hd = (double)m->hidden / m->heads;
-	return 2.0 * m->layers * kv_heads(m) * hd * memmodel_prec_bytes(prec);
+	return 2.0 * m->layers * kv_heads(m) * head_dim(m) * memmodel_prec_bytes(prec);
 }
 
 double memmodel_lora_params(const memmodel_model *m, unsigned r, unsigned targets)
 {
 	if (!arch_known(m) || m->kind == MEMMODEL_CNN)
 		return 0;
-	double h = m->hidden, kv = kv_heads(m) * (h / m->heads), f = m->ffn;
+	double h = m->hidden, q = m->heads * head_dim(m), kv = kv_heads(m) * head_dim(m), f = m->ffn;
 	double attn = 0, mlp = 0;
 	/* a rank-r adapter on a d_in x d_out matrix has r·(d_in + d_out) parameters */
-	if (targets & MEMMODEL_LT_Q) attn += r * (h + h);
+	if (targets & MEMMODEL_LT_Q) attn += r * (h + q);
 	if (targets & MEMMODEL_LT_K) attn += r * (h + kv);
 	if (targets & MEMMODEL_LT_V) attn += r * (h + kv);
-	if (targets & MEMMODEL_LT_O) attn += r * (h + h);
+	if (targets & MEMMODEL_LT_O) attn += r * (q + h);
 	/* plain MLPs have only "up" and "down" */
 	if ((targets & MEMMODEL_LT_GATE) && m->gated)
 		mlp += r * (h + f);

@@ -53,6 +53,7 @@ typedef struct memmodel_model {
 	double params;          /* all parameters */
 	double active_params;   /* used per token (mixture of experts); = params when dense */
 	unsigned layers, hidden, heads, kv_heads, vocab, ffn; /* 0: unknown (then only --params) */
+	unsigned head_dim;      /* attention head size; 0: hidden / heads (Gemma's and Mistral-Nemo's differ) */
 	unsigned experts;       /* mixture of experts: experts per layer (0 or 1: dense) */
 	unsigned experts_active;/* experts each token goes through */
 	bool tied;              /* input embedding shared with the output layer */

@@ -179,7 +179,8 @@ int specs_load_models(const char *path, memmodel_model **out, size_t *n, char *e
 	*n = 0;
 	static const char *const cols[] = {"name", "aliases", "kind", "mlp", "params", "active_params", "layers",
 					   "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_active",
-					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample", "default_shape"};
+					   "tied", "seq", "act_bytes_per_sample", "flops_per_sample", "default_shape",
+					   "head_dim"};
 	enum { NCOL = sizeof cols / sizeof cols[0] };
 	int idx[NCOL];
 	char why[256];
@@ -235,7 +236,14 @@ int specs_load_models(const char *path, memmodel_model **out, size_t *n, char *e
 			goto out;
 		}
 		x->seq = (unsigned)v;
-		if (x->heads && x->hidden % x->heads) {
+		if (num(field(&t.c, idx[19]), true, &v) < 0 || v > 65536 || v != floor(v)) {
+			errbuf_set(err, errlen, "%s: line %zu: head_dim '%s' is not a whole number", path, t.c.line,
+				   field(&t.c, idx[19]));
+			rc = GC_EINVAL;
+			goto out;
+		}
+		x->head_dim = (unsigned)v;
+		if (x->heads && !x->head_dim && x->hidden % x->heads) {
 			errbuf_set(err, errlen, "%s: line %zu: hidden %u is not a multiple of heads %u", path, t.c.line,
 				   x->hidden, x->heads);
 			rc = GC_EINVAL;

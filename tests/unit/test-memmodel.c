@@ -179,6 +179,24 @@ static void test_activations(void **state)
 	assert_true(fabs(o.total - (o.weights + o.grads + o.optimizer + o.activations + o.overhead)) < 1);
 }
 
+/* a head size other than hidden / heads (Gemma 2 9B: 16 heads of 256 on a hidden size of 3584) */
+static void test_head_dim(void **state)
+{
+	(void)state;
+	memmodel_model m = {.name = "gemma-2-9b", .kind = MEMMODEL_DECODER, .layers = 42, .hidden = 3584, .heads = 16,
+			    .kv_heads = 8, .head_dim = 256, .vocab = 256000, .ffn = 14336, .tied = true, .gated = true};
+	double attn = 2.0 * 3584 * 16 * 256 + 2.0 * 3584 * 8 * 256, mlp = 3.0 * 3584 * 14336;
+	double want = 42 * (attn + mlp + 2 * 3584) + 256000.0 * 3584 + 3584;
+	assert_true(fabs(memmodel_arch_params(&m) - want) < 1);
+	assert_true(fabs(want / 9.24e9 - 1) < 0.015); /* the model card's 9.24B */
+	assert_true(memmodel_kv_per_token(&m, MEMMODEL_BF16) == 2.0 * 42 * 8 * 256 * 2);
+	/* LoRA on q and o: r x (3584 + 4096) each, per layer */
+	assert_true(memmodel_lora_params(&m, 8, MEMMODEL_LT_Q | MEMMODEL_LT_O) == 42.0 * 2 * 8 * (3584 + 4096));
+	/* without head_dim, hidden / heads */
+	m.head_dim = 0;
+	assert_true(memmodel_kv_per_token(&m, MEMMODEL_BF16) == 2.0 * 42 * 8 * 224 * 2);
+}
+
 static void test_lora_qlora(void **state)
 {
 	(void)state;
@@ -403,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_eleuther_bytes_per_param),
 		cmocka_unit_test(test_kv_cache),
 		cmocka_unit_test(test_activations),
+		cmocka_unit_test(test_head_dim),
 		cmocka_unit_test(test_lora_qlora),
 		cmocka_unit_test(test_frameworks),
 		cmocka_unit_test(test_parse),
