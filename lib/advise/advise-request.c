@@ -47,6 +47,8 @@ const struct advise_optdesc advise_options[] = {
 	{"zero", "auto|0-3", "the ZeRO stage (default: advise chooses)"},
 	{"fsdp", NULL, "FSDP: ZeRO stage 3"},
 	{"offload", NULL, "offload optimizer states to CPU memory"},
+	{"pure", NULL, "train-full purely in --precision (torchtune, LitGPT's bf16-true): weights, gradients and "
+		       "optimizer states in 16 bits, no fp32 master copy"},
 	{"no-offload", NULL, "never offload"},
 	{"recompute", "R", "activation recomputation: auto (default), none, selective or full"},
 	{"tp", "auto|N", "tensor-parallel degree (default: advise chooses)"},
@@ -206,6 +208,8 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		r->zero = 3;
 	else if (!strcmp(name, "offload"))
 		r->offload = 1;
+	else if (!strcmp(name, "pure"))
+		r->job.pure = true;
 	else if (!strcmp(name, "no-offload"))
 		r->offload = 0;
 	else if (!strcmp(name, "recompute")) {
@@ -755,6 +759,12 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 			   in->here)) {
 		errbuf_set(err, errlen, "advise: --gpu asks about your own GPUs: --catalog, --catalog-dir, --clouds, --regions, "
 					"--spot, --budget and --here are about renting (give one or the other)");
+		return GC_EINVAL;
+	}
+	if (r->job.pure && (r->job.task != MEMMODEL_TRAIN || r->job.prec == MEMMODEL_FP32 || r->job.prec == MEMMODEL_INT8 ||
+			    r->job.prec == MEMMODEL_INT4)) {
+		errbuf_set(err, errlen, "advise: --pure is full training (--task train-full) in bf16, fp16 or fp8 without an "
+					"fp32 master copy");
 		return GC_EINVAL;
 	}
 	bool peft = r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;

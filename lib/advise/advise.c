@@ -112,7 +112,7 @@ double advise_comm_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, 
 	/* bytes per gradient value reduced: DeepSpeed, FSDP and Megatron reduce in 16 bits; PyTorch DDP under
 	   autocast (the Trainer's ZeRO-0) reduces the fp32 gradients, as do fp32 runs and PEFT's fp32 adapters */
 	bool hf = memmodel_framework_of(&r->model, &r->job) == MEMMODEL_FW_HF;
-	double gb = peft || r->job.prec == MEMMODEL_FP32 || (hf && zero == 0) ? 4 : 2;
+	double gb = peft || r->job.prec == MEMMODEL_FP32 || (hf && zero == 0 && !r->job.pure) ? 4 : 2;
 	double link = g->link / 2 * ADVISE_LINK_EFF; /* per direction */
 	double net = net_bps * ADVISE_LINK_EFF;
 	unsigned nodes = (gpus + per_node - 1) / per_node;

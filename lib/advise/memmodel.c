@@ -300,7 +300,7 @@ static double loss_bytes(const memmodel_model *m, const memmodel_job *j)
  */
 static bool amp(const memmodel_model *m, const memmodel_job *j)
 {
-	return j->task == MEMMODEL_TRAIN && j->prec != MEMMODEL_FP32 && j->zero == 0 &&
+	return j->task == MEMMODEL_TRAIN && j->prec != MEMMODEL_FP32 && j->zero == 0 && !j->pure &&
 	       memmodel_framework_of(m, j) == MEMMODEL_FW_HF;
 }
 
@@ -426,6 +426,12 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		bool mixed = j->prec != MEMMODEL_FP32;
 		/* fp8 training (Transformer Engine) keeps bf16 weights: modelled as bf16 */
 		double w = mixed ? 2 : 4, g = mixed ? 2 : 4, k = optim_bytes(j->optim, mixed);
+		if (mixed && j->pure) {
+			/* no master copy, and the optimizer's states in the weights' 16-bit type (PyTorch's
+			   AdamW keeps m and v as the parameter's dtype): 4 bytes for AdamW, 2 for 8-bit Adam
+			   and SGD's momentum */
+			k = j->optim == MEMMODEL_ADAM8BIT ? 2 : j->optim == MEMMODEL_SGD ? 2 : 4;
+		}
 		if (amp(m, j)) {
 			/* torch.autocast: fp32 weights and gradients, the optimizer's states only, and
 			   the 16-bit copy of every weight cached for the step */

@@ -71,6 +71,8 @@ typedef struct memmodel_job {
 	int optim;              /* enum memmodel_optim */
 	int zero;               /* 0 (plain data parallel) ... 3 (= FSDP full sharding) */
 	bool offload;           /* optimizer states (stage >= 2: and gradients) in CPU memory */
+	bool pure;              /* full training purely in the 16-bit precision: weights, gradients and the
+				   optimizer's states, no fp32 master copy (torchtune, LitGPT's bf16-true) */
 	int recompute;          /* enum memmodel_recompute */
 	unsigned dp;            /* data-parallel GPUs the ZeRO states are sharded over (>= 1) */
 	unsigned tp;            /* tensor-parallel size (>= 1) */

@@ -179,6 +179,24 @@ static void test_activations(void **state)
 	assert_true(fabs(o.total - (o.weights + o.grads + o.optimizer + o.activations + o.overhead)) < 1);
 }
 
+/* pure 16-bit training: 2 + 2 + 4 bytes a parameter for AdamW (states in bf16), no master copy */
+static void test_pure_bf16(void **state)
+{
+	(void)state;
+	memmodel_model m = llama2_7b();
+	memmodel_job j = job(MEMMODEL_TRAIN);
+	j.framework = MEMMODEL_FW_HF;
+	j.pure = true;
+	memmodel_mem o;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs(o.weights - 2 * 6.74e9) < 1 && fabs(o.grads - 2 * 6.74e9) < 1 &&
+		    fabs(o.optimizer - 4 * 6.74e9) < 1);
+	/* mixed precision under the Trainer (autocast) for comparison: 6 + 4 + 8 */
+	j.pure = false;
+	assert_int_equal(memmodel_estimate(&m, &j, &o, NULL, 0), 0);
+	assert_true(fabs(o.weights - 6 * 6.74e9) < 1 && fabs(o.optimizer - 8 * 6.74e9) < 1);
+}
+
 /* a head size other than hidden / heads (Gemma 2 9B: 16 heads of 256 on a hidden size of 3584) */
 static void test_head_dim(void **state)
 {
@@ -422,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_kv_cache),
 		cmocka_unit_test(test_activations),
 		cmocka_unit_test(test_head_dim),
+		cmocka_unit_test(test_pure_bf16),
 		cmocka_unit_test(test_lora_qlora),
 		cmocka_unit_test(test_frameworks),
 		cmocka_unit_test(test_parse),
