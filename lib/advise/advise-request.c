@@ -47,6 +47,8 @@ const struct advise_optdesc advise_options[] = {
 	{"zero", "auto|0-3", "the ZeRO stage (default: advise chooses)"},
 	{"fsdp", NULL, "FSDP: ZeRO stage 3"},
 	{"offload", NULL, "offload optimizer states to CPU memory"},
+	{"offload-params", NULL, "ZeRO-3/FSDP parameter offload too (FSDP's CPUOffload, DeepSpeed's offload_param): "
+				 "implies --fsdp and --offload"},
 	{"pure", NULL, "train-full purely in --precision (torchtune, LitGPT's bf16-true): weights, gradients and "
 		       "optimizer states in 16 bits, no fp32 master copy"},
 	{"no-offload", NULL, "never offload"},
@@ -208,6 +210,10 @@ int advise_option(struct advise_input *in, const char *name, const char *arg, ch
 		r->zero = 3;
 	else if (!strcmp(name, "offload"))
 		r->offload = 1;
+	else if (!strcmp(name, "offload-params")) {
+		r->job.offload_params = true;
+		r->offload = 1;
+	}
 	else if (!strcmp(name, "pure"))
 		r->job.pure = true;
 	else if (!strcmp(name, "no-offload"))
@@ -760,6 +766,14 @@ int advise_run(const struct advise_input *in, struct advise_result *res, char *e
 		errbuf_set(err, errlen, "advise: --gpu asks about your own GPUs: --catalog, --catalog-dir, --clouds, --regions, "
 					"--spot, --budget and --here are about renting (give one or the other)");
 		return GC_EINVAL;
+	}
+	if (r->job.offload_params) {
+		if (r->zero >= 0 && r->zero != 3) {
+			errbuf_set(err, errlen, "advise: --offload-params offloads ZeRO-3's (FSDP's) parameter shards: not with "
+						"--zero %d", r->zero);
+			return GC_EINVAL;
+		}
+		r->zero = 3;
 	}
 	if (r->job.pure && (r->job.task != MEMMODEL_TRAIN || r->job.prec == MEMMODEL_FP32 || r->job.prec == MEMMODEL_INT8 ||
 			    r->job.prec == MEMMODEL_INT4)) {

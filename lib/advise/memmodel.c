@@ -497,6 +497,19 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		errbuf_set(err, errlen, "unknown task");
 		return GC_EINVAL;
 	}
+	if (j->offload_params && j->zero >= 3 && m->layers &&
+	    (j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA)) {
+		/* the shard in CPU memory; on the GPU the layer being computed and the one prefetched,
+		   gathered whole (their TP share), or an embedding matrix (16-bit: QLoRA keeps them
+		   unquantized) and a layer */
+		double shard = o->weights, whole = shard * dp;
+		double bytes = j->prec == MEMMODEL_FP32 && j->task == MEMMODEL_TRAIN ? 4 : 2;
+		double one_embed = (double)m->vocab * m->hidden * bytes / t;
+		double embeds = one_embed * (m->tied ? 1 : 2);
+		double layer = (whole > embeds ? whole - embeds : whole) / m->layers;
+		o->cpu += shard;
+		o->weights = 2 * layer > one_embed + layer ? 2 * layer : one_embed + layer;
+	}
 	if (j->optim == MEMMODEL_PAGED_ADAMW && (j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA ||
 						  j->task == MEMMODEL_QLORA)) {
 		/* paged to the host when the GPU runs short: they do not raise the peak */

@@ -71,6 +71,8 @@ typedef struct memmodel_job {
 	int optim;              /* enum memmodel_optim */
 	int zero;               /* 0 (plain data parallel) ... 3 (= FSDP full sharding) */
 	bool offload;           /* optimizer states (stage >= 2: and gradients) in CPU memory */
+	bool offload_params;    /* ZeRO-3/FSDP parameter offload: the weights live in CPU memory, a layer or two
+				   gathered to the GPU at a time (FSDP's CPUOffload, DeepSpeed's offload_param) */
 	bool pure;              /* full training purely in the 16-bit precision: weights, gradients and the
 				   optimizer's states, no fp32 master copy (torchtune, LitGPT's bf16-true) */
 	int recompute;          /* enum memmodel_recompute */

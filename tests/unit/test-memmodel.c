@@ -197,6 +197,31 @@ static void test_pure_bf16(void **state)
 	assert_true(fabs(o.weights - 6 * 6.74e9) < 1 && fabs(o.optimizer - 8 * 6.74e9) < 1);
 }
 
+/* FSDP/ZeRO-3 parameter offload: the shard in CPU memory, two layers (or an embedding and a layer) on the GPU */
+static void test_offload_params(void **state)
+{
+	(void)state;
+	memmodel_model m = llama2_7b();
+	memmodel_job j = job(MEMMODEL_TRAIN);
+	j.zero = 3;
+	j.dp = 8;
+	memmodel_mem on, off;
+	assert_int_equal(memmodel_estimate(&m, &j, &on, NULL, 0), 0);
+	j.offload_params = true;
+	assert_int_equal(memmodel_estimate(&m, &j, &off, NULL, 0), 0);
+	double whole = on.weights * 8, embed = 32000.0 * 4096 * 2, layer = (whole - 2 * embed) / 32;
+	double want = 2 * layer > embed + layer ? 2 * layer : embed + layer;
+	assert_true(fabs(off.weights - want) < 1);
+	assert_true(fabs(off.cpu - (on.cpu + on.weights)) < 1);
+	assert_true(off.weights < on.weights);
+	/* only under ZeRO-3: a stage that keeps whole weights is left as it is */
+	j.zero = 2;
+	assert_int_equal(memmodel_estimate(&m, &j, &off, NULL, 0), 0);
+	j.offload_params = false;
+	assert_int_equal(memmodel_estimate(&m, &j, &on, NULL, 0), 0);
+	assert_true(off.weights == on.weights);
+}
+
 /* a head size other than hidden / heads (Gemma 2 9B: 16 heads of 256 on a hidden size of 3584) */
 static void test_head_dim(void **state)
 {
@@ -441,6 +466,7 @@ int main(void)
 		cmocka_unit_test(test_activations),
 		cmocka_unit_test(test_head_dim),
 		cmocka_unit_test(test_pure_bf16),
+		cmocka_unit_test(test_offload_params),
 		cmocka_unit_test(test_lora_qlora),
 		cmocka_unit_test(test_frameworks),
 		cmocka_unit_test(test_parse),
