@@ -88,6 +88,28 @@ double advise_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsig
 	return secs / 3600;
 }
 
+/* where a reduction's traffic is counted: the link inside a node and the network between nodes (0: not counted) */
+struct ring {
+	double link, net;       /* bytes/s per direction */
+	unsigned dp_node, nodes, tp;
+};
+
+/*
+ * Seconds of one reduction (a ring's all-reduce, or reduce-scatter and all-gather) of `bytes`, a whole
+ * model's worth: each GPU moves 2(n-1)/n of its TP shard over the node's link; between nodes, each node's
+ * whole share crosses its network 2(N-1)/N times (*between: that part).
+ */
+static double reduction_s(const struct ring *x, double bytes, double *between)
+{
+	double in = 0;
+	*between = 0;
+	if (x->dp_node > 1 && x->link > 0)
+		in = 2.0 * (x->dp_node - 1) / x->dp_node * bytes / x->tp / x->link;
+	if (x->nodes > 1 && x->net > 0)
+		*between = 2.0 * (x->nodes - 1) / x->nodes * bytes / x->net;
+	return in + *between;
+}
+
 double advise_comm_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsigned per_node, unsigned tp,
 			 int zero, int recompute, const memmodel_mem *m, double compute_h, double net_bps, bool gpu_net,
 			 advise_comm *c)
@@ -113,54 +135,41 @@ double advise_comm_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, 
 	   autocast (the Trainer's ZeRO-0) reduces the fp32 gradients, as do fp32 runs and PEFT's fp32 adapters */
 	bool hf = memmodel_framework_of(&r->model, &r->job) == MEMMODEL_FW_HF;
 	double gb = peft || r->job.prec == MEMMODEL_FP32 || (hf && zero == 0 && !r->job.pure) ? 4 : 2;
-	double link = g->link / 2 * ADVISE_LINK_EFF; /* per direction */
-	double net = net_bps * ADVISE_LINK_EFF;
-	unsigned nodes = (gpus + per_node - 1) / per_node;
-	unsigned here = gpus < per_node ? gpus : per_node;
-	unsigned dp_node = here / tp;
 	/*
-	 * One reduction of the gradients (a ring's all-reduce, or reduce-scatter and all-gather): each GPU moves
-	 * 2(n-1)/n of its TP shard of them over the node's link; between nodes, each node's whole gradient crosses
-	 * its network 2(N-1)/N times. The default MFUs come from runs on NVLink nodes joined by GPU networks
-	 * (docs/advise.md), whose communication they already hold: what is counted here is what those runs did
-	 * not have, traffic over PCIe inside a node and over an instance's plain network between nodes.
+	 * The default MFUs come from runs on NVLink nodes joined by GPU networks (docs/advise.md), whose
+	 * communication they already hold: what is counted is what those runs did not have, traffic over PCIe
+	 * inside a node and over an instance's plain network between nodes.
 	 */
 	bool pcie = g->link <= ADVISE_PCIE_LINK;
+	unsigned here = gpus < per_node ? gpus : per_node;
+	struct ring x = {.link = pcie ? g->link / 2 * ADVISE_LINK_EFF : 0, .net = gpu_net ? 0 : net_bps * ADVISE_LINK_EFF,
+			 .dp_node = here / tp, .nodes = (gpus + per_node - 1) / per_node, .tp = tp};
 	/* the parameters ZeRO-3 gathers: the whole model in 16 bits (LoRA: its frozen base; QLoRA: the 4-bit
 	   base, which FSDP-QLoRA and ZeRO-3 shard and gather like any parameter) */
-	double pbytes = task == MEMMODEL_QLORA ? 0.53 : 2;
-	double grad = m->trainable * gb, par = r->model.params * pbytes, one = 0, one_p = 0, inter = 0, inter_p = 0;
-	if (dp_node > 1 && link > 0 && pcie) {
-		one += 2.0 * (dp_node - 1) / dp_node * grad / tp / link;
-		one_p += 2.0 * (dp_node - 1) / dp_node * par / tp / link;
-	}
-	if (nodes > 1 && net > 0 && !gpu_net) {
-		inter = 2.0 * (nodes - 1) / nodes * grad / net;
-		inter_p = 2.0 * (nodes - 1) / nodes * par / net;
-		one += inter;
-		one_p += inter_p;
-	}
+	double pbytes = task == MEMMODEL_QLORA ? 0.53 : 2, g_between, p_between;
+	double one = reduction_s(&x, m->trainable * gb, &g_between), one_p = reduction_s(&x, r->model.params * pbytes,
+											  &p_between);
 	/*
-	 * When: ZeRO-0 and 1 keep whole gradients and reduce them once a step, behind the last micro-batch's
-	 * backward pass; ZeRO-2 reduce-scatters them after every micro-batch (it keeps only its shard: half a
-	 * reduction) and gathers the updated parameters once a step; ZeRO-3 also gathers the parameters for
-	 * every micro-batch's forward and backward (an all-gather is half a reduction's traffic), prefetched
-	 * through the whole micro-batch.
+	 * When, in reductions of the gradients (g) and of the parameters (p), per micro-batch and per step:
+	 * ZeRO-0 and 1 keep whole gradients and reduce them once a step, behind the last micro-batch's backward
+	 * pass; ZeRO-2 reduce-scatters them after every micro-batch (it keeps only its shard: half a reduction)
+	 * and gathers the updated parameters once a step; ZeRO-3 also gathers the parameters for every
+	 * micro-batch's forward and backward (an all-gather is half a reduction's traffic), prefetched through
+	 * the whole micro-batch.
 	 */
-	double per_micro = zero == 3 ? 0.5 * one + one_p : zero == 2 ? 0.5 * one : 0;
-	double per_step = zero == 3 ? 0 : zero == 2 ? 0.5 * one : one;
+	double g_micro = zero >= 2 ? 0.5 : 0, p_micro = zero == 3 ? 1 : 0, g_step = zero == 3 ? 0 : zero == 2 ? 0.5 : 1;
+	double per_micro = g_micro * one + p_micro * one_p, per_step = g_step * one;
 	double bwd = (peft ? 0.5 : 2.0 / 3) * micro_s;
 	double hide_micro = zero == 3 ? micro_s : bwd;
 	double exposed_micro = per_micro > hide_micro ? per_micro - hide_micro : 0;
 	double exposed_step = per_step > bwd ? per_step - bwd : 0;
 	c->dp_s = per_micro * c->accum + per_step;
-	double inter_micro = zero == 3 ? 0.5 * inter + inter_p : zero == 2 ? 0.5 * inter : 0;
-	c->dp_inter_s = inter_micro * c->accum + (zero == 3 ? 0 : zero == 2 ? 0.5 * inter : inter);
+	c->dp_inter_s = (g_micro * g_between + p_micro * p_between) * c->accum + g_step * g_between;
 	/* tensor parallelism: 2 all-reduces forward and 2 backward per layer (2 more with full recomputation) of
 	   the activations, batch x seq x hidden in 16 bits, every micro-batch, not overlapped */
-	if (tp > 1 && link > 0 && pcie && r->model.layers && r->model.hidden) {
+	if (tp > 1 && x.link > 0 && r->model.layers && r->model.hidden) {
 		double ar = (4.0 + (recompute == MEMMODEL_RC_FULL ? 2 : 0)) * r->model.layers;
-		c->tp_s = c->accum * ar * 2.0 * (tp - 1) / tp * (double)batch * seq * r->model.hidden * 2 / link;
+		c->tp_s = c->accum * ar * 2.0 * (tp - 1) / tp * (double)batch * seq * r->model.hidden * 2 / x.link;
 	}
 	c->exposed_s = exposed_micro * c->accum + exposed_step + c->tp_s;
 	return c->exposed_s * c->steps / 3600;
