@@ -188,6 +188,25 @@ static int runner_send(struct runner_link *l, const char *buf, size_t len, const
 	return 0;
 }
 
+/*
+ * p's request to the runner (started when down), its go pipe's read end with it: 0 sent (p->gen says to
+ * which runner), 1 when no runner could be started, -1 when the runner did not take it (it is stopped);
+ * why says which.
+ */
+static int send_pending(struct runner_link *l, struct runner_pending *p, char *why, size_t len)
+{
+	if (runner_up(l, why, len) < 0)
+		return 1;
+	const int fds[SPAWNREQ_NFDS] = {l->nullfd, p->go[0]};
+	if (runner_send(l, p->buf, p->len, fds) < 0) {
+		snprintf(why, len, "the job runner went away");
+		runner_link_down(l, "it did not take a job; starting a new one");
+		return -1;
+	}
+	p->gen = l->gen;
+	return 0;
+}
+
 int runner_link_submit(struct runner_link *l, const struct spawnreq *r, struct runner_pending *p, char *why,
 		       size_t len)
 {
@@ -205,13 +224,7 @@ int runner_link_submit(struct runner_link *l, const struct spawnreq *r, struct r
 		return -1;
 	}
 	/* not sent now (no runner, or it fails): runner_link_collect sends it and says why not */
-	if (runner_up(l, why, len) == 0) {
-		const int fds[SPAWNREQ_NFDS] = {l->nullfd, p->go[0]};
-		if (runner_send(l, p->buf, p->len, fds) == 0)
-			p->gen = l->gen;
-		else
-			runner_link_down(l, "it did not take a job; starting a new one");
-	}
+	(void)send_pending(l, p, why, len);
 	return 0;
 }
 
@@ -232,15 +245,11 @@ pid_t runner_link_collect(struct runner_link *l, struct runner_pending *p, char 
 					break;
 				}
 			}
-			if (runner_up(l, why, len) < 0)
+			int sent = send_pending(l, p, why, len);
+			if (sent > 0)
 				break;
-			const int fds[SPAWNREQ_NFDS] = {l->nullfd, p->go[0]};
-			if (runner_send(l, p->buf, p->len, fds) < 0) {
-				snprintf(why, len, "the job runner went away");
-				runner_link_down(l, "it did not take a job; starting a new one");
+			if (sent < 0)
 				continue;
-			}
-			p->gen = l->gen;
 		}
 		struct spawnrec rec;
 		if (runner_wait(l, SPAWNREC_SPAWNED, &rec) < 0) {
