@@ -95,11 +95,9 @@ static bool gpu_idle(const gc_gpu *g, unsigned util)
 static struct held *find(struct reclaim *r, const struct lease_info *h)
 {
 	for (size_t i = 0; i < r->n; i++)
-		/* not by its since when it has a supervisor: that is the claim file's ctime, which its
-		   holder moves by writing or touching the file (a new since would start its idle time over) */
+		/* by its holder (a new since would start its idle time over) */
 		if (h->grant ? r->v[i].grant == h->grant
-			     : r->v[i].supervisor == h->supervisor && r->v[i].uid == h->uid &&
-				       (h->supervisor > 0 || r->v[i].since == h->since))
+			     : lease_same_holder(r->v[i].supervisor, r->v[i].uid, r->v[i].since, h))
 			return &r->v[i];
 	struct held *nv = grow(r->v, &r->cap, r->n, sizeof *nv, 8);
 	if (!nv)

@@ -104,16 +104,11 @@ void usage_observe(struct queue *q, bool changed)
 	for (size_t i = 0; i < n; i++) {
 		const struct lease_info *in = &e[i].info;
 		struct usage_open *o = NULL;
-		/*
-		 * Which open lease this is: its GPU, user and supervisor. Not its since: that is
-		 * the claim file's ctime, which the rewrite at its job's start moves (lease_set_pid),
-		 * and a lease seen with a new since was counted twice, closed at the next look and
-		 * opened again from the rewrite. Only a record without a supervisor of its user's
-		 * (dropped by the reader) is told apart by its since.
-		 */
+		/* which open lease this is: its GPU and holder (a lease seen with a new since was
+		 * counted twice, closed at the next look and opened again from the rewrite) */
 		for (size_t k = 0; k < u->n && !o; k++)
-			if (strcmp(u->v[k].uuid, e[i].uuid) == 0 && u->v[k].uid == in->uid &&
-			    u->v[k].supervisor == in->supervisor && (in->supervisor > 0 || u->v[k].since == in->since))
+			if (strcmp(u->v[k].uuid, e[i].uuid) == 0 &&
+			    lease_same_holder(u->v[k].supervisor, u->v[k].uid, u->v[k].since, in))
 				o = &u->v[k];
 		if (!o) {
 			struct usage_open *nv = grow(u->v, &u->cap, u->n, sizeof *nv, 16);

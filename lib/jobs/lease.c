@@ -1605,6 +1605,11 @@ void lease_info_self(struct lease_info *i, const char *name, char *const *argv, 
 
 /* ---- what a lease record says, for people ---- */
 
+bool lease_same_holder(pid_t supervisor, uid_t uid, int64_t since, const struct lease_info *i)
+{
+	return supervisor == i->supervisor && uid == i->uid && (i->supervisor > 0 || since == i->since);
+}
+
 void lease_info_sanitize(struct lease_info *i)
 {
 	char *fields[] = {i->user, i->name, i->command, i->request};

@@ -231,6 +231,13 @@ int lease_queue_list(struct lease_dir *d, struct lease_waiter **out, size_t *n);
 /* Replace the control characters and bytes that are not UTF-8 in what another user wrote
  * (user, name, command, request) by '?', as everything gpuctl shows of another process. */
 void lease_info_sanitize(struct lease_info *i);
+/*
+ * Whether the holder seen before (supervisor, uid, since) is lease i's: the same supervisor of the same
+ * user. Not the same since: that is the claim file's ctime, which the record's rewrite at its job's
+ * start (lease_set_pid) moves, and so can its owner by touching the file; only a record without a
+ * supervisor of its user's (dropped by the reader) is told apart by it.
+ */
+bool lease_same_holder(pid_t supervisor, uid_t uid, int64_t since, const struct lease_info *i);
 /* Who holds a lease, for messages: "alice (pid 4121, since 10:02, job 'train')", sanitized. */
 void lease_holder_text(const struct lease_info *i, char *buf, size_t len);
 
