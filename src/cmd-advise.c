@@ -405,7 +405,7 @@ static void print_header(const struct advise_result *res)
 	const memmodel_job *j = &r.job;
 	const memmodel_model shape = res->shape;
 	const memmodel_mem single = res->single;
-	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
+	bool train = memmodel_trains(j->task);
 	char title[256];
 	snprintf(title, sizeof title, "%s, %s in %s, seq %u, batch %u", r.model.name, memmodel_task_name(j->task),
 		 memmodel_prec_name(j->prec), j->seq ? j->seq : r.model.seq, j->batch);
@@ -464,7 +464,7 @@ static void print_header(const struct advise_result *res)
 static void print_own(const struct advise_result *res)
 {
 	const advise_req r = res->req;
-	bool train = r.job.task == MEMMODEL_TRAIN || r.job.task == MEMMODEL_LORA || r.job.task == MEMMODEL_QLORA;
+	bool train = memmodel_trains(r.job.task);
 	printf("on your %ux %s (%.0f GB each, one node): %s\n", res->own_count, res->own->name, res->own->mem / GB,
 	       res->np ? "fits" : "does not fit");
 	if (res->np) {
@@ -542,7 +542,7 @@ static void print_plans(const struct advise_result *res)
 	const advise_req r = res->req;
 	const advise_plan *plans = res->plans;
 	const size_t np = res->np, show = np < res->top ? np : res->top;
-	bool train = r.job.task == MEMMODEL_TRAIN || r.job.task == MEMMODEL_LORA || r.job.task == MEMMODEL_QLORA;
+	bool train = memmodel_trains(r.job.task);
 	printf("%-6s %-26s %-14s %-14s %-28s %-15s %9s %11s %10s %15s\n", "CLOUD", "INSTANCE", "REGION",
 	       "GPUS", "PLAN", "MEM/GPU", "TIME", r.spot ? "SPOT $/HOUR" : "$/HOUR",
 	       r.spot ? "SPOT TOTAL" : "TOTAL", r.spot ? "ON-DEMAND TOTAL" : "SPOT TOTAL");

@@ -852,7 +852,7 @@ void advise_assumptions(const struct advise_result *res, char *buf, size_t len)
 	const memmodel_job *j = &r->job;
 	const memmodel_model *m = &r->model;
 	int fw = memmodel_framework_of(m, j), loss = memmodel_loss_of(m, j);
-	bool train = j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA;
+	bool train = memmodel_trains(j->task);
 	size_t n = 0;
 #define ADD(...)                                                                                                       \
 	do {                                                                                                           \
@@ -971,7 +971,7 @@ char *advise_result_json(const struct advise_result *res, const json_t *here)
 	json_object_set_new(root, "assumptions",
 			    json_pack("{s:s, s:o, s:s}", "framework",
 				      memmodel_framework_name(memmodel_framework_of(&r->model, j)), "loss",
-				      j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA
+				      memmodel_trains(j->task)
 					      ? json_string(memmodel_loss_name(memmodel_loss_of(&r->model, j)))
 					      : json_null(),
 				      "text", why));

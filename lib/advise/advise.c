@@ -61,7 +61,7 @@ double advise_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, unsig
 	if (r->model.kind == MEMMODEL_CNN) {
 		double f = 3 * r->model.flops_per_sample * r->tokens * (recompute == MEMMODEL_RC_FULL ? 4.0 / 3 : 1);
 		secs = f / (gpus * peak * mfu);
-	} else if (r->job.task == MEMMODEL_TRAIN || r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA) {
+	} else if (memmodel_trains(r->job.task)) {
 		double k = r->job.task == MEMMODEL_TRAIN ? 6 : 4;
 		if (recompute == MEMMODEL_RC_FULL)
 			k += 2; /* the forward pass again */
@@ -117,7 +117,7 @@ double advise_comm_hours(const advise_req *r, const spec_gpu *g, unsigned gpus, 
 	memset(c, 0, sizeof *c);
 	int task = r->job.task;
 	bool peft = task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
-	if (!(task == MEMMODEL_TRAIN || peft) || gpus == 0 || tp == 0 || !isfinite(compute_h))
+	if (!memmodel_trains(task) || gpus == 0 || tp == 0 || !isfinite(compute_h))
 		return 0;
 	unsigned seq = r->job.seq ? r->job.seq : r->model.seq ? r->model.seq : 4096;
 	unsigned batch = r->job.batch ? r->job.batch : 1;
@@ -180,11 +180,6 @@ static bool in_list(const char *list, const char *s)
 	return !list || !*list || csv_in_list(list, ',', s);
 }
 
-static bool is_training(const advise_req *r)
-{
-	return r->job.task == MEMMODEL_TRAIN || r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
-}
-
 /*
  * The fastest plan on `gpus` GPUs of g with at most `per_node` in one node
  * (tensor parallelism stays inside a node). An offload plan must also fit
@@ -197,7 +192,7 @@ static bool best_plan(const advise_req *r, const spec_gpu *g, unsigned gpus, uns
 {
 	bool found = false;
 	double usable = g->mem * (1 - r->headroom);
-	bool train = is_training(r);
+	bool train = memmodel_trains(r->job.task);
 	bool cnn = r->model.kind == MEMMODEL_CNN;
 	/* PEFT's LoRA and QLoRA under Hugging Face's Trainer have no tensor parallelism: data-parallel plans only */
 	bool peft = r->job.task == MEMMODEL_LORA || r->job.task == MEMMODEL_QLORA;
@@ -300,7 +295,7 @@ enum { WHY_NOFIT, WHY_NO_HOST, WHY_HOST_SMALL, WHY_NO_FABRIC };
 static bool plan_for(const advise_req *r, const spec_gpu *g, unsigned count, double host, bool fabric, double net,
 		     advise_plan *p, unsigned *nodes, int *why)
 {
-	bool train = is_training(r);
+	bool train = memmodel_trains(r->job.task);
 	unsigned max_nodes = train ? (r->max_gpus >= count ? r->max_gpus / count : 0) : (r->max_gpus >= count);
 	*why = WHY_NOFIT;
 	for (int pass = 0; pass < 2; pass++) {

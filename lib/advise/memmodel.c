@@ -65,6 +65,11 @@ int memmodel_loss_of(const memmodel_model *m, const memmodel_job *j)
 	return m->kind == MEMMODEL_ENCODER ? MEMMODEL_LOSS_CLASSIFIER : MEMMODEL_LOSS_FULL;
 }
 
+bool memmodel_trains(int task)
+{
+	return task == MEMMODEL_TRAIN || task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
+}
+
 int memmodel_task_parse(const char *s)
 {
 	if (s && strcasecmp(s, "train") == 0)
@@ -498,7 +503,7 @@ int memmodel_estimate(const memmodel_model *m, const memmodel_job *j, memmodel_m
 		return GC_EINVAL;
 	}
 	if (j->offload_params && j->zero >= 3 && m->layers &&
-	    (j->task == MEMMODEL_TRAIN || j->task == MEMMODEL_LORA || j->task == MEMMODEL_QLORA)) {
+	    memmodel_trains(j->task)) {
 		/* the shard in CPU memory; on the GPU the layer being computed and the one prefetched,
 		   gathered whole (their TP share), or an embedding matrix (16-bit: QLoRA keeps them
 		   unquantized) and a layer */

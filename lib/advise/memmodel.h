@@ -103,6 +103,8 @@ double memmodel_prec_bytes(int prec);
 const char *memmodel_prec_name(int prec);
 int memmodel_prec_parse(const char *s); /* -1 if unknown */
 const char *memmodel_task_name(int task);
+/* whether the task trains (train-full, LoRA, QLoRA): gradients, optimizer states, a backward pass */
+bool memmodel_trains(int task);
 int memmodel_task_parse(const char *s);
 const char *memmodel_optim_name(int optim);
 int memmodel_optim_parse(const char *s);

@@ -80,7 +80,7 @@ enum how { HOW_RUN, HOW_LAUNCH, HOW_LAUNCH_SCRIPT, HOW_RUN_OWN_LAUNCHER };
 static enum how how_to_run(const struct advise_result *res, const struct advise_sky_opts *o, bool several)
 {
 	int task = res->req.job.task;
-	bool train = task == MEMMODEL_TRAIN || task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
+	bool train = memmodel_trains(task);
 	if (o->launch)
 		return HOW_LAUNCH;
 	if (!train || !several || o->ncmd == 0)
@@ -234,7 +234,7 @@ int advise_emit_skypilot(const struct advise_result *res, const spec_sky *t, siz
 	if (!o->bucket)
 		fprintf(f, "# No --checkpoint-bucket: checkpoints stay on the VM's disk and are lost with it.\n");
 	int task = res->req.job.task;
-	bool train = task == MEMMODEL_TRAIN || task == MEMMODEL_LORA || task == MEMMODEL_QLORA;
+	bool train = memmodel_trains(task);
 	if (nodes == 1 && how == HOW_LAUNCH_SCRIPT)
 		fprintf(f, "# Plans of several GPUs, paid for together: the script runs under torchrun (gpuctl launch),\n"
 			   "# one process per GPU.\n");
