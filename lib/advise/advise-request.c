@@ -418,6 +418,13 @@ static unsigned cfg_uint(json_t *o, const char *const *names)
  */
 static int read_config(const char *path, memmodel_model *m, char *err, size_t errlen)
 {
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (16 << 20)) {
+		errbuf_set(err, errlen, "invalid --config '%.200s': %s (expected a Hugging Face config.json)", path,
+			   stat(path, &st) != 0 ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file"
+											: "larger than 16 MiB");
+		return GC_EINVAL;
+	}
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root || !json_is_object(root)) {
@@ -477,8 +484,12 @@ static int read_config(const char *path, memmodel_model *m, char *err, size_t er
 		return GC_EINVAL;
 	}
 	m->head_dim = head_dim && head_dim != m->hidden / m->heads ? head_dim : 0;
-	if (m->kv_heads && m->heads % m->kv_heads)
-		m->kv_heads = 0;
+	if (m->kv_heads && m->heads % m->kv_heads) {
+		errbuf_set(err, errlen, "invalid --config '%.200s': num_key_value_heads %u does not divide "
+					"num_attention_heads %u", path, m->kv_heads, m->heads);
+		json_decref(root);
+		return GC_EINVAL;
+	}
 	const char *name = json_string_value(json_object_get(root, "_name_or_path"));
 	const char *base = strrchr(path, '/');
 	snprintf(m->name, sizeof m->name, "%s", name && *name ? name : base ? base + 1 : path);
